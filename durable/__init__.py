@@ -1,0 +1,33 @@
+"""Durable execution for Django: workflows replayed from a journal of their steps.
+
+Import the public API from here: ``from durable import workflow, days, Retry``. Names are
+resolved lazily, because Django imports this package before its models are ready.
+"""
+import importlib
+
+_EXPORTS = {
+    "workflow": "durable.workflow",
+    "Retry": "durable.retry",
+    "days": "durable.durations",
+    "hours": "durable.durations",
+    "minutes": "durable.durations",
+    "seconds": "durable.durations",
+    "StepInfo": "durable.context",
+    "current_step": "durable.context",
+    "StepFailed": "durable.errors",
+    "RunConflict": "durable.errors",
+    "RunFinished": "durable.errors",
+    "RunNotFound": "durable.errors",
+    "WorkflowNotFound": "durable.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'durable' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

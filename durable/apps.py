@@ -1,0 +1,18 @@
+"""App config: imports every app's ``workflows`` module so runs find their code by name."""
+import importlib
+
+from django.apps import AppConfig
+from django.utils.module_loading import autodiscover_modules
+
+
+class DurableConfig(AppConfig):
+    name = "durable"
+    verbose_name = "Durable workflows"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from durable import conf
+
+        autodiscover_modules("workflows")
+        for module in conf.workflow_modules():
+            importlib.import_module(module)

@@ -1,0 +1,26 @@
+"""The engine's settings, read at call time so tests can override them."""
+from django.conf import settings
+
+
+def lease_seconds() -> float:
+    return float(getattr(settings, "DURABLE_LEASE_SECONDS", 15))
+
+
+def dispatch_grace_seconds() -> float:
+    return float(getattr(settings, "DURABLE_DISPATCH_GRACE_SECONDS", 10))
+
+
+def dispatcher() -> str:
+    return getattr(settings, "DURABLE_DISPATCHER", "celery")
+
+
+def sweep_batch() -> int:
+    return int(getattr(settings, "DURABLE_SWEEP_BATCH", 500))
+
+
+def heartbeat_enabled() -> bool:
+    return bool(getattr(settings, "DURABLE_HEARTBEAT", True))
+
+
+def workflow_modules() -> list[str]:
+    return list(getattr(settings, "DURABLE_WORKFLOW_MODULES", []))

@@ -1,0 +1,73 @@
+"""Named errors of the engine: the API and views turn them into 4xx with the message intact."""
+
+
+class DurableError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class RunNotFound(DurableError):
+    pass
+
+
+class RunFinished(DurableError):
+    """The run has ended (completed, failed or cancelled) and takes no more signals."""
+
+
+class RunConflict(DurableError):
+    """A run with this id exists with a different workflow or input."""
+
+
+class InvalidTransition(DurableError):
+    """The run's status does not allow the requested operation."""
+
+
+class WorkflowNotFound(DurableError):
+    pass
+
+
+class NotInWorkflow(DurableError):
+    """A workflow-only call (``workflow.step`` ...) was made outside a running workflow."""
+
+
+class PayloadError(DurableError):
+    """A value cannot be stored in the journal (not JSON-encodable)."""
+
+
+class StepFailed(Exception):
+    """A step exhausted its retries; raised into the workflow body, which may catch it.
+
+    Carries the original error's type name and message, not the exception object: the
+    body sees the same value live and on replay.
+    """
+
+    def __init__(self, step_name: str, error_type: str, message: str, attempts: int):
+        self.step_name = step_name
+        self.error_type = error_type
+        self.message = message
+        self.attempts = attempts
+        super().__init__(f"step {step_name!r} failed after {attempts} attempt(s): {error_type}: {message}")
+
+
+class ControlFlow(BaseException):
+    """Unwinds the workflow body; a BaseException so ``except Exception`` cannot swallow it."""
+
+
+class Suspend(ControlFlow):
+    """The body reached a wait that cannot be satisfied yet."""
+
+    def __init__(self, wake_at, waiting_for: str):
+        self.wake_at = wake_at
+        self.waiting_for = waiting_for
+        super().__init__(waiting_for)
+
+
+class Divergence(ControlFlow):
+    """The code asked for something other than what the journal recorded at this position."""
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(message)
+
+
+class Fenced(ControlFlow):
+    """This worker lost its lease: another worker owns the run, nothing more may be written."""

@@ -1,0 +1,194 @@
+"""Claiming a run and writing under its lease: every write checks the fencing token.
+
+A worker that lost its lease (paused, partitioned, cancelled under it) finds its token
+stale on the next write and stops with ``Fenced``; nothing it does is recorded.
+"""
+import logging
+import os
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+
+from durable import clock, conf
+from durable.errors import Fenced
+from durable.models import ACTIVE_STATUSES, JournalEntry, RunStatus, WorkflowRun
+
+log = logging.getLogger(__name__)
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+@dataclass
+class Lease:
+    run_id: str
+    owner: str
+    token: int
+    seconds: float
+    signal_seq: int
+    expires_at: datetime | None = None
+
+    def _expiry(self, now: datetime) -> datetime:
+        return now + timedelta(seconds=self.seconds)
+
+    def fence(self, now: datetime) -> None:
+        """Check the token and extend the lease; inside a transaction this also locks the row."""
+        expires = self._expiry(now)
+        updated = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
+            lease_expires_at=expires, wake_at=expires, updated_at=now)
+        if not updated:
+            raise Fenced(self.run_id)
+        self.expires_at = expires
+
+    def write(self, entry: JournalEntry, *, insert: bool, fields=(), also=()) -> None:
+        """Persist one journal entry, and run ``also`` (callables) in the same transaction."""
+        now = clock.now()
+        entry.updated_at = now
+        saving_entry = False
+        try:
+            with transaction.atomic():
+                self.fence(now)
+                for extra in also:
+                    extra()
+                saving_entry = True
+                if insert:
+                    entry.save(force_insert=True)
+                else:
+                    entry.save(update_fields=[*fields, "updated_at"])
+        except IntegrityError as exc:
+            if saving_entry:  # another worker wrote this position: we are the stale one
+                raise Fenced(self.run_id) from exc
+            raise
+
+    def finish(self, run: WorkflowRun, *, transition: str, wake_at=None, waiting_for="",
+               check_signal_seq: bool = False, **fields) -> bool:
+        """Apply an FSM transition and persist it if we still hold the lease.
+
+        Returns False (and changes nothing) when ``check_signal_seq`` is set and a signal
+        arrived since the claim: the caller must look at signals again, not suspend.
+        """
+        getattr(run, transition)()
+        now = clock.now()
+        values = dict(status=run.status, lease_owner="", lease_expires_at=None, wake_at=wake_at,
+                      waiting_for=waiting_for, updated_at=now, **fields)
+        if run.status in (RunStatus.COMPLETED, RunStatus.FAILED):
+            values["finished_at"] = now
+        query = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
+        if check_signal_seq:
+            updated = query.filter(signal_seq=self.signal_seq).update(**values)
+            if updated:
+                return True
+            current = query.values_list("signal_seq", flat=True).first()
+            if current is None:
+                raise Fenced(self.run_id)
+            self.signal_seq = current
+            return False
+        if not query.update(**values):
+            raise Fenced(self.run_id)
+        return True
+
+    def extend(self) -> bool:
+        """Heartbeat: push the expiry forward; False if the lease is gone."""
+        now = clock.now()
+        expires = self._expiry(now)
+        updated = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
+            lease_expires_at=expires, wake_at=expires)
+        if updated:
+            self.expires_at = expires
+        return bool(updated)
+
+
+def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None = None):
+    """Take the run if it is runnable and nobody holds a live lease on it.
+
+    Returns ``(run, lease)`` or None. Bumping the fencing token here is what makes the
+    previous holder's next write fail.
+    """
+    owner = owner or default_owner()
+    now = clock.now()
+    with transaction.atomic():
+        run = WorkflowRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.status not in ACTIVE_STATUSES:
+            return None
+        if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > now:
+            return None
+        seconds = lease_seconds or conf.lease_seconds()
+        run.claim()
+        token = run.fencing_token + 1
+        expires = now + timedelta(seconds=seconds)
+        WorkflowRun.objects.filter(pk=run_id).update(
+            status=RunStatus.RUNNING, lease_owner=owner[:255], lease_expires_at=expires,
+            wake_at=expires, fencing_token=token, advances=F("advances") + 1, updated_at=now)
+    run.fencing_token, run.lease_owner, run.lease_expires_at = token, owner, expires
+    run.advances += 1
+    return run, Lease(run_id=run_id, owner=owner, token=token, seconds=seconds,
+                      signal_seq=run.signal_seq, expires_at=expires)
+
+
+class Heartbeat:
+    """One daemon thread per process that extends the leases of long-running steps.
+
+    Journal writes extend the lease too, so the thread only writes for an advance that has
+    held its lease for a third of its length: fast steps never cause a heartbeat query.
+    """
+
+    IDLE_EXIT_SECONDS = 60.0
+
+    def __init__(self):
+        self._leases: dict[int, tuple[Lease, float]] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def hold(self, lease: Lease):
+        if not conf.heartbeat_enabled():
+            yield lease
+            return
+        with self._lock:
+            self._leases[id(lease)] = (lease, time.monotonic())
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="durable-heartbeat", daemon=True)
+                self._thread.start()
+        try:
+            yield lease
+        finally:
+            with self._lock:
+                self._leases.pop(id(lease), None)
+
+    def _loop(self):
+        idle_since = time.monotonic()
+        try:
+            while True:
+                with self._lock:
+                    held = list(self._leases.items())
+                    if not held and time.monotonic() - idle_since > self.IDLE_EXIT_SECONDS:
+                        self._thread = None
+                        return
+                if held:
+                    idle_since = time.monotonic()
+                for key, (lease, last) in held:
+                    if time.monotonic() - last < lease.seconds / 3:
+                        continue
+                    try:
+                        alive = lease.extend()
+                    except Exception:
+                        log.exception("run %s: heartbeat failed", lease.run_id)
+                        continue
+                    if not alive:
+                        log.warning("run %s: lease lost while a step was running", lease.run_id)
+                    with self._lock:
+                        if key in self._leases:
+                            self._leases[key] = (lease, time.monotonic())
+                time.sleep(0.2)
+        finally:
+            connection.close()
+
+
+heartbeat = Heartbeat()

@@ -1,0 +1,189 @@
+"""Rows that make a run durable: the run, its journal, its signals, and the audit trail.
+
+Status changes go through django-fsm transitions on ``WorkflowRun`` (the field is
+protected); the executor persists them with fenced conditional updates (see leases.py).
+"""
+from django.db import models
+from django.db.models import Q
+from django_fsm import FSMField, FSMModelMixin, transition
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    WAITING = "waiting"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    BLOCKED = "blocked"
+
+
+ACTIVE_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
+FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class WorkflowRun(FSMModelMixin, models.Model):
+    id = models.CharField(primary_key=True, max_length=255)
+    workflow_name = models.CharField(max_length=200, db_index=True)
+    workflow_version = models.PositiveIntegerField(default=1)
+    input = models.JSONField(default=dict)
+    status = FSMField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING,
+                      protected=True, db_index=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    # When the sweep must dispatch this run: a deadline, a retry back-off, a lease expiry,
+    # or the grace period of a dispatch that may have been lost. Null when nothing is due.
+    wake_at = models.DateTimeField(null=True, blank=True)
+    waiting_for = models.CharField(max_length=255, blank=True, default="")
+    lease_owner = models.CharField(max_length=255, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    fencing_token = models.PositiveBigIntegerField(default=0)
+    # Bumped by every signal, so a worker that is about to suspend notices a signal that
+    # arrived after it looked (no lost wake-up).
+    signal_seq = models.PositiveBigIntegerField(default=0)
+    advances = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            # The sweep reads "wake_at <= now" as a range scan over due runs only.
+            models.Index(fields=["wake_at"], name="durable_run_due",
+                         condition=Q(wake_at__isnull=False)),
+            models.Index(fields=["workflow_name", "status"], name="durable_run_wf_status"),
+        ]
+        permissions = [
+            ("operate_workflowrun", "Can cancel, retry, wake and signal workflow runs"),
+        ]
+
+    def __str__(self):
+        return f"{self.id} ({self.workflow_name} v{self.workflow_version}, {self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+    # --- Transitions: the lifecycle diagram of DESIGN.md, and nothing else. ---
+
+    @transition(field=status, source=[RunStatus.PENDING, RunStatus.WAITING, RunStatus.RUNNING],
+                target=RunStatus.RUNNING)
+    def claim(self):
+        """RUNNING -> RUNNING is a takeover of an expired lease."""
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.WAITING)
+    def suspend(self):
+        pass
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.PENDING)
+    def release(self):
+        pass
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.COMPLETED)
+    def complete(self):
+        pass
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.FAILED)
+    def fail(self):
+        pass
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.BLOCKED)
+    def block(self):
+        pass
+
+    @transition(field=status, source=[RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING,
+                                      RunStatus.BLOCKED, RunStatus.FAILED],
+                target=RunStatus.CANCELLED)
+    def cancel(self):
+        pass
+
+    @transition(field=status, source=[RunStatus.FAILED, RunStatus.BLOCKED], target=RunStatus.PENDING)
+    def retry(self):
+        pass
+
+
+class EntryKind(models.TextChoices):
+    STEP = "step"
+    SIGNAL = "signal"
+    SLEEP = "sleep"
+    NOW = "now"
+    UUID = "uuid4"
+    RANDOM = "random"
+    PATCH = "patch"
+
+
+class EntryStatus(models.TextChoices):
+    COMPLETED = "completed"
+    FAILED = "failed"
+    WAITING = "waiting"          # a wait or sleep whose time has not come
+    RETRYING = "retrying"        # a step that failed and will run again at wake_at
+
+
+class JournalEntry(models.Model):
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="journal")
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=EntryKind.choices)
+    name = models.CharField(max_length=255)
+    status = models.CharField(max_length=16, choices=EntryStatus.choices)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, blank=True, default="")
+    attempt = models.PositiveIntegerField(default=0)
+    wake_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="durable_journal_run_position"),
+        ]
+        verbose_name_plural = "journal entries"
+
+    def __str__(self):
+        return f"{self.run_id}#{self.position} {self.kind}:{self.name} {self.status}"
+
+    @property
+    def duration(self):
+        if self.started_at and self.status in (EntryStatus.COMPLETED, EntryStatus.FAILED):
+            return self.updated_at - self.started_at
+        return None
+
+
+class Signal(models.Model):
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="signals")
+    name = models.CharField(max_length=255)
+    payload = models.JSONField(null=True, blank=True)
+    dedupe_key = models.CharField(max_length=255, null=True, blank=True)
+    consumed_position = models.PositiveIntegerField(null=True, blank=True)
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "dedupe_key"], name="durable_signal_dedupe",
+                                    condition=Q(dedupe_key__isnull=False)),
+        ]
+        indexes = [models.Index(fields=["run", "consumed_position"], name="durable_signal_pending")]
+
+    def __str__(self):
+        return f"{self.name} -> {self.run_id}"
+
+
+class AuditEvent(models.Model):
+    """Who did what to which run, when, from which request. Append-only."""
+
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="audit_events")
+    action = models.CharField(max_length=32)
+    actor = models.CharField(max_length=255, default="system")
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.run_id}"

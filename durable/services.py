@@ -1,0 +1,181 @@
+"""Writes on runs: start, signal, cancel, retry, wake. Each works inside the caller's
+transaction: the row, its audit event and its dispatch commit together or not at all.
+"""
+import logging
+import uuid
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce, Least
+
+from durable import clock, codec, conf, registry
+from durable.dispatch import dispatch
+from durable.errors import InvalidTransition, RunConflict, RunFinished, RunNotFound
+from durable.models import (
+    FINISHED_STATUSES,
+    AuditEvent,
+    EntryKind,
+    EntryStatus,
+    JournalEntry,
+    RunStatus,
+    Signal,
+    WorkflowRun,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _audit(run_id: str, action: str, actor: str, detail: dict | None = None) -> AuditEvent:
+    return AuditEvent.objects.create(run_id=run_id, action=action, actor=actor or "system",
+                                     detail=detail or {}, created_at=clock.now())
+
+
+def _grace():
+    return clock.now() + timedelta(seconds=conf.dispatch_grace_seconds())
+
+
+def _get_locked(run_id: str) -> WorkflowRun:
+    run = WorkflowRun.objects.select_for_update().filter(pk=run_id).first()
+    if run is None:
+        raise RunNotFound(f"no run with id {run_id!r}")
+    return run
+
+
+def run_start(workflow, *args, id: str | None = None, actor: str = "system",
+              audit: dict | None = None, **kwargs) -> WorkflowRun:
+    """Create a run and dispatch it once the caller's transaction commits.
+
+    Starting an id that exists returns the existing run (a retried request or a
+    redelivered webhook must not start a second process); the same id with another
+    workflow or other input is a RunConflict, never a silent mix-up.
+    """
+    definition = registry.resolve(workflow)
+    encoded = definition.encode_input(args, kwargs)
+    run_id = id or f"{definition.name}:{uuid.uuid4()}"
+    now = clock.now()
+    try:
+        with transaction.atomic():
+            run = WorkflowRun.objects.create(
+                id=run_id, workflow_name=definition.name, workflow_version=definition.version,
+                input=encoded, created_at=now, updated_at=now, wake_at=_grace())
+            _audit(run_id, "start", actor, {"workflow": definition.name,
+                                            "version": definition.version, **(audit or {})})
+    except IntegrityError:
+        run = WorkflowRun.objects.filter(pk=run_id).first()
+        if run is None:
+            raise
+        if run.workflow_name != definition.name or run.input != encoded:
+            raise RunConflict(
+                f"run {run_id!r} already exists as {run.workflow_name} with input {run.input!r}; "
+                f"refusing to start {definition.name} with input {encoded!r}") from None
+        return run
+    dispatch(run_id)
+    return run
+
+
+def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None = None,
+                actor: str = "system", audit: dict | None = None) -> Signal:
+    """Record a signal for a run and wake the run once the caller's transaction commits.
+
+    A signal with a dedupe key already seen for this run is the same signal: the
+    provider's redelivery must not resume the workflow twice.
+    """
+    if not name:
+        raise ValueError("a signal needs a name")
+    encoded = codec.encode(payload)
+    now = clock.now()
+    with transaction.atomic():
+        status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+        if status is None:
+            raise RunNotFound(f"no run with id {run_id!r}")
+        if dedupe_key:
+            existing = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first()
+            if existing is not None:
+                return existing
+        if status in FINISHED_STATUSES:
+            raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
+        try:
+            with transaction.atomic():
+                signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded,
+                                               dedupe_key=dedupe_key or None, created_at=now)
+        except IntegrityError:
+            existing = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first()
+            if existing is None:
+                raise
+            return existing
+        grace = _grace()
+        woken = WorkflowRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES).update(
+            signal_seq=F("signal_seq") + 1, updated_at=now,
+            wake_at=Least(Coalesce("wake_at", Value(grace)), Value(grace)))
+        if not woken:
+            raise RunFinished(f"run {run_id!r} finished while the signal was being sent")
+        _audit(run_id, "signal", actor, {"name": name, "signal_id": signal.pk,
+                                         "dedupe_key": dedupe_key, **(audit or {})})
+    if status != RunStatus.BLOCKED:
+        dispatch(run_id)
+    return signal
+
+
+def run_cancel(run_id: str, *, reason: str = "", actor: str = "system",
+               audit: dict | None = None) -> WorkflowRun:
+    """Cancel a run. Bumping the fencing token stops a worker that is running it right now."""
+    with transaction.atomic():
+        run = _get_locked(run_id)
+        if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+            raise RunFinished(f"run {run_id!r} is already {run.status}")
+        run.cancel()
+        now = clock.now()
+        run.fencing_token += 1
+        run.error = {"type": "Cancelled", "message": reason or "cancelled"}
+        run.wake_at, run.lease_owner, run.lease_expires_at, run.waiting_for = None, "", None, ""
+        run.updated_at = run.finished_at = now
+        run.save(update_fields=["status", "fencing_token", "error", "wake_at", "lease_owner",
+                                "lease_expires_at", "waiting_for", "updated_at", "finished_at"])
+        _audit(run_id, "cancel", actor, {"reason": reason, **(audit or {})})
+    return run
+
+
+def run_retry(run_id: str, *, actor: str = "system", audit: dict | None = None) -> WorkflowRun:
+    """Send a failed or blocked run back to pending.
+
+    For a run that failed on a step, that step gets a fresh retry budget and runs again;
+    a blocked run replays against the (fixed) code.
+    """
+    with transaction.atomic():
+        run = _get_locked(run_id)
+        if run.status not in (RunStatus.FAILED, RunStatus.BLOCKED):
+            raise InvalidTransition(f"run {run_id!r} is {run.status}; only failed or blocked runs can be retried")
+        run.retry()
+        now = clock.now()
+        last = JournalEntry.objects.filter(run_id=run_id).order_by("-position").first()
+        if last is not None and last.kind == EntryKind.STEP and last.status == EntryStatus.FAILED:
+            last.status, last.attempt, last.wake_at, last.updated_at = EntryStatus.RETRYING, 0, None, now
+            last.save(update_fields=["status", "attempt", "wake_at", "updated_at"])
+        previous_error = run.error
+        run.error, run.finished_at, run.updated_at, run.wake_at = None, None, now, _grace()
+        run.save(update_fields=["status", "error", "finished_at", "updated_at", "wake_at"])
+        _audit(run_id, "retry", actor, {"previous_error": previous_error, **(audit or {})})
+    dispatch(run_id)
+    return run
+
+
+def run_wake(run_id: str, *, actor: str = "system", audit: dict | None = None) -> WorkflowRun:
+    """Fire the run's timer now: a sleep ends, a step's back-off is skipped.
+
+    A wait for a signal is only looked at again, never timed out early: that would
+    decide on the customer's behalf.
+    """
+    with transaction.atomic():
+        run = _get_locked(run_id)
+        if run.status not in (RunStatus.PENDING, RunStatus.WAITING):
+            raise InvalidTransition(f"run {run_id!r} is {run.status}; only pending or waiting runs can be woken")
+        now = clock.now()
+        JournalEntry.objects.filter(
+            run_id=run_id, wake_at__gt=now, kind__in=[EntryKind.SLEEP, EntryKind.STEP],
+            status__in=[EntryStatus.WAITING, EntryStatus.RETRYING]).update(wake_at=now, updated_at=now)
+        run.wake_at, run.updated_at = _grace(), now
+        run.save(update_fields=["wake_at", "updated_at"])
+        _audit(run_id, "wake", actor, audit)
+    dispatch(run_id)
+    return run

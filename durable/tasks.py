@@ -1,0 +1,14 @@
+"""Celery entry points, thin: parse the id, call the engine."""
+from celery import shared_task
+
+from durable import executor, timers
+
+
+@shared_task(name="durable.advance", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def advance(run_id: str) -> str:
+    return executor.advance(run_id)
+
+
+@shared_task(name="durable.sweep", ignore_result=True)
+def sweep() -> int:
+    return len(timers.sweep_due())

@@ -1,0 +1,31 @@
+"""In-process driving of runs for tests and scripts: no broker, no worker, a fake clock."""
+from contextlib import contextmanager
+
+from durable import executor, registry
+from durable.clock import fake_clock
+from durable.models import WorkflowRun
+
+__all__ = ["drive", "fake_clock", "override_workflow"]
+
+
+def drive(run_id: str, *, owner: str = "driver") -> WorkflowRun:
+    """Advance the run in this process until it waits or ends, and return it fresh."""
+    outcome = executor.advance(run_id, owner=owner)
+    if outcome == executor.Outcome.RELEASED:
+        executor.advance(run_id, owner=owner)
+    return WorkflowRun.objects.get(pk=run_id)
+
+
+@contextmanager
+def override_workflow(fn, *, name: str, version: int = 1):
+    """Swap the code registered for ``name``/``version`` (a deploy, in a test)."""
+    previous = registry._definitions.get(name, {}).get(version)
+    definition = registry.register(registry.WorkflowDefinition(name=name, version=version, fn=fn),
+                                   replace=True)
+    try:
+        yield definition
+    finally:
+        if previous is None:
+            registry.unregister(name, version)
+        else:
+            registry.register(previous, replace=True)

@@ -1,0 +1,80 @@
+"""``workflow``: the decorator that registers a workflow and the calls its body makes.
+
+Outside a running workflow the calls raise ``NotInWorkflow``: a step cannot be journaled
+without a run.
+"""
+import functools
+
+from durable import context, registry
+from durable.errors import NotInWorkflow
+
+
+def _ctx() -> context.ReplayContext:
+    ctx = context.current()
+    if ctx is None:
+        raise NotInWorkflow("this call is only valid inside a running workflow")
+    return ctx
+
+
+class WorkflowAPI:
+    def __call__(self, fn=None, *, name: str | None = None, version: int = 1,
+                 lease_seconds: float | None = None):
+        """``@workflow`` or ``@workflow(name="onboarding", version=2)``."""
+
+        def register(func):
+            definition = registry.WorkflowDefinition(
+                name=name or func.__name__, version=version, fn=func, lease_seconds=lease_seconds)
+            registry.register(definition)
+
+            @functools.wraps(func)
+            def wrapper(*args, **kwargs):
+                return func(*args, **kwargs)
+
+            wrapper.durable_definition = definition
+            return wrapper
+
+        return register(fn) if fn is not None else register
+
+    @property
+    def id(self) -> str:
+        return _ctx().run.id
+
+    @property
+    def info(self):
+        ctx = _ctx()
+        return {"id": ctx.run.id, "name": ctx.run.workflow_name, "version": ctx.run.workflow_version}
+
+    def in_workflow(self) -> bool:
+        return context.current() is not None
+
+    def step(self, fn, *args, idempotency_key=None, name=None, retry=None, atomic=False, **kwargs):
+        """Run ``fn`` once and journal its result; on replay return the result without calling it.
+
+        ``atomic=True`` runs ``fn`` in the transaction that records its journal entry, so its
+        writes to our database happen exactly once.
+        """
+        return _ctx().step(fn, *args, idempotency_key=idempotency_key, name=name, retry=retry,
+                           atomic=atomic, **kwargs)
+
+    def wait_for_signal(self, name: str, timeout=None, type=None):
+        """The oldest unconsumed signal ``name``'s payload, or None once ``timeout`` passes."""
+        return _ctx().wait_for_signal(name, timeout=timeout, type=type)
+
+    def sleep(self, duration) -> None:
+        return _ctx().sleep(duration)
+
+    def now(self):
+        return _ctx().now()
+
+    def uuid4(self):
+        return _ctx().uuid4()
+
+    def random(self) -> float:
+        return _ctx().random()
+
+    def patched(self, change_id: str) -> bool:
+        """True for runs that reach this point with the new code, False for older journals."""
+        return _ctx().patched(change_id)
+
+
+workflow = WorkflowAPI()

@@ -1,0 +1,1 @@
+"""The business processes: onboarding over WhatsApp, billing reminders, reconciliation."""

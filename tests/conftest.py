@@ -1,0 +1,19 @@
+"""Fixtures shared by every test: a fake clock, the engine driven in-process, clean counters."""
+import pytest
+
+from durable import dispatch
+from durable.testing import fake_clock
+from tests.durable.workflows import CALLS
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counters():
+    CALLS.clear()
+    dispatch.recorded.clear()
+    yield
+
+
+@pytest.fixture
+def clock():
+    with fake_clock() as frozen:
+        yield frozen

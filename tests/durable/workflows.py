@@ -1,0 +1,140 @@
+"""Workflows used by the engine's tests; also imported by worker subprocesses."""
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from durable import Retry, StepFailed, current_step, days, seconds, workflow
+from tests.effects.models import Effect, Once
+
+CALLS: Counter = Counter()
+
+
+def effect(name: str) -> None:
+    """Count a step's body in memory and in the effects table (which survives a SIGKILL)."""
+    CALLS[name] += 1
+    info = current_step()
+    Effect.objects.create(run_id=info.run_id if info else "", name=name,
+                          idempotency_key=info.idempotency_key if info else "")
+
+
+def add_one(x: int) -> int:
+    effect("add_one")
+    return x + 1
+
+
+def record(name: str) -> str:
+    effect(name)
+    return name
+
+
+@dataclass
+class Validation:
+    ok: bool
+    missing: list[str] = field(default_factory=list)
+
+
+def validate(kinds: list[str]) -> Validation:
+    effect("validate")
+    required = ["articles", "address", "selfie"]
+    return Validation(ok=all(k in kinds for k in required), missing=[k for k in required if k not in kinds])
+
+
+@workflow(name="three_steps")
+def three_steps(x: int) -> int:
+    a = workflow.step(add_one, x)
+    b = workflow.step(add_one, a)
+    return workflow.step(add_one, b)
+
+
+@workflow(name="step_wait_step")
+def step_wait_step() -> list:
+    first = workflow.step(record, "before")
+    go = workflow.wait_for_signal("go")
+    second = workflow.step(record, "after")
+    return [first, go["value"], second]
+
+
+@workflow(name="collect_two")
+def collect_two() -> list:
+    return [workflow.wait_for_signal("item")["n"], workflow.wait_for_signal("item")["n"]]
+
+
+@workflow(name="wait_with_deadline")
+def wait_with_deadline() -> str:
+    docs = workflow.wait_for_signal("documents_received", timeout=days(7))
+    if docs is None:
+        workflow.step(record, "close_case")
+        return "expired"
+    return "received"
+
+
+@workflow(name="nap")
+def nap() -> str:
+    workflow.sleep(seconds(3600))
+    return workflow.step(record, "woke")
+
+
+class Flaky(Exception):
+    pass
+
+
+def always_fails() -> None:
+    effect("always_fails")
+    raise Flaky("the provider is down")
+
+
+@workflow(name="gives_up")
+def gives_up() -> str:
+    try:
+        workflow.step(always_fails, retry=Retry(max_attempts=3, initial_interval=seconds(10), backoff=2))
+    except StepFailed as failure:
+        return f"gave up after {failure.attempts}: {failure.error_type}: {failure.message}"
+    return "unreachable"
+
+
+class Crash(BaseException):
+    """Stands in for the process dying in the middle of a step."""
+
+
+def crashes_once() -> str:
+    effect("crashes_once")
+    if CALLS["crashes_once"] == 1:
+        raise Crash()
+    return "done"
+
+
+@workflow(name="crash_in_middle")
+def crash_in_middle() -> list:
+    return [workflow.step(record, "first"), workflow.step(crashes_once), workflow.step(record, "last")]
+
+
+def slow_effect() -> str:
+    """Records its effect, then takes long enough to be killed."""
+    effect("slow_effect")
+    delay = float(os.environ.get("SLOW_STEP_SECONDS", "0"))
+    if delay and Effect.objects.filter(name="slow_effect", run_id=current_step().run_id).count() == 1:
+        time.sleep(delay)
+    return "slow done"
+
+
+@workflow(name="killed_mid_step")
+def killed_mid_step() -> list:
+    return [workflow.step(record, "first"), workflow.step(slow_effect), workflow.step(record, "last")]
+
+
+def create_once(key: str, idempotency_key: str) -> int:
+    """An effect on our own database, exactly once when run as an atomic step."""
+    effect("create_once")
+    return Once.objects.create(key=idempotency_key).pk
+
+
+@workflow(name="deterministic_values")
+def deterministic_values() -> dict:
+    return {"now": workflow.now(), "uuid": workflow.uuid4(), "random": workflow.random()}
+
+
+@workflow(name="fails_in_body")
+def fails_in_body() -> None:
+    workflow.step(record, "before")
+    raise KeyError("missing")

@@ -1,0 +1,11 @@
+"""Test settings: the project's settings plus a table for counting effects and test workflows."""
+import os
+
+os.environ.setdefault("DURABLE_DISPATCHER", "none")
+
+from config.settings import *  # noqa: E402,F403
+from config.settings import DURABLE_WORKFLOW_MODULES, INSTALLED_APPS  # noqa: E402
+
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.effects"]
+DURABLE_WORKFLOW_MODULES = [*DURABLE_WORKFLOW_MODULES, "tests.durable.workflows"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
