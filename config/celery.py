@@ -8,3 +8,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("config")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+_interval = float(os.environ.get("DURABLE_SWEEP_INTERVAL_SECONDS", "1"))
+app.conf.beat_schedule = {
+    "durable-sweep": {
+        "task": "durable.sweep",
+        "schedule": _interval,
+        # A sweep that waited longer than a few ticks is stale: the next one does its work.
+        "options": {"expires": max(_interval * 5, 5)},
+    },
+}

@@ -138,12 +138,15 @@ REST_FRAMEWORK = {
 # --- Celery: the broker only carries "advance run X"; the database is the truth. ---
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", VAR_DIR / "broker"))
-CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"data_folder_in": str(BROKER_DIR / "queue"), "data_folder_out": str(BROKER_DIR / "queue"),
-     "processed_folder": str(BROKER_DIR / "processed"), "store_processed": False}
-    if CELERY_BROKER_URL.startswith("filesystem")
-    else {}
-)
+CELERY_BROKER_TRANSPORT_OPTIONS = {}
+if CELERY_BROKER_URL.startswith("filesystem"):
+    # One folder is both the way in and the way out, so producers and workers share a queue.
+    _folders = {"data_folder_in": "queue", "data_folder_out": "queue",
+                "processed_folder": "processed", "control_folder": "control"}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {key: str(BROKER_DIR / name) for key, name in _folders.items()}
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(store_processed=False, polling_interval=0.05)
+    for _folder in set(_folders.values()):
+        (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -169,5 +172,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        # One line per sweep tick and per advance is noise; failures still log.
+        "celery.app.trace": {"level": "WARNING"},
+        "celery.worker.strategy": {"level": "WARNING"},
+        "celery.beat": {"level": "WARNING"},
+    },
 }

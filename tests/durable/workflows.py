@@ -138,3 +138,14 @@ def deterministic_values() -> dict:
 def fails_in_body() -> None:
     workflow.step(record, "before")
     raise KeyError("missing")
+
+
+def noop(i: int) -> int:
+    return i
+
+
+@workflow(name="n_steps")
+def n_steps(n: int) -> int:
+    for i in range(n):
+        workflow.step(noop, i)
+    return n

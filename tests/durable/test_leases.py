@@ -1,0 +1,62 @@
+"""Leases and fencing: one advance per run; a worker that lost its lease writes nothing."""
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from durable import leases, services
+from durable.errors import Fenced
+from durable.models import JournalEntry, RunStatus
+from durable.testing import drive
+from tests.durable.workflows import three_steps
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_second_claim_is_refused_while_the_lease_is_live(clock):
+    run = services.run_start(three_steps, 1, id="lease:1")
+    assert leases.claim(run.id, owner="a") is not None
+
+    assert leases.claim(run.id, owner="b") is None
+
+
+def test_an_expired_lease_is_taken_over_and_the_old_holder_is_fenced(clock, settings):
+    run = services.run_start(three_steps, 1, id="lease:2")
+    _, stale = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    _, fresh = leases.claim(run.id, owner="b")
+    entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
+
+    with pytest.raises(Fenced):
+        stale.write(entry, insert=True)
+
+    assert fresh.token == stale.token + 1
+    assert not JournalEntry.objects.filter(run_id=run.id).exists()
+
+
+def test_the_new_holder_finishes_the_run_with_no_duplicate_entry(clock, settings):
+    run = services.run_start(three_steps, 1, id="lease:3")
+    leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+
+    run = drive(run.id, owner="b")
+
+    assert run.status == RunStatus.COMPLETED
+    assert list(JournalEntry.objects.filter(run=run).values_list("position", flat=True)) == [0, 1, 2]
+
+
+def _statements_to_drive(run_id: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        drive(run_id)
+    # Savepoints exist only because the test wraps everything in a transaction.
+    return sum(1 for q in queries if "SAVEPOINT" not in q["sql"])
+
+
+def test_each_step_costs_two_sql_statements(clock):
+    none = services.run_start("n_steps", 0, id="queries:0")
+    ten = services.run_start("n_steps", 10, id="queries:10")
+
+    per_step = (_statements_to_drive(ten.id) - _statements_to_drive(none.id)) / 10
+
+    assert per_step == 2  # the fenced lease update and the journal insert

@@ -1,0 +1,59 @@
+"""Retries: a failing step backs off on durable timers, then fails into the body."""
+from datetime import timedelta
+
+import pytest
+
+from durable import services
+from durable.models import EntryStatus, JournalEntry, RunStatus
+from durable.testing import drive
+from tests.durable.workflows import CALLS
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_failing_step_backs_off_then_raises_step_failed_into_the_body(clock):
+    run = services.run_start("gives_up", id="gives_up:1")
+    start = clock.now()
+
+    run = drive(run.id)
+    assert run.status == RunStatus.WAITING
+    assert run.wake_at == start + timedelta(seconds=10)
+    clock.advance(timedelta(seconds=9))
+    assert drive(run.id).status == RunStatus.WAITING
+    assert CALLS["always_fails"] == 1
+
+    clock.advance(timedelta(seconds=1))
+    run = drive(run.id)
+    assert run.wake_at == clock.now() + timedelta(seconds=20)
+    clock.advance(timedelta(seconds=20))
+    run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert run.result == "gave up after 3: Flaky: the provider is down"
+    assert CALLS["always_fails"] == 3
+    entry = JournalEntry.objects.get(run=run, position=0)
+    assert (entry.status, entry.attempt, entry.error["type"]) == (EntryStatus.FAILED, 3, "Flaky")
+
+
+def test_a_failed_step_replays_as_the_same_failure(clock):
+    run = services.run_start("gives_up", id="gives_up:2")
+    for _ in range(3):
+        drive(run.id)
+        clock.advance(timedelta(minutes=1))
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert CALLS["always_fails"] == 3
+
+
+def test_an_operator_retry_gives_a_failed_step_a_fresh_budget(clock):
+    run = services.run_start("fails_in_body", id="retry:body")
+    assert drive(run.id).status == RunStatus.FAILED
+
+    services.run_retry(run.id, actor="ops@example.com")
+    run = drive(run.id)
+
+    assert run.status == RunStatus.FAILED  # the body still raises: the code was not fixed
+    assert CALLS["before"] == 1
+    assert run.audit_events.filter(action="retry", actor="ops@example.com").exists()

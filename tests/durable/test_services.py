@@ -1,0 +1,93 @@
+"""Services: idempotent start, cancel, retry rules, audit rows, dispatch on commit."""
+import pytest
+from django.db import transaction
+
+from durable import RunConflict, RunFinished, dispatch, leases, services
+from durable.errors import Fenced, InvalidTransition
+from durable.models import AuditEvent, JournalEntry, RunStatus, WorkflowRun
+from durable.testing import drive
+from tests.durable.workflows import three_steps
+
+pytestmark = pytest.mark.django_db
+
+
+def test_starting_an_existing_id_returns_the_existing_run(clock):
+    first = services.run_start(three_steps, 1, id="same:1")
+
+    second = services.run_start(three_steps, 1, id="same:1")
+
+    assert second.pk == first.pk
+    assert WorkflowRun.objects.count() == 1
+    assert AuditEvent.objects.filter(action="start").count() == 1
+
+
+def test_starting_an_existing_id_with_other_input_is_a_conflict(clock):
+    services.run_start(three_steps, 1, id="same:2")
+
+    with pytest.raises(RunConflict, match="already exists"):
+        services.run_start(three_steps, 2, id="same:2")
+
+
+def test_start_accepts_the_workflow_name_and_records_the_version(clock):
+    run = services.run_start("three_steps", 5, id="byname:1")
+
+    assert (run.workflow_name, run.workflow_version, run.input) == (
+        "three_steps", 1, {"args": [5], "kwargs": {}})
+
+
+def test_a_run_is_dispatched_only_when_the_callers_transaction_commits(django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        with transaction.atomic():
+            services.run_start(three_steps, 1, id="commit:1")
+            assert dispatch.recorded == []
+
+    assert dispatch.recorded == ["commit:1"]
+
+
+def test_a_rolled_back_start_leaves_nothing_behind():
+    with pytest.raises(RuntimeError):
+        with transaction.atomic():
+            services.run_start(three_steps, 1, id="rollback:1")
+            raise RuntimeError("the caller's request failed")
+
+    assert not WorkflowRun.objects.filter(pk="rollback:1").exists()
+
+
+def test_cancel_ends_a_waiting_run_and_refuses_later_signals(clock):
+    run = services.run_start("collect_two", id="cancel:1")
+    drive(run.id)
+
+    run = services.run_cancel(run.id, reason="customer withdrew", actor="ops")
+
+    assert run.status == RunStatus.CANCELLED
+    assert run.error == {"type": "Cancelled", "message": "customer withdrew"}
+    with pytest.raises(RunFinished):
+        services.signal_send(run.id, "item", {"n": 1})
+
+
+def test_cancel_fences_the_worker_that_is_running_the_run(clock):
+    run = services.run_start(three_steps, 1, id="cancel:2")
+    _, lease = leases.claim(run.id, owner="worker-a")
+    entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
+
+    services.run_cancel(run.id, reason="stop")
+
+    with pytest.raises(Fenced):
+        lease.write(entry, insert=True)
+    assert not JournalEntry.objects.filter(run_id=run.id).exists()
+    assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.CANCELLED
+
+
+def test_only_failed_or_blocked_runs_can_be_retried(clock):
+    run = services.run_start("collect_two", id="retry:waiting")
+    drive(run.id)
+
+    with pytest.raises(InvalidTransition, match="waiting"):
+        services.run_retry(run.id)
+
+
+def test_the_status_cannot_be_set_directly():
+    run = services.run_start(three_steps, 1, id="protected:1")
+
+    with pytest.raises(AttributeError, match="Direct status modification is not allowed"):
+        run.status = RunStatus.COMPLETED

@@ -1,0 +1,120 @@
+"""Determinism: a journal that no longer matches the code blocks the run; patched() branches."""
+import pytest
+
+from durable import services, workflow
+from durable.models import JournalEntry, RunStatus
+from durable.testing import drive, override_workflow
+from tests.durable.workflows import CALLS, record
+
+pytestmark = pytest.mark.django_db
+
+
+def a_then_b():
+    workflow.step(record, "a", name="a")
+    workflow.wait_for_signal("go")
+    workflow.step(record, "b", name="b")
+    return "done"
+
+
+def b_then_a():
+    workflow.step(record, "b", name="b")
+    workflow.wait_for_signal("go")
+    workflow.step(record, "a", name="a")
+    return "done"
+
+
+def test_reordered_steps_block_the_run_with_a_message_naming_both(clock):
+    with override_workflow(a_then_b, name="reorder"):
+        run = services.run_start("reorder", id="reorder:1")
+        drive(run.id)
+    services.signal_send(run.id, "go", {})
+
+    with override_workflow(b_then_a, name="reorder"):
+        run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["type"] == "JournalMismatch"
+    assert "position 0" in run.error["message"]
+    assert "step 'b'" in run.error["message"] and "step 'a'" in run.error["message"]
+    assert CALLS["b"] == 0
+
+
+def test_a_blocked_run_resumes_after_the_code_is_restored_and_retried(clock):
+    with override_workflow(a_then_b, name="reorder"):
+        run = services.run_start("reorder", id="reorder:2")
+        drive(run.id)
+    services.signal_send(run.id, "go", {})
+    with override_workflow(b_then_a, name="reorder"):
+        drive(run.id)
+
+    with override_workflow(a_then_b, name="reorder"):
+        services.run_retry(run.id)
+        run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert (CALLS["a"], CALLS["b"]) == (1, 1)
+
+
+def test_code_that_stops_short_of_the_journal_blocks_the_run(clock):
+    with override_workflow(a_then_b, name="shorter"):
+        run = services.run_start("shorter", id="shorter:1")
+        drive(run.id)
+
+    with override_workflow(lambda: workflow.step(record, "a", name="a"), name="shorter"):
+        run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert "has finished" in run.error["message"]
+
+
+def before_patch():
+    workflow.step(record, "a", name="a")
+    workflow.step(record, "old", name="old")
+    workflow.wait_for_signal("go")
+    return "finished"
+
+
+def after_patch():
+    workflow.step(record, "a", name="a")
+    if workflow.patched("new-greeting"):
+        workflow.step(record, "new", name="new")
+    else:
+        workflow.step(record, "old", name="old")
+    workflow.wait_for_signal("go")
+    return "finished"
+
+
+def test_patched_is_false_when_replaying_a_journal_recorded_before_the_patch(clock):
+    with override_workflow(before_patch, name="greeting"):
+        old = services.run_start("greeting", id="greeting:old")
+        drive(old.id)
+    services.signal_send(old.id, "go", {})
+
+    with override_workflow(after_patch, name="greeting"):
+        old = drive(old.id)
+
+    assert old.status == RunStatus.COMPLETED
+    assert list(JournalEntry.objects.filter(run=old).values_list("name", flat=True)) == ["a", "old", "go"]
+    assert CALLS["new"] == 0
+
+
+def test_patched_is_true_for_new_runs(clock):
+    with override_workflow(after_patch, name="greeting"):
+        new = services.run_start("greeting", id="greeting:new")
+        services.signal_send(new.id, "go", {})
+        new = drive(new.id)
+
+    assert new.status == RunStatus.COMPLETED
+    assert list(JournalEntry.objects.filter(run=new).values_list("kind", "name")) == [
+        ("step", "a"), ("patch", "new-greeting"), ("step", "new"), ("signal", "go")]
+    assert CALLS["old"] == 0
+
+
+def test_a_run_of_an_unregistered_version_is_blocked_not_lost(clock):
+    with override_workflow(a_then_b, name="gone", version=1):
+        run = services.run_start("gone", id="gone:1")
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert "no workflow named 'gone'" in run.error["message"]

@@ -1,0 +1,32 @@
+"""Helpers for tests that start other processes against the test database."""
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def database_url() -> str:
+    """The URL of the database this test is using (the test database, not the real one)."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(db['NAME']).resolve()}"
+    user = db.get("USER") or ""
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    return f"postgres://{auth}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}"
+
+
+def subprocess_env(**overrides: str) -> dict:
+    env = dict(os.environ)
+    env.update({
+        "DATABASE_URL": database_url(),
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "PYTHONPATH": str(ROOT),
+        "DURABLE_VAR_DIR": str(settings.VAR_DIR),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+    })
+    env.update(overrides)
+    return env
