@@ -149,3 +149,20 @@ def n_steps(n: int) -> int:
     for i in range(n):
         workflow.step(noop, i)
     return n
+
+
+@workflow(name="short_nap")
+def short_nap() -> str:
+    workflow.sleep(seconds(2))
+    return workflow.step(record, "woke")
+
+
+def slow_step(seconds_to_take: float) -> str:
+    effect("slow_step")
+    time.sleep(seconds_to_take)
+    return "slow"
+
+
+@workflow(name="one_slow_step")
+def one_slow_step(seconds_to_take: float) -> str:
+    return workflow.step(slow_step, seconds_to_take)

@@ -1,0 +1,85 @@
+"""Real Celery worker and beat subprocesses for integration tests, always cleaned up."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support import ROOT, subprocess_env
+
+
+class CeleryProcesses:
+    """Starts workers and a beat against the test database; ``stop()`` leaves nothing behind."""
+
+    def __init__(self, log_dir: Path, **env: str):
+        self.log_dir = log_dir
+        self.env = subprocess_env(DURABLE_DISPATCHER="celery", **env)
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def _start(self, name: str, args: list[str], ready: str | None) -> subprocess.Popen:
+        log_path = self.log_dir / f"{name}.log"
+        log = open(log_path, "ab")
+        proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *args],
+                                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        log.close()
+        self.procs[name] = proc
+        if ready:
+            deadline = time.monotonic() + 60
+            while ready not in log_path.read_text(errors="replace"):
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited early:\n{log_path.read_text()[-3000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} not ready:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.1)
+        return proc
+
+    def start_worker(self, name: str = "worker", concurrency: int = 2) -> subprocess.Popen:
+        return self._start(name, ["worker", "--loglevel", "INFO", "--concurrency", str(concurrency),
+                                  "--hostname", f"{name}-{os.getpid()}@%h", "--without-gossip",
+                                  "--without-mingle", "--without-heartbeat"], ready="ready.")
+
+    def start_beat(self, name: str = "beat") -> subprocess.Popen:
+        schedule = self.log_dir / f"{name}-schedule"
+        return self._start(name, ["beat", "--loglevel", "INFO", "--schedule", str(schedule)],
+                           ready="maxinterval")
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the process and every child in its group: the machine lost power."""
+        proc = self.procs.pop(name)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def stop(self, grace: float = 5) -> None:
+        """Cold shutdown (SIGQUIT: tests need no graceful drain), SIGKILL after ``grace``."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGQUIT)
+        deadline = time.monotonic() + grace
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=30)
+        self.procs.clear()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+                         for p in sorted(self.log_dir.glob("*.log")))
+
+
+def wait_until(predicate, *, timeout: float, interval: float = 0.05, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
