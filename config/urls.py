@@ -1,9 +1,12 @@
-"""Root URLs."""
+"""Root URLs: each app mounts its own."""
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("", include("durable.urls")),
+    path("", include("processes.urls")),
+    path("", include("approvals.urls")),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
 ]

@@ -1,0 +1,2 @@
+"""URLs of the approvals app."""
+urlpatterns = []

@@ -1,0 +1,2 @@
+"""URLs of the processes app."""
+urlpatterns = []
