@@ -18,3 +18,8 @@ app.conf.beat_schedule = {
         "options": {"expires": max(_interval * 5, 5)},
     },
 }
+
+# Celery's Django fixup closes the database connection around every task unless told to
+# reuse it; a new PostgreSQL connection per advance would cost more than the advance.
+# durable.tasks closes connections that are broken or past CONN_MAX_AGE instead.
+app.conf["CELERY_DB_REUSE_MAX"] = 1_000_000

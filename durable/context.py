@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from durable import clock, codec
 from durable.durations import as_timedelta
 from durable.errors import Divergence, PayloadError, StepFailed, Suspend
+from durable.leases import store_errors
 from durable.models import EntryKind, EntryStatus, JournalEntry, Signal
 from durable.retry import DEFAULT_RETRY, Retry
 
@@ -204,8 +205,9 @@ class ReplayContext:
 
     def _pending_signals(self) -> list[Signal]:
         if self._signals is None:
-            self._signals = list(
-                Signal.objects.filter(run_id=self.run.id, consumed_position__isnull=True).order_by("id"))
+            with store_errors():
+                self._signals = list(Signal.objects.filter(
+                    run_id=self.run.id, consumed_position__isnull=True).order_by("id"))
         return self._signals
 
     def reload_signals(self) -> None:

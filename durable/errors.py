@@ -71,3 +71,12 @@ class Divergence(ControlFlow):
 
 class Fenced(ControlFlow):
     """This worker lost its lease: another worker owns the run, nothing more may be written."""
+
+
+class StoreUnavailable(ControlFlow):
+    """The engine's own database write failed (connection lost, failover).
+
+    The advance stops where it is and keeps nothing half-done: the run keeps its lease
+    until it expires, then the sweep hands it to a worker with a working connection.
+    It never fails the run: an outage is not the workflow's fault.
+    """

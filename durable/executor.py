@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from durable import clock, codec, context, leases, registry
 from durable.context import ReplayContext, error_of
-from durable.errors import Divergence, Fenced, PayloadError, Suspend, WorkflowNotFound
+from durable.errors import Divergence, Fenced, PayloadError, StoreUnavailable, Suspend, WorkflowNotFound
 from durable.models import JournalEntry
 
 log = logging.getLogger(__name__)
@@ -23,6 +23,7 @@ class Outcome:
     FAILED = "failed"
     BLOCKED = "blocked"
     FENCED = "fenced"        # lost the lease mid-way; the new holder carries on
+    INTERRUPTED = "interrupted"  # the database failed under us; the sweep retries later
     RELEASED = "released"
 
 
@@ -37,6 +38,9 @@ def advance(run_id: str, *, owner: str | None = None) -> str:
     except Fenced:
         log.info("run %s: fenced (lease taken over or run cancelled)", run_id)
         return Outcome.FENCED
+    except StoreUnavailable as exc:
+        log.warning("run %s: database write failed, will resume after the lease expires: %s", run_id, exc)
+        return Outcome.INTERRUPTED
 
 
 def _advance_claimed(run, lease) -> str:
@@ -48,7 +52,8 @@ def _advance_claimed(run, lease) -> str:
     if definition.lease_seconds and definition.lease_seconds != lease.seconds:
         lease.seconds = definition.lease_seconds
         lease.extend()
-    journal = {entry.position: entry for entry in JournalEntry.objects.filter(run_id=run.id)}
+    with leases.store_errors():
+        journal = {entry.position: entry for entry in JournalEntry.objects.filter(run_id=run.id)}
     args, kwargs = definition.decode_input(run.input)
     ctx = ReplayContext(run, lease, journal)
     for _ in range(MAX_REPLAYS_PER_ADVANCE):

@@ -12,11 +12,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F
 
 from durable import clock, conf
-from durable.errors import Fenced
+from durable.errors import Fenced, StoreUnavailable
 from durable.models import ACTIVE_STATUSES, JournalEntry, RunStatus, WorkflowRun
 
 log = logging.getLogger(__name__)
@@ -41,8 +41,9 @@ class Lease:
     def fence(self, now: datetime) -> None:
         """Check the token and extend the lease; inside a transaction this also locks the row."""
         expires = self._expiry(now)
-        updated = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
-            lease_expires_at=expires, wake_at=expires, updated_at=now)
+        with store_errors():
+            updated = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
+                lease_expires_at=expires, wake_at=expires, updated_at=now)
         if not updated:
             raise Fenced(self.run_id)
         self.expires_at = expires
@@ -66,6 +67,10 @@ class Lease:
             if saving_entry:  # another worker wrote this position: we are the stale one
                 raise Fenced(self.run_id) from exc
             raise
+        except DatabaseError as exc:
+            if saving_entry:
+                raise StoreUnavailable(str(exc)) from exc
+            raise
 
     def finish(self, run: WorkflowRun, *, transition: str, wake_at=None, waiting_for="",
                check_signal_seq: bool = False, **fields) -> bool:
@@ -80,6 +85,10 @@ class Lease:
                       waiting_for=waiting_for, updated_at=now, **fields)
         if run.status in (RunStatus.COMPLETED, RunStatus.FAILED):
             values["finished_at"] = now
+        with store_errors():
+            return self._persist(values, check_signal_seq)
+
+    def _persist(self, values: dict, check_signal_seq: bool) -> bool:
         query = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
         if check_signal_seq:
             updated = query.filter(signal_seq=self.signal_seq).update(**values)
@@ -103,6 +112,15 @@ class Lease:
         if updated:
             self.expires_at = expires
         return bool(updated)
+
+
+@contextmanager
+def store_errors():
+    """Turn a failed write of the engine's own rows into StoreUnavailable."""
+    try:
+        yield
+    except DatabaseError as exc:
+        raise StoreUnavailable(str(exc)) from exc
 
 
 def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None = None):
@@ -180,6 +198,7 @@ class Heartbeat:
                         alive = lease.extend()
                     except Exception:
                         log.exception("run %s: heartbeat failed", lease.run_id)
+                        connection.close()  # a fresh one next time
                         continue
                     if not alive:
                         log.warning("run %s: lease lost while a step was running", lease.run_id)

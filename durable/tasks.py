@@ -1,5 +1,7 @@
 """Celery entry points, thin: parse the id, call the engine."""
 from celery import shared_task
+from celery.signals import task_postrun, task_prerun
+from django.db import close_old_connections
 
 from durable import executor, timers
 
@@ -12,3 +14,10 @@ def advance(run_id: str) -> str:
 @shared_task(name="durable.sweep", ignore_result=True)
 def sweep() -> int:
     return len(timers.sweep_due())
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_broken_connections(**kwargs):
+    """Drop a connection the database killed, so the next advance opens a fresh one."""
+    close_old_connections()

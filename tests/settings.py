@@ -7,5 +7,5 @@ from config.settings import *  # noqa: E402,F403
 from config.settings import DURABLE_WORKFLOW_MODULES, INSTALLED_APPS  # noqa: E402
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.effects"]
-DURABLE_WORKFLOW_MODULES = [*DURABLE_WORKFLOW_MODULES, "tests.durable.workflows"]
+DURABLE_WORKFLOW_MODULES = [*DURABLE_WORKFLOW_MODULES, "tests.durable.workflows", "tests.faults.workflows"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

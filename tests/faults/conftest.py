@@ -1,0 +1,37 @@
+import os
+import random
+
+import pytest
+
+from tests.durable.test_celery_workers import empty_broker
+from tests.workers import CeleryProcesses
+
+SEED = int(os.environ.get("FAULT_SEED", "20261130"))
+
+
+@pytest.fixture
+def rng():
+    print(f"\n[faults] seed {SEED} (set FAULT_SEED to replay another schedule)")
+    return random.Random(SEED)
+
+
+@pytest.fixture
+def chaos_settings(settings):
+    """The test process only writes rows; beat's sweep dispatches everything it starts."""
+    settings.DURABLE_DISPATCHER = "none"
+    settings.DURABLE_DISPATCH_GRACE_SECONDS = 0.3
+    return settings
+
+
+@pytest.fixture
+def celery_processes(tmp_path, chaos_settings):
+    empty_broker()
+    processes = CeleryProcesses(tmp_path, DURABLE_LEASE_SECONDS="2", DURABLE_DISPATCH_GRACE_SECONDS="1",
+                                DURABLE_SWEEP_INTERVAL_SECONDS="0.5")
+    try:
+        yield processes
+    except BaseException:
+        print(processes.logs())
+        raise
+    finally:
+        processes.stop()
