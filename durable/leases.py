@@ -52,6 +52,8 @@ class Lease:
         """Persist one journal entry, and run ``also`` (callables) in the same transaction."""
         now = clock.now()
         entry.updated_at = now
+        if insert and not also and connection.vendor == "postgresql":
+            return self._insert_in_one_statement(entry, now)
         saving_entry = False
         try:
             with transaction.atomic():
@@ -71,6 +73,34 @@ class Lease:
             if saving_entry:
                 raise StoreUnavailable(str(exc)) from exc
             raise
+
+    def _insert_in_one_statement(self, entry: JournalEntry, now: datetime) -> None:
+        """Fence and insert in one round trip: the UPDATE locks and checks the run row, the
+        INSERT happens only if it matched. The common case of every step, on PostgreSQL."""
+        expires = self._expiry(now)
+        entry.created_at = entry.created_at or now
+        columns = [f for f in JournalEntry._meta.concrete_fields if not f.primary_key]
+        values = [f.get_db_prep_save(getattr(entry, f.attname), connection) for f in columns]
+        sql = _FENCED_INSERT_SQL.get(len(columns))
+        if sql is None:
+            sql = _FENCED_INSERT_SQL[len(columns)] = (
+                f"WITH fence AS (UPDATE {WorkflowRun._meta.db_table} SET lease_expires_at = %s, "
+                f"wake_at = %s, updated_at = %s WHERE id = %s AND fencing_token = %s RETURNING 1) "
+                f"INSERT INTO {JournalEntry._meta.db_table} ({', '.join(f.column for f in columns)}) "
+                f"SELECT {', '.join(['%s'] * len(columns))} FROM fence RETURNING id")
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(sql, [expires, expires, now, self.run_id, self.token, *values])
+                row = cursor.fetchone()
+        except IntegrityError as exc:
+            raise Fenced(self.run_id) from exc
+        except DatabaseError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        if row is None:
+            raise Fenced(self.run_id)
+        entry.pk = row[0]
+        entry._state.adding = False
+        self.expires_at = expires
 
     def finish(self, run: WorkflowRun, *, transition: str, wake_at=None, waiting_for="",
                check_signal_seq: bool = False, **fields) -> bool:
@@ -112,6 +142,9 @@ class Lease:
         if updated:
             self.expires_at = expires
         return bool(updated)
+
+
+_FENCED_INSERT_SQL: dict[int, str] = {}
 
 
 @contextmanager

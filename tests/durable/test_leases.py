@@ -53,10 +53,12 @@ def _statements_to_drive(run_id: str) -> int:
     return sum(1 for q in queries if "SAVEPOINT" not in q["sql"])
 
 
-def test_each_step_costs_two_sql_statements(clock):
+def test_each_step_costs_at_most_two_sql_statements(clock):
     none = services.run_start("n_steps", 0, id="queries:0")
     ten = services.run_start("n_steps", 10, id="queries:10")
 
     per_step = (_statements_to_drive(ten.id) - _statements_to_drive(none.id)) / 10
 
-    assert per_step == 2  # the fenced lease update and the journal insert
+    # The fenced lease update and the journal insert: one statement on PostgreSQL (a
+    # data-modifying CTE), two elsewhere.
+    assert per_step == (1 if connection.vendor == "postgresql" else 2)
