@@ -16,7 +16,7 @@ def _search(cases: QuerySet, query: str) -> QuerySet:
     query = (query or "").strip()
     if not query:
         return cases
-    match = (Q(title__icontains=query) | Q(subject_id__icontains=query) | Q(run_id__icontains=query)
+    match = (Q(title__icontains=query) | Q(subject_id__icontains=query) | Q(run__id__icontains=query)
              | Q(closed_by__icontains=query) | Q(workflow_name__icontains=query))
     if query.lstrip("#").isdigit():
         match |= Q(pk=int(query.lstrip("#")))

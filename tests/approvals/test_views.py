@@ -140,3 +140,14 @@ def test_the_case_page_shows_summary_findings_timeline_and_registered_panels(ana
     for text in ["Summary", "Validator findings", "Process timeline", "open_approval_request",
                  "acme Ltda", "broken panel", "could not be shown"]:
         assert text in page
+
+
+def test_the_admin_shows_a_case_with_its_read_only_audit_trail(admin_client, case, ana):
+    signed_in(ana).post(reverse("approval_decide", args=[case.pk]), {"outcome": "approve"})
+
+    changelist = admin_client.get(reverse("admin:approvals_approvalrequest_changelist"))
+    change = admin_client.get(reverse("admin:approvals_approvalrequest_change", args=[case.pk]))
+
+    assert changelist.status_code == change.status_code == 200
+    assert "approved" in change.content.decode()
+    assert admin_client.get(reverse("admin:approvals_approvalaudit_add")).status_code == 403
