@@ -1,2 +1,19 @@
-"""URLs of the approvals app."""
-urlpatterns = []
+"""URLs of the approvals app: sign-in and the reviewer's pages (no namespace, so LOGIN_URL = "login")."""
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from approvals import views
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(template_name="approvals/login.html",
+                                                redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("approvals/", views.QueueView.as_view(), name="approval_queue"),
+    path("approvals/mine/", views.MineView.as_view(), name="approval_mine"),
+    path("approvals/archive/", views.ArchiveView.as_view(), name="approval_archive"),
+    path("approvals/<int:pk>/", views.CaseView.as_view(), name="approval_case"),
+    path("approvals/<int:pk>/claim/", views.CaseActionView.as_view(action="claim"), name="approval_claim"),
+    path("approvals/<int:pk>/release/", views.CaseActionView.as_view(action="release"),
+         name="approval_release"),
+    path("approvals/<int:pk>/decide/", views.CaseActionView.as_view(action="decide"), name="approval_decide"),
+]

@@ -8,5 +8,5 @@ urlpatterns = [
     path("", include("durable.urls")),
     path("", include("processes.urls")),
     path("", include("approvals.urls")),
-    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("", RedirectView.as_view(pattern_name="approval_queue", permanent=False)),
 ]

@@ -1,0 +1,41 @@
+"""Named errors of the approvals app: views turn them into 4xx pages with the message intact."""
+
+
+class ApprovalError(Exception):
+    """Base class of every error the approvals services raise on purpose."""
+
+    status_code = 409
+
+
+class NotAllowed(ApprovalError):
+    """The actor is not a compliance reviewer (or may not do this to this case)."""
+
+    status_code = 403
+
+
+class ApprovalNotFound(ApprovalError):
+    status_code = 404
+
+
+class AlreadyClosed(ApprovalError):
+    """The case was decided, expired or cancelled: it is read-only. Says who closed it and when."""
+
+
+class ClaimedByOther(ApprovalError):
+    """Someone else holds the case; only they may decide or release it."""
+
+
+class FourEyes(ApprovalError):
+    """The second approval of a high-risk case must come from a different reviewer."""
+
+
+class ReasonRequired(ApprovalError):
+    status_code = 400
+
+
+class InvalidOutcome(ApprovalError):
+    status_code = 400
+
+
+class RunEnded(ApprovalError):
+    """The run this case answers has finished: no decision can reach it any more."""

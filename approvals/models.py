@@ -1,0 +1,175 @@
+"""Approval requests, the decisions recorded on them, and their append-only audit trail.
+
+Status changes go through django-fsm transitions (the field is protected); saves are
+conditional on the status the row had when it was loaded (ConcurrentTransitionMixin), so
+two reviewers racing on one case can never both move it.
+"""
+from django.conf import settings
+from django.db import models
+from django_fsm import ConcurrentTransitionMixin, FSMField, transition
+
+from durable.models import WorkflowRun
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending"
+    CLAIMED = "claimed"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    # Sent back to the process for more documents: neither an approval nor a rejection.
+    RETURNED = "returned"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+OPEN_STATUSES = (ApprovalStatus.PENDING, ApprovalStatus.CLAIMED)
+DECIDED_STATUSES = (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.RETURNED)
+CLOSED_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.EXPIRED, ApprovalStatus.CANCELLED)
+
+
+class Risk(models.TextChoices):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class Outcome(models.TextChoices):
+    APPROVE = "approve"
+    REJECT = "reject"
+    MORE_DOCUMENTS = "more_documents", "request more documents"
+
+
+class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
+    """One case a workflow waits on: decided by reviewers, answered with one signal to its run."""
+
+    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="approval_requests")
+    # Copied from the run so case panels and filters need no join.
+    workflow_name = models.CharField(max_length=200, db_index=True)
+    signal_name = models.CharField(max_length=255)
+    # The step's idempotency key (<run id>:<position>:<step>): a step retried after a
+    # crash finds the request it already created.
+    idempotency_key = models.CharField(max_length=255, unique=True)
+    title = models.CharField(max_length=300)
+    summary = models.JSONField(default=dict, blank=True)
+    subject_type = models.CharField(max_length=100, blank=True, default="")
+    subject_id = models.CharField(max_length=255, blank=True, default="")
+    risk = models.CharField(max_length=8, choices=Risk.choices, default=Risk.LOW)
+    required_approvals = models.PositiveSmallIntegerField(default=1)
+    status = FSMField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING,
+                      protected=True, db_index=True)
+    due_at = models.DateTimeField(db_index=True)
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                 on_delete=models.PROTECT, related_name="approval_requests_claimed")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True, default="")
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["due_at", "id"]
+        indexes = [models.Index(fields=["status", "due_at"], name="approvals_open_due")]
+        permissions = [
+            ("decide_approvalrequest", "Can claim and decide approval requests (compliance reviewer)"),
+        ]
+
+    def __str__(self):
+        return f"#{self.pk} {self.title} ({self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in OPEN_STATUSES
+
+    @property
+    def subject(self) -> str:
+        return f"{self.subject_type}:{self.subject_id}" if self.subject_type else self.subject_id
+
+    # --- Transitions. ---
+
+    @transition(field=status, source=ApprovalStatus.PENDING, target=ApprovalStatus.CLAIMED)
+    def claim(self):
+        pass
+
+    @transition(field=status, source=ApprovalStatus.CLAIMED, target=ApprovalStatus.PENDING)
+    def release(self):
+        """Also taken after the first of two approvals: the case waits for the second reviewer."""
+
+    @transition(field=status, source=OPEN_STATUSES, target=ApprovalStatus.APPROVED)
+    def approve(self):
+        pass
+
+    @transition(field=status, source=OPEN_STATUSES, target=ApprovalStatus.REJECTED)
+    def reject(self):
+        pass
+
+    @transition(field=status, source=OPEN_STATUSES, target=ApprovalStatus.RETURNED)
+    def send_back(self):
+        pass
+
+    @transition(field=status, source=OPEN_STATUSES, target=ApprovalStatus.EXPIRED)
+    def expire(self):
+        pass
+
+    @transition(field=status, source=OPEN_STATUSES, target=ApprovalStatus.CANCELLED)
+    def cancel(self):
+        pass
+
+
+class ApprovalDecision(models.Model):
+    """One reviewer's vote. A high-risk case needs two approvals from two different people."""
+
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="decisions")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                 related_name="approval_decisions")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            # Four eyes in the schema too: one vote per reviewer per case.
+            models.UniqueConstraint(fields=["request", "reviewer"], name="approvals_one_vote_per_reviewer"),
+        ]
+
+    def __str__(self):
+        return f"{self.reviewer} {self.outcome} #{self.request_id}"
+
+
+class AppendOnly(Exception):
+    pass
+
+
+class ApprovalAudit(models.Model):
+    """Who did what to which case, from which state to which, when, from which request.
+
+    Append-only: saving an existing row or deleting one raises.
+    """
+
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.PROTECT, related_name="audit")
+    actor = models.CharField(max_length=255)
+    action = models.CharField(max_length=32)
+    from_status = models.CharField(max_length=16, blank=True, default="")
+    to_status = models.CharField(max_length=16, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    user_agent = models.CharField(max_length=500, blank=True, default="")
+    path = models.CharField(max_length=500, blank=True, default="")
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["request", "created_at"], name="approvals_audit_request")]
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} #{self.request_id}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise AppendOnly("audit rows are never changed")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnly("audit rows are never deleted")

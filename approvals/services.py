@@ -1,0 +1,295 @@
+"""Writes on approval requests: create, claim, release, decide, expire, cancel.
+
+Every write locks the case row, checks its state, applies an FSM transition and appends
+its audit row in one transaction. A final decision also sends the run's signal in that
+transaction, under a dedupe key per case: a decision and the signal that resumes the
+run commit together or not at all, and a case can never produce two signals.
+"""
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
+from django.db import IntegrityError, transaction
+from django_fsm import ConcurrentTransition
+
+from approvals.errors import (
+    AlreadyClosed,
+    ApprovalNotFound,
+    ClaimedByOther,
+    FourEyes,
+    InvalidOutcome,
+    NotAllowed,
+    ReasonRequired,
+    RunEnded,
+)
+from approvals.models import (
+    CLOSED_STATUSES,
+    ApprovalAudit,
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalStatus,
+    Outcome,
+    Risk,
+)
+from durable import clock
+from durable import services as durable_services
+from durable.errors import RunFinished, RunNotFound
+
+DECIDE_PERMISSION = "approvals.decide_approvalrequest"
+COMPLIANCE_GROUP = "compliance"
+SYSTEM = "system"
+
+
+@dataclass(frozen=True)
+class RequestMeta:
+    """Where an action came from, for the audit trail."""
+
+    ip: str | None = None
+    user_agent: str = ""
+    path: str = ""
+
+    @classmethod
+    def from_http(cls, request) -> "RequestMeta":
+        return cls(ip=request.META.get("REMOTE_ADDR") or None,
+                   user_agent=request.META.get("HTTP_USER_AGENT", "")[:500],
+                   path=request.get_full_path()[:500])
+
+
+def compliance_group_ensure() -> Group:
+    """The reviewers' group with the decide permission (also created by a data migration)."""
+    content_type = ContentType.objects.get_for_model(ApprovalRequest)
+    permission, _ = Permission.objects.get_or_create(
+        content_type=content_type, codename="decide_approvalrequest",
+        defaults={"name": "Can claim and decide approval requests (compliance reviewer)"})
+    group, _ = Group.objects.get_or_create(name=COMPLIANCE_GROUP)
+    group.permissions.add(permission)
+    return group
+
+
+def is_reviewer(user) -> bool:
+    return bool(user and user.is_authenticated and user.is_active and user.has_perm(DECIDE_PERMISSION))
+
+
+def _require_reviewer(user) -> None:
+    if not is_reviewer(user):
+        raise NotAllowed("only compliance reviewers may act on approval requests")
+
+
+def _audit(case: ApprovalRequest, action: str, actor: str, from_status: str, *, reason: str = "",
+           meta: RequestMeta | None = None, detail: dict | None = None) -> ApprovalAudit:
+    meta = meta or RequestMeta()
+    return ApprovalAudit.objects.create(
+        request=case, actor=actor, action=action, from_status=from_status, to_status=case.status,
+        reason=reason, ip=meta.ip, user_agent=meta.user_agent, path=meta.path,
+        detail=detail or {}, created_at=clock.now())
+
+
+def _locked(request_id: int) -> ApprovalRequest:
+    case = ApprovalRequest.objects.select_for_update().filter(pk=request_id).first()
+    if case is None:
+        raise ApprovalNotFound(f"no approval request #{request_id}")
+    return case
+
+
+def closed_message(case: ApprovalRequest) -> str:
+    when = f"{case.closed_at:%Y-%m-%d %H:%M} UTC" if case.closed_at else "an unknown time"
+    if case.status == ApprovalStatus.EXPIRED:
+        return f"Case #{case.pk} expired at {when}: nobody decided before its deadline."
+    verb = {ApprovalStatus.RETURNED: "sent back for more documents"}.get(case.status, case.status)
+    return f"Case #{case.pk} was already {verb} by {case.closed_by or SYSTEM} at {when}."
+
+
+def _refuse_if_closed(case: ApprovalRequest) -> None:
+    if case.status in CLOSED_STATUSES:
+        raise AlreadyClosed(closed_message(case))
+
+
+def _save(case: ApprovalRequest, fields: list[str]) -> None:
+    """Save conditionally on the loaded status; a lost race names who won."""
+    case.updated_at = clock.now()
+    try:
+        case.save(update_fields=[*fields, "status", "updated_at"])
+    except ConcurrentTransition:
+        fresh = ApprovalRequest.objects.get(pk=case.pk)
+        if fresh.status in CLOSED_STATUSES:
+            raise AlreadyClosed(closed_message(fresh)) from None
+        raise ClaimedByOther(f"Case #{case.pk} changed while you were acting on it; reload it.") from None
+
+
+def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: str, title: str,
+                            due_at: datetime, summary: dict | None = None, subject_type: str = "",
+                            subject_id: str = "", risk: str = Risk.LOW,
+                            required_approvals: int | None = None,
+                            actor: str = SYSTEM) -> ApprovalRequest:
+    """Open a case for a waiting run.
+
+    Idempotent on ``idempotency_key``: the workflow step that calls this may run twice
+    after a crash, and must find the case it already opened.
+    """
+    existing = ApprovalRequest.objects.filter(idempotency_key=idempotency_key).first()
+    if existing is not None:
+        return existing
+    if risk not in Risk.values:
+        raise ValueError(f"risk must be one of {Risk.values}, got {risk!r}")
+    if required_approvals is None:
+        required_approvals = 2 if risk == Risk.HIGH else 1
+    if required_approvals < 1:
+        raise ValueError("a case needs at least one approval")
+    from durable.models import WorkflowRun
+
+    run = WorkflowRun.objects.filter(pk=run_id).first()
+    if run is None:
+        raise RunNotFound(f"no run with id {run_id!r}")
+    now = clock.now()
+    try:
+        with transaction.atomic():
+            case = ApprovalRequest.objects.create(
+                run=run, workflow_name=run.workflow_name, signal_name=signal_name,
+                idempotency_key=idempotency_key, title=title[:300], summary=summary or {},
+                subject_type=subject_type, subject_id=subject_id, risk=risk,
+                required_approvals=required_approvals, due_at=due_at, created_at=now, updated_at=now)
+            _audit(case, "create", actor, "", detail={"risk": risk, "required_approvals": required_approvals,
+                                                      "due_at": due_at.isoformat()})
+    except IntegrityError:
+        existing = ApprovalRequest.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is None:
+            raise
+        return existing
+    return case
+
+
+def approval_claim(request_id: int, *, actor, meta: RequestMeta | None = None) -> ApprovalRequest:
+    """Take a case so that colleagues see someone is on it. Claiming your own claim is a no-op."""
+    with transaction.atomic():
+        case = _locked(request_id)
+        _require_reviewer(actor)
+        _refuse_if_closed(case)
+        if case.status == ApprovalStatus.CLAIMED:
+            if case.assignee_id == actor.pk:
+                return case
+            raise ClaimedByOther(f"Case #{case.pk} is claimed by {case.assignee.get_username()}.")
+        if case.decisions.filter(reviewer=actor).exists():
+            raise FourEyes(f"You already approved case #{case.pk}; a second reviewer must decide it.")
+        from_status = case.status
+        case.claim()
+        case.assignee, case.claimed_at = actor, clock.now()
+        _save(case, ["assignee", "claimed_at"])
+        _audit(case, "claim", actor.get_username(), from_status, meta=meta)
+    return case
+
+
+def approval_release(request_id: int, *, actor, meta: RequestMeta | None = None) -> ApprovalRequest:
+    """Give a claimed case back to the queue. Only its assignee may."""
+    with transaction.atomic():
+        case = _locked(request_id)
+        _require_reviewer(actor)
+        _refuse_if_closed(case)
+        if case.status == ApprovalStatus.PENDING:
+            return case
+        if case.assignee_id != actor.pk:
+            raise ClaimedByOther(f"Case #{case.pk} is claimed by {case.assignee.get_username()}; "
+                                 f"only they can release it.")
+        from_status = case.status
+        case.release()
+        case.assignee, case.claimed_at = None, None
+        _save(case, ["assignee", "claimed_at"])
+        _audit(case, "release", actor.get_username(), from_status, meta=meta)
+    return case
+
+
+def decision_payload(case: ApprovalRequest) -> dict:
+    """The signal a closed case sends: what ``request_approval`` returns as a Decision."""
+    agreeing = case.decisions.filter(outcome=case.outcome).select_related("reviewer")
+    last = agreeing.last()
+    return {
+        "request_id": case.pk,
+        "approved": case.status == ApprovalStatus.APPROVED,
+        "outcome": case.outcome,
+        "by": [decision.reviewer.get_username() for decision in agreeing],
+        "reason": last.reason if last else "",
+        "decided_at": case.closed_at.isoformat() if case.closed_at else None,
+    }
+
+
+def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
+                    meta: RequestMeta | None = None) -> ApprovalRequest:
+    """Record a reviewer's decision; the final one closes the case and signals its run.
+
+    A high-risk case needs ``required_approvals`` approvals from different reviewers; one
+    rejection or request for more documents closes it at once. A reviewer who lost a race
+    gets AlreadyClosed naming who decided.
+    """
+    if outcome not in Outcome.values:
+        raise InvalidOutcome(f"outcome must be one of {Outcome.values}, got {outcome!r}")
+    reason = (reason or "").strip()
+    if outcome != Outcome.APPROVE and not reason:
+        what = "reject" if outcome == Outcome.REJECT else "ask for more documents"
+        raise ReasonRequired(f"Give a reason to {what}: the customer and the auditors will read it.")
+    with transaction.atomic():
+        case = _locked(request_id)
+        _require_reviewer(actor)
+        _refuse_if_closed(case)
+        if case.status == ApprovalStatus.CLAIMED and case.assignee_id != actor.pk:
+            raise ClaimedByOther(f"Case #{case.pk} is claimed by {case.assignee.get_username()}.")
+        if case.decisions.filter(reviewer=actor).exists():
+            raise FourEyes(f"You already approved case #{case.pk}; a second reviewer must decide it.")
+        now = clock.now()
+        ApprovalDecision.objects.create(request=case, reviewer=actor, outcome=outcome, reason=reason,
+                                        created_at=now)
+        from_status = case.status
+        username = actor.get_username()
+        approvals = case.decisions.filter(outcome=Outcome.APPROVE).count()
+        if outcome == Outcome.APPROVE and approvals < case.required_approvals:
+            # Four eyes: back to the queue for a different reviewer.
+            if case.status == ApprovalStatus.CLAIMED:
+                case.release()
+            case.assignee, case.claimed_at = None, None
+            _save(case, ["assignee", "claimed_at"])
+            _audit(case, "approve", username, from_status, reason=reason, meta=meta,
+                   detail={"approvals": approvals, "required": case.required_approvals})
+            return case
+        {Outcome.APPROVE: case.approve, Outcome.REJECT: case.reject,
+         Outcome.MORE_DOCUMENTS: case.send_back}[outcome]()
+        voters = case.decisions.filter(outcome=outcome).select_related("reviewer")
+        case.outcome, case.closed_at = outcome, now
+        case.closed_by = ", ".join(vote.reviewer.get_username() for vote in voters)[:255]
+        _save(case, ["outcome", "closed_at", "closed_by"])
+        _audit(case, outcome, username, from_status, reason=reason, meta=meta,
+               detail={"approvals": approvals, "required": case.required_approvals})
+        try:
+            durable_services.signal_send(
+                case.run_id, case.signal_name, decision_payload(case), dedupe_key=f"approval:{case.pk}",
+                actor=f"reviewer:{username}", audit={"approval_request": case.pk, "ip": (meta or RequestMeta()).ip})
+        except RunFinished as exc:
+            raise RunEnded(f"Case #{case.pk} cannot be decided: its process has ended ({exc}).") from exc
+    return case
+
+
+def approval_expire(request_id: int, *, actor: str = SYSTEM) -> ApprovalRequest:
+    """Close an open case whose deadline passed. A case already closed is returned as it is:
+    the workflow's timeout step may meet a decision that arrived just before it."""
+    with transaction.atomic():
+        case = _locked(request_id)
+        if case.status in CLOSED_STATUSES:
+            return case
+        from_status = case.status
+        case.expire()
+        case.closed_at, case.closed_by = clock.now(), actor
+        _save(case, ["closed_at", "closed_by"])
+        _audit(case, "expire", actor, from_status)
+    return case
+
+
+def approval_cancel(request_id: int, *, actor: str, reason: str = "",
+                    meta: RequestMeta | None = None) -> ApprovalRequest:
+    """Withdraw an open case (the process was cancelled, or an operator closes it). No signal."""
+    with transaction.atomic():
+        case = _locked(request_id)
+        _refuse_if_closed(case)
+        from_status = case.status
+        case.cancel()
+        case.closed_at, case.closed_by = clock.now(), actor
+        _save(case, ["closed_at", "closed_by"])
+        _audit(case, "cancel", actor, from_status, reason=reason, meta=meta)
+    return case

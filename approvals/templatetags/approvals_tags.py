@@ -1,0 +1,41 @@
+"""Template helpers for the reviewer UI: the SLA countdown and JSON values shown as text."""
+import json
+
+from django import template
+
+from durable import clock
+
+register = template.Library()
+
+
+def _span(seconds: float) -> str:
+    seconds = int(abs(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m"
+
+
+@register.simple_tag
+def sla(case) -> dict:
+    """{'text': 'due in 2d 3h' | 'overdue by 4h 10m', 'level': 'ok' | 'soon' | 'overdue'}."""
+    left = (case.due_at - clock.now()).total_seconds()
+    if left <= 0:
+        return {"text": f"overdue by {_span(left)}", "level": "overdue"}
+    return {"text": f"due in {_span(left)}", "level": "soon" if left < 8 * 3600 else "ok"}
+
+
+@register.filter
+def as_text(value) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, indent=1)
+    return "" if value is None else str(value)
+
+
+@register.filter
+def is_mapping(value) -> bool:
+    return isinstance(value, dict)

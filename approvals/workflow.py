@@ -1,0 +1,103 @@
+"""``request_approval``: what a workflow calls to put a case before compliance and wait.
+
+Runs inside a workflow body, so no I/O here except through journaled steps.
+"""
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from durable import clock, days, workflow
+from durable.durations import as_timedelta
+
+DEFAULT_SIGNAL = "compliance_decision"
+
+
+@dataclass
+class Decision:
+    """A closed case as the workflow sees it (the payload of the decision signal)."""
+
+    approved: bool
+    outcome: str                      # "approve", "reject" or "more_documents"
+    by: list[str] = field(default_factory=list)
+    reason: str = ""
+    decided_at: datetime | None = None
+    request_id: int | None = None
+
+    @property
+    def wants_more_documents(self) -> bool:
+        return self.outcome == "more_documents"
+
+
+@dataclass
+class Ticket:
+    request_id: int
+    due_at: datetime
+
+
+@dataclass
+class Expiry:
+    expired: bool
+    decision: Decision | None = None
+
+
+def _subject(subject) -> tuple[str, str]:
+    if subject is None:
+        return "", ""
+    if isinstance(subject, (tuple, list)):
+        subject_type, subject_id = subject
+        return str(subject_type), str(subject_id)
+    text = str(subject)
+    subject_type, sep, subject_id = text.partition(":")
+    return (subject_type, subject_id) if sep else ("", text)
+
+
+def open_approval_request(run_id: str, signal_name: str, title: str, summary: dict, subject_type: str,
+                          subject_id: str, risk: str, timeout_seconds: float,
+                          required_approvals: int | None, idempotency_key: str) -> Ticket:
+    """Step: open the case in the transaction that journals the step (exactly once)."""
+    from approvals import services
+
+    case = services.approval_request_create(
+        run_id=run_id, signal_name=signal_name, idempotency_key=idempotency_key, title=title,
+        summary=summary, subject_type=subject_type, subject_id=subject_id, risk=risk,
+        required_approvals=required_approvals, due_at=clock.now() + timedelta(seconds=timeout_seconds))
+    return Ticket(request_id=case.pk, due_at=case.due_at)
+
+
+def expire_approval_request(request_id: int) -> Expiry:
+    """Step: the deadline passed. A decision that committed just before it still counts."""
+    from approvals import services
+    from approvals.models import DECIDED_STATUSES
+
+    case = services.approval_expire(request_id, actor="system (deadline)")
+    if case.status in DECIDED_STATUSES:
+        payload = services.decision_payload(case)
+        payload["decided_at"] = case.closed_at
+        return Expiry(expired=False, decision=Decision(**payload))
+    return Expiry(expired=True)
+
+
+def request_approval(*, title: str, summary: dict | None = None, subject=None, risk: str = "low",
+                     timeout=days(3), signal_name: str = DEFAULT_SIGNAL,
+                     required_approvals: int | None = None) -> Decision | None:
+    """Open a case for compliance, wait for its decision until ``timeout``, and return it.
+
+    ``None`` means nobody decided in time (the case is marked expired), so the caller can
+    escalate. High risk needs two approvals by two different reviewers unless
+    ``required_approvals`` says otherwise. ``subject`` names what the case is about:
+    ``"company:42"`` or ``("company", "42")``.
+    """
+    timeout = as_timedelta(timeout)
+    subject_type, subject_id = _subject(subject)
+    ticket = workflow.step(open_approval_request, workflow.id, signal_name, title, summary or {},
+                           subject_type, subject_id, risk, timeout.total_seconds(), required_approvals,
+                           atomic=True)
+    decision = workflow.wait_for_signal(signal_name, timeout=timeout, type=Decision)
+    if decision is not None:
+        return decision
+    expiry = workflow.step(expire_approval_request, ticket.request_id, atomic=True)
+    if expiry.expired:
+        return None
+    # Decided in the instant before the deadline: its signal is waiting; consume it so a
+    # later case with the same signal name does not read it.
+    workflow.wait_for_signal(signal_name, timeout=timeout, type=Decision)
+    return expiry.decision

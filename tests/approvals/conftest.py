@@ -1,0 +1,51 @@
+"""Fixtures for the approvals tests: reviewers, an outsider, and runs waiting on a case."""
+import pytest
+from django.contrib.auth import get_user_model
+
+from approvals.models import ApprovalRequest
+from approvals.services import compliance_group_ensure
+from durable import services as durable_services
+from durable.testing import drive
+from tests.approvals import workflows  # noqa: F401  (registers the test workflows)
+
+PASSWORD = "correct-horse-battery"
+
+
+def make_user(username: str, *, reviewer: bool):
+    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
+    if reviewer:
+        user.groups.add(compliance_group_ensure())
+    return user
+
+
+@pytest.fixture
+def ana(db):
+    return make_user("ana", reviewer=True)
+
+
+@pytest.fixture
+def bruno(db):
+    return make_user("bruno", reviewer=True)
+
+
+@pytest.fixture
+def outsider(db):
+    return make_user("olga", reviewer=False)
+
+
+def start_case(company: str = "acme", *, risk: str = "low", workflow: str = "approval_test") -> ApprovalRequest:
+    """Start a run and drive it until it waits on its approval request; return the request."""
+    args = (company, risk) if workflow == "approval_test" else (company,)
+    run = durable_services.run_start(workflow, *args, id=f"{workflow}:{company}")
+    drive(run.id)
+    return ApprovalRequest.objects.filter(run_id=run.id).order_by("-id").first()
+
+
+@pytest.fixture
+def case(db, clock):
+    return start_case("acme")
+
+
+@pytest.fixture
+def high_risk_case(db, clock):
+    return start_case("globex", risk="high")

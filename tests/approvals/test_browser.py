@@ -1,0 +1,120 @@
+"""The reviewer UI in headless Chromium (Debian's chromium, driven by Playwright).
+
+Skipped with a reason when chromium or Playwright is missing on a developer's machine;
+with CI set, a missing browser fails instead, so CI can never go green without them.
+"""
+import os
+import shutil
+
+import pytest
+
+from approvals.models import ApprovalStatus
+from durable.models import RunStatus
+from durable.testing import drive
+from tests.approvals.conftest import PASSWORD, make_user, start_case
+from tests.durable.workflows import CALLS
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _missing(reason: str):
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must run the browser tests (install chromium: see .ci/run)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        _missing("Debian chromium is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("the playwright package is not installed (pip install -r requirements.txt)")
+    # Playwright's sync API keeps an event loop in this thread; the tests' ORM calls are
+    # still plain synchronous code, so Django's async guard must not refuse them.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def open_page(browser, live_server):
+    contexts = []
+
+    def open_as(username: str):
+        context = browser.new_context()
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        page.goto(live_server.url + "/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        return page
+
+    yield open_as
+    for context in contexts:
+        context.close()
+
+
+def test_a_reviewer_rejects_without_a_reason_then_approves_and_the_run_completes(open_page):
+    make_user("ana", reviewer=True)
+    case = start_case("acme")
+
+    page = open_page("ana")
+    page.get_by_role("link", name=case.title).click()
+    page.get_by_role("button", name="Reject").click()
+    error = page.get_by_test_id("error").inner_text()
+    page.get_by_role("button", name="Approve").click()
+    closed = page.get_by_test_id("closed").inner_text()
+    run = drive(case.run_id)
+
+    assert "Give a reason to reject" in error
+    assert "approved by ana" in closed
+    assert page.get_by_role("button", name="Approve").count() == 0
+    case.refresh_from_db()
+    assert case.status == ApprovalStatus.APPROVED
+    assert (run.status, run.result["outcome"]) == (RunStatus.COMPLETED, "approve")
+    assert CALLS["open_account"] == 1
+
+
+def test_a_second_reviewer_on_the_same_case_sees_it_already_decided(open_page):
+    make_user("ana", reviewer=True)
+    make_user("bruno", reviewer=True)
+    case = start_case("globex")
+    ana, bruno = open_page("ana"), open_page("bruno")
+    ana.get_by_role("link", name=case.title).click()
+    bruno.get_by_role("link", name=case.title).click()
+
+    ana.get_by_role("button", name="Approve").click()
+    bruno.fill("textarea[name=reason]", "looks wrong")
+    bruno.get_by_role("button", name="Reject").click()
+
+    assert "already approved by ana" in bruno.get_by_test_id("error").inner_text()
+    case.refresh_from_db()
+    assert (case.status, case.closed_by) == (ApprovalStatus.APPROVED, "ana")
+
+
+def test_a_user_outside_compliance_is_refused(open_page, live_server):
+    make_user("olga", reviewer=False)
+    case = start_case("acme")
+
+    page = open_page("olga")
+    response = page.goto(f"{live_server.url}/approvals/{case.pk}/")
+
+    assert response.status == 403
+    assert "Not allowed" in page.content()
+    assert case.title not in page.content()
