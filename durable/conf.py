@@ -24,3 +24,9 @@ def heartbeat_enabled() -> bool:
 
 def workflow_modules() -> list[str]:
     return list(getattr(settings, "DURABLE_WORKFLOW_MODULES", []))
+
+
+def sweep_lookahead_seconds() -> float:
+    """Timers due within this many seconds are sent now, with a countdown (one tick)."""
+    return float(getattr(settings, "DURABLE_SWEEP_LOOKAHEAD_SECONDS",
+                         getattr(settings, "DURABLE_SWEEP_INTERVAL_SECONDS", 1)))

@@ -4,6 +4,10 @@
 that may have been lost, so one indexed range scan finds all of them. Each picked run's
 ``wake_at`` moves one grace period ahead, so the next tick does not dispatch it again
 while its message is in flight. ``SKIP LOCKED`` lets two beats sweep at once harmlessly.
+
+Timers due before the next tick are sent now with a countdown of less than one tick, so
+a timer fires on time instead of up to a tick late; no message ever waits longer than
+that on the broker.
 """
 from datetime import timedelta
 
@@ -14,17 +18,19 @@ from durable.dispatch import dispatch
 from durable.models import ACTIVE_STATUSES, WorkflowRun
 
 
-def sweep_due(*, limit: int | None = None) -> list[str]:
+def sweep_due(*, limit: int | None = None, lookahead: float | None = None) -> list[str]:
     limit = limit or conf.sweep_batch()
+    lookahead = conf.sweep_lookahead_seconds() if lookahead is None else lookahead
     now = clock.now()
+    horizon = now + timedelta(seconds=lookahead)
     with transaction.atomic():
-        due = WorkflowRun.objects.filter(wake_at__lte=now, status__in=ACTIVE_STATUSES).order_by("wake_at")
+        due = WorkflowRun.objects.filter(wake_at__lte=horizon, status__in=ACTIVE_STATUSES).order_by("wake_at")
         if connection.features.has_select_for_update_skip_locked:
             due = due.select_for_update(skip_locked=True)
-        run_ids = list(due.values_list("id", flat=True)[:limit])
-        if run_ids:
-            WorkflowRun.objects.filter(pk__in=run_ids).update(
-                wake_at=now + timedelta(seconds=conf.dispatch_grace_seconds()))
-            for run_id in run_ids:
-                dispatch(run_id)
-    return run_ids
+        picked = list(due.values_list("id", "wake_at")[:limit])
+        if picked:
+            WorkflowRun.objects.filter(pk__in=[run_id for run_id, _ in picked]).update(
+                wake_at=horizon + timedelta(seconds=conf.dispatch_grace_seconds()))
+            for run_id, wake_at in picked:
+                dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()))
+    return [run_id for run_id, _ in picked]

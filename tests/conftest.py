@@ -10,6 +10,7 @@ from tests.durable.workflows import CALLS
 def _fresh_counters():
     CALLS.clear()
     dispatch.recorded.clear()
+    dispatch.delays.clear()
     yield
 
 

@@ -1,7 +1,9 @@
 """Timers: deadlines and sleeps are recorded once and fire on the (fake) clock."""
+from datetime import timedelta
+
 import pytest
 
-from durable import days, minutes, services
+from durable import days, dispatch, minutes, services
 from durable.models import JournalEntry, RunStatus
 from durable.testing import drive
 from durable.timers import sweep_due
@@ -71,3 +73,17 @@ def test_the_sweep_dispatches_runs_whose_wake_time_has_passed(clock, settings):
 
     assert picked == ["nap:sweep"]
     assert sweep_due() == []  # not again while its message is in flight
+
+
+
+def test_a_timer_due_before_the_next_tick_is_sent_now_with_a_countdown(
+        clock, django_capture_on_commit_callbacks):
+    run = services.run_start("nap", id="nap:lookahead")
+    drive(run.id)
+    clock.advance(minutes(60) - timedelta(milliseconds=400))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        picked = sweep_due(lookahead=1.0)
+
+    assert picked == ["nap:lookahead"]
+    assert dispatch.delays["nap:lookahead"] == pytest.approx(0.4)
