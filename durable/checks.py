@@ -83,8 +83,8 @@ class Finding:
     path: str
     line: int
 
-    def message(self, workflow_label: str) -> str:
-        return (f"{self.path}:{self.line}: {self.call}() in the body of {workflow_label} "
+    def message(self) -> str:
+        return (f"{self.path}:{self.line}: {self.call}() in the workflow body "
                 f"{self.rule.what}; a replay would get a different answer")
 
 
@@ -330,7 +330,7 @@ def check_workflows(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
         seen.add(code)
         label = f"workflow {definition.name!r} v{definition.version}"
         for finding in inspect_function(definition.fn):
-            messages.append(checks.Warning(finding.message(label), hint=finding.rule.fix,
+            messages.append(checks.Warning(finding.message(), hint=finding.rule.fix,
                                            obj=label, id=finding.rule.id))
     return messages
 

@@ -264,7 +264,7 @@ def test_manage_py_check_fails_on_warnings_when_asked(capsys):
             call_command("check", "--tag", "durable", "--fail-level", "WARNING")
 
 
-def test_the_engines_test_workflows_pass_the_check():
+def test_every_registered_workflow_passes_the_check():
     import tests.durable.test_onboarding_example  # noqa: F401  (registers example_onboarding)
 
     assert run_checks(tags=["durable"]) == []

@@ -250,3 +250,29 @@ def test_live_runs_that_the_new_code_would_block_are_reported(db, clock):
     assert "run reorder:live" in output and "diverges at position 0" in output
     assert list(JournalEntry.objects.filter(run_id="reorder:live").order_by("position")
                 .values_list("name", "status")) == [("a", "completed"), ("go", "waiting")]
+
+
+# --- patched() in replay ---
+
+
+def a_then_b_with_patch():
+    workflow.step(record, "a", name="a")
+    if workflow.patched("extra-step"):
+        workflow.step(record, "extra", name="extra")
+    workflow.wait_for_signal("go")
+    workflow.step(record, "b", name="b")
+    return "done"
+
+
+def test_histories_from_before_and_after_a_patch_both_replay(exported, tmp_path):
+    with override_workflow(a_then_b_with_patch, name="reorder"):
+        patched_run = services.run_start("reorder", id="reorder:patched")
+        drive(patched_run.id)
+        durable_command("export", patched_run.id, "-o", str(tmp_path / "patched.json"))
+
+        code, output = durable_command("replay", str(exported), str(tmp_path / "patched.json"))
+
+    assert code == 0, output
+    assert "replayed 2 histories: 2 ok, 0 failed" in output
+    assert [e["name"] for e in json.loads((tmp_path / "patched.json").read_text())["journal"]] == [
+        "a", "extra-step", "extra", "go"]
