@@ -166,6 +166,8 @@ DURABLE_SWEEP_INTERVAL_SECONDS = float(os.environ.get("DURABLE_SWEEP_INTERVAL_SE
 DURABLE_SWEEP_BATCH = int(os.environ.get("DURABLE_SWEEP_BATCH", "500"))
 DURABLE_WORKFLOW_MODULES = env_list("DURABLE_WORKFLOW_MODULES", "")
 DURABLE_HEARTBEAT = env_bool("DURABLE_HEARTBEAT", True)
+# Calls that break replay (clock, random, network, queries) raise inside workflow bodies.
+DURABLE_STRICT = env_bool("DURABLE_STRICT", DEBUG)
 
 LOGGING = {
     "version": 1,

@@ -1,4 +1,7 @@
-"""App config: imports every app's ``workflows`` module so runs find their code by name."""
+"""App config: imports every app's ``workflows`` module so runs find their code by name.
+
+Also registers the determinism system check and, in strict mode, the runtime guards.
+"""
 import importlib
 
 from django.apps import AppConfig
@@ -11,8 +14,11 @@ class DurableConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from durable import conf
+        from durable import checks, conf, strict
 
+        checks.register()
+        if strict.enabled():  # before workflow modules import `from time import time` & co.
+            strict.install()
         autodiscover_modules("workflows")
         for module in conf.workflow_modules():
             importlib.import_module(module)

@@ -75,7 +75,8 @@ def _advance_claimed(run, lease) -> str:
         except Divergence as divergence:
             log.warning("run %s blocked: %s", run.id, divergence.message)
             lease.finish(run, transition="block",
-                         error={"type": "JournalMismatch", "message": divergence.message})
+                         error={"type": getattr(divergence, "error_type", "JournalMismatch"),
+                                "message": divergence.message})
             return Outcome.BLOCKED
         except PayloadError as exc:
             lease.finish(run, transition="fail", error=error_of(exc))

@@ -9,3 +9,4 @@ from config.settings import DURABLE_WORKFLOW_MODULES, INSTALLED_APPS  # noqa: E4
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.effects"]
 DURABLE_WORKFLOW_MODULES = [*DURABLE_WORKFLOW_MODULES, "tests.durable.workflows", "tests.faults.workflows"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+DURABLE_STRICT = True  # workflow bodies that break replay fail the tests

@@ -1,0 +1,335 @@
+"""Run histories as JSON, and their read-only replay against the current code.
+
+A history is what a run recorded: its workflow name, version and input, its journal and
+its signals. Replaying one calls the registered workflow function with a context that
+answers every durable call from the history: no step runs, nothing is written and the
+database is not queried. The first call that differs from the journal is a divergence
+(the run would be blocked in production); the first call with no recorded outcome is
+where the history ends, which is success: everything recorded still replays.
+"""
+import json
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connections
+
+from durable import codec, context, registry
+from durable.context import ReplayContext, describe
+from durable.errors import ControlFlow, Divergence, RunNotFound, StepFailed, WorkflowNotFound
+from durable.models import EntryKind, EntryStatus, JournalEntry, Signal, WorkflowRun
+
+FORMAT = "durable-history/1"
+
+
+@dataclass
+class RecordedRun:
+    id: str
+    workflow_name: str
+    workflow_version: int
+    input: dict
+    status: str = ""
+    result: object = None
+    error: dict | None = None
+
+
+@dataclass
+class RecordedEntry:
+    position: int
+    kind: str
+    name: str
+    status: str
+    result: object = None
+    error: dict | None = None
+    attempt: int = 0
+    idempotency_key: str = ""
+    wake_at: str | None = None
+
+
+@dataclass
+class History:
+    run: RecordedRun
+    journal: dict[int, RecordedEntry]
+    signals: list[dict] = field(default_factory=list)
+    source: str = ""
+
+
+@dataclass
+class ReplayReport:
+    history: History
+    ok: bool
+    summary: str
+    diff: str = ""
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _entry_json(entry: JournalEntry) -> dict:
+    return {
+        "position": entry.position, "kind": entry.kind, "name": entry.name, "status": entry.status,
+        "result": entry.result, "error": entry.error, "attempt": entry.attempt,
+        "idempotency_key": entry.idempotency_key, "wake_at": _iso(entry.wake_at),
+        "started_at": _iso(entry.started_at), "created_at": _iso(entry.created_at),
+    }
+
+
+def history_export(run_id: str) -> dict:
+    """The JSON document of a run's history (what ``durable export`` writes)."""
+    try:
+        run = WorkflowRun.objects.get(pk=run_id)
+    except WorkflowRun.DoesNotExist:
+        raise RunNotFound(f"no run with id {run_id!r}") from None
+    journal = JournalEntry.objects.filter(run_id=run.id).order_by("position")
+    signals = Signal.objects.filter(run_id=run.id).order_by("id")
+    return {
+        "format": FORMAT,
+        "run": {
+            "id": run.id, "workflow_name": run.workflow_name,
+            "workflow_version": run.workflow_version, "input": run.input, "status": run.status,
+            "result": run.result, "error": run.error, "created_at": _iso(run.created_at),
+            "finished_at": _iso(run.finished_at),
+        },
+        "journal": [_entry_json(entry) for entry in journal],
+        "signals": [
+            {"id": signal.id, "name": signal.name, "payload": signal.payload,
+             "dedupe_key": signal.dedupe_key, "consumed_position": signal.consumed_position,
+             "created_at": _iso(signal.created_at)}
+            for signal in signals
+        ],
+    }
+
+
+def history_parse(document: dict, *, source: str = "") -> History:
+    """Build a History from an exported document; ValueError names what is missing."""
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise ValueError(f"not a {FORMAT} document")
+    try:
+        run = document["run"]
+        recorded = RecordedRun(id=run["id"], workflow_name=run["workflow_name"],
+                               workflow_version=int(run["workflow_version"]), input=run["input"],
+                               status=run.get("status", ""), result=run.get("result"),
+                               error=run.get("error"))
+        journal = {}
+        for item in document["journal"]:
+            entry = RecordedEntry(
+                position=int(item["position"]), kind=item["kind"], name=item["name"],
+                status=item["status"], result=item.get("result"), error=item.get("error"),
+                attempt=int(item.get("attempt", 0)), idempotency_key=item.get("idempotency_key", ""),
+                wake_at=item.get("wake_at"))
+            journal[entry.position] = entry
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"malformed history: missing or invalid {exc}") from None
+    return History(run=recorded, journal=journal, signals=document.get("signals", []), source=source)
+
+
+def history_load(path: str | Path) -> History:
+    path = Path(path)
+    return history_parse(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+
+
+def histories_live(*, workflow: str | None = None, statuses=(), batch: int = 200):
+    """Histories of runs in the database (one journal query per batch of runs)."""
+    runs = WorkflowRun.objects.order_by("created_at", "id")
+    if workflow:
+        runs = runs.filter(workflow_name=workflow)
+    if statuses:
+        runs = runs.filter(status__in=list(statuses))
+    ids = list(runs.values_list("id", flat=True))
+    for start in range(0, len(ids), batch):
+        chunk = ids[start:start + batch]
+        journals: dict[str, dict[int, RecordedEntry]] = {run_id: {} for run_id in chunk}
+        for entry in JournalEntry.objects.filter(run_id__in=chunk):
+            journals[entry.run_id][entry.position] = RecordedEntry(
+                position=entry.position, kind=entry.kind, name=entry.name, status=entry.status,
+                result=entry.result, error=entry.error, attempt=entry.attempt,
+                idempotency_key=entry.idempotency_key, wake_at=_iso(entry.wake_at))
+        for run in WorkflowRun.objects.filter(id__in=chunk).order_by("created_at", "id"):
+            recorded = RecordedRun(id=run.id, workflow_name=run.workflow_name,
+                                   workflow_version=run.workflow_version, input=run.input,
+                                   status=run.status, result=run.result, error=run.error)
+            yield History(run=recorded, journal=journals[run.id], source=f"run {run.id}")
+
+
+# --- replay ---
+
+
+class HistoryEnds(ControlFlow):
+    """The code reached a call the history has no outcome for: everything before it matched."""
+
+    def __init__(self, position: int, reason: str = "the journal ends there"):
+        self.position = position
+        self.reason = reason
+        super().__init__(position)
+
+
+class ReplayDivergence(Divergence):
+    """The code asked for something other than what the history recorded at a position."""
+
+    def __init__(self, position: int, found: str, expected: RecordedEntry | None):
+        self.position = position
+        self.found = found
+        self.expected = expected
+        recorded = describe(expected.kind, expected.name) if expected else "nothing more"
+        super().__init__(f"journal mismatch at position {position}: the code asks for {found} "
+                         f"but the journal recorded {recorded}")
+
+
+class DatabaseInReplay(Divergence):
+    """A workflow body queried the database: replay is read-only, and a body should not."""
+
+
+class HistoryReplayContext(ReplayContext):
+    """Answers durable calls from a recorded history; never runs a step, never writes."""
+
+    def __init__(self, history: History):
+        super().__init__(history.run, lease=None, journal=history.journal)
+        self.asked: list[str] = []
+
+    def _next(self, kind: str, name: str):
+        position = self.position
+        entry = self.journal.get(position)
+        if entry is None:
+            raise HistoryEnds(position)
+        if entry.kind != kind or entry.name != name:
+            raise ReplayDivergence(position, describe(kind, name), entry)
+        self.position += 1
+        self.asked.append(describe(kind, name))
+        return position, entry
+
+    def _record(self, entry, **kwargs):
+        raise AssertionError("a history replay must never write")  # every path ends before
+
+    def _pending_signals(self):
+        return []
+
+    def _end_unless_completed(self, entry: RecordedEntry, position: int) -> None:
+        if entry.status != EntryStatus.COMPLETED:  # in flight when recorded: the live run goes on here
+            raise HistoryEnds(position, f"the run was {entry.status} there ({describe(entry.kind, entry.name)})")
+
+    def _recorded_value(self, kind: str, produce, hint):
+        position, entry = self._next(kind, kind)
+        return codec.decode(entry.result, hint)
+
+    def patched(self, change_id: str) -> bool:
+        entry = self.journal.get(self.position)
+        if entry is None:
+            raise HistoryEnds(self.position)
+        if entry.kind == EntryKind.PATCH and entry.name == change_id:
+            self.position += 1
+            self.asked.append(describe(EntryKind.PATCH, change_id))
+            return True
+        return False
+
+    def step(self, fn, *args, idempotency_key=None, name=None, retry=None, atomic=False, **kwargs):
+        name = name or getattr(fn, "__name__", None) or repr(fn)
+        position, entry = self._next(EntryKind.STEP, name)
+        if entry.status == EntryStatus.FAILED:
+            error = entry.error or {}
+            raise StepFailed(name, error.get("type", "Error"), error.get("message", ""), entry.attempt)
+        self._end_unless_completed(entry, position)
+        return codec.decode(entry.result, codec.return_hint(fn))
+
+    def wait_for_signal(self, name: str, timeout=None, type=None):
+        position, entry = self._next(EntryKind.SIGNAL, name)
+        self._end_unless_completed(entry, position)
+        if (entry.result or {}).get("timed_out"):
+            return None
+        return codec.decode((entry.result or {}).get("payload"), type)
+
+    def sleep(self, duration) -> None:
+        position, entry = self._next(EntryKind.SLEEP, "sleep")
+        self._end_unless_completed(entry, position)
+
+    def check_fully_replayed(self) -> None:
+        if self.journal and max(self.journal) >= self.position:
+            raise ReplayDivergence(self.position, "nothing more (the workflow returned)",
+                                   self.journal[self.position])
+
+
+def _refuse_queries(execute, sql, params, many, context_):
+    raise DatabaseInReplay(f"the workflow body queried the database during replay: {sql[:120]}")
+
+
+def _diff(history: History, ctx: HistoryReplayContext, divergence: ReplayDivergence) -> str:
+    position = divergence.position
+    lines = []
+    expected = divergence.expected
+    recorded = describe(expected.kind, expected.name) if expected else "nothing more"
+    lines.append(f"  expected (journal, position {position}): {recorded}")
+    lines.append(f"  found    (code,    position {position}): {divergence.found}")
+    elsewhere = [entry.position for entry in history.journal.values()
+                 if describe(entry.kind, entry.name) == divergence.found and entry.position != position]
+    if elsewhere:
+        where = ", ".join(str(p) for p in sorted(elsewhere))
+        lines.append(f"  the journal recorded {divergence.found} at position {where}: "
+                     "reordered, or a step was added or removed before it")
+    elif expected is not None and not divergence.found.startswith("nothing"):
+        lines.append(f"  the journal never recorded {divergence.found}: renamed or new "
+                     "(guard new code with workflow.patched(), or start a new version)")
+    lines.append("")
+    lines.append(f"  {'':2}{'position':>8}  {'journal (recorded)':<40}code (now)")
+    first = max(0, position - 6)
+    last = min(max(position, max(history.journal, default=0)), position + 3)
+    for index in range(first, last + 1):
+        entry = history.journal.get(index)
+        recorded = describe(entry.kind, entry.name) if entry else ""
+        if index < position:
+            now = ctx.asked[index] if index < len(ctx.asked) else ""
+        elif index == position:
+            now = divergence.found
+        else:
+            now = ""
+        if not recorded and not now:
+            continue
+        marker = ">" if index == position else ""
+        lines.append(f"  {marker:2}{index:>8}  {recorded:<40}{now}".rstrip())
+    return "\n".join(lines)
+
+
+def _entries(count: int) -> str:
+    return f"{count} journal {'entry' if count == 1 else 'entries'}"
+
+
+def _label(history: History) -> str:
+    run = history.run
+    return f"{run.workflow_name} v{run.workflow_version}, run {run.id}"
+
+
+def history_replay(history: History) -> ReplayReport:
+    """Replay ``history`` against the registered code of its workflow and version."""
+    label = _label(history)
+    try:
+        definition = registry.get(history.run.workflow_name, history.run.workflow_version)
+    except WorkflowNotFound as exc:
+        return ReplayReport(history, False, f"{label}: {exc}")
+    ctx = HistoryReplayContext(history)
+    token = context._current.set(ctx)
+    try:
+        with ExitStack() as stack:
+            for alias in settings.DATABASES:
+                stack.enter_context(connections[alias].execute_wrapper(_refuse_queries))
+            args, kwargs = definition.decode_input(history.run.input)
+            definition.fn(*args, **kwargs)
+            ctx.check_fully_replayed()
+    except HistoryEnds as end:
+        return ReplayReport(history, True, f"{label}: {_entries(end.position)} replay; "
+                                           f"at position {end.position} {end.reason}")
+    except ReplayDivergence as divergence:
+        return ReplayReport(history, False, f"{label}: diverges at position {divergence.position}",
+                            _diff(history, ctx, divergence))
+    except Divergence as divergence:  # strict mode, a database query, a signal mix-up
+        return ReplayReport(history, False, f"{label}: at position {ctx.position}: {divergence.message}")
+    except Exception as exc:
+        recorded = (history.run.error or {}).get("type")
+        if history.run.status == "failed" and recorded == type(exc).__name__:
+            return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; "
+                                               f"the code fails as the run did ({type(exc).__name__})")
+        return ReplayReport(history, False, f"{label}: the code raised {type(exc).__name__}: {exc} "
+                                            f"after position {ctx.position} (the run recorded "
+                                            f"{history.run.status or 'no status'})")
+    finally:
+        context._current.reset(token)
+    return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; the code returns")
