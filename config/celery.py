@@ -2,6 +2,7 @@
 import os
 
 from celery import Celery
+from celery.schedules import crontab
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -17,4 +18,10 @@ app.conf.beat_schedule = {
         # A sweep that waited longer than a few ticks is stale: the next one does its work.
         "options": {"expires": max(_interval * 5, 5)},
     },
+}
+
+# Yesterday's reconciliation, daily; its run id reconcile:<date> makes a repeat harmless.
+app.conf.beat_schedule["processes-reconcile-yesterday"] = {
+    "task": "processes.reconcile_yesterday",
+    "schedule": crontab(hour=int(os.environ.get("RECONCILIATION_START_HOUR", "0")), minute=30),
 }

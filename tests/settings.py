@@ -9,3 +9,10 @@ from config.settings import DURABLE_WORKFLOW_MODULES, INSTALLED_APPS  # noqa: E4
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.effects"]
 DURABLE_WORKFLOW_MODULES = [*DURABLE_WORKFLOW_MODULES, "tests.durable.workflows"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Secrets for signed test webhooks (never used outside tests).
+WHATSAPP_APP_SECRET = "test-app-secret"
+WHATSAPP_VERIFY_TOKEN = "test-verify-token"
+PAYMENTS_WEBHOOK_SECRET = "test-payments-secret"
+WHATSAPP_BACKEND = "console"
+DOCUMENT_CHECKER = "rules"
