@@ -53,6 +53,10 @@ def _plain(text: str) -> str:
     return text.lower()
 
 
+def _size(n: int) -> str:
+    return f"{n / (1024 * 1024):g} MB" if n >= 1024 * 1024 else f"{n} bytes"
+
+
 def guess_kind(*, message_type: str, file_name: str = "", caption: str = "") -> str:
     """Which document this is, from the caption or file name; an image defaults to the selfie."""
     words = _plain(f"{caption} {file_name}")
@@ -79,7 +83,7 @@ class RulesChecker:
             elif doc.mime_type not in ALLOWED_MIME_TYPES[doc.kind]:
                 problems.append(f"{label}: {doc.mime_type or 'unknown format'} is not accepted")
             elif doc.size is not None and doc.size > self.max_bytes:
-                problems.append(f"{label}: larger than {self.max_bytes // (1024 * 1024)} MB")
+                problems.append(f"{label}: larger than {_size(self.max_bytes)}")
             else:
                 valid_kinds.add(doc.kind)
         missing = [str(kind) for kind in REQUIRED_KINDS if kind not in valid_kinds]

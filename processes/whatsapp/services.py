@@ -203,7 +203,8 @@ def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str
     provider_id = get_backend().send(outgoing, idempotency_key=idempotency_key)
     message.provider_message_id, message.template_name = provider_id, outgoing.template_name
     message.status, message.sent_at = OutboundStatus.SENT, clock.now()
-    message.save(update_fields=["provider_message_id", "template_name", "status", "sent_at"])
+    with transaction.atomic():
+        message.save(update_fields=["provider_message_id", "template_name", "status", "sent_at"])
     return message
 
 
