@@ -3,10 +3,9 @@ import hashlib
 
 import pytest
 
-from durable import services
 from durable.testing import drive
 from processes.onboarding.models import Company, Document
-from processes.whatsapp.backends import ProviderError
+from processes.whatsapp.backends import ProviderError, get_backend
 from processes.whatsapp.models import OutboundMessage, OutboundStatus
 from processes.whatsapp.services import message_send
 from tests.processes.conftest import document, whatsapp_webhook
@@ -83,7 +82,6 @@ def test_a_received_document_is_downloaded_as_a_step_of_the_run(cloud_api, signe
 def test_a_download_whose_hash_does_not_match_is_refused(cloud_api, clock):
     cloud_api.route("GET", "/v21.0/MEDIA-2", {"url": cloud_api.url + "/files/MEDIA-2", "sha256": "0" * 64})
     cloud_api.route("GET", "/files/MEDIA-2", b"tampered")
-    from processes.whatsapp.backends import get_backend
 
     with pytest.raises(ProviderError, match="sha256 mismatch"):
         get_backend().download_media("MEDIA-2")
