@@ -2,6 +2,7 @@
 import os
 
 from celery import Celery
+from celery.schedules import crontab
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -23,3 +24,9 @@ app.conf.beat_schedule = {
 # reuse it; a new PostgreSQL connection per advance would cost more than the advance.
 # durable.tasks closes connections that are broken or past CONN_MAX_AGE instead.
 app.conf["CELERY_DB_REUSE_MAX"] = 1_000_000
+
+# Yesterday's reconciliation, daily; its run id reconcile:<date> makes a repeat harmless.
+app.conf.beat_schedule["processes-reconcile-yesterday"] = {
+    "task": "processes.reconcile_yesterday",
+    "schedule": crontab(hour=int(os.environ.get("RECONCILIATION_START_HOUR", "0")), minute=30),
+}

@@ -183,3 +183,30 @@ LOGGING = {
         "celery.beat": {"level": "WARNING"},
     },
 }
+
+# --- processes: WhatsApp, payments, document checks, reconciliation (docs/processes.md). ---
+# Secrets come from the environment; the dev values below apply only when DEBUG is on
+# (tests set their own). Without a secret the webhooks refuse every request.
+def dev_secret(name: str, dev_value: str) -> str:
+    return os.environ.get(name, "") or (dev_value if DEBUG else "")
+
+
+WHATSAPP_APP_SECRET = dev_secret("WHATSAPP_APP_SECRET", "dev-whatsapp-app-secret")
+WHATSAPP_VERIFY_TOKEN = dev_secret("WHATSAPP_VERIFY_TOKEN", "dev-verify-token")
+WHATSAPP_ACCESS_TOKEN = os.environ.get("WHATSAPP_ACCESS_TOKEN", "")
+WHATSAPP_PHONE_NUMBER_ID = os.environ.get("WHATSAPP_PHONE_NUMBER_ID", "")
+WHATSAPP_BACKEND = os.environ.get("WHATSAPP_BACKEND", "console")  # console | cloud_api
+WHATSAPP_API_BASE_URL = os.environ.get("WHATSAPP_API_BASE_URL", "https://graph.facebook.com/v21.0")
+WHATSAPP_TEMPLATE_NAME = os.environ.get("WHATSAPP_TEMPLATE_NAME", "account_update")
+WHATSAPP_TEMPLATE_LANGUAGE = os.environ.get("WHATSAPP_TEMPLATE_LANGUAGE", "pt_BR")
+PAYMENTS_WEBHOOK_SECRET = dev_secret("PAYMENTS_WEBHOOK_SECRET", "dev-payments-secret")
+DOCUMENT_CHECKER = os.environ.get("DOCUMENT_CHECKER", "rules")  # rules | llm
+DOCUMENT_MAX_BYTES = int(os.environ.get("DOCUMENT_MAX_BYTES", str(10 * 1024 * 1024)))
+LLM_API_BASE_URL = os.environ.get("LLM_API_BASE_URL", "")
+LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
+LLM_MODEL = os.environ.get("LLM_MODEL", "")
+RECONCILIATION_CLOSING_TIME = os.environ.get("RECONCILIATION_CLOSING_TIME", "06:00")
+RECONCILIATION_BANK_CLIENT = os.environ.get(
+    "RECONCILIATION_BANK_CLIENT", "processes.reconciliation.clients.FakeBank")
+RECONCILIATION_LEDGER_CLIENT = os.environ.get(
+    "RECONCILIATION_LEDGER_CLIENT", "processes.reconciliation.clients.DatabaseLedger")

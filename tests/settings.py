@@ -10,3 +10,10 @@ INSTALLED_APPS = [*INSTALLED_APPS, "tests.effects"]
 DURABLE_WORKFLOW_MODULES = [*DURABLE_WORKFLOW_MODULES, "tests.durable.workflows", "tests.faults.workflows"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DURABLE_STRICT = True  # workflow bodies that break replay fail the tests
+
+# Secrets for signed test webhooks (never used outside tests).
+WHATSAPP_APP_SECRET = "test-app-secret"
+WHATSAPP_VERIFY_TOKEN = "test-verify-token"
+PAYMENTS_WEBHOOK_SECRET = "test-payments-secret"
+WHATSAPP_BACKEND = "console"
+DOCUMENT_CHECKER = "rules"

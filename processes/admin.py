@@ -1,0 +1,129 @@
+"""Admin pages for operators: companies, documents, accounts, invoices, tickets,
+reconciliation, and every WhatsApp message (unmatched ones one filter away)."""
+from django.contrib import admin, messages
+
+from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
+from processes.onboarding.models import Account, Company, Document
+from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch
+from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
+from processes.whatsapp.services import inbound_process
+
+
+class DocumentInline(admin.TabularInline):
+    model = Document
+    extra = 0
+    fields = ["kind", "file_name", "mime_type", "size", "file", "created_at"]
+    readonly_fields = ["created_at"]
+
+
+@admin.register(Company)
+class CompanyAdmin(admin.ModelAdmin):
+    list_display = ["customer_id", "name", "cnpj", "wa_id", "user_id", "status", "escalations", "updated_at"]
+    list_filter = ["status"]
+    search_fields = ["customer_id", "name", "cnpj", "wa_id", "user_id"]
+    readonly_fields = ["customer_id", "run_link", "created_at", "updated_at"]
+    inlines = [DocumentInline]
+
+    @admin.display(description="onboarding run")
+    def run_link(self, company):
+        return company.run_id
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["company", "kind", "file_name", "mime_type", "size", "created_at"]
+    list_filter = ["kind", "mime_type"]
+    search_fields = ["company__customer_id", "company__name", "file_name", "media_id", "message_id"]
+    raw_id_fields = ["company"]
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = ["number", "company", "approved_by", "created_at"]
+    search_fields = ["number", "company__name", "company__customer_id"]
+    readonly_fields = ["company", "number", "idempotency_key", "approved_by", "created_at"]
+
+
+@admin.register(Invoice)
+class InvoiceAdmin(admin.ModelAdmin):
+    list_display = ["number", "customer_name", "amount", "currency", "due_at", "status", "paid_at"]
+    list_filter = ["status"]
+    search_fields = ["number", "customer_name", "wa_id"]
+    raw_id_fields = ["company"]
+
+
+@admin.register(PaymentEvent)
+class PaymentEventAdmin(admin.ModelAdmin):
+    list_display = ["event_id", "event_type", "invoice", "status", "received_at"]
+    list_filter = ["status", "event_type"]
+    search_fields = ["event_id", "invoice__number"]
+    readonly_fields = ["event_id", "event_type", "invoice", "payload", "status", "note", "received_at"]
+
+
+@admin.register(FinanceTicket)
+class FinanceTicketAdmin(admin.ModelAdmin):
+    list_display = ["invoice", "reason", "resolved", "created_at"]
+    list_filter = ["resolved"]
+    readonly_fields = ["invoice", "idempotency_key", "reason", "created_at"]
+
+
+
+@admin.register(ReconciliationBatch)
+class ReconciliationBatchAdmin(admin.ModelAdmin):
+    list_display = ["date", "status", "corrections_posted", "reconciled_at"]
+    list_filter = ["status"]
+    readonly_fields = ["run_id"]
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(admin.ModelAdmin):
+    list_display = ["entry_id", "date", "amount", "is_correction", "created_at"]
+    list_filter = ["is_correction", "date"]
+    search_fields = ["entry_id", "description"]
+
+
+@admin.register(BankStatementLine)
+class BankStatementLineAdmin(admin.ModelAdmin):
+    list_display = ["entry_id", "date", "amount", "description"]
+    list_filter = ["date"]
+    search_fields = ["entry_id", "description"]
+
+
+class NeedsAttentionFilter(admin.SimpleListFilter):
+    title = "needs attention"
+    parameter_name = "attention"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Unmatched, unsupported or failed")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(status__in=[InboundStatus.UNMATCHED, InboundStatus.UNSUPPORTED,
+                                               InboundStatus.FAILED])
+        return queryset
+
+
+@admin.register(InboundMessage)
+class InboundMessageAdmin(admin.ModelAdmin):
+    list_display = ["wamid", "message_type", "sender_wa_id", "sender_user_id", "status", "company",
+                    "received_at"]
+    list_filter = [NeedsAttentionFilter, "status", "message_type"]
+    search_fields = ["wamid", "sender_wa_id", "sender_user_id", "note"]
+    readonly_fields = [f.name for f in InboundMessage._meta.fields]
+    actions = ["process_again"]
+
+    @admin.action(description="Process the selected failed/received messages again")
+    def process_again(self, request, queryset):
+        done = [inbound_process(m.pk).status for m in queryset.filter(
+            status__in=[InboundStatus.RECEIVED, InboundStatus.FAILED])]
+        self.message_user(request, f"processed {len(done)} message(s): {', '.join(done) or 'none'}",
+                          messages.INFO)
+
+
+@admin.register(OutboundMessage)
+class OutboundMessageAdmin(admin.ModelAdmin):
+    list_display = ["idempotency_key", "to_wa_id", "to_user_id", "status", "template_name", "backend",
+                    "created_at"]
+    list_filter = ["status", "backend"]
+    search_fields = ["idempotency_key", "to_wa_id", "to_user_id", "provider_message_id", "body"]
+    readonly_fields = [f.name for f in OutboundMessage._meta.fields]

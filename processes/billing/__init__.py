@@ -1,0 +1,1 @@
+"""Billing reminders (the `cobranca` challenge): invoices, reminders, finance tickets."""

@@ -1,0 +1,73 @@
+"""Writes of billing: issue an invoice (and start its reminders), record a payment event."""
+import logging
+from decimal import Decimal
+
+from django.db import IntegrityError, transaction
+
+from durable import clock, services
+from durable.errors import RunFinished, RunNotFound
+from processes.billing.models import Invoice, InvoiceStatus, PaymentEvent, PaymentEventStatus
+
+log = logging.getLogger(__name__)
+
+PAID_EVENT_TYPES = {"payment.succeeded", "invoice.paid"}
+
+
+class PaymentPayloadInvalid(ValueError):
+    """The body is JSON but not a payment event; the message says what is wrong."""
+
+
+def invoice_issue(*, number: str, customer_name: str, amount: Decimal, due_at, wa_id: str = "",
+                  company=None, actor: str = "system") -> Invoice:
+    """Create the invoice and start its reminders (``billing:<id>``) in one transaction."""
+    with transaction.atomic():
+        invoice, _ = Invoice.objects.get_or_create(number=number, defaults={
+            "customer_name": customer_name, "amount": amount, "due_at": due_at, "wa_id": wa_id,
+            "company": company})
+        services.run_start("billing", invoice.pk, id=invoice.run_id, actor=actor)
+    return invoice
+
+
+def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
+    """Record a provider event once (dedupe on its id); a payment marks the invoice paid and
+    sends ``paid`` to its reminder run. Returns (event, created)."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("id"), str) or not payload["id"]:
+        raise PaymentPayloadInvalid("a payment event needs a string 'id'")
+    if not isinstance(payload.get("type"), str):
+        raise PaymentPayloadInvalid("a payment event needs a string 'type'")
+    data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+    try:
+        with transaction.atomic():
+            existing = PaymentEvent.objects.filter(event_id=payload["id"]).first()
+            if existing is not None:
+                return existing, False
+            event = PaymentEvent(event_id=payload["id"][:128], event_type=payload["type"][:64],
+                                 payload=payload)
+            if payload["type"] not in PAID_EVENT_TYPES:
+                event.status, event.note = PaymentEventStatus.IGNORED, "not a payment"
+            else:
+                invoice = Invoice.objects.select_for_update().filter(
+                    number=str(data.get("invoice", ""))).first()
+                if invoice is None:
+                    event.status = PaymentEventStatus.UNMATCHED
+                    event.note = f"no invoice {data.get('invoice')!r}"
+                else:
+                    event.invoice, event.status = invoice, PaymentEventStatus.APPLIED
+                    event.note = _apply_payment(invoice, event_id=event.event_id)
+            event.save()
+    except IntegrityError:  # a concurrent delivery of the same event won the race
+        return PaymentEvent.objects.get(event_id=payload["id"][:128]), False
+    return event, True
+
+
+def _apply_payment(invoice: Invoice, *, event_id: str) -> str:
+    if invoice.status != InvoiceStatus.PAID:
+        invoice.status, invoice.paid_at = InvoiceStatus.PAID, clock.now()
+        invoice.save(update_fields=["status", "paid_at"])
+    try:
+        services.signal_send(invoice.run_id, "paid", {"event_id": event_id}, dedupe_key=event_id,
+                             actor="payments-webhook", audit={"event_id": event_id})
+    except (RunNotFound, RunFinished) as exc:
+        log.info("payment %s for invoice %s: %s", event_id, invoice.number, exc)
+        return f"invoice paid; reminders not signalled ({exc})"
+    return f"paid -> {invoice.run_id}"

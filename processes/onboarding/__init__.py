@@ -1,0 +1,1 @@
+"""Opening a business (PJ) account over WhatsApp: company, documents, account."""

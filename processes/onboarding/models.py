@@ -1,0 +1,100 @@
+"""Companies being onboarded, the documents they sent, and the account finally opened."""
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+def new_customer_id() -> str:
+    return f"c-{uuid.uuid4().hex[:12]}"
+
+
+class DocumentKind(models.TextChoices):
+    ARTICLES = "articles_of_association", "Articles of association"
+    ADDRESS = "proof_of_address", "Proof of address"
+    SELFIE = "selfie", "Selfie"
+    UNKNOWN = "unknown", "Unknown"
+
+
+REQUIRED_KINDS = (DocumentKind.ARTICLES, DocumentKind.ADDRESS, DocumentKind.SELFIE)
+
+
+class CompanyStatus(models.TextChoices):
+    COLLECTING = "collecting", "Collecting documents"
+    IN_REVIEW = "in_review", "In compliance review"
+    APPROVED = "approved", "Approved (account open)"
+    REJECTED = "rejected", "Rejected"
+    CLOSED = "closed", "Closed (deadline passed)"
+
+
+class Company(models.Model):
+    """A business opening an account. Its onboarding run is ``onboarding:<customer_id>``.
+
+    A sender is known by phone (``wa_id``) or by business-scoped user id (``user_id``),
+    since WhatsApp may deliver a message without a phone number.
+    """
+
+    customer_id = models.CharField(max_length=64, unique=True, default=new_customer_id)
+    cnpj = models.CharField("CNPJ", max_length=18, blank=True)
+    name = models.CharField(max_length=200, blank=True)
+    wa_id = models.CharField("WhatsApp id (phone)", max_length=32, null=True, blank=True, unique=True)
+    user_id = models.CharField("business-scoped user id", max_length=128, null=True, blank=True,
+                               unique=True)
+    status = models.CharField(max_length=16, choices=CompanyStatus.choices,
+                              default=CompanyStatus.COLLECTING)
+    status_reason = models.CharField(max_length=200, blank=True)
+    escalations = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "companies"
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(wa_id__isnull=False) | Q(user_id__isnull=False),
+                                   name="company_has_a_whatsapp_identity"),
+        ]
+
+    def __str__(self):
+        return self.name or self.cnpj or self.wa_id or self.user_id or self.customer_id
+
+    @property
+    def run_id(self) -> str:
+        return f"onboarding:{self.customer_id}"
+
+
+class Document(models.Model):
+    """A file the company sent. ``file`` is empty until the media is downloaded."""
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="documents")
+    kind = models.CharField(max_length=32, choices=DocumentKind.choices, default=DocumentKind.UNKNOWN)
+    media_id = models.CharField(max_length=128)
+    mime_type = models.CharField(max_length=100, blank=True)
+    sha256 = models.CharField(max_length=128, blank=True)
+    file_name = models.CharField(max_length=255, blank=True)
+    caption = models.CharField(max_length=500, blank=True)
+    size = models.PositiveBigIntegerField(null=True, blank=True)
+    file = models.FileField(upload_to="documents/%Y/%m/", blank=True)
+    message_id = models.CharField("WhatsApp message id", max_length=128, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["company", "created_at"]
+        constraints = [models.UniqueConstraint(fields=["company", "media_id"],
+                                               name="document_unique_media_per_company")]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} ({self.file_name or self.media_id})"
+
+
+class Account(models.Model):
+    """The account opened at the end of onboarding: one per company, so creation is exactly once."""
+
+    company = models.OneToOneField(Company, on_delete=models.PROTECT, related_name="account")
+    number = models.CharField(max_length=32, unique=True)
+    idempotency_key = models.CharField(max_length=255, unique=True)
+    approved_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.number

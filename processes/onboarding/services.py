@@ -1,0 +1,104 @@
+"""Writes of onboarding outside the workflow: find or create the sender's company, start
+its run, and turn a document message into a ``documents_received`` signal."""
+import logging
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from durable import services
+from durable.errors import RunFinished
+from processes.billing.models import Invoice
+from processes.onboarding.models import Company, Document
+from processes.onboarding.validation import guess_kind
+from processes.whatsapp.models import InboundMessage, InboundStatus
+
+log = logging.getLogger(__name__)
+
+DOCUMENT_TYPES = {"document", "image"}
+
+
+def company_for_sender(*, wa_id: str = "", user_id: str = "", profile_name: str = "",
+                       create: bool = False) -> Company | None:
+    """The company behind a WhatsApp identity (phone or business-scoped user id).
+
+    A sender seen once by phone and once by user id is one company: the identity it
+    lacked is filled in. With ``create``, an unknown sender becomes a new company.
+    """
+    query = Q()
+    if wa_id:
+        query |= Q(wa_id=wa_id)
+    if user_id:
+        query |= Q(user_id=user_id)
+    if not query:
+        return None
+    company = Company.objects.select_for_update().filter(query).order_by("pk").first()
+    if company is not None:
+        changed = []
+        if wa_id and not company.wa_id and not Company.objects.filter(wa_id=wa_id).exists():
+            company.wa_id = wa_id
+            changed.append("wa_id")
+        if user_id and not company.user_id and not Company.objects.filter(user_id=user_id).exists():
+            company.user_id = user_id
+            changed.append("user_id")
+        if changed:
+            company.save(update_fields=[*changed, "updated_at"])
+        return company
+    if not create:
+        return None
+    try:
+        with transaction.atomic():
+            return Company.objects.create(wa_id=wa_id or None, user_id=user_id or None,
+                                          name=profile_name[:200])
+    except IntegrityError:
+        return Company.objects.filter(query).order_by("pk").first()
+
+
+def onboarding_start(company: Company, *, actor: str = "system", audit: dict | None = None):
+    """Start the company's onboarding run; idempotent on its id ``onboarding:<customer id>``."""
+    return services.run_start("onboarding", company.customer_id, id=company.run_id, actor=actor,
+                              audit=audit)
+
+
+def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company | None]:
+    """Decide what a stored message means; returns (status, note, company).
+
+    A first message from an unknown sender starts its onboarding and, if it carries a
+    document, signals it in the same transaction (signal-with-start). A document becomes
+    ``documents_received`` with the message id as dedupe key, so a redelivery is one signal.
+    """
+    wa_id, user_id = message.sender_wa_id, message.sender_user_id
+    profile = (message.payload.get("contact") or {}).get("profile") or {}
+    if not wa_id and not user_id:
+        return InboundStatus.UNMATCHED, "the message names no sender (no wa_id, no user id)", None
+    known = company_for_sender(wa_id=wa_id, user_id=user_id)
+    if message.message_type not in {"text", *DOCUMENT_TYPES}:
+        return InboundStatus.UNSUPPORTED, f"{message.message_type!r} messages are not handled", known
+    if known is None and wa_id and Invoice.objects.filter(wa_id=wa_id).exists():
+        return InboundStatus.UNMATCHED, "a billing customer with no onboarding; kept for an operator", None
+    company = known or company_for_sender(wa_id=wa_id, user_id=user_id,
+                                          profile_name=str(profile.get("name") or ""), create=True)
+    run = onboarding_start(company, actor=f"whatsapp:{wa_id or user_id}",
+                           audit={"message_id": message.wamid})
+    if message.message_type == "text":
+        return InboundStatus.KEPT, "text message: stored, no workflow waits for text", company
+    body = message.payload["message"].get(message.message_type) or {}
+    document, _ = Document.objects.get_or_create(
+        company=company, media_id=str(body.get("id") or message.wamid), defaults={
+            "kind": guess_kind(message_type=message.message_type, file_name=body.get("filename", ""),
+                               caption=body.get("caption", "")),
+            "mime_type": str(body.get("mime_type") or "")[:100],
+            "sha256": str(body.get("sha256") or "")[:128],
+            "file_name": str(body.get("filename") or "")[:255],
+            "caption": str(body.get("caption") or "")[:500],
+            "message_id": message.wamid})
+    try:
+        services.signal_send(run.id, "documents_received",
+                             {"message_id": message.wamid, "document_id": document.pk,
+                              "kind": document.kind},
+                             dedupe_key=message.wamid, actor=f"whatsapp:{wa_id or user_id}",
+                             audit={"message_id": message.wamid})
+    except RunFinished:
+        return (InboundStatus.UNMATCHED,
+                f"document kept, but onboarding {run.id} is {run.status}: nothing waits for it",
+                company)
+    return InboundStatus.PROCESSED, f"documents_received -> {run.id}", company

@@ -1,0 +1,105 @@
+"""The effects of onboarding, each run as a journaled step of the workflow.
+
+Steps that only write our database are called with ``atomic=True`` (exactly once);
+steps that send messages are keyed, so a step that runs twice sends once.
+"""
+import logging
+
+from durable import clock
+from processes.onboarding.models import Account, Company, CompanyStatus, Document, DocumentKind
+from processes.onboarding.validation import (
+    DocumentFacts,
+    ValidationResult,
+    checker_from_settings,
+    rules_checker,
+)
+from processes.whatsapp.services import media_download, message_send
+
+log = logging.getLogger(__name__)
+
+KIND_NAMES_PT = {
+    DocumentKind.ARTICLES: "contrato social",
+    DocumentKind.ADDRESS: "comprovante de endereço",
+    DocumentKind.SELFIE: "selfie do responsável",
+}
+
+
+def _company(customer_id: str) -> Company:
+    return Company.objects.get(customer_id=customer_id)
+
+
+def _names(kinds: list[str]) -> str:
+    return ", ".join(KIND_NAMES_PT.get(kind, kind) for kind in kinds)
+
+
+def greet(customer_id: str, idempotency_key: str) -> str:
+    body = ("Olá! Para abrir a sua conta PJ, envie por aqui: "
+            f"{_names([str(k) for k in KIND_NAMES_PT])}. Escreva na legenda qual documento é.")
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+
+
+def store_document_media(document_id: int) -> dict:
+    """Download the document's bytes (Cloud API backend); the console backend has none."""
+    document = Document.objects.get(pk=document_id)
+    stored = media_download(document)
+    return {"document_id": document_id, "stored": stored, "size": document.size}
+
+
+def _facts(customer_id: str) -> list[DocumentFacts]:
+    return [DocumentFacts(kind=doc.kind, mime_type=doc.mime_type, file_name=doc.file_name,
+                          caption=doc.caption, size=doc.size)
+            for doc in Document.objects.filter(company__customer_id=customer_id)]
+
+
+def validate_documents(customer_id: str) -> ValidationResult:
+    """Check every document the company sent so far with the configured checker."""
+    return checker_from_settings().check(_facts(customer_id))
+
+
+def validate_documents_by_rules(customer_id: str) -> ValidationResult:
+    """The fallback when the configured checker (a model) could not answer."""
+    return rules_checker().check(_facts(customer_id))
+
+
+def ask_for_documents(customer_id: str, missing: list[str], problems: list[str],
+                      idempotency_key: str) -> str:
+    body = f"Ainda falta: {_names(missing)}."
+    if problems:
+        body += " Problemas: " + "; ".join(problems) + "."
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+
+
+def remind_documents(customer_id: str, idempotency_key: str) -> str:
+    body = ("Lembrete: ainda precisamos dos documentos para abrir a sua conta PJ. "
+            "Sem eles, o pedido será encerrado em 3 dias.")
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+
+
+def set_status(customer_id: str, status: str, reason: str = "") -> str:
+    """Record where the company stands (atomic: commits with the journal entry)."""
+    Company.objects.filter(customer_id=customer_id).update(status=status, status_reason=reason[:200],
+                                                           updated_at=clock.now())
+    return status
+
+
+def notify(customer_id: str, body: str, idempotency_key: str) -> str:
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+
+
+def escalate_review(customer_id: str, level: int) -> int:
+    """The compliance decision is late: raise the case's escalation level (atomic)."""
+    company = _company(customer_id)
+    company.escalations = max(company.escalations, level)
+    company.save(update_fields=["escalations", "updated_at"])
+    log.warning("onboarding %s: compliance decision late, escalation level %s", customer_id, level)
+    return company.escalations
+
+
+def create_account(customer_id: str, approved_by: str, idempotency_key: str) -> str:
+    """Open the account, once: unique per company and per key, and run atomically."""
+    company = _company(customer_id)
+    account, _ = Account.objects.get_or_create(company=company, defaults={
+        "number": f"PJ-{company.pk:08d}", "idempotency_key": idempotency_key,
+        "approved_by": approved_by[:150]})
+    Company.objects.filter(pk=company.pk).update(status=CompanyStatus.APPROVED, updated_at=clock.now())
+    return account.number

@@ -1,0 +1,1 @@
+"""Daily payment reconciliation: bank statement against ledger, one correction per gap."""

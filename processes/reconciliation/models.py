@@ -1,0 +1,62 @@
+"""Reconciliation batches, the fake bank's statement lines and our ledger."""
+from django.db import models
+
+
+class BatchStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    RECONCILED = "reconciled", "Reconciled"
+
+
+class ReconciliationBatch(models.Model):
+    """One business day to reconcile. Its run is ``reconcile:<date>``."""
+
+    date = models.DateField(unique=True)
+    status = models.CharField(max_length=16, choices=BatchStatus.choices, default=BatchStatus.OPEN)
+    corrections_posted = models.PositiveIntegerField(default=0)
+    reconciled_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-date"]
+        verbose_name_plural = "reconciliation batches"
+
+    def __str__(self):
+        return f"batch {self.date}"
+
+    @property
+    def run_id(self) -> str:
+        return f"reconcile:{self.date.isoformat()}"
+
+
+class BankStatementLine(models.Model):
+    """What the (fake, local) bank reports for a day; a real bank client replaces this table."""
+
+    entry_id = models.CharField(max_length=64, unique=True)
+    date = models.DateField(db_index=True)
+    amount = models.DecimalField(max_digits=14, decimal_places=2)
+    description = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["date", "entry_id"]
+
+    def __str__(self):
+        return f"{self.entry_id} {self.amount}"
+
+
+class LedgerEntry(models.Model):
+    """Our books. ``entry_id`` is the bank's id, so a correction can only be posted once."""
+
+    entry_id = models.CharField(max_length=64, unique=True)
+    date = models.DateField(db_index=True)
+    amount = models.DecimalField(max_digits=14, decimal_places=2)
+    description = models.CharField(max_length=200, blank=True)
+    is_correction = models.BooleanField(default=False)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["date", "entry_id"]
+        verbose_name_plural = "ledger entries"
+
+    def __str__(self):
+        return f"{self.entry_id} {self.amount}"

@@ -1,0 +1,1 @@
+"""The WhatsApp channel: inbound messages, outbound messages, delivery statuses, media."""

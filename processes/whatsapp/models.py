@@ -1,0 +1,77 @@
+"""Messages in and out of WhatsApp, stored before anything acts on them."""
+from django.db import models
+from django.utils import timezone
+
+
+class InboundStatus(models.TextChoices):
+    RECEIVED = "received", "Received (not processed yet)"
+    PROCESSED = "processed", "Processed (delivered to a run)"
+    KEPT = "kept", "Kept (text: nothing waits for it)"
+    UNMATCHED = "unmatched", "Unmatched (no run to deliver to)"
+    UNSUPPORTED = "unsupported", "Unsupported message type"
+    FAILED = "failed", "Failed (see note; process again from the admin)"
+
+
+class InboundMessage(models.Model):
+    """One message as the provider sent it, unique on its id so redeliveries are no-ops."""
+
+    wamid = models.CharField("message id", max_length=128, unique=True)
+    message_type = models.CharField(max_length=32)
+    sender_wa_id = models.CharField(max_length=32, blank=True)
+    sender_user_id = models.CharField(max_length=128, blank=True)
+    phone_number_id = models.CharField(max_length=64, blank=True)
+    payload = models.JSONField(help_text="the message object, with its contact and metadata")
+    sent_at = models.DateTimeField(null=True, blank=True)
+    received_at = models.DateTimeField(default=timezone.now)
+    status = models.CharField(max_length=16, choices=InboundStatus.choices, default=InboundStatus.RECEIVED)
+    note = models.TextField(blank=True)
+    company = models.ForeignKey("processes.Company", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="inbound_messages")
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-received_at"]
+        indexes = [models.Index(fields=["status", "received_at"])]
+
+    def __str__(self):
+        return f"{self.message_type} from {self.sender_wa_id or self.sender_user_id} ({self.wamid})"
+
+
+class OutboundStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    SENT = "sent", "Sent"
+    DELIVERED = "delivered", "Delivered"
+    READ = "read", "Read"
+    FAILED = "failed", "Failed"
+
+
+# Statuses only move forward: a late "delivered" must not undo "read".
+STATUS_RANK = {OutboundStatus.QUEUED: 0, OutboundStatus.SENT: 1, OutboundStatus.DELIVERED: 2,
+               OutboundStatus.READ: 3, OutboundStatus.FAILED: 4}
+
+
+class OutboundMessage(models.Model):
+    """A message we send, unique on its idempotency key so a step that runs twice sends once."""
+
+    idempotency_key = models.CharField(max_length=255, unique=True)
+    company = models.ForeignKey("processes.Company", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="outbound_messages")
+    to_wa_id = models.CharField(max_length=32, blank=True)
+    to_user_id = models.CharField(max_length=128, blank=True)
+    body = models.TextField()
+    template_name = models.CharField(max_length=100, blank=True,
+                                     help_text="set when sent as a template (outside the 24-hour window)")
+    backend = models.CharField(max_length=32)
+    provider_message_id = models.CharField(max_length=128, null=True, blank=True, unique=True)
+    status = models.CharField(max_length=16, choices=OutboundStatus.choices, default=OutboundStatus.QUEUED)
+    error = models.TextField(blank=True)
+    status_history = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    status_updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"to {self.to_wa_id or self.to_user_id}: {self.body[:40]}"

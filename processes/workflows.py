@@ -1,0 +1,4 @@
+"""Imported by the engine at startup so runs find the processes' workflow code by name."""
+from processes.billing import workflow as billing  # noqa: F401
+from processes.onboarding import workflow as onboarding  # noqa: F401
+from processes.reconciliation import workflow as reconciliation  # noqa: F401

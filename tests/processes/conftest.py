@@ -1,0 +1,131 @@
+"""Fixtures for the processes: signed webhook posts, WhatsApp payloads, a fake HTTP server."""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from rest_framework.test import APIClient
+
+from processes import signing
+
+WHATSAPP_URL = "/api/webhooks/whatsapp/"
+PAYMENTS_URL = "/api/webhooks/payments/"
+
+
+def whatsapp_message(wamid: str, *, wa_id: str | None = "5511999990001", user_id: str | None = None,
+                     type: str = "text", **body) -> dict:
+    message = {"id": wamid, "timestamp": "1767225600", "type": type}
+    if wa_id:
+        message["from"] = wa_id
+    if user_id:
+        message["from_user_id"] = user_id
+    if type == "text":
+        message["text"] = {"body": body.get("text", "Oi, quero abrir uma conta PJ")}
+    elif type in ("document", "image"):
+        message[type] = {"id": body.get("media_id", f"media-{wamid}"),
+                         "mime_type": body.get("mime_type", "application/pdf" if type == "document" else "image/jpeg"),
+                         "sha256": body.get("sha256", "abc123"), "caption": body.get("caption", "")}
+        if type == "document":
+            message[type]["filename"] = body.get("filename", "documento.pdf")
+    else:
+        message[type] = body or {}
+    return message
+
+
+def whatsapp_webhook(*messages: dict, statuses: list | None = None, contacts: list | None = None) -> dict:
+    if contacts is None:
+        contacts = [{"profile": {"name": "Padaria Boa Massa"}, "wa_id": m["from"],
+                     **({"user_id": m["from_user_id"]} if m.get("from_user_id") else {})}
+                    for m in messages if m.get("from")]
+    value = {"messaging_product": "whatsapp",
+             "metadata": {"display_phone_number": "551130000000", "phone_number_id": "PHONE-ID"},
+             "contacts": contacts, "messages": list(messages)}
+    if statuses:
+        value["statuses"] = statuses
+    return {"object": "whatsapp_business_account",
+            "entry": [{"id": "WABA-ID", "changes": [{"field": "messages", "value": value}]}]}
+
+
+def document(wamid: str, caption: str, **options) -> dict:
+    kind = options.pop("type", "document")
+    return whatsapp_message(wamid, type=kind, caption=caption, **options)
+
+
+@pytest.fixture
+def api_client():
+    return APIClient()
+
+
+@pytest.fixture
+def signed_post(api_client, settings, django_capture_on_commit_callbacks):
+    """POST a body to a webhook with a correct signature; on-commit work runs as in production."""
+
+    def post(payload, *, url=WHATSAPP_URL, secret=None, header="HTTP_X_HUB_SIGNATURE_256"):
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        if secret is None:
+            secret = settings.WHATSAPP_APP_SECRET if url == WHATSAPP_URL else settings.PAYMENTS_WEBHOOK_SECRET
+        if url == PAYMENTS_URL and header == "HTTP_X_HUB_SIGNATURE_256":
+            header = "HTTP_X_SIGNATURE_256"
+        with django_capture_on_commit_callbacks(execute=True):
+            return api_client.post(url, data=body, content_type="application/json",
+                                   **{header: signing.sign(body, secret)})
+
+    return post
+
+
+class FakeHTTPServer:
+    """A real HTTP server on 127.0.0.1 that answers from a routing table and records requests."""
+
+    def __init__(self):
+        self.routes: dict[tuple[str, str], tuple[int, bytes, str]] = {}
+        self.requests: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                fake.requests.append({"method": self.command, "path": self.path,
+                                      "headers": dict(self.headers), "body": body})
+                answer = fake.routes.get((self.command, self.path),
+                                         (404, b'{"error": "no route"}', "application/json"))
+                status, content, content_type = answer() if callable(answer) else answer
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(content)))
+                self.end_headers()
+                self.wfile.write(content)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def route(self, method: str, path: str, body, *, status: int = 200,
+              content_type: str = "application/json") -> None:
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.routes[(method, path)] = (status, content, content_type)
+
+    def route_sequence(self, method: str, path: str, make_body) -> None:
+        """Answer the n-th request with ``make_body(n)`` (n from 1), e.g. distinct message ids."""
+        count = iter(range(1, 1_000_000))
+        self.routes[(method, path)] = lambda: (200, json.dumps(make_body(next(count))).encode(),
+                                               "application/json")
+
+    def json_bodies(self, method: str, path: str) -> list:
+        return [json.loads(r["body"]) for r in self.requests if r["method"] == method and r["path"] == path]
+
+
+@pytest.fixture
+def fake_http():
+    server = FakeHTTPServer()
+    server.thread.start()
+    try:
+        yield server
+    finally:
+        server.server.shutdown()
+        server.server.server_close()
