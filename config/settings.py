@@ -144,7 +144,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     _folders = {"data_folder_in": "queue", "data_folder_out": "queue",
                 "processed_folder": "processed", "control_folder": "control"}
     CELERY_BROKER_TRANSPORT_OPTIONS = {key: str(BROKER_DIR / name) for key, name in _folders.items()}
-    CELERY_BROKER_TRANSPORT_OPTIONS.update(store_processed=False, polling_interval=0.05)
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(polling_interval=0.05)
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"  # atomic writes, see config/broker.py
     for _folder in set(_folders.values()):
         (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_TASK_ACKS_LATE = True
