@@ -5,16 +5,25 @@ that may have been lost, so one indexed range scan finds all of them. Each picke
 ``wake_at`` moves one grace period ahead, so the next tick does not dispatch it again
 while its message is in flight. ``SKIP LOCKED`` lets two beats sweep at once harmlessly.
 """
+import time
 from datetime import timedelta
 
 from django.db import connection, transaction
 
-from durable import clock, conf
+from durable import clock, conf, metrics
 from durable.dispatch import dispatch
 from durable.models import ACTIVE_STATUSES, WorkflowRun
 
 
 def sweep_due(*, limit: int | None = None) -> list[str]:
+    started = time.monotonic()
+    run_ids = _sweep_due(limit=limit)
+    # For /metrics: workers are other processes, so the duration is stored, not counted.
+    metrics.record_sweep(time.monotonic() - started, dispatched=len(run_ids))
+    return run_ids
+
+
+def _sweep_due(*, limit: int | None) -> list[str]:
     limit = limit or conf.sweep_batch()
     now = clock.now()
     with transaction.atomic():
