@@ -4,4 +4,12 @@ A module defines ``help`` (one line), ``add_arguments(parser)`` and
 ``handle(options, out) -> int`` (the exit code). Errors the engine names
 (``DurableError``) are printed without a traceback and exit 1.
 """
-SUBCOMMANDS = {}
+SUBCOMMANDS = {
+    "start": "durable.cli.start",
+    "signal": "durable.cli.signal",
+    "cancel": "durable.cli.cancel",
+    "retry": "durable.cli.retry",
+    "wake": "durable.cli.wake",
+    "status": "durable.cli.status",
+    "list": "durable.cli.list_runs",
+}
