@@ -49,6 +49,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "durable",
     "processes",
     "approvals",
@@ -133,7 +136,28 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.BasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
+# OpenAPI at /api/schema/, Swagger UI at /api/docs/ (assets from our static files, no CDN).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Durable processes API",
+    "DESCRIPTION": "Runs of durable workflows: list, inspect, start, signal, cancel, retry, wake.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_AUTHENTICATION": ["rest_framework.authentication.TokenAuthentication",
+                             "rest_framework.authentication.SessionAuthentication"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "durable.models.RunStatus",
+                            "EntryStatusEnum": "durable.models.EntryStatus"},
+}
+# The API refuses larger request bodies (413) and larger signal payloads or run input (400).
+DURABLE_API_MAX_PAYLOAD_BYTES = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_BYTES", str(64 * 1024)))
+# /metrics answers a staff session or "Authorization: Bearer $METRICS_TOKEN" (empty: staff only).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 
 # --- Celery: the broker only carries "advance run X"; the database is the truth. ---
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
@@ -170,11 +194,26 @@ DURABLE_HEARTBEAT = env_bool("DURABLE_HEARTBEAT", True)
 # Calls that break replay (clock, random, network, queries) raise inside workflow bodies.
 DURABLE_STRICT = env_bool("DURABLE_STRICT", DEBUG)
 
+# The "durable" cache is shared by web and workers: the sweep stores its last duration
+# there for /metrics. Redis when the broker is Redis, else a folder under var/.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "durable": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                "LOCATION": str(VAR_DIR / "cache")},
+}
+if CELERY_BROKER_URL.startswith("redis"):
+    CACHES["durable"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                         "LOCATION": CELERY_BROKER_URL, "KEY_PREFIX": "durable"}
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {"plain": {
+        "format": "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s pos=%(position)s] %(message)s"}},
+    # Stamps run_id and position from the replay context on every record (durable/logging.py).
+    "filters": {"run_context": {"()": "durable.logging.RunContextFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
+                             "filters": ["run_context"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "INFO"},

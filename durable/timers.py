@@ -9,16 +9,25 @@ Timers due before the next tick are sent now with a countdown of less than one t
 a timer fires on time instead of up to a tick late; no message ever waits longer than
 that on the broker.
 """
+import time
 from datetime import timedelta
 
 from django.db import connection, transaction
 
-from durable import clock, conf
+from durable import clock, conf, metrics
 from durable.dispatch import dispatch
 from durable.models import ACTIVE_STATUSES, WorkflowRun
 
 
 def sweep_due(*, limit: int | None = None, lookahead: float | None = None) -> list[str]:
+    started = time.monotonic()
+    run_ids = _sweep_due(limit=limit, lookahead=lookahead)
+    # For /metrics: workers are other processes, so the duration is stored, not counted.
+    metrics.record_sweep(time.monotonic() - started, dispatched=len(run_ids))
+    return run_ids
+
+
+def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
     limit = limit or conf.sweep_batch()
     lookahead = conf.sweep_lookahead_seconds() if lookahead is None else lookahead
     now = clock.now()

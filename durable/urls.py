@@ -1,2 +1,40 @@
-"""URLs of the durable app."""
-urlpatterns = []
+"""URLs of the durable app: the REST API under /api/ and the Prometheus endpoint /metrics.
+
+Run ids may contain ':', '/', newlines, anything: the ``run_id`` converter matches every
+character (``path`` stops at a newline). The action routes come first, and a GET on
+them falls back to the detail of the longer id.
+"""
+from django.urls import include, path, register_converter
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from durable import api, metrics
+
+
+class RunIdConverter:
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(RunIdConverter, "run_id")
+
+api_patterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("runs/", api.RunCollectionView.as_view(), name="api-runs"),
+    path("runs/<run_id:run_id>/signals/", api.RunSignalView.as_view(), name="api-run-signal"),
+    path("runs/<run_id:run_id>/cancel/", api.RunCancelView.as_view(), name="api-run-cancel"),
+    path("runs/<run_id:run_id>/retry/", api.RunRetryView.as_view(), name="api-run-retry"),
+    path("runs/<run_id:run_id>/wake/", api.RunWakeView.as_view(), name="api-run-wake"),
+    path("runs/<run_id:run_id>/", api.RunDetailView.as_view(), name="api-run"),
+]
+
+urlpatterns = [
+    path("api/", include(api_patterns)),
+    path("metrics", metrics.metrics_view, name="metrics"),
+]

@@ -7,4 +7,11 @@ A module defines ``help`` (one line), ``add_arguments(parser)`` and
 SUBCOMMANDS = {
     "export": "durable.cli.export",
     "replay": "durable.cli.replay",
+    "start": "durable.cli.start",
+    "signal": "durable.cli.signal",
+    "cancel": "durable.cli.cancel",
+    "retry": "durable.cli.retry",
+    "wake": "durable.cli.wake",
+    "status": "durable.cli.status",
+    "list": "durable.cli.list_runs",
 }

@@ -1,0 +1,301 @@
+"""The operators' admin for runs: read everything, repair through the services, audit every act.
+
+Nothing here writes a row directly: cancel, retry, wake and signal go through
+``durable.services`` (which keep the FSM and the audit trail), need the
+``durable.operate_workflowrun`` permission, and are POST-only with CSRF. The journal,
+the signals and the status are never editable.
+"""
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from durable import services, validation
+from durable.audit import request_audit
+from durable.errors import DurableError
+from durable.models import AuditEvent, EntryStatus, RunStatus, WorkflowRun
+
+OPERATE_PERMISSION = "durable.operate_workflowrun"
+
+STATUS_COLOURS = {
+    RunStatus.PENDING: "#6c757d", RunStatus.RUNNING: "#0d6efd", RunStatus.WAITING: "#b8860b",
+    RunStatus.COMPLETED: "#198754", RunStatus.FAILED: "#dc3545", RunStatus.CANCELLED: "#495057",
+    RunStatus.BLOCKED: "#8b008b",
+    EntryStatus.RETRYING: "#fd7e14",
+}
+
+
+def badge(status: str):
+    return format_html(
+        '<span class="durable-badge" style="background:{};color:#fff;border-radius:8px;'
+        'padding:1px 8px;font-size:11px;font-weight:bold;white-space:nowrap">{}</span>',
+        STATUS_COLOURS.get(status, "#6c757d"), status)
+
+
+def pretty_json(value, *, limit: int = 4000) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
+
+
+class SignalForm(forms.Form):
+    name = forms.CharField(max_length=255, help_text="The signal the workflow waits for, e.g. "
+                                                     "documents_received.")
+    payload = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
+                              help_text='JSON, e.g. {"approved": true}. Empty means null.')
+    dedupe_key = forms.CharField(max_length=255, required=False,
+                                 help_text="Optional: a second signal with the same key is ignored.")
+
+    def clean_name(self):
+        return self._storable(self.cleaned_data["name"], "name")
+
+    def clean_dedupe_key(self):
+        return self._storable(self.cleaned_data["dedupe_key"], "dedupe key") or None
+
+    def clean_payload(self):
+        return self._storable(self.cleaned_data["payload"], "payload")
+
+    @staticmethod
+    def _storable(value, what):
+        try:
+            if isinstance(value, str):
+                return validation.check_text(value, what=what)
+            return validation.check_json_value(value, what=what)
+        except DurableError as error:
+            raise forms.ValidationError(str(error)) from None
+
+
+@admin.register(WorkflowRun)
+class WorkflowRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "workflow", "status_badge", "waiting_for", "wake_at", "advances", "updated_at"]
+    list_filter = ["status", "workflow_name", "workflow_version"]
+    search_fields = ["id"]
+    ordering = ["-created_at"]
+    list_per_page = 100
+    show_full_result_count = False  # thousands of runs: one COUNT per page is enough
+    actions = ["cancel_selected", "retry_selected", "wake_selected"]
+    change_form_template = "admin/durable/workflowrun/change_form.html"
+    fieldsets = [
+        (None, {"fields": ["id", "workflow", "status_badge", "waiting_for", "wake_at", "advances",
+                           "created_at", "updated_at", "finished_at"]}),
+        ("Input, result, error", {"fields": ["input_json", "result_json", "error_json"]}),
+        ("Lease", {"fields": ["lease_owner", "lease_expires_at", "fencing_token", "signal_seq"],
+                   "classes": ["collapse"]}),
+    ]
+    readonly_fields = ["id", "workflow", "status_badge", "waiting_for", "wake_at", "advances", "created_at",
+                       "updated_at", "finished_at", "input_json", "result_json", "error_json",
+                       "lease_owner", "lease_expires_at", "fencing_token", "signal_seq"]
+
+    # --- nothing is edited, added or deleted here: repairs are the actions below ---
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_operate_permission(self, request):
+        return request.user.has_perm(OPERATE_PERMISSION)
+
+    # --- columns ---
+
+    @admin.display(description="workflow", ordering="workflow_name")
+    def workflow(self, run):
+        return f"{run.workflow_name} v{run.workflow_version}"
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, run):
+        return badge(run.status)
+
+    @admin.display(description="input")
+    def input_json(self, run):
+        return format_html("<pre>{}</pre>", pretty_json(run.input))
+
+    @admin.display(description="result")
+    def result_json(self, run):
+        return format_html("<pre>{}</pre>", pretty_json(run.result)) if run.result is not None else "-"
+
+    @admin.display(description="error")
+    def error_json(self, run):
+        return format_html("<pre>{}</pre>", pretty_json(run.error)) if run.error is not None else "-"
+
+    # --- the run page: journal timeline, signals, audit trail, action buttons ---
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        run = get_object_or_404(WorkflowRun, pk=unquote(object_id))
+        can_operate = self.has_operate_permission(request)
+        extra_context = {
+            **(extra_context or {}),
+            "run": run,
+            "divergence": run.error.get("message") if run.status == RunStatus.BLOCKED and run.error else "",
+            "journal": [self._timeline_row(entry) for entry in run.journal.order_by("position")],
+            "signals": list(run.signals.order_by("id")),
+            "audit_events": list(run.audit_events.order_by("created_at", "id")),
+            "can_operate": can_operate,
+            "can_cancel": can_operate and run.status not in (RunStatus.COMPLETED, RunStatus.CANCELLED),
+            "can_retry": can_operate and run.status in (RunStatus.FAILED, RunStatus.BLOCKED),
+            "can_wake": can_operate and run.status in (RunStatus.PENDING, RunStatus.WAITING),
+            "can_signal": can_operate and not run.is_finished,
+            "operate_urls": {name: reverse(f"admin:durable_workflowrun_{name}", args=[quote(run.pk)])
+                             for name in ("cancel", "retry", "wake", "signal")},
+        }
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @staticmethod
+    def _timeline_row(entry) -> dict:
+        error = entry.error or {}
+        duration = entry.duration
+        return {
+            "entry": entry,
+            "badge": badge(entry.status),
+            "duration": f"{duration.total_seconds():.3f} s" if duration is not None else "",
+            "result": pretty_json(entry.result, limit=1500) if entry.result is not None else "",
+            "error": f"{error.get('type', 'Error')}: {error.get('message', '')}" if error else "",
+            "traceback": error.get("traceback", ""),
+        }
+
+    def get_urls(self):
+        operate = [
+            path("<path:object_id>/cancel/", self.admin_site.admin_view(self.cancel_view),
+                 name="durable_workflowrun_cancel"),
+            path("<path:object_id>/retry/", self.admin_site.admin_view(self.retry_view),
+                 name="durable_workflowrun_retry"),
+            path("<path:object_id>/wake/", self.admin_site.admin_view(self.wake_view),
+                 name="durable_workflowrun_wake"),
+            path("<path:object_id>/signal/", self.admin_site.admin_view(self.signal_view),
+                 name="durable_workflowrun_signal"),
+        ]
+        return operate + super().get_urls()
+
+    def _check_operate(self, request):
+        if not self.has_operate_permission(request):
+            raise PermissionDenied
+
+    def _run_page(self, run_id: str):
+        return HttpResponseRedirect(reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+
+    def _perform(self, request, object_id, done: str, call):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        self._check_operate(request)
+        run_id = unquote(object_id)
+        actor, audit = request_audit(request, via="admin")
+        try:
+            call(run_id, actor, audit)
+        except DurableError as error:
+            self.message_user(request, str(error), messages.ERROR)
+        else:
+            self.message_user(request, f"Run {run_id} {done}.", messages.SUCCESS)
+        return self._run_page(run_id)
+
+    def cancel_view(self, request, object_id):
+        reason = request.POST.get("reason", "")[:1000]
+        return self._perform(request, object_id, "cancelled", lambda run_id, actor, audit:
+                             services.run_cancel(run_id, reason=reason, actor=actor, audit=audit))
+
+    def retry_view(self, request, object_id):
+        return self._perform(request, object_id, "sent back to pending", lambda run_id, actor, audit:
+                             services.run_retry(run_id, actor=actor, audit=audit))
+
+    def wake_view(self, request, object_id):
+        return self._perform(request, object_id, "woken", lambda run_id, actor, audit:
+                             services.run_wake(run_id, actor=actor, audit=audit))
+
+    def signal_view(self, request, object_id):
+        self._check_operate(request)
+        run = get_object_or_404(WorkflowRun, pk=unquote(object_id))
+        form = SignalForm(request.POST) if request.method == "POST" else SignalForm()
+        if request.method == "POST" and form.is_valid():
+            actor, audit = request_audit(request, via="admin")
+            try:
+                signal = services.signal_send(run.pk, form.cleaned_data["name"], form.cleaned_data["payload"],
+                                              dedupe_key=form.cleaned_data["dedupe_key"],
+                                              actor=actor, audit=audit)
+            except DurableError as error:
+                form.add_error(None, str(error))
+            else:
+                self.message_user(request, f"Signal {signal.name!r} (#{signal.pk}) recorded for run {run.pk}.",
+                                  messages.SUCCESS)
+                return self._run_page(run.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Send a signal to {run.pk}",
+            "opts": self.opts,
+            "run": run,
+            "form": form,
+            "waiting_for": run.waiting_for,
+        }
+        return TemplateResponse(request, "admin/durable/workflowrun/signal_form.html", context)
+
+    # --- bulk actions on the list ---
+
+    def _bulk(self, request, queryset, verb: str, call):
+        actor, audit = request_audit(request, via="admin")
+        done, refused = 0, []
+        for run_id in queryset.values_list("pk", flat=True):
+            try:
+                call(run_id, actor, audit)
+                done += 1
+            except DurableError as error:
+                refused.append(str(error))
+        if done:
+            self.message_user(request, f"{done} run(s) {verb}.", messages.SUCCESS)
+        for message in refused[:20]:
+            self.message_user(request, message, messages.WARNING)
+
+    @admin.action(description="Cancel selected runs", permissions=["operate"])
+    def cancel_selected(self, request, queryset):
+        self._bulk(request, queryset, "cancelled", lambda run_id, actor, audit:
+                   services.run_cancel(run_id, reason="cancelled from the admin", actor=actor, audit=audit))
+
+    @admin.action(description="Retry selected runs (failed or blocked)", permissions=["operate"])
+    def retry_selected(self, request, queryset):
+        self._bulk(request, queryset, "sent back to pending", lambda run_id, actor, audit:
+                   services.run_retry(run_id, actor=actor, audit=audit))
+
+    @admin.action(description="Wake selected runs now (sleeps and back-offs)", permissions=["operate"])
+    def wake_selected(self, request, queryset):
+        self._bulk(request, queryset, "woken", lambda run_id, actor, audit:
+                   services.run_wake(run_id, actor=actor, audit=audit))
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "run_link", "action", "actor", "ip"]
+    list_filter = ["action"]
+    search_fields = ["=run__id", "actor"]
+    list_select_related = False
+    show_full_result_count = False
+    readonly_fields = ["created_at", "run_link", "action", "actor", "detail_json"]
+    fields = readonly_fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="run", ordering="run_id")
+    def run_link(self, event):
+        url = reverse("admin:durable_workflowrun_change", args=[quote(event.run_id)])
+        return format_html('<a href="{}">{}</a>', url, event.run_id)
+
+    @admin.display(description="IP")
+    def ip(self, event):
+        return (event.detail or {}).get("ip", "")
+
+    @admin.display(description="detail")
+    def detail_json(self, event):
+        return format_html("<pre>{}</pre>", pretty_json(event.detail))

@@ -1,0 +1,327 @@
+"""The REST API: permissions, the error shape, input validation, and every action through the services."""
+import json
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from durable import services
+from durable.models import AuditEvent, RunStatus, Signal, WorkflowRun
+from durable.testing import drive
+
+pytestmark = pytest.mark.django_db
+
+
+def user_with(*codenames: str, username: str = "operator") -> User:
+    user = User.objects.create_user(username, password="pw-unused-123")
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="durable",
+                                                         codename__in=codenames))
+    return user
+
+
+def client_for(user: User) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+@pytest.fixture
+def operator():
+    return client_for(user_with("view_workflowrun", "operate_workflowrun"))
+
+
+@pytest.fixture
+def viewer():
+    return client_for(user_with("view_workflowrun", username="viewer"))
+
+
+@pytest.fixture
+def waiting_run(clock):
+    run = services.run_start("step_wait_step", id="orders:c-42/a b")
+    return drive(run.id)
+
+
+def post_json(client, url, body, **headers):
+    return client.post(url, json.dumps(body), content_type="application/json", **headers)
+
+
+def test_a_request_without_credentials_gets_401_in_the_error_shape():
+    response = APIClient().get("/api/runs/")
+
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "not_authenticated"
+    assert response["WWW-Authenticate"].startswith("Token")
+
+
+def test_list_filters_by_status_and_workflow_and_paginates(operator, clock):
+    services.run_start("three_steps", 1, id="three:1")
+    services.run_start("three_steps", 2, id="three:2")
+    drive(services.run_start("step_wait_step", id="wait:1").id)
+
+    response = operator.get("/api/runs/", {"status": "pending", "workflow": "three_steps", "page_size": 1})
+
+    body = response.json()
+    assert response.status_code == 200
+    assert body["count"] == 2 and len(body["results"]) == 1 and body["next"]
+    assert body["results"][0]["workflow"] == "three_steps"
+
+
+def test_an_unknown_status_filter_is_a_400_naming_the_field(operator):
+    response = operator.get("/api/runs/", {"status": "sleeping"})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+    assert "status" in response.json()["error"]["detail"]
+
+
+def test_detail_of_an_id_with_colon_slash_and_space_shows_journal_and_signals(operator, waiting_run):
+    services.signal_send(waiting_run.id, "unrelated", {"x": 1})
+
+    response = operator.get("/api/runs/orders:c-42/a%20b/")
+
+    body = response.json()
+    assert response.status_code == 200
+    assert body["id"] == "orders:c-42/a b"
+    assert [(e["position"], e["kind"], e["name"], e["status"]) for e in body["journal"]] == [
+        (0, "step", "record", "completed"), (1, "signal", "go", "waiting")]
+    assert body["signals"][0]["name"] == "unrelated" and body["signals"][0]["consumed"] is False
+
+
+def test_a_run_whose_id_ends_like_an_action_is_still_readable(operator, clock):
+    services.run_start("three_steps", 1, id="odd/cancel")
+
+    response = operator.get("/api/runs/odd/cancel/")
+
+    assert response.status_code == 200
+    assert response.json()["id"] == "odd/cancel"
+
+
+def test_an_unknown_run_is_a_404_run_not_found(operator):
+    response = operator.get("/api/runs/nope:1/")
+
+    assert response.status_code == 404
+    assert response.json()["error"] == {"code": "run_not_found", "message": "no run with id 'nope:1'",
+                                        "detail": None}
+
+
+def test_start_creates_a_run_and_audits_the_request(operator):
+    response = post_json(operator, "/api/runs/", {"workflow": "three_steps", "id": "three:api",
+                                                  "args": [5]}, HTTP_USER_AGENT="ops-test/1")
+
+    assert response.status_code == 201
+    run = WorkflowRun.objects.get(pk="three:api")
+    assert run.input == {"args": [5], "kwargs": {}}
+    audit = AuditEvent.objects.get(run=run, action="start")
+    assert audit.actor == "operator"
+    assert audit.detail["via"] == "api" and audit.detail["user_agent"] == "ops-test/1"
+    assert audit.detail["ip"] == "127.0.0.1" and audit.detail["path"] == "/api/runs/"
+
+
+def test_starting_the_same_id_again_returns_the_existing_run_with_200(operator):
+    body = {"workflow": "three_steps", "id": "three:again", "args": [5]}
+    post_json(operator, "/api/runs/", body)
+
+    response = post_json(operator, "/api/runs/", body)
+
+    assert response.status_code == 200
+    assert WorkflowRun.objects.filter(pk="three:again").count() == 1
+
+
+def test_starting_an_existing_id_with_other_input_is_a_409_conflict(operator):
+    post_json(operator, "/api/runs/", {"workflow": "three_steps", "id": "three:c", "args": [5]})
+
+    response = post_json(operator, "/api/runs/", {"workflow": "three_steps", "id": "three:c", "args": [6]})
+
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "run_conflict"
+
+
+def test_an_unknown_workflow_is_a_400_and_nothing_is_written(operator):
+    response = post_json(operator, "/api/runs/", {"workflow": "no_such_flow", "id": "x:1"})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "workflow_not_found"
+    assert not WorkflowRun.objects.exists()
+
+
+def test_input_that_does_not_fit_the_workflow_is_a_400_and_nothing_is_written(operator):
+    response = post_json(operator, "/api/runs/", {"workflow": "three_steps", "kwargs": {"y": 1}})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "payload_error"
+    assert "three_steps" in response.json()["error"]["message"]
+    assert not WorkflowRun.objects.exists()
+
+
+def test_bad_json_is_a_400_parse_error(operator):
+    response = operator.post("/api/runs/", "{not json", content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "parse_error"
+
+
+def test_a_viewer_cannot_start_a_run(viewer):
+    response = post_json(viewer, "/api/runs/", {"workflow": "three_steps", "args": [1]})
+
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "permission_denied"
+    assert not WorkflowRun.objects.exists()
+
+
+def test_a_signal_resumes_the_run_and_the_idempotency_key_dedupes_it(operator, waiting_run):
+    url = "/api/runs/orders:c-42/a%20b/signals/"
+    first = post_json(operator, url, {"name": "go", "payload": {"value": 7}}, HTTP_IDEMPOTENCY_KEY="req-1")
+    again = post_json(operator, url, {"name": "go", "payload": {"value": 7}}, HTTP_IDEMPOTENCY_KEY="req-1")
+
+    run = drive(waiting_run.id)
+
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert first.json()["id"] == again.json()["id"]
+    assert Signal.objects.filter(run=run).count() == 1
+    assert run.status == RunStatus.COMPLETED and run.result == ["before", 7, "after"]
+
+
+def test_an_oversized_signal_is_a_413_and_nothing_is_written(operator, waiting_run, settings):
+    settings.DURABLE_API_MAX_PAYLOAD_BYTES = 1024
+
+    response = post_json(operator, "/api/runs/orders:c-42/a%20b/signals/",
+                         {"name": "go", "payload": {"blob": "x" * 2000}})
+
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "payload_too_large"
+    assert not Signal.objects.exists()
+
+
+def test_a_payload_with_a_nul_character_is_a_400_and_nothing_is_written(operator, waiting_run):
+    response = post_json(operator, "/api/runs/orders:c-42/a%20b/signals/",
+                         {"name": "go", "payload": {"text": "a\u0000b"}})
+
+    assert response.status_code == 400
+    assert "NUL" in json.dumps(response.json()["error"]["detail"])
+    assert not Signal.objects.exists()
+
+
+def test_a_signal_to_a_finished_run_is_a_409(operator, clock):
+    run = drive(services.run_start("three_steps", 1, id="three:done").id)
+
+    response = post_json(operator, f"/api/runs/{run.id}/signals/", {"name": "go"})
+
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "run_finished"
+
+
+def test_cancel_records_the_reason_and_who_cancelled(operator, waiting_run):
+    response = post_json(operator, "/api/runs/orders:c-42/a%20b/cancel/", {"reason": "customer withdrew"})
+
+    run = WorkflowRun.objects.get(pk=waiting_run.id)
+    assert response.status_code == 200 and response.json()["status"] == "cancelled"
+    assert run.status == RunStatus.CANCELLED
+    audit = AuditEvent.objects.get(run=run, action="cancel")
+    assert audit.actor == "operator" and audit.detail["reason"] == "customer withdrew"
+
+
+def test_retrying_a_waiting_run_is_a_409_invalid_transition(operator, waiting_run):
+    response = operator.post("/api/runs/orders:c-42/a%20b/retry/")
+
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "invalid_transition"
+
+
+def test_retry_sends_a_failed_run_back_to_pending(operator, clock):
+    run = drive(services.run_start("fails_in_body", id="fails:1").id)
+
+    response = operator.post(f"/api/runs/{run.id}/retry/")
+
+    assert response.status_code == 200
+    assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.PENDING
+
+
+def test_wake_is_audited(operator, clock):
+    run = drive(services.run_start("nap", id="nap:1").id)
+
+    response = operator.post(f"/api/runs/{run.id}/wake/")
+
+    assert response.status_code == 200
+    assert AuditEvent.objects.filter(run_id=run.id, action="wake", actor="operator").exists()
+
+
+def test_the_schema_and_the_docs_page_are_served_without_a_cdn(operator, viewer):
+    schema = operator.get("/api/schema/", HTTP_ACCEPT="application/json")
+    operator.force_authenticate(User.objects.get(username="operator"))
+    docs = operator.get("/api/docs/")
+
+    assert schema.status_code == 200
+    assert "/api/runs/{run_id}/signals/" in schema.json()["paths"]
+    assert docs.status_code == 200
+    page = docs.content.decode()
+    assert "swagger-ui" in page and "/static/drf_spectacular_sidecar/" in page
+    assert "cdn" not in page.lower()
+
+
+@pytest.mark.slow
+def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
+    """Generated requests (valid and invalid) against every operation of the schema, in-process."""
+    import schemathesis
+    from django.core.wsgi import get_wsgi_application
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis.errors import Unsatisfiable
+    from schemathesis import GenerationMode
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    token = Token.objects.create(user=user_with("view_workflowrun", "operate_workflowrun")).key
+    auth = {"Authorization": f"Token {token}"}
+    drive(services.run_start("step_wait_step", id="orders:st-1").id)
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application(),
+                                            headers=auth)
+    checks = [not_a_server_error, status_code_conformance, content_type_conformance,
+              response_schema_conformance]
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert {op.label for op in operations} >= {"GET /api/runs/", "POST /api/runs/{run_id}/signals/"}
+
+    by_label = {op.label: op for op in operations}
+    # Known-good requests first, so the 200/201 bodies of real runs are checked too.
+    known = [
+        ("GET /api/runs/", {}, {"status": "waiting"}, schemathesis.core.NOT_SET),
+        ("GET /api/runs/{run_id}/", {"run_id": "orders:st-1"}, None, schemathesis.core.NOT_SET),
+        ("POST /api/runs/", {}, None, {"workflow": "three_steps", "args": [1]}),
+        ("POST /api/runs/{run_id}/signals/", {"run_id": "orders:st-1"}, None, {"name": "go"}),
+        ("POST /api/runs/{run_id}/wake/", {"run_id": "orders:st-1"}, None, schemathesis.core.NOT_SET),
+        ("POST /api/runs/{run_id}/cancel/", {"run_id": "orders:st-1"}, None, {"reason": "test"}),
+    ]
+    for label, path_parameters, query, body in known:
+        case = by_label[label].Case(path_parameters=path_parameters, query=query, body=body)
+        assert case.call_and_validate(headers=auth, checks=checks).status_code in (200, 201), label
+
+    for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            @given(case=operation.as_strategy(generation_mode=mode))
+            @settings(max_examples=30, deadline=None, database=None,
+                      suppress_health_check=list(HealthCheck))
+            def check(case):
+                case.call_and_validate(headers=auth, checks=checks)
+
+            try:
+                check()
+            except Unsatisfiable:
+                # Nothing invalid to generate (a POST whose only input is a string path id).
+                assert mode == GenerationMode.NEGATIVE, operation.label
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection_open():
+    """The WSGI handler closes the connection after a request; the test's transaction needs it
+    (Django's own test client disconnects the same receivers)."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)

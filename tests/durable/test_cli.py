@@ -1,0 +1,118 @@
+"""``manage.py durable``: the same services from a shell, readable output, non-zero exits on errors."""
+import subprocess
+import sys
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from durable import services
+from durable.models import AuditEvent, RunStatus, Signal, WorkflowRun
+from durable.testing import drive
+from tests.support import ROOT, subprocess_env
+
+pytestmark = pytest.mark.django_db
+
+
+def durable(*argv: str) -> str:
+    out = StringIO()
+    call_command("durable", *argv, stdout=out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def waiting_run(clock):
+    return drive(services.run_start("step_wait_step", id="onboarding:c-7").id)
+
+
+def test_start_with_positional_json_arguments_creates_the_run_and_audits_the_cli():
+    output = durable("start", "three_steps", "4", "--id", "three:cli")
+
+    run = WorkflowRun.objects.get(pk="three:cli")
+    assert "three:cli" in output and "pending" in output
+    assert run.input == {"args": [4], "kwargs": {}}
+    assert AuditEvent.objects.get(run=run, action="start").detail["via"] == "cli"
+
+
+def test_start_takes_keyword_input_as_a_json_object():
+    durable("start", "three_steps", "--id", "three:kw", "--input", '{"x": 9}')
+
+    assert WorkflowRun.objects.get(pk="three:kw").input == {"args": [], "kwargs": {"x": 9}}
+
+
+def test_start_of_an_unknown_workflow_exits_1_with_the_message():
+    with pytest.raises(CommandError, match="no workflow named 'nope'") as failure:
+        durable("start", "nope")
+
+    assert failure.value.returncode == 1
+    assert not WorkflowRun.objects.exists()
+
+
+def test_start_with_input_that_does_not_fit_exits_2_and_writes_nothing():
+    with pytest.raises(CommandError, match="does not fit workflow 'three_steps'") as failure:
+        durable("start", "three_steps", "--input", '{"y": 1}')
+
+    assert failure.value.returncode == 2
+    assert not WorkflowRun.objects.exists()
+
+
+def test_signal_with_bad_json_exits_2_and_records_nothing(waiting_run):
+    with pytest.raises(CommandError, match="--payload is not valid JSON") as failure:
+        durable("signal", waiting_run.id, "go", "--payload", "{value: 1")
+
+    assert failure.value.returncode == 2
+    assert not Signal.objects.exists()
+
+
+def test_signal_resumes_the_run_and_a_repeated_dedupe_key_is_one_signal(waiting_run):
+    durable("signal", waiting_run.id, "go", "--payload", '{"value": 5}', "--dedupe-key", "sms-1")
+    durable("signal", waiting_run.id, "go", "--payload", '{"value": 5}', "--dedupe-key", "sms-1")
+
+    run = drive(waiting_run.id)
+    assert Signal.objects.filter(run=run).count() == 1
+    assert run.status == RunStatus.COMPLETED and run.result == ["before", 5, "after"]
+
+
+def test_cancel_and_retry_go_through_the_services(clock):
+    failed = drive(services.run_start("fails_in_body", id="fails:cli").id)
+
+    durable("retry", failed.id)
+    durable("cancel", failed.id, "--reason", "not needed")
+
+    run = WorkflowRun.objects.get(pk=failed.id)
+    assert run.status == RunStatus.CANCELLED and run.error["message"] == "not needed"
+    assert list(AuditEvent.objects.filter(run=run).values_list("action", flat=True)) == ["start", "retry", "cancel"]
+
+
+def test_retry_of_a_waiting_run_exits_1_with_the_engines_message(waiting_run):
+    with pytest.raises(CommandError, match="only failed or blocked runs can be retried"):
+        durable("retry", waiting_run.id)
+
+
+def test_status_shows_the_run_its_journal_and_its_signals(waiting_run):
+    services.signal_send(waiting_run.id, "later", {"n": 1})
+
+    output = durable("status", waiting_run.id)
+
+    assert "step_wait_step v1" in output and "waiting for signal:go" in output
+    assert "journal (2)" in output and "record" in output and "signal  go" in output
+    assert "later" in output and "pending" in output
+
+
+def test_list_filters_by_status_and_workflow(waiting_run):
+    services.run_start("three_steps", 1, id="three:list")
+
+    waiting = durable("list", "--status", "waiting")
+    three = durable("list", "--workflow", "three_steps")
+
+    assert "onboarding:c-7" in waiting and "three:list" not in waiting
+    assert "three:list" in three and "onboarding:c-7" not in three
+
+
+def test_an_unknown_run_makes_the_process_exit_non_zero():
+    result = subprocess.run([sys.executable, "manage.py", "durable", "status", "no:such-run"], cwd=ROOT,
+                            env=subprocess_env(), capture_output=True, text=True, timeout=120)
+
+    assert result.returncode == 1
+    assert "no run with id 'no:such-run'" in result.stderr
