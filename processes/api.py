@@ -9,7 +9,9 @@ import logging
 
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
-from rest_framework import status
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,6 +21,21 @@ from processes.billing.services import PaymentPayloadInvalid, payment_event_rece
 from processes.whatsapp.services import PayloadInvalid, webhook_receive
 
 log = logging.getLogger(__name__)
+
+_DETAIL = inline_serializer("WebhookError", {"detail": serializers.CharField()})
+_REFUSALS = {
+    400: OpenApiResponse(_DETAIL, description="The body is not valid JSON, or not a payload we know."),
+    403: OpenApiResponse(_DETAIL, description="Bad or missing signature: nothing was stored."),
+    503: OpenApiResponse(_DETAIL, description="The webhook's secret is not configured."),
+}
+
+
+def _signed_post(header: str, receipt, summary: str):
+    return extend_schema(
+        summary=summary, request=OpenApiTypes.OBJECT, auth=[],
+        parameters=[OpenApiParameter(header, OpenApiTypes.STR, OpenApiParameter.HEADER,
+                                     description="sha256=<hex HMAC-SHA256 of the raw body>")],
+        responses={200: receipt, **_REFUSALS})
 
 
 class SignedWebhook(APIView):
@@ -57,6 +74,12 @@ class WhatsAppWebhook(SignedWebhook):
     secret_setting = "WHATSAPP_APP_SECRET"
     signature_header = "X-Hub-Signature-256"
 
+    @extend_schema(
+        summary="Meta's verification handshake", auth=[],
+        parameters=[OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.QUERY)
+                    for name in ("hub.mode", "hub.verify_token", "hub.challenge")],
+        responses={200: OpenApiResponse(OpenApiTypes.STR, description="hub.challenge, as text/plain"),
+                   403: OpenApiResponse(_DETAIL), 503: OpenApiResponse(_DETAIL)})
     def get(self, request):
         params = request.query_params
         try:
@@ -68,6 +91,12 @@ class WhatsAppWebhook(SignedWebhook):
             return Response({"detail": "verification failed"}, status=status.HTTP_403_FORBIDDEN)
         # The challenge goes back verbatim as plain text, as Meta expects.
         return HttpResponse(params.get("hub.challenge", ""), content_type="text/plain")
+
+    @_signed_post("X-Hub-Signature-256", summary="Inbound WhatsApp messages and statuses", receipt=inline_serializer(
+        "WhatsAppReceipt", {"messages": serializers.IntegerField(), "new": serializers.IntegerField(),
+                            "statuses": serializers.IntegerField()}))
+    def post(self, request):
+        return super().post(request)
 
     def receive(self, payload) -> Response:
         try:
@@ -83,6 +112,12 @@ class PaymentWebhook(SignedWebhook):
 
     secret_setting = "PAYMENTS_WEBHOOK_SECRET"
     signature_header = "X-Signature-256"
+
+    @_signed_post("X-Signature-256", summary="Payment provider events", receipt=inline_serializer(
+        "PaymentReceipt", {"event": serializers.CharField(), "status": serializers.CharField(),
+                           "duplicate": serializers.BooleanField()}))
+    def post(self, request):
+        return super().post(request)
 
     def receive(self, payload) -> Response:
         try:
