@@ -6,6 +6,7 @@ cancel, calls approval_cancel so it is audited like every other change.
 from django.contrib import admin, messages
 
 from approvals import services
+from durable.admin import ReadOnlyAdmin
 from approvals.errors import ApprovalError
 from approvals.models import ApprovalAudit, ApprovalDecision, ApprovalRequest
 
@@ -65,17 +66,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 
 
 @admin.register(ApprovalAudit)
-class ApprovalAuditAdmin(admin.ModelAdmin):
+class ApprovalAuditAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "request", "actor", "action", "from_status", "to_status", "ip"]
     list_filter = ["action"]
     search_fields = ["actor", "request__title", "request__id"]
     readonly_fields = [f.name for f in ApprovalAudit._meta.fields]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

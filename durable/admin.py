@@ -44,6 +44,19 @@ def pretty_json(value, *, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows that are history: shown, never added, edited or deleted from the admin."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 class SignalForm(forms.Form):
     name = forms.CharField(max_length=255, help_text="The signal the workflow waits for, e.g. "
                                                      "documents_received.")
@@ -72,7 +85,7 @@ class SignalForm(forms.Form):
 
 
 @admin.register(WorkflowRun)
-class WorkflowRunAdmin(admin.ModelAdmin):
+class WorkflowRunAdmin(ReadOnlyAdmin):
     list_display = ["id", "workflow", "status_badge", "waiting_for", "wake_at", "advances", "updated_at"]
     list_filter = ["status", "workflow_name", "workflow_version"]
     search_fields = ["id"]
@@ -93,15 +106,6 @@ class WorkflowRunAdmin(admin.ModelAdmin):
                        "lease_owner", "lease_expires_at", "fencing_token", "signal_seq"]
 
     # --- nothing is edited, added or deleted here: repairs are the actions below ---
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_operate_permission(self, request):
         return request.user.has_perm(OPERATE_PERMISSION)
@@ -269,7 +273,7 @@ class WorkflowRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "run_link", "action", "actor", "ip"]
     list_filter = ["action"]
     search_fields = ["=run__id", "actor"]
@@ -278,14 +282,6 @@ class AuditEventAdmin(admin.ModelAdmin):
     readonly_fields = ["created_at", "run_link", "action", "actor", "detail_json"]
     fields = readonly_fields
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="run", ordering="run_id")
     def run_link(self, event):

@@ -1,10 +1,15 @@
 """Real Celery worker and beat subprocesses for integration tests, always cleaned up."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+
+import redis
+from django.conf import settings
 
 from tests.support import ROOT, subprocess_env
 
@@ -83,3 +88,27 @@ def wait_until(predicate, *, timeout: float, interval: float = 0.05, message: st
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
         time.sleep(interval)
+
+
+def empty_broker() -> None:
+    """Drop messages a previous test left behind."""
+    if settings.CELERY_BROKER_URL.startswith("redis"):
+        redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    else:
+        queue = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
+        shutil.rmtree(queue, ignore_errors=True)
+        Path(queue).mkdir(parents=True, exist_ok=True)
+
+
+@contextmanager
+def celery_processes(log_dir: Path, **env: str):
+    """Workers and beats for one test: their logs are printed if it fails, and none outlives it."""
+    empty_broker()
+    processes = CeleryProcesses(log_dir, **env)
+    try:
+        yield processes
+    except BaseException:
+        print(processes.logs())
+        raise
+    finally:
+        processes.stop()

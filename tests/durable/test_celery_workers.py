@@ -1,5 +1,4 @@
 """Runs executed by real Celery worker and beat subprocesses, with kills and lost messages."""
-import shutil
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
 from tests.durable.workflows import three_steps
 from tests.effects.models import Effect
 from tests.support import ROOT, subprocess_env
-from tests.workers import CeleryProcesses, wait_until
+from tests.workers import celery_processes, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -22,31 +21,14 @@ LEASE_SECONDS = "2"
 USES_REDIS = settings.CELERY_BROKER_URL.startswith("redis")
 
 
-def empty_broker() -> None:
-    if USES_REDIS:
-        redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-    else:
-        queue = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
-        shutil.rmtree(queue, ignore_errors=True)
-        (settings.BROKER_DIR / "queue").mkdir(parents=True, exist_ok=True)
-
-
 @pytest.fixture
 def celery(tmp_path, settings):
     """Workers and beat against the test database; the test process dispatches to them."""
     settings.DURABLE_DISPATCHER = "celery"
     settings.DURABLE_DISPATCH_GRACE_SECONDS = 1
-    empty_broker()
-    processes = CeleryProcesses(tmp_path, DURABLE_LEASE_SECONDS=LEASE_SECONDS,
-                                DURABLE_DISPATCH_GRACE_SECONDS="1",
-                                DURABLE_SWEEP_INTERVAL_SECONDS="0.5")
-    try:
+    with celery_processes(tmp_path, DURABLE_LEASE_SECONDS=LEASE_SECONDS, DURABLE_DISPATCH_GRACE_SECONDS="1",
+                          DURABLE_SWEEP_INTERVAL_SECONDS="0.5") as processes:
         yield processes
-    except BaseException:
-        print(processes.logs())
-        raise
-    finally:
-        processes.stop()
 
 
 def status_of(run_id: str) -> str:
@@ -96,7 +78,7 @@ def test_the_sweep_recovers_every_run_after_redis_is_flushed(celery):
     pending += [services.run_start(three_steps, n, id=f"flushed:late:{n}").id for n in range(5)]
     services.signal_send(waiting, "go", {"value": 1})
 
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushall()
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     celery.start_worker()
     celery.start_beat()
 

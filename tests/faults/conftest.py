@@ -3,8 +3,7 @@ import random
 
 import pytest
 
-from tests.durable.test_celery_workers import empty_broker
-from tests.workers import CeleryProcesses
+from tests.workers import celery_processes as running_celery
 
 SEED = int(os.environ.get("FAULT_SEED", "20261130"))
 
@@ -25,13 +24,6 @@ def chaos_settings(settings):
 
 @pytest.fixture
 def celery_processes(tmp_path, chaos_settings):
-    empty_broker()
-    processes = CeleryProcesses(tmp_path, DURABLE_LEASE_SECONDS="2", DURABLE_DISPATCH_GRACE_SECONDS="1",
-                                DURABLE_SWEEP_INTERVAL_SECONDS="0.5")
-    try:
+    with running_celery(tmp_path, DURABLE_LEASE_SECONDS="2", DURABLE_DISPATCH_GRACE_SECONDS="1",
+                        DURABLE_SWEEP_INTERVAL_SECONDS="0.5") as processes:
         yield processes
-    except BaseException:
-        print(processes.logs())
-        raise
-    finally:
-        processes.stop()
