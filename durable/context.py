@@ -11,7 +11,7 @@ import random as random_module
 import traceback
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from durable import clock, codec
 from durable.durations import as_timedelta

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import F
 
 from durable import clock, conf
 from durable.errors import Fenced, StoreUnavailable
-from durable.models import ACTIVE_STATUSES, JournalEntry, RunStatus, WorkflowRun
+from durable.models import JournalEntry, RunStatus, WorkflowRun
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +37,17 @@ class Lease:
     def _expiry(self, now: datetime) -> datetime:
         return now + timedelta(seconds=self.seconds)
 
-    def fence(self, now: datetime) -> None:
-        """Check the token and extend the lease; inside a transaction this also locks the row."""
-        expires = self._expiry(now)
-        with store_errors():
-            updated = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
-                lease_expires_at=expires, wake_at=expires, updated_at=now)
-        if not updated:
-            raise Fenced(self.run_id)
-        self.expires_at = expires
+    def fence(self) -> None:
+        """Inside a transaction: check the token and hold the run row until commit.
+
+        FOR SHARE (PostgreSQL) blocks a claim or a cancel from bumping the token until we
+        commit, without writing a new version of the run row at every step; SQLite's
+        IMMEDIATE transactions already hold the write lock.
+        """
+        with store_errors(), connection.cursor() as cursor:
+            cursor.execute(_fence_sql(), [self.run_id, self.token])
+            if cursor.fetchone() is None:
+                raise Fenced(self.run_id)
 
     def write(self, entry: JournalEntry, *, insert: bool, fields=(), also=()) -> None:
         """Persist one journal entry, and run ``also`` (callables) in the same transaction."""
@@ -57,7 +58,7 @@ class Lease:
         saving_entry = False
         try:
             with transaction.atomic():
-                self.fence(now)
+                self.fence()
                 for extra in also:
                     extra()
                 saving_entry = True
@@ -75,22 +76,20 @@ class Lease:
             raise
 
     def _insert_in_one_statement(self, entry: JournalEntry, now: datetime) -> None:
-        """Fence and insert in one round trip: the UPDATE locks and checks the run row, the
-        INSERT happens only if it matched. The common case of every step, on PostgreSQL."""
-        expires = self._expiry(now)
+        """Fence and insert in one round trip, the common case of every step on PostgreSQL:
+        the entry is inserted only if the token still matches, under a row lock."""
         entry.created_at = entry.created_at or now
         columns = [f for f in JournalEntry._meta.concrete_fields if not f.primary_key]
         values = [f.get_db_prep_save(getattr(entry, f.attname), connection) for f in columns]
         sql = _FENCED_INSERT_SQL.get(len(columns))
         if sql is None:
             sql = _FENCED_INSERT_SQL[len(columns)] = (
-                f"WITH fence AS (UPDATE {WorkflowRun._meta.db_table} SET lease_expires_at = %s, "
-                f"wake_at = %s, updated_at = %s WHERE id = %s AND fencing_token = %s RETURNING 1) "
+                f"WITH fence AS ({_fence_sql()}) "
                 f"INSERT INTO {JournalEntry._meta.db_table} ({', '.join(f.column for f in columns)}) "
                 f"SELECT {', '.join(['%s'] * len(columns))} FROM fence RETURNING id")
         try:
             with connection.cursor() as cursor:
-                cursor.execute(sql, [expires, expires, now, self.run_id, self.token, *values])
+                cursor.execute(sql, [self.run_id, self.token, *values])
                 row = cursor.fetchone()
         except IntegrityError as exc:
             raise Fenced(self.run_id) from exc
@@ -100,7 +99,6 @@ class Lease:
             raise Fenced(self.run_id)
         entry.pk = row[0]
         entry._state.adding = False
-        self.expires_at = expires
 
     def finish(self, run: WorkflowRun, *, transition: str, wake_at=None, waiting_for="",
                check_signal_seq: bool = False, **fields) -> bool:
@@ -156,30 +154,53 @@ def store_errors():
         raise StoreUnavailable(str(exc)) from exc
 
 
+def _fence_sql() -> str:
+    lock = " FOR SHARE" if connection.vendor == "postgresql" else ""
+    return f"SELECT 1 FROM {WorkflowRun._meta.db_table} WHERE id = %s AND fencing_token = %s{lock}"
+
+
+def _claimable_statuses() -> list[str]:
+    """The sources of the FSM's ``claim`` transition: the diagram decides what is claimable."""
+    return [str(source) for source in WorkflowRun.claim._django_fsm.transitions]
+
+
 def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None = None):
     """Take the run if it is runnable and nobody holds a live lease on it.
 
-    Returns ``(run, lease)`` or None. Bumping the fencing token here is what makes the
-    previous holder's next write fail.
+    Returns ``(run, lease)`` or None. One UPDATE ... RETURNING: the condition is the claim
+    transition's sources (a RUNNING run only once its lease has expired). Bumping the
+    fencing token here is what makes the previous holder's next write fail.
     """
-    owner = owner or default_owner()
+    owner = (owner or default_owner())[:255]
     now = clock.now()
-    with transaction.atomic():
-        run = WorkflowRun.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.status not in ACTIVE_STATUSES:
-            return None
-        if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > now:
-            return None
-        seconds = lease_seconds or conf.lease_seconds()
-        run.claim()
-        token = run.fencing_token + 1
-        expires = now + timedelta(seconds=seconds)
-        WorkflowRun.objects.filter(pk=run_id).update(
-            status=RunStatus.RUNNING, lease_owner=owner[:255], lease_expires_at=expires,
-            wake_at=expires, fencing_token=token, advances=F("advances") + 1, updated_at=now)
-    run.fencing_token, run.lease_owner, run.lease_expires_at = token, owner, expires
-    run.advances += 1
-    return run, Lease(run_id=run_id, owner=owner, token=token, seconds=seconds,
+    seconds = lease_seconds or conf.lease_seconds()
+    expires = now + timedelta(seconds=seconds)
+    waiting = [status for status in _claimable_statuses() if status != RunStatus.RUNNING]
+    fields = [f for f in WorkflowRun._meta.concrete_fields]
+    sql = (
+        f"UPDATE {WorkflowRun._meta.db_table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "
+        f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, updated_at = %s "
+        f"WHERE id = %s AND (status IN ({', '.join(['%s'] * len(waiting))}) OR (status = %s AND "
+        f"(lease_expires_at IS NULL OR lease_expires_at <= %s))) "
+        f"RETURNING {', '.join(f.column for f in fields)}")
+    dt = WorkflowRun._meta.get_field("lease_expires_at")
+    params = [RunStatus.RUNNING, owner, dt.get_db_prep_save(expires, connection),
+              dt.get_db_prep_save(expires, connection), dt.get_db_prep_save(now, connection), run_id,
+              *waiting, RunStatus.RUNNING, dt.get_db_prep_save(now, connection)]
+    with connection.cursor() as cursor:  # one statement: atomic without a transaction block
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    converters = connection.ops.get_db_converters
+    values = []
+    for f, value in zip(fields, row):
+        expression = f.get_col(WorkflowRun._meta.db_table)
+        for converter in converters(expression) + expression.get_db_converters(connection):
+            value = converter(value, expression, connection)
+        values.append(value)
+    run = WorkflowRun.from_db(connection.alias, [f.attname for f in fields], values)
+    return run, Lease(run_id=run_id, owner=owner, token=run.fencing_token, seconds=seconds,
                       signal_seq=run.signal_seq, expires_at=expires)
 
 

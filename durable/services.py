@@ -86,34 +86,33 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
     encoded = codec.encode(payload)
     now = clock.now()
     with transaction.atomic():
-        status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
-        if status is None:
-            raise RunNotFound(f"no run with id {run_id!r}")
         if dedupe_key:
             existing = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first()
             if existing is not None:
                 return existing
-        if status in FINISHED_STATUSES:
-            raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
-        try:
-            with transaction.atomic():
-                signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded,
-                                               dedupe_key=dedupe_key or None, created_at=now)
-        except IntegrityError:
-            existing = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first()
-            if existing is None:
-                raise
-            return existing
+        # Bumping signal_seq first also locks the run row: a worker about to park the run
+        # sees the bump and looks again (see Lease.finish), so no signal is slept through.
         grace = _grace()
         woken = WorkflowRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES).update(
             signal_seq=F("signal_seq") + 1, updated_at=now,
             wake_at=Least(Coalesce("wake_at", Value(grace)), Value(grace)))
         if not woken:
-            raise RunFinished(f"run {run_id!r} finished while the signal was being sent")
+            status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+            if status is None:
+                raise RunNotFound(f"no run with id {run_id!r}")
+            raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
+        if dedupe_key:
+            try:
+                with transaction.atomic():  # a concurrent redelivery may have won the race
+                    signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded,
+                                                   dedupe_key=dedupe_key, created_at=now)
+            except IntegrityError:
+                return Signal.objects.get(run_id=run_id, dedupe_key=dedupe_key)
+        else:
+            signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded, created_at=now)
         _audit(run_id, "signal", actor, {"name": name, "signal_id": signal.pk,
                                          "dedupe_key": dedupe_key, **(audit or {})})
-    if status != RunStatus.BLOCKED:
-        dispatch(run_id)
+    dispatch(run_id)  # a blocked run ignores it; its signals wait for the repair
     return signal
 
 
