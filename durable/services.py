@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Least
 
-from durable import clock, codec, conf, registry
+from durable import clock, codec, conf, registry, sql
 from durable.dispatch import dispatch
 from durable.errors import InvalidTransition, RunConflict, RunFinished, RunNotFound
 from durable.models import (
@@ -54,22 +54,20 @@ def run_start(workflow, *args, id: str | None = None, actor: str = "system",
     encoded = definition.encode_input(args, kwargs)
     run_id = id or f"{definition.name}:{uuid.uuid4()}"
     now = clock.now()
-    try:
-        with transaction.atomic():
-            run = WorkflowRun.objects.create(
-                id=run_id, workflow_name=definition.name, workflow_version=definition.version,
-                input=encoded, created_at=now, updated_at=now, wake_at=_grace())
-            _audit(run_id, "start", actor, {"workflow": definition.name,
-                                            "version": definition.version, **(audit or {})})
-    except IntegrityError:
-        run = WorkflowRun.objects.filter(pk=run_id).first()
-        if run is None:
-            raise
-        if run.workflow_name != definition.name or run.input != encoded:
+    run = WorkflowRun(id=run_id, workflow_name=definition.name, workflow_version=definition.version,
+                      input=encoded, created_at=now, updated_at=now, wake_at=_grace())
+    with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
+        inserted = sql.insert_unless_exists(run)
+        if inserted:
+            _audit(run_id, "start", actor, {"workflow": definition.name, "version": definition.version,
+                                            **(audit or {})})
+    if not inserted:
+        existing = WorkflowRun.objects.get(pk=run_id)
+        if existing.workflow_name != definition.name or existing.input != encoded:
             raise RunConflict(
-                f"run {run_id!r} already exists as {run.workflow_name} with input {run.input!r}; "
-                f"refusing to start {definition.name} with input {encoded!r}") from None
-        return run
+                f"run {run_id!r} already exists as {existing.workflow_name} with input "
+                f"{existing.input!r}; refusing to start {definition.name} with input {encoded!r}")
+        return existing
     dispatch(run_id)
     return run
 
@@ -85,7 +83,7 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
         raise ValueError("a signal needs a name")
     encoded = codec.encode(payload)
     now = clock.now()
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
         if dedupe_key:
             existing = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first()
             if existing is not None:
@@ -96,22 +94,23 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
         woken = WorkflowRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES).update(
             signal_seq=F("signal_seq") + 1, updated_at=now,
             wake_at=Least(Coalesce("wake_at", Value(grace)), Value(grace)))
-        if not woken:
-            status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
-            if status is None:
-                raise RunNotFound(f"no run with id {run_id!r}")
-            raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
-        if dedupe_key:
-            try:
-                with transaction.atomic():  # a concurrent redelivery may have won the race
-                    signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded,
-                                                   dedupe_key=dedupe_key, created_at=now)
-            except IntegrityError:
-                return Signal.objects.get(run_id=run_id, dedupe_key=dedupe_key)
-        else:
-            signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded, created_at=now)
-        _audit(run_id, "signal", actor, {"name": name, "signal_id": signal.pk,
-                                         "dedupe_key": dedupe_key, **(audit or {})})
+        if woken:
+            if dedupe_key:
+                try:
+                    with transaction.atomic():  # a concurrent redelivery may have won the race
+                        signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded,
+                                                       dedupe_key=dedupe_key, created_at=now)
+                except IntegrityError:
+                    return Signal.objects.get(run_id=run_id, dedupe_key=dedupe_key)
+            else:
+                signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded, created_at=now)
+            _audit(run_id, "signal", actor, {"name": name, "signal_id": signal.pk,
+                                             "dedupe_key": dedupe_key, **(audit or {})})
+    if not woken:  # nothing was written: raising leaves the caller's transaction usable
+        status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+        if status is None:
+            raise RunNotFound(f"no run with id {run_id!r}")
+        raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
     dispatch(run_id)  # a blocked run ignores it; its signals wait for the repair
     return signal
 
