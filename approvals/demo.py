@@ -1,7 +1,8 @@
 """A small process that asks compliance, used by the demo data and the reviewer UI's tests.
 
-It stands in for onboarding until processes/ registers its own panels: open a case,
-wait three days for the decision, open the account, or return what compliance said.
+Onboarding (processes/) is the real user; this stand-in keeps the demo's varied risks and
+deadlines and needs nothing from processes/: open a case, wait for the decision, open
+the account, or return what compliance said.
 """
 from durable import days, workflow
 from approvals.workflow import request_approval

@@ -78,19 +78,21 @@ def expire_approval_request(request_id: int) -> Expiry:
 
 def request_approval(*, title: str, summary: dict | None = None, subject=None, risk: str = "low",
                      timeout=days(3), signal_name: str = DEFAULT_SIGNAL,
-                     required_approvals: int | None = None) -> Decision | None:
+                     required_approvals: int | None = None,
+                     idempotency_key: str | None = None) -> Decision | None:
     """Open a case for compliance, wait for its decision until ``timeout``, and return it.
 
     ``None`` means nobody decided in time (the case is marked expired), so the caller can
     escalate. High risk needs two approvals by two different reviewers unless
     ``required_approvals`` says otherwise. ``subject`` names what the case is about:
-    ``"company:42"`` or ``("company", "42")``.
+    ``"company:42"`` or ``("company", "42")``. ``idempotency_key`` names the case (unique);
+    by default it is the opening step's key, ``<run id>:<position>:open_approval_request``.
     """
     timeout = as_timedelta(timeout)
     subject_type, subject_id = _subject(subject)
     ticket = workflow.step(open_approval_request, workflow.id, signal_name, title, summary or {},
                            subject_type, subject_id, risk, timeout.total_seconds(), required_approvals,
-                           atomic=True)
+                           atomic=True, idempotency_key=idempotency_key)
     decision = workflow.wait_for_signal(signal_name, timeout=timeout, type=Decision)
     if decision is not None:
         return decision

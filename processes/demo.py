@@ -3,11 +3,18 @@
 Idempotent: fixed message ids, invoice numbers and dedupe keys, so running it again
 stores nothing new and leaves every run where it is.
 """
+import hashlib
+import struct
+import zlib
 from datetime import timedelta
 from decimal import Decimal
 
-from durable import clock, services
-from durable.errors import RunFinished
+from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+
+from approvals.models import OPEN_STATUSES, ApprovalRequest
+from approvals.services import COMPLIANCE_GROUP, approval_decide
+from durable import clock
 from durable.testing import drive
 from processes.billing.services import invoice_issue, payment_event_receive
 from processes.onboarding.models import Company
@@ -20,21 +27,27 @@ DOCUMENTS = {
                               "mime_type": "application/pdf"}),
     "address": ("document", {"filename": "conta_de_luz.pdf", "caption": "comprovante de endereço",
                              "mime_type": "application/pdf"}),
-    "selfie": ("image", {"caption": "selfie", "mime_type": "image/jpeg"}),
+    "selfie": ("image", {"caption": "selfie", "mime_type": "image/png"}),
+    # A selfie sent as a PDF: the validator refuses it (a problem finding: high risk).
+    "selfie_pdf": ("document", {"filename": "selfie.pdf", "caption": "selfie", "mime_type": "application/pdf"}),
 }
+ALL_THREE = ["hello", "contract", "address", "selfie"]
 COMPANIES = [
-    # (name, wa_id, what they sent, compliance decision)
-    ("Padaria Boa Massa", "5511900000001", ["hello"], None),
-    ("Oficina Dois Irmãos", "5511900000002", ["contract"], None),
-    ("Café Aurora", "5511900000003", ["contract", "address", "selfie"], None),
-    ("Mercado Sol", "5511900000004", ["contract", "address", "selfie"], {"approved": True, "by": "demo"}),
+    # (name, wa_id, CNPJ written in the first message, what they sent, a reviewer approves)
+    ("Padaria Boa Massa", "5511900000001", "12.345.678/0001-95", ["hello"], False),
+    ("Oficina Dois Irmãos", "5511900000002", "98.765.432/0001-98", ["hello", "contract"], False),
+    ("Café Aurora", "5511900000003", "11.222.333/0001-81", ALL_THREE, False),
+    ("Transportes Veloz", "5511900000006", "", ["hello", "contract", "address", "selfie_pdf", "selfie"], False),
+    ("Mercado Sol", "5511900000004", "45.997.418/0001-53", ALL_THREE, True),
 ]
+DEMO_REVIEWER = "ana"   # created by seed_approvals_demo, which scripts/run runs first
 
 
-def whatsapp_payload(wa_id: str, name: str, wamid: str, what: str) -> dict:
+def whatsapp_payload(wa_id: str, name: str, wamid: str, what: str, cnpj: str = "") -> dict:
     message = {"from": wa_id, "id": wamid, "timestamp": str(int(clock.now().timestamp()))}
     if what == "hello":
-        message.update(type="text", text={"body": "Oi! Quero abrir uma conta PJ."})
+        text = "Oi! Quero abrir uma conta PJ." + (f" Nosso CNPJ é {cnpj}." if cnpj else "")
+        message.update(type="text", text={"body": text})
     else:
         kind, body = DOCUMENTS[what]
         message.update(type=kind, **{kind: {"id": f"media-{wamid}", "sha256": "", **body}})
@@ -50,17 +63,72 @@ def receive(payload: dict) -> None:
         inbound_process(message_id)
 
 
+def sample_pdf(title: str) -> bytes:
+    """A one-page PDF saying what the document stands for (the console backend downloads nothing)."""
+    text = title.encode("latin-1", "replace").replace(b"(", b"[").replace(b")", b"]")
+    stream = b"BT /F1 18 Tf 72 720 Td (" + text + b") Tj 0 -28 Td /F1 11 Tf (Demo document) Tj ET"
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def sample_png(size: int = 96) -> bytes:
+    """A small PNG (a blue disc) standing in for the selfie."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    def pixel(x: int, y: int) -> bytes:
+        inside = (x - size / 2) ** 2 + (y - size / 2.4) ** 2 < (size / 4) ** 2
+        return bytes((40, 95, 191)) if inside else bytes((235, 240, 245))
+
+    rows = b"".join(b"\x00" + b"".join(pixel(x, y) for x in range(size)) for y in range(size))
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+def attach_sample_files(company: Company) -> None:
+    """Give the company's documents a file to preview; WhatsApp's media would go here."""
+    for document in company.documents.filter(file=""):
+        content = (sample_png() if document.mime_type == "image/png"
+                   else sample_pdf(f"{document.get_kind_display()} - {company.name}"))
+        document.file.save(document.file_name or f"{document.kind}.png", ContentFile(content), save=False)
+        document.size, document.sha256 = len(content), hashlib.sha256(content).hexdigest()
+        document.save(update_fields=["file", "size", "sha256"])
+
+
+def approve_as_demo_reviewer(run_id: str, out) -> None:
+    """Decide the run's open case as the demo reviewer, through the reviewer UI's service."""
+    reviewer = get_user_model().objects.filter(username=DEMO_REVIEWER, groups__name=COMPLIANCE_GROUP).first()
+    case = ApprovalRequest.objects.filter(run_id=run_id, status__in=OPEN_STATUSES).first()
+    if case is None:
+        return
+    if reviewer is None:
+        out(f"  (no reviewer {DEMO_REVIEWER!r}: run seed_approvals_demo first; case #{case.pk} stays open)")
+        return
+    approval_decide(case.pk, actor=reviewer, outcome="approve", reason="demo: documents in order")
+
+
 def seed_companies(out) -> None:
-    for name, wa_id, sent, decision in COMPANIES:
+    for name, wa_id, cnpj, sent, approve in COMPANIES:
         for what in sent:
-            receive(whatsapp_payload(wa_id, name, f"wamid.DEMO.{wa_id}.{what}", what))
-            run = drive(Company.objects.get(wa_id=wa_id).run_id)
-        if decision:
-            try:
-                services.signal_send(run.id, "compliance_decision", decision,
-                                     dedupe_key=f"demo:{run.id}", actor="seed_demo")
-            except RunFinished:
-                pass
+            receive(whatsapp_payload(wa_id, name, f"wamid.DEMO.{wa_id}.{what}", what, cnpj))
+            company = Company.objects.get(wa_id=wa_id)
+            attach_sample_files(company)
+            run = drive(company.run_id)
+        if approve:
+            approve_as_demo_reviewer(run.id, out)
             run = drive(run.id)
         out(f"  {name:<22} {run.id:<32} {run.status:<10} {run.waiting_for or run.result or ''}")
     sticker = whatsapp_payload("5511900000099", "Desconhecido", "wamid.DEMO.sticker", "hello")

@@ -1,10 +1,15 @@
-"""URLs of the processes app: the providers' webhooks."""
+"""URLs of the processes app: the providers' webhooks and the reviewers' document files."""
 from django.urls import path
 
 from processes.api import PaymentWebhook, WhatsAppWebhook
+from processes.onboarding.views import DocumentFileView
 
 app_name = "processes"
 urlpatterns = [
     path("api/webhooks/whatsapp/", WhatsAppWebhook.as_view(), name="whatsapp-webhook"),
     path("api/webhooks/payments/", PaymentWebhook.as_view(), name="payments-webhook"),
+    path("onboarding/cases/<int:case_pk>/documents/<int:pk>/preview/",
+         DocumentFileView.as_view(disposition="preview"), name="onboarding-document-preview"),
+    path("onboarding/cases/<int:case_pk>/documents/<int:pk>/download/",
+         DocumentFileView.as_view(disposition="download"), name="onboarding-document-download"),
 ]

@@ -8,6 +8,7 @@ from django.db.models import Q
 from durable import services
 from durable.errors import RunFinished
 from processes.billing.models import Invoice
+from processes.onboarding.cnpj import cnpj_find
 from processes.onboarding.models import Company, Document
 from processes.onboarding.validation import guess_kind
 from processes.whatsapp.models import InboundMessage, InboundStatus
@@ -53,6 +54,20 @@ def company_for_sender(*, wa_id: str = "", user_id: str = "", profile_name: str 
         return Company.objects.filter(query).order_by("pk").first()
 
 
+def company_cnpj_from_text(company: Company, text: str) -> str:
+    """Record the first valid CNPJ the customer writes (the greeting asks for it).
+
+    Only a company without one takes it: a later message cannot silently swap the CNPJ a
+    reviewer may already be looking at (an operator changes it in the admin).
+    """
+    cnpj = cnpj_find(str(text or ""))
+    if not cnpj or company.cnpj:
+        return ""
+    company.cnpj = cnpj
+    company.save(update_fields=["cnpj", "updated_at"])
+    return cnpj
+
+
 def onboarding_start(company: Company, *, actor: str = "system", audit: dict | None = None):
     """Start the company's onboarding run; idempotent on its id ``onboarding:<customer id>``."""
     return services.run_start("onboarding", company.customer_id, id=company.run_id, actor=actor,
@@ -80,7 +95,10 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
     run = onboarding_start(company, actor=f"whatsapp:{wa_id or user_id}",
                            audit={"message_id": message.wamid})
     if message.message_type == "text":
-        return InboundStatus.KEPT, "text message: stored, no workflow waits for text", company
+        text = message.payload["message"].get("text")
+        cnpj = company_cnpj_from_text(company, text.get("body", "") if isinstance(text, dict) else "")
+        note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"
+        return InboundStatus.KEPT, f"text message: stored, {note}", company
     body = message.payload["message"].get(message.message_type) or {}
     document, _ = Document.objects.get_or_create(
         company=company, media_id=str(body.get("id") or message.wamid), defaults={

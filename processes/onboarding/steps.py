@@ -4,8 +4,10 @@ Steps that only write our database are called with ``atomic=True`` (exactly once
 steps that send messages are keyed, so a step that runs twice sends once.
 """
 import logging
+from dataclasses import dataclass, field
 
 from durable import clock
+from processes.onboarding.cnpj import cnpj_valid
 from processes.onboarding.models import Account, Company, CompanyStatus, Document, DocumentKind
 from processes.onboarding.validation import (
     DocumentFacts,
@@ -33,7 +35,7 @@ def _names(kinds: list[str]) -> str:
 
 
 def greet(customer_id: str, idempotency_key: str) -> str:
-    body = ("Olá! Para abrir a sua conta PJ, envie por aqui: "
+    body = ("Olá! Para abrir a sua conta PJ, escreva o CNPJ da empresa e envie por aqui: "
             f"{_names([str(k) for k in KIND_NAMES_PT])}. Escreva na legenda qual documento é.")
     return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
 
@@ -83,6 +85,34 @@ def set_status(customer_id: str, status: str, reason: str = "") -> str:
 
 
 def notify(customer_id: str, body: str, idempotency_key: str) -> str:
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+
+
+@dataclass
+class ReviewFacts:
+    """What compliance needs to see about the company, read once per review round."""
+
+    customer_id: str
+    name: str
+    cnpj: str
+    cnpj_valid: bool
+    whatsapp: str
+    documents: list[str] = field(default_factory=list)
+
+
+def describe_for_review(customer_id: str) -> ReviewFacts:
+    """The company and the documents it sent so far, for the compliance case (journaled)."""
+    company = _company(customer_id)
+    documents = [f"{doc.get_kind_display()}: {doc.file_name or doc.media_id} ({doc.mime_type or 'unknown type'})"
+                 for doc in company.documents.order_by("created_at", "pk")]
+    whatsapp = " / ".join(part for part in (company.wa_id, company.user_id) if part)
+    return ReviewFacts(customer_id=customer_id, name=company.name, cnpj=company.cnpj,
+                       cnpj_valid=cnpj_valid(company.cnpj), whatsapp=whatsapp, documents=documents)
+
+
+def request_more_documents(customer_id: str, request: str, idempotency_key: str) -> str:
+    """Send the customer what the reviewer asked for (their reason, verbatim)."""
+    body = f"A nossa equipe de análise precisa de mais documentos: {request.strip().rstrip('.')}. Envie por aqui, por favor."
     return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
 
 

@@ -3,9 +3,11 @@
 No I/O here: this code runs again on every replay. Every effect is a step, every wait
 has a deadline and an action when it passes.
 """
+from approvals.workflow import Decision, request_approval
 from durable import StepFailed, days, workflow
 from processes.onboarding import steps
 from processes.onboarding.models import CompanyStatus
+from processes.onboarding.validation import ValidationResult
 
 DOCUMENTS_DEADLINE = days(7)      # the seed's deadline; then one reminder...
 DOCUMENTS_GRACE = days(3)         # ...and the case closes if nothing comes in these days
@@ -18,23 +20,36 @@ def onboarding(customer_id: str) -> str:
     round_ = 0
     if not receive_documents(customer_id, round_):
         return close(customer_id, "no documents")
-    result = validate(customer_id)
-    while not result.ok:
+    review = 0
+    while True:
+        result = validate(customer_id)
+        while not result.ok:
+            round_ += 1
+            workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
+                          idempotency_key=f"{workflow.id}:ask:{round_}")
+            if not receive_documents(customer_id, round_):
+                return close(customer_id, "documents never completed")
+            result = validate(customer_id)
+        workflow.step(steps.set_status, customer_id, CompanyStatus.IN_REVIEW, atomic=True)
+        review += 1
+        decision = wait_for_compliance_decision(customer_id, result, review)
+        if decision.approved:
+            break
+        if not decision.wants_more_documents:
+            workflow.step(steps.set_status, customer_id, CompanyStatus.REJECTED, decision.reason,
+                          atomic=True)
+            workflow.step(steps.notify, customer_id, "Não foi possível abrir a sua conta PJ agora.",
+                          idempotency_key=f"{workflow.id}:rejected")
+            return "rejected"
+        # Compliance wants more: tell the customer what, then back to the documents loop.
         round_ += 1
-        workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
-                      idempotency_key=f"{workflow.id}:ask:{round_}")
+        workflow.step(steps.set_status, customer_id, CompanyStatus.COLLECTING, decision.reason,
+                      atomic=True)
+        workflow.step(steps.request_more_documents, customer_id, decision.reason,
+                      idempotency_key=f"{workflow.id}:more:{review}")
         if not receive_documents(customer_id, round_):
             return close(customer_id, "documents never completed")
-        result = validate(customer_id)
-    workflow.step(steps.set_status, customer_id, CompanyStatus.IN_REVIEW, atomic=True)
-    decision = wait_for_compliance_decision(customer_id)
-    if not decision.get("approved"):
-        workflow.step(steps.set_status, customer_id, CompanyStatus.REJECTED,
-                      str(decision.get("reason") or ""), atomic=True)
-        workflow.step(steps.notify, customer_id, "Não foi possível abrir a sua conta PJ agora.",
-                      idempotency_key=f"{workflow.id}:rejected")
-        return "rejected"
-    number = workflow.step(steps.create_account, customer_id, str(decision.get("by") or ""),
+    number = workflow.step(steps.create_account, customer_id, ", ".join(decision.by),
                            idempotency_key=workflow.id, atomic=True)
     workflow.step(steps.notify, customer_id, f"Conta PJ aberta: {number}.",
                   idempotency_key=f"{workflow.id}:welcome")
@@ -68,16 +83,45 @@ def close(customer_id: str, reason: str) -> str:
     return "expired"
 
 
-def wait_for_compliance_decision(customer_id: str):
-    """The compliance decision: a plain ``compliance_decision`` signal for now.
+def review_risk(facts: steps.ReviewFacts, result: ValidationResult) -> tuple[str, list[str]]:
+    """High risk (two approvals by two different reviewers) when the company gave no valid
+    CNPJ, or the validator found a problem on the way (a document it refused, or a model's
+    finding). Reads only journaled step results, so every replay decides the same."""
+    reasons = []
+    if not facts.cnpj_valid:
+        reasons.append("no valid CNPJ given")
+    if result.problems:
+        reasons.append("the validator reported problems")
+    return ("high" if reasons else "low"), reasons
 
-    The approvals app will replace this one function (an approval request and its
-    decision). A late decision escalates, again every DECISION_DEADLINE: it is never
-    decided on the reviewer's behalf. Payload: {"approved": bool, "by": str, "reason": str}.
+
+def validator_findings(result: ValidationResult) -> list[dict]:
+    findings = [{"check": f"required documents ({result.checker})",
+                 "result": "all present" if not result.missing else "missing: " + ", ".join(result.missing)}]
+    return findings + [{"check": "problem", "result": problem} for problem in result.problems]
+
+
+def wait_for_compliance_decision(customer_id: str, result: ValidationResult, review: int) -> Decision:
+    """Put the case before compliance (approvals app) and wait for a reviewer's decision.
+
+    One case per review round and escalation level, keyed ``<run id>:review:<round>:<level>``.
+    Nobody decides in DECISION_DEADLINE: the case expires, the review is escalated and a
+    new case opens; the workflow never decides on the reviewer's behalf.
     """
+    facts = workflow.step(steps.describe_for_review, customer_id)
+    risk, reasons = review_risk(facts, result)
     level = 0
     while True:
-        decision = workflow.wait_for_signal("compliance_decision", timeout=DECISION_DEADLINE)
+        title = f"{facts.name or customer_id} — CNPJ {facts.cnpj or 'not given'}"
+        decision = request_approval(
+            title=title + (f" (escalated, level {level})" if level else ""),
+            summary={"company": facts.name, "cnpj": facts.cnpj or "not given", "whatsapp": facts.whatsapp,
+                     "customer_id": customer_id, "documents_received": "\n".join(facts.documents),
+                     "findings": validator_findings(result),
+                     "risk": "; ".join(reasons) or "low: valid CNPJ, no validator problems",
+                     "review_round": review, "escalation_level": level},
+            subject=("company", customer_id), risk=risk, timeout=DECISION_DEADLINE,
+            idempotency_key=f"{workflow.id}:review:{review}:{level}")
         if decision is not None:
             return decision
         level += 1

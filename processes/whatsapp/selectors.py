@@ -1,9 +1,10 @@
 """Reads of the WhatsApp channel."""
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Max, Q, QuerySet
 
-from processes.whatsapp.models import InboundMessage, InboundStatus
+from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
 
 
 def last_inbound_at(*, wa_id: str = "", user_id: str = "") -> datetime | None:
@@ -22,3 +23,37 @@ def inbound_needing_attention() -> QuerySet:
     """Messages no workflow took: unmatched, unsupported or failed."""
     return InboundMessage.objects.filter(status__in=[
         InboundStatus.UNMATCHED, InboundStatus.UNSUPPORTED, InboundStatus.FAILED])
+
+
+@dataclass
+class ConversationLine:
+    """One message of a conversation, either way, as a reviewer reads it."""
+
+    at: datetime
+    inbound: bool
+    text: str
+    status: str
+
+
+def _inbound_text(message: InboundMessage) -> str:
+    body = (message.payload or {}).get("message") or {}
+    content = body.get(message.message_type)
+    if message.message_type == "text" and isinstance(content, dict):
+        return str(content.get("body") or "")
+    if isinstance(content, dict):
+        label = content.get("filename") or content.get("caption") or content.get("id") or ""
+        caption = content.get("caption") if content.get("filename") else ""
+        return f"[{message.message_type}] {label}" + (f" — {caption}" if caption else "")
+    return f"[{message.message_type}]"
+
+
+def conversation_for(company) -> list[ConversationLine]:
+    """A company's WhatsApp conversation, inbound and outbound, oldest first.
+
+    At the same instant the customer's message comes before our reply to it.
+    """
+    lines = [(m.received_at, 0, m.pk, ConversationLine(m.received_at, True, _inbound_text(m), m.status))
+             for m in InboundMessage.objects.filter(company=company)]
+    lines += [(m.created_at, 1, m.pk, ConversationLine(m.created_at, False, m.body, m.status))
+              for m in OutboundMessage.objects.filter(company=company)]
+    return [line for *_, line in sorted(lines, key=lambda item: item[:3])]

@@ -6,7 +6,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from rest_framework.test import APIClient
 
+from durable.testing import drive
 from processes import signing
+from processes.onboarding.models import Company
 
 WHATSAPP_URL = "/api/webhooks/whatsapp/"
 PAYMENTS_URL = "/api/webhooks/payments/"
@@ -129,3 +131,60 @@ def fake_http():
     finally:
         server.server.shutdown()
         server.server.server_close()
+
+
+REVIEWER_PASSWORD = "correct-horse-battery"
+
+
+def make_reviewer(username: str, *, reviewer: bool = True):
+    from django.contrib.auth import get_user_model
+
+    from approvals.services import compliance_group_ensure
+
+    user = get_user_model().objects.create_user(username=username, password=REVIEWER_PASSWORD)
+    if reviewer:
+        user.groups.add(compliance_group_ensure())
+    return user
+
+
+@pytest.fixture
+def ana(db):
+    """A compliance reviewer."""
+    return make_reviewer("ana")
+
+
+@pytest.fixture
+def bruno(db):
+    """A second compliance reviewer (four eyes)."""
+    return make_reviewer("bruno")
+
+
+# --- one onboarding customer, played through the signed webhook ---
+
+PHONE = "5511988887777"
+CNPJ = "11.222.333/0001-81"
+HELLO = whatsapp_message("wamid.HELLO", wa_id=PHONE, text=f"Oi, quero abrir uma conta PJ. CNPJ {CNPJ}")
+CONTRACT = document("wamid.CONTRACT", "Contrato social", filename="contrato.pdf", wa_id=PHONE)
+ADDRESS = document("wamid.ADDRESS", "comprovante de endereço", filename="luz.pdf", wa_id=PHONE)
+SELFIE = document("wamid.SELFIE", "", type="image", wa_id=PHONE)
+NEW_CONTRACT = document("wamid.CONTRACT2", "Contrato social atualizado", filename="contrato-2024.pdf",
+                        wa_id=PHONE)
+
+
+@pytest.fixture
+def customer(signed_post):
+    """Plays the customer: each message goes through the signed webhook, then the run advances."""
+
+    def send(message):
+        assert signed_post(whatsapp_webhook(message)).status_code == 200
+        return drive(Company.objects.get(wa_id=PHONE).run_id)
+
+    return send
+
+
+@pytest.fixture
+def in_review(customer):
+    """A company with a CNPJ and its three documents, waiting for compliance."""
+    for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+    return run

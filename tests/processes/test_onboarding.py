@@ -1,35 +1,43 @@
-"""Onboarding end to end through the signed WhatsApp webhook, driven in-process."""
+"""Onboarding end to end through the signed WhatsApp webhook and the compliance reviewer's
+decision (approvals app), driven in-process."""
 import pytest
 
-from durable import days, services
+from approvals.models import ApprovalRequest, ApprovalStatus
+from approvals.services import approval_decide
+from durable import days
 from durable.models import RunStatus
 from durable.testing import drive
 from processes.onboarding.models import Account, Company, CompanyStatus
+from processes.onboarding.steps import ReviewFacts
+from processes.onboarding.validation import ValidationResult
+from processes.onboarding.workflow import review_risk
 from processes.whatsapp.models import OutboundMessage
-from tests.processes.conftest import document, whatsapp_message, whatsapp_webhook
+from tests.processes.conftest import (
+    ADDRESS,
+    CNPJ,
+    CONTRACT,
+    HELLO,
+    NEW_CONTRACT,
+    PHONE,
+    SELFIE,
+    whatsapp_message,
+)
 
 pytestmark = pytest.mark.django_db
-
-PHONE = "5511988887777"
-HELLO = whatsapp_message("wamid.HELLO", wa_id=PHONE)
-CONTRACT = document("wamid.CONTRACT", "Contrato social", filename="contrato.pdf", wa_id=PHONE)
-ADDRESS = document("wamid.ADDRESS", "comprovante de endereço", filename="luz.pdf", wa_id=PHONE)
-SELFIE = document("wamid.SELFIE", "", type="image", wa_id=PHONE)
 
 
 class SimulatedCrash(BaseException):
     """The process dies: not an error the step's retry policy would catch."""
 
 
-@pytest.fixture
-def customer(signed_post):
-    """Plays the customer: each message goes through the signed webhook, then the run advances."""
+def open_case(run_id: str) -> ApprovalRequest:
+    return ApprovalRequest.objects.get(run_id=run_id, status__in=[ApprovalStatus.PENDING, ApprovalStatus.CLAIMED])
 
-    def send(message):
-        assert signed_post(whatsapp_webhook(message)).status_code == 200
-        return drive(Company.objects.get(wa_id=PHONE).run_id)
 
-    return send
+def decide(reviewer, run_id: str, outcome: str, reason: str = ""):
+    """A reviewer decides the run's open case (as the reviewer UI does), then the run advances."""
+    approval_decide(open_case(run_id).pk, actor=reviewer, outcome=outcome, reason=reason)
+    return drive(run_id)
 
 
 def sent_keys(run_id: str) -> list[str]:
@@ -37,7 +45,7 @@ def sent_keys(run_id: str) -> list[str]:
             OutboundMessage.objects.order_by("created_at", "pk").values_list("idempotency_key", flat=True)]
 
 
-def test_full_onboarding_asks_for_each_missing_document_then_opens_the_account(customer, clock):
+def test_full_onboarding_asks_for_each_missing_document_then_a_reviewer_opens_the_account(customer, clock, ana):
     run = customer(HELLO)
     assert run.waiting_for == "signal:documents_received"
     customer(CONTRACT)
@@ -47,16 +55,105 @@ def test_full_onboarding_asks_for_each_missing_document_then_opens_the_account(c
     assert run.waiting_for == "signal:compliance_decision"
     assert Company.objects.get().status == CompanyStatus.IN_REVIEW
 
-    services.signal_send(run.id, "compliance_decision", {"approved": True, "by": "ana", "reason": "ok"})
-    run = drive(run.id)
+    run = decide(ana, run.id, "approve")
+    drive(run.id)   # a later replay opens nothing more
 
     company = Company.objects.get()
     assert run.status == RunStatus.COMPLETED
     assert run.result == company.account.number
-    assert company.status == CompanyStatus.APPROVED
+    assert Account.objects.count() == 1
+    assert (company.status, company.account.approved_by) == (CompanyStatus.APPROVED, "ana")
     assert sent_keys(run.id) == ["greet", "ask:1", "ask:2", "welcome"]
     asks = OutboundMessage.objects.filter(idempotency_key__contains=":ask:").order_by("pk")
     assert ["comprovante de endereço" in m.body and "selfie" in m.body for m in asks] == [True, False]
+
+
+def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in_review):
+    case = open_case(in_review.id)
+
+    assert case.title == f"Padaria Boa Massa — CNPJ {CNPJ}"
+    assert case.idempotency_key == f"{in_review.id}:review:1:0"
+    assert (case.subject, case.risk, case.required_approvals) == (
+        f"company:{Company.objects.get().customer_id}", "low", 1)
+    assert case.summary["cnpj"] == CNPJ and case.summary["whatsapp"] == PHONE
+    assert "contrato.pdf" in case.summary["documents_received"]
+    assert case.summary["findings"] == [{"check": "required documents (rules)", "result": "all present"}]
+
+
+def test_without_a_cnpj_the_case_is_high_risk_and_needs_two_reviewers(customer, ana, bruno):
+    for message in (CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+    case = open_case(run.id)
+    assert (case.risk, case.required_approvals) == ("high", 2)
+    assert "CNPJ not given" in case.title
+
+    run = decide(ana, run.id, "approve")
+    assert run.waiting_for == "signal:compliance_decision"   # one approval is not enough
+    run = decide(bruno, run.id, "approve")
+
+    assert run.status == RunStatus.COMPLETED
+    assert Account.objects.get().approved_by == "ana, bruno"
+
+
+@pytest.mark.parametrize("cnpj_valid, problems, risk", [
+    (True, [], "low"),
+    (False, [], "high"),
+    (True, ["selfie.pdf: application/pdf is not accepted"], "high"),
+])
+def test_risk_is_high_without_a_valid_cnpj_or_with_validator_problems(cnpj_valid, problems, risk):
+    facts = ReviewFacts(customer_id="c-1", name="X", cnpj="", cnpj_valid=cnpj_valid, whatsapp="55")
+
+    assert review_risk(facts, ValidationResult(ok=True, problems=problems))[0] == risk
+
+
+def test_more_documents_sends_the_reviewers_request_and_goes_back_to_the_documents_loop(
+        customer, in_review, ana):
+    run = decide(ana, in_review.id, "more_documents", "Envie o contrato social atualizado")
+
+    assert run.waiting_for == "signal:documents_received"
+    assert Company.objects.get().status == CompanyStatus.COLLECTING
+    request = OutboundMessage.objects.get(idempotency_key=f"{run.id}:more:1")
+    assert "Envie o contrato social atualizado" in request.body
+
+    run = customer(NEW_CONTRACT)
+
+    first, second = ApprovalRequest.objects.filter(run_id=run.id).order_by("pk")
+    assert run.waiting_for == "signal:compliance_decision"
+    assert first.status == ApprovalStatus.RETURNED
+    assert (second.status, second.idempotency_key) == (ApprovalStatus.PENDING, f"{run.id}:review:2:0")
+    assert "contrato-2024.pdf" in second.summary["documents_received"]
+    run = decide(ana, run.id, "approve")
+    assert run.status == RunStatus.COMPLETED
+    assert Account.objects.count() == 1
+
+
+def test_a_rejection_closes_the_case_without_an_account(in_review, ana):
+    run = decide(ana, in_review.id, "reject", "CNPJ inapto")
+
+    company = Company.objects.get()
+    assert run.result == "rejected"
+    assert not Account.objects.exists()
+    assert (company.status, company.status_reason) == (CompanyStatus.REJECTED, "CNPJ inapto")
+    assert sent_keys(run.id)[-1] == "rejected"
+
+
+def test_a_late_decision_escalates_and_opens_a_new_case_per_level(in_review, clock, bruno):
+    clock.advance(days(3))
+    drive(in_review.id)
+    clock.advance(days(3))
+    run = drive(in_review.id)
+
+    cases = list(ApprovalRequest.objects.filter(run_id=run.id).order_by("pk"))
+    assert [c.status for c in cases] == [ApprovalStatus.EXPIRED, ApprovalStatus.EXPIRED, ApprovalStatus.PENDING]
+    assert [c.idempotency_key.removeprefix(run.id) for c in cases] == [":review:1:0", ":review:1:1", ":review:1:2"]
+    assert cases[-1].title.endswith("(escalated, level 2)")
+    assert Company.objects.get().escalations == 2
+    assert run.status == RunStatus.WAITING and not Account.objects.exists()
+
+    run = decide(bruno, run.id, "approve")
+
+    assert run.status == RunStatus.COMPLETED
+    assert Account.objects.get().approved_by == "bruno"
 
 
 def test_no_documents_brings_a_reminder_then_closes_the_case(customer, clock):
@@ -83,38 +180,8 @@ def test_a_document_after_the_reminder_keeps_the_case_open(customer, clock):
     assert sent_keys(run.id) == ["greet", "remind:0", "ask:1"]
 
 
-def test_a_late_compliance_decision_escalates_and_still_counts(customer, clock):
-    for message in (CONTRACT, ADDRESS, SELFIE):
-        run = customer(message)
-
-    clock.advance(days(3))
-    drive(run.id)
-    clock.advance(days(3))
-    drive(run.id)
-    services.signal_send(run.id, "compliance_decision", {"approved": True, "by": "bruno"})
-    run = drive(run.id)
-
-    assert Company.objects.get().escalations == 2
-    assert run.status == RunStatus.COMPLETED
-    assert Account.objects.get().approved_by == "bruno"
-
-
-def test_a_rejection_closes_without_an_account(customer):
-    for message in (CONTRACT, ADDRESS, SELFIE):
-        run = customer(message)
-
-    services.signal_send(run.id, "compliance_decision", {"approved": False, "by": "ana", "reason": "CNPJ inapto"})
-    run = drive(run.id)
-
-    assert run.result == "rejected"
-    assert not Account.objects.exists()
-    assert Company.objects.get().status_reason == "CNPJ inapto"
-
-
-def test_a_crash_during_account_creation_creates_one_account(customer, clock, monkeypatch, settings):
-    for message in (CONTRACT, ADDRESS, SELFIE):
-        run = customer(message)
-    services.signal_send(run.id, "compliance_decision", {"approved": True, "by": "ana"})
+def test_a_crash_during_account_creation_creates_one_account(in_review, clock, monkeypatch, settings, ana):
+    approval_decide(open_case(in_review.id).pk, actor=ana, outcome="approve")
     original_save = Account.save
 
     def save_then_die(account, *args, **kwargs):
@@ -124,10 +191,19 @@ def test_a_crash_during_account_creation_creates_one_account(customer, clock, mo
 
     monkeypatch.setattr(Account, "save", save_then_die)
     with pytest.raises(SimulatedCrash):
-        drive(run.id)
+        drive(in_review.id)
     clock.advance(settings.DURABLE_LEASE_SECONDS + 1)   # the dead worker's lease expires
-    run = drive(run.id)
+    run = drive(in_review.id)
 
     assert run.status == RunStatus.COMPLETED
     assert Account.objects.count() == 1
     assert run.result == Account.objects.get().number
+
+
+def test_the_first_valid_cnpj_the_customer_writes_is_recorded(customer):
+    customer(whatsapp_message("wamid.T1", wa_id=PHONE, text="CNPJ 11.222.333/0001-82, ops"))
+    customer(whatsapp_message("wamid.T2", wa_id=PHONE, text="o certo: 11222333000181"))
+    customer(whatsapp_message("wamid.T3", wa_id=PHONE, text="e o da matriz 45.997.418/0001-53"))
+
+    assert Company.objects.get().cnpj == CNPJ
+

@@ -2,28 +2,53 @@
 import pytest
 from django.core.management import call_command
 
+from approvals.models import ApprovalRequest
 from durable.models import WorkflowRun
+from processes.onboarding.models import Account, Document
 from processes.whatsapp.models import InboundMessage, OutboundMessage
 
 pytestmark = pytest.mark.django_db
 
+PROCESSES = ["onboarding", "billing", "reconcile"]
+
 
 def stages() -> dict[str, str]:
-    return dict(WorkflowRun.objects.values_list("id", "waiting_for"))
+    return dict(WorkflowRun.objects.filter(workflow_name__in=PROCESSES).values_list("id", "waiting_for"))
 
 
-def test_seed_demo_leaves_runs_waiting_at_different_points_and_is_idempotent(django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("seed_demo", stdout=open("/dev/null", "w"))
+def seed(django_capture_on_commit_callbacks, settings, tmp_path):
+    """What scripts/run does: reviewer accounts first, then the processes."""
+    settings.MEDIA_ROOT = tmp_path
+    with django_capture_on_commit_callbacks(execute=True), open("/dev/null", "w") as quiet:
+        call_command("seed_approvals_demo", stdout=quiet)
+        call_command("seed_demo", stdout=quiet)
+
+
+def test_seed_demo_leaves_runs_waiting_at_different_points_and_is_idempotent(
+        django_capture_on_commit_callbacks, settings, tmp_path):
+    seed(django_capture_on_commit_callbacks, settings, tmp_path)
     first = stages()
-    counts = (InboundMessage.objects.count(), OutboundMessage.objects.count())
+    counts = (InboundMessage.objects.count(), OutboundMessage.objects.count(), ApprovalRequest.objects.count())
 
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("seed_demo", stdout=open("/dev/null", "w"))
+    seed(django_capture_on_commit_callbacks, settings, tmp_path)
 
     assert stages() == first
-    assert (InboundMessage.objects.count(), OutboundMessage.objects.count()) == counts
+    assert (InboundMessage.objects.count(), OutboundMessage.objects.count(),
+            ApprovalRequest.objects.count()) == counts
     assert sorted(w for w in first.values() if w) == [
-        "signal:compliance_decision", "signal:documents_received", "signal:documents_received",
-        "signal:paid", "sleep", "sleep"]
+        "signal:compliance_decision", "signal:compliance_decision", "signal:documents_received",
+        "signal:documents_received", "signal:paid", "sleep", "sleep"]
     assert InboundMessage.objects.filter(status="unsupported").count() == 1
+    assert list(Account.objects.values_list("approved_by", flat=True)) == ["ana"]
+
+
+def test_the_reviewer_queue_gets_onboarding_cases_one_of_them_high_risk(
+        django_capture_on_commit_callbacks, settings, tmp_path):
+    seed(django_capture_on_commit_callbacks, settings, tmp_path)
+
+    cases = ApprovalRequest.objects.filter(workflow_name="onboarding", status="pending").order_by("title")
+
+    assert [(case.title.split(" — ")[0], case.risk) for case in cases] == [
+        ("Café Aurora", "low"), ("Transportes Veloz", "high")]
+    documents = Document.objects.filter(company__customer_id__in=[case.subject_id for case in cases])
+    assert documents.count() == 7 and not documents.filter(file="").exists()   # previewable files

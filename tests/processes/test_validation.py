@@ -3,6 +3,8 @@ import json
 
 import pytest
 
+from approvals.models import ApprovalRequest
+from approvals.services import approval_decide
 from durable import services
 from durable.models import JournalEntry
 from durable.testing import drive
@@ -83,7 +85,7 @@ def test_an_answer_that_is_not_json_is_a_checker_error(fake_http):
 
 
 @pytest.mark.django_db
-def test_the_model_is_asked_inside_a_step_so_a_replay_does_not_ask_again(fake_http, settings, clock):
+def test_the_model_is_asked_inside_a_step_so_a_replay_does_not_ask_again(fake_http, settings, clock, ana):
     settings.DOCUMENT_CHECKER, settings.LLM_MODEL = "llm", "tiny"
     settings.LLM_API_BASE_URL = fake_http.url + "/v1"
     fake_http.route("POST", "/v1/chat/completions", model_reply({"ok": True, "missing": [], "problems": []}))
@@ -96,7 +98,8 @@ def test_the_model_is_asked_inside_a_step_so_a_replay_does_not_ask_again(fake_ht
     services.signal_send(run.id, "documents_received", {"document_id": company.documents.first().pk})
 
     drive(run.id)
-    services.signal_send(run.id, "compliance_decision", {"approved": False, "by": "ana"})
+    case = ApprovalRequest.objects.get(run_id=run.id)
+    approval_decide(case.pk, actor=ana, outcome="reject", reason="CNPJ inapto")
     run = drive(run.id)   # replays validate_documents from the journal
 
     assert run.result == "rejected"

@@ -1,9 +1,12 @@
 """``python manage.py seed_demo``: companies, invoices and a reconciliation batch at
-different stages, driven through the real code paths. Safe to run again."""
+different stages, driven through the real code paths. Safe to run again.
+
+Run ``seed_approvals_demo`` first (``scripts/run`` does): the reviewer accounts decide
+the demo's approved company."""
 from django.core.management.base import BaseCommand
 
+from approvals.models import OPEN_STATUSES, ApprovalRequest
 from processes import demo
-from processes.onboarding.models import Company
 
 
 class Command(BaseCommand):
@@ -17,18 +20,21 @@ class Command(BaseCommand):
         demo.seed_invoices(out)
         out("Reconciliation:")
         demo.seed_reconciliation(out)
-        in_review = Company.objects.get(wa_id="5511900000003").run_id
+        out("\nOnboarding cases waiting for a compliance reviewer:")
+        for case in ApprovalRequest.objects.filter(workflow_name="onboarding", status__in=OPEN_STATUSES):
+            out(f"  /approvals/{case.pk}/  {case.title}  (risk {case.risk}, "
+                f"{case.required_approvals} approval{'s' if case.required_approvals > 1 else ''})")
         out(
-            "\nWhere to look (create a login first: python manage.py createsuperuser):\n"
-            "  /admin/processes/company/        companies and their documents\n"
+            "\nWhere to look:\n"
+            "  /approvals/?workflow=onboarding   the reviewer queue (sign in at /login/ as a reviewer\n"
+            "                                    printed by seed_approvals_demo, e.g. ana)\n"
+            "  /admin/processes/company/        companies and their documents (an operator login:\n"
+            "                                    python manage.py createsuperuser)\n"
             "  /admin/processes/inboundmessage/?attention=yes   messages no workflow took\n"
             "  /admin/processes/outboundmessage/   what the customers were sent\n"
             "  /admin/processes/invoice/  /admin/processes/financeticket/\n"
             "  /admin/processes/reconciliationbatch/  /admin/processes/ledgerentry/\n"
             "  /admin/durable/workflowrun/      the runs, their journals and signals\n"
-            "Play the customer:  .venv/bin/python scripts/play_customer.py --from 5511900000002 "
-            "--document 'comprovante de endereço'\n"
-            "Decide compliance:  .venv/bin/python manage.py shell -c \"from durable import services; "
-            f"services.signal_send('{in_review}', 'compliance_decision', "
-            "{'approved': True, 'by': 'me', 'reason': ''})\"\n"
-            "(docs/processes.md explains the processes, deadlines and webhooks.)")
+            "Play the customer:  .venv/bin/python scripts/play_customer.py document "
+            "'comprovante de endereço' --from 5511900000002\n"
+            "(docs/processes.md explains the processes, deadlines and webhooks; docs/approvals.md the reviewer UI.)")

@@ -1,0 +1,69 @@
+"""The onboarding sections of a compliance case page: the company, its documents, what the
+validator found in each round, and the WhatsApp conversation.
+
+Registered for the workflow name "onboarding" when processes/workflows.py is imported
+(the engine imports it at startup), so every onboarding case shows them.
+"""
+from dataclasses import dataclass
+
+from django.urls import reverse
+
+from approvals.panels import Section, register_case_panel
+from durable.models import EntryStatus, JournalEntry
+from processes.onboarding.models import Company, Document
+from processes.whatsapp.selectors import conversation_for
+
+PREVIEWABLE_TYPES = {"application/pdf", "image/jpeg", "image/png"}
+VALIDATION_STEPS = ("validate_documents", "validate_documents_by_rules")
+
+
+@dataclass
+class DocumentRow:
+    document: Document
+    preview_url: str
+    download_url: str
+    is_image: bool
+
+
+def case_company(case) -> Company:
+    """The company a case is about: its subject (``company:<customer id>``)."""
+    return Company.objects.get(customer_id=case.subject_id)
+
+
+def document_rows(case, company: Company) -> list[DocumentRow]:
+    rows = []
+    for document in company.documents.order_by("created_at", "pk"):
+        args = [case.pk, document.pk]
+        stored = bool(document.file)
+        rows.append(DocumentRow(
+            document=document,
+            preview_url=(reverse("processes:onboarding-document-preview", args=args)
+                         if stored and document.mime_type in PREVIEWABLE_TYPES else ""),
+            download_url=reverse("processes:onboarding-document-download", args=args) if stored else "",
+            is_image=document.mime_type in ("image/jpeg", "image/png")))
+    return rows
+
+
+def validation_rounds(case) -> list[dict]:
+    """What the validator recorded each time it ran, from the run's journal."""
+    entries = (JournalEntry.objects.filter(run_id=case.run_id, name__in=VALIDATION_STEPS,
+                                           status=EntryStatus.COMPLETED)
+               .order_by("position").only("position", "result", "updated_at"))
+    return [{"round": n, "at": entry.updated_at, **(entry.result or {})}
+            for n, entry in enumerate(entries, start=1)]
+
+
+def onboarding_panels(case) -> list[Section]:
+    company = case_company(case)
+    return [
+        Section("Company", "processes/onboarding/panel_company.html", {"company": company}),
+        Section("Documents", "processes/onboarding/panel_documents.html",
+                {"rows": document_rows(case, company)}),
+        Section("Validator, round by round", "processes/onboarding/panel_validation.html",
+                {"rounds": validation_rounds(case)}),
+        Section("WhatsApp conversation", "processes/onboarding/panel_conversation.html",
+                {"lines": conversation_for(company)}),
+    ]
+
+
+register_case_panel("onboarding", onboarding_panels)

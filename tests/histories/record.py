@@ -1,0 +1,262 @@
+"""Record the business processes' histories into tests/histories/, on purpose.
+
+    .venv/bin/python -m tests.histories.record                    # every scenario
+    .venv/bin/python -m tests.histories.record onboarding-rejected  # some, by file name
+    .venv/bin/python -m tests.histories.record --list
+
+Each scenario drives a real run through the services the webhooks and the reviewer UI
+use (WhatsApp messages, payment events, a reviewer's decision), with the fake clock, in a
+throwaway SQLite database of its own (under a temporary DURABLE_VAR_DIR; your database is
+never touched). The run is then exported by durable's export (``history_export``, what
+``manage.py durable export`` writes) to ``<name>.json`` beside this file. Run ids, times
+and row ids are fixed, so recording unchanged code again writes the same files.
+
+A history is a fixture of the past (docs/versioning.md): re-record a file only when no
+run of its shape can still be in flight; to protect a new path, add a scenario.
+tests/processes/test_history_recorder.py runs every scenario, so this file cannot rot.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)   # a Monday morning, in every scenario
+
+
+@dataclass
+class Scenario:
+    name: str                      # the file name, <workflow>-<what it shows>
+    play: Callable[[object], str]  # play(clock) -> the run id
+    status: str                    # where the run ends
+    result: object = None          # its result, when it matters
+
+
+# --- onboarding: a customer over WhatsApp, a reviewer in the approvals app ---
+
+def _customer(customer_id: str, wa_id: str, name: str):
+    """The company, created as the first message would, but with a fixed customer id."""
+    from processes.onboarding.models import Company
+
+    company, _ = Company.objects.get_or_create(customer_id=customer_id, defaults={"wa_id": wa_id, "name": name})
+    return company
+
+
+def _send(company, *what: str, cnpj: str = "", again: str = "") -> str:
+    """The customer sends messages (demo payloads: hello, contract, address, selfie)."""
+    from durable.testing import drive
+    from processes.demo import receive, whatsapp_payload
+
+    for item in what:
+        wamid = f"wamid.{company.customer_id}.{item}{again}"
+        receive(whatsapp_payload(company.wa_id, company.name, wamid, item, cnpj))
+        run = drive(company.run_id)
+    return run.id
+
+
+def _reviewer(username: str):
+    from django.contrib.auth import get_user_model
+
+    from approvals.services import compliance_group_ensure
+
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    user.groups.add(compliance_group_ensure())
+    return user
+
+
+def _decide(run_id: str, username: str, outcome: str, reason: str = ""):
+    from approvals.models import OPEN_STATUSES, ApprovalRequest
+    from approvals.services import approval_decide
+    from durable.testing import drive
+
+    case = ApprovalRequest.objects.get(run_id=run_id, status__in=OPEN_STATUSES)
+    approval_decide(case.pk, actor=_reviewer(username), outcome=outcome, reason=reason)
+    return drive(run_id)
+
+
+def _advance(clock, run_id: str, delta: timedelta):
+    from durable.testing import drive
+
+    clock.advance(delta)
+    return drive(run_id)
+
+
+CNPJ = "11.222.333/0001-81"
+
+
+def onboarding_approved_after_missing_documents(clock) -> str:
+    company = _customer("c-hist-approved", "5511910000001", "Padaria Boa Massa")
+    run_id = _send(company, "hello", "contract", cnpj=CNPJ)
+    clock.advance(timedelta(days=2))
+    run_id = _send(company, "address", "selfie")           # asked twice, then complete
+    return _decide(run_id, "ana", "approve").id
+
+
+def onboarding_rejected(clock) -> str:
+    company = _customer("c-hist-rejected", "5511910000002", "Oficina Dois Irmãos")
+    run_id = _send(company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
+    return _decide(run_id, "ana", "reject", "CNPJ inapto na Receita Federal").id
+
+
+def onboarding_more_documents(clock) -> str:
+    company = _customer("c-hist-more", "5511910000003", "Café Aurora")
+    run_id = _send(company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
+    _decide(run_id, "ana", "more_documents", "Envie o contrato social com a última alteração")
+    clock.advance(timedelta(days=1))
+    _send(company, "contract", again="-2")                 # back in review: a new case
+    return _decide(run_id, "bruno", "approve").id
+
+
+def onboarding_escalated_then_approved(clock) -> str:
+    """No CNPJ: high risk, four eyes; nobody decides for six days (two escalations)."""
+    company = _customer("c-hist-escalated", "5511910000004", "Transportes Veloz")
+    run_id = _send(company, "hello", "contract", "address", "selfie")
+    _advance(clock, run_id, timedelta(days=3))
+    _advance(clock, run_id, timedelta(days=3))
+    _decide(run_id, "ana", "approve")
+    return _decide(run_id, "bruno", "approve").id
+
+
+def onboarding_expired(clock) -> str:
+    """Greeted, never sends a document: a reminder at 7 days, closed 3 days later."""
+    company = _customer("c-hist-expired", "5511910000005", "Mercado Sol")
+    run_id = _send(company, "hello", cnpj=CNPJ)
+    _advance(clock, run_id, timedelta(days=7))
+    return _advance(clock, run_id, timedelta(days=3)).id
+
+
+def onboarding_waiting_for_compliance(clock) -> str:
+    """In flight: the case is open, the run waits for the reviewer."""
+    company = _customer("c-hist-waiting", "5511910000006", "Livraria Página")
+    return _send(company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
+
+
+# --- billing ---
+
+def _invoice(number: str, wa_id: str):
+    from durable.testing import drive
+    from processes.billing.services import invoice_issue
+
+    invoice = invoice_issue(number=number, customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
+                            due_at=START - timedelta(hours=1), wa_id=wa_id, actor="record")
+    drive(invoice.run_id)
+    return invoice
+
+
+def billing_paid_early(clock) -> str:
+    from durable.testing import drive
+    from processes.billing.services import payment_event_receive
+
+    invoice = _invoice("NF-HIST-001", "5511920000001")
+    clock.advance(timedelta(days=1))
+    payment_event_receive({"id": "evt_hist_001", "type": "payment.succeeded",
+                           "data": {"invoice": invoice.number, "amount": "350.00"}})
+    return drive(invoice.run_id).id
+
+
+def billing_unpaid_ticket(clock) -> str:
+    invoice = _invoice("NF-HIST-002", "5511920000002")
+    _advance(clock, invoice.run_id, timedelta(days=3))
+    return _advance(clock, invoice.run_id, timedelta(days=3)).id
+
+
+# --- reconciliation ---
+
+def reconcile_completed(clock) -> str:
+    """A day's batch: three of five bank lines missing from the ledger; it sleeps until the
+    closing window (06:00 the next day), then closes."""
+    from durable.testing import drive
+    from processes.reconciliation.models import BankStatementLine, LedgerEntry
+    from processes.reconciliation.services import reconciliation_start
+
+    day = START.date()
+    for n, amount in enumerate(["120.00", "75.50", "980.00", "15.25", "300.00"], start=1):
+        BankStatementLine.objects.create(entry_id=f"hist-{n}", date=day, amount=Decimal(amount),
+                                         description=f"PIX recebido {n}")
+        if n in (1, 3):
+            LedgerEntry.objects.create(entry_id=f"hist-{n}", date=day, amount=Decimal(amount))
+    batch = reconciliation_start(batch_date=day, actor="record")
+    drive(batch.run_id)
+    return _advance(clock, batch.run_id, timedelta(hours=21)).id
+
+
+SCENARIOS = [
+    Scenario("onboarding-approved-after-missing-documents", onboarding_approved_after_missing_documents,
+             "completed"),
+    Scenario("onboarding-rejected", onboarding_rejected, "completed", "rejected"),
+    Scenario("onboarding-more-documents", onboarding_more_documents, "completed"),
+    Scenario("onboarding-escalated-then-approved", onboarding_escalated_then_approved, "completed"),
+    Scenario("onboarding-expired", onboarding_expired, "completed", "expired"),
+    Scenario("onboarding-waiting-for-compliance", onboarding_waiting_for_compliance, "waiting"),
+    Scenario("billing-paid-early", billing_paid_early, "completed", "paid"),
+    Scenario("billing-unpaid-ticket", billing_unpaid_ticket, "completed", "escalated"),
+    Scenario("reconcile-completed", reconcile_completed, "completed"),
+]
+
+
+def play(scenario: Scenario) -> str:
+    """Run one scenario from START on the fake clock and check where it ended; return the
+    run id. Needs a database (the recorder's own, or a test's)."""
+    from durable.models import WorkflowRun
+    from durable.testing import fake_clock
+
+    with fake_clock(START) as clock:
+        run_id = scenario.play(clock)
+    run = WorkflowRun.objects.get(pk=run_id)
+    if run.status != scenario.status or (scenario.result is not None and run.result != scenario.result):
+        raise AssertionError(f"scenario {scenario.name} ended {run.status} with {run.result!r}, "
+                             f"not {scenario.status} with {scenario.result!r}: {run.error or ''}")
+    return run_id
+
+
+def document_of(run_id: str) -> str:
+    from durable.history import history_export
+
+    return json.dumps(history_export(run_id), indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if "--list" in argv:
+        print("\n".join(scenario.name for scenario in SCENARIOS))
+        return 0
+    wanted = [scenario for scenario in SCENARIOS if not argv or scenario.name in argv]
+    unknown = set(argv) - {scenario.name for scenario in SCENARIOS}
+    if unknown:
+        print(f"unknown scenario(s): {', '.join(sorted(unknown))} (see --list)", file=sys.stderr)
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="durable-histories-"))
+    os.environ.pop("DATABASE_URL", None)
+    os.environ.update(DJANGO_SETTINGS_MODULE="tests.settings", DURABLE_VAR_DIR=str(workdir),
+                      DURABLE_DISPATCHER="none", WHATSAPP_BACKEND="console", DOCUMENT_CHECKER="rules")
+    sys.path.insert(0, str(HERE.parent.parent))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connections
+
+    try:
+        call_command("migrate", verbosity=0)
+        connections.close_all()
+        database = workdir / "db.sqlite3"
+        shutil.copy(database, workdir / "migrated.sqlite3")
+        for scenario in wanted:
+            shutil.copy(workdir / "migrated.sqlite3", database)   # a fresh database: fixed row ids
+            run_id = play(scenario)
+            path = HERE / f"{scenario.name}.json"
+            path.write_text(document_of(run_id), encoding="utf-8")
+            connections.close_all()
+            print(f"wrote {path.relative_to(HERE.parent.parent)} ({run_id})")
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,127 @@
+"""The onboarding sections of a compliance case page, and the permission-checked document files."""
+import pytest
+from django.core.files.base import ContentFile
+
+from approvals.models import ApprovalRequest
+from processes.onboarding.models import Company, Document, DocumentKind
+from tests.processes.conftest import CNPJ, PHONE, make_reviewer
+
+pytestmark = pytest.mark.django_db
+
+PDF = b"%PDF-1.4\n% a contract\n"
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    return tmp_path
+
+
+@pytest.fixture
+def case(in_review, media) -> ApprovalRequest:
+    """The open onboarding case, its company's contract stored as a file."""
+    contract = Document.objects.get(kind=DocumentKind.ARTICLES)
+    contract.file.save("contrato.pdf", ContentFile(PDF))
+    return ApprovalRequest.objects.get(run_id=in_review.id)
+
+
+@pytest.fixture
+def contract() -> Document:
+    return Document.objects.get(kind=DocumentKind.ARTICLES)
+
+
+def file_url(case, document, what: str = "download") -> str:
+    return f"/onboarding/cases/{case.pk}/documents/{document.pk}/{what}/"
+
+
+def test_the_case_page_shows_the_company_its_documents_findings_and_conversation(client, ana, case):
+    client.force_login(ana)
+
+    page = client.get(f"/approvals/{case.pk}/").content.decode()
+
+    assert "Padaria Boa Massa" in page and CNPJ in page and f"+{PHONE}" in page
+    assert "contrato.pdf" in page and "luz.pdf" in page
+    assert file_url(case, Document.objects.get(kind=DocumentKind.ARTICLES)) in page
+    assert "Validator, round by round" in page and "proof_of_address, selfie" in page
+    conversation = page[page.index('data-testid="conversation"'):]
+    said = ["Oi, quero abrir uma conta PJ", "Olá! Para abrir", "[document] contrato.pdf", "Ainda falta",
+            "[document] luz.pdf", "[image]"]
+    assert [conversation.index(text) for text in said] == sorted(conversation.index(text) for text in said)
+
+
+def test_a_reviewer_downloads_a_document_as_an_attachment(client, ana, case, contract):
+    client.force_login(ana)
+
+    response = client.get(file_url(case, contract))
+
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == PDF
+    assert response["Content-Type"] == "application/pdf"
+    assert response["Content-Disposition"] == 'attachment; filename="contrato.pdf"'
+    assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_reviewer_previews_a_pdf_inline(client, ana, case, contract):
+    client.force_login(ana)
+
+    response = client.get(file_url(case, contract, "preview"))
+
+    assert response.status_code == 200
+    assert response["Content-Disposition"].startswith("inline")
+
+
+def test_a_file_of_an_unsafe_type_is_never_shown_inline(client, ana, case, contract):
+    Document.objects.filter(pk=contract.pk).update(mime_type="text/html", file_name="<x>.html")
+    client.force_login(ana)
+
+    response = client.get(file_url(case, contract, "preview"))
+
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"] == 'attachment; filename="_x_.html"'
+
+
+def test_a_user_outside_compliance_gets_403_and_no_file(client, case, contract):
+    client.force_login(make_reviewer("olga", reviewer=False))
+
+    response = client.get(file_url(case, contract))
+
+    assert response.status_code == 403
+    assert PDF not in response.content
+
+
+def test_an_anonymous_visitor_is_sent_to_the_login_page(client, case, contract):
+    response = client.get(file_url(case, contract))
+
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def test_a_document_of_another_company_is_not_found_through_this_case(client, ana, case, media):
+    other = Company.objects.create(wa_id="5511900001111", name="Outra")
+    foreign = Document.objects.create(company=other, kind=DocumentKind.ARTICLES, media_id="m-other",
+                                      mime_type="application/pdf")
+    foreign.file.save("secret.pdf", ContentFile(b"%PDF other"))
+    client.force_login(ana)
+
+    response = client.get(file_url(case, foreign))
+
+    assert response.status_code == 404
+
+
+def test_a_stored_name_outside_the_media_folder_is_never_served(client, ana, case, contract, media):
+    (media.parent / "outside.pdf").write_bytes(b"%PDF private")
+    Document.objects.filter(pk=contract.pk).update(file="../outside.pdf")
+    client.force_login(ana)
+
+    response = client.get(file_url(case, contract))
+
+    assert response.status_code == 404
+    assert b"private" not in response.content
+
+
+def test_a_document_never_downloaded_from_whatsapp_is_404(client, ana, case):
+    client.force_login(ana)
+    address = Document.objects.get(kind=DocumentKind.ADDRESS)
+
+    response = client.get(file_url(case, address))
+
+    assert response.status_code == 404
