@@ -43,7 +43,6 @@ class SignedWebhook(APIView):
 
     authentication_classes: list = []   # the HMAC signature is the authentication
     permission_classes = [AllowAny]
-    schema = None   # the providers define these payloads; /api/schema/ documents the operators' API
     secret_setting = ""
     signature_header = ""
 
