@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import functools
 import json
 import types
 import typing
@@ -147,8 +148,9 @@ def _dataclass(value, cls):
     return cls(**kwargs)
 
 
+@functools.lru_cache(maxsize=4096)
 def return_hint(fn):
-    """The return annotation of a step function, or None."""
+    """The return annotation of a step function, or None (cached: read at every step)."""
     try:
         hint = typing.get_type_hints(fn).get("return")
     except Exception:  # unresolvable forward references: fall back to plain values
