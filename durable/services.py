@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Least
 
-from durable import clock, codec, conf, registry, sql
+from durable import clock, codec, conf, hooks, registry, sql
 from durable.dispatch import dispatch
 from durable.errors import InvalidTransition, RunConflict, RunFinished, RunNotFound
 from durable.models import (
@@ -131,6 +131,7 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str = "system",
         run.save(update_fields=["status", "fencing_token", "error", "wake_at", "lease_owner",
                                 "lease_expires_at", "waiting_for", "updated_at", "finished_at"])
         _audit(run_id, "cancel", actor, {"reason": reason, **(audit or {})})
+        hooks.run_cancelled.send(sender=WorkflowRun, run_id=run_id, reason=reason, actor=actor)
     return run
 
 

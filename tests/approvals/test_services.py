@@ -9,7 +9,9 @@ from django_fsm import ConcurrentTransition
 from approvals import services
 from approvals.errors import AlreadyClosed, ClaimedByOther, FourEyes, InvalidOutcome, NotAllowed, ReasonRequired, RunEnded
 from approvals.models import AppendOnly, ApprovalAudit, ApprovalRequest, ApprovalStatus
+from approvals.receivers import cancel_cases_of_cancelled_run
 from durable import services as durable_services
+from durable.hooks import run_cancelled
 from durable.models import Signal
 from tests.approvals.conftest import make_user, start_case
 
@@ -221,8 +223,23 @@ def test_cancel_closes_an_open_case_without_a_signal(case, ana):
         services.approval_decide(case.pk, actor=ana, outcome="approve")
 
 
+def test_cancelling_the_run_cancels_its_open_case(case, ana):
+    durable_services.run_cancel(case.run_id, reason="customer withdrew", actor="ops")
+
+    case.refresh_from_db()
+    assert (case.status, case.closed_by) == (ApprovalStatus.CANCELLED, "ops")
+    assert case.audit.filter(action="cancel", reason="the process was cancelled: customer withdrew").exists()
+    with pytest.raises(AlreadyClosed):
+        services.approval_decide(case.pk, actor=ana, outcome="approve")
+
+
 def test_a_decision_for_a_run_that_ended_is_refused_and_writes_nothing(case, ana):
-    durable_services.run_cancel(case.run_id, reason="customer withdrew")
+    # A run can also end without a cancel (it failed); keep the case open to show that.
+    run_cancelled.disconnect(dispatch_uid="approvals.cancel_cases_of_cancelled_run")
+    try:
+        durable_services.run_cancel(case.run_id, reason="customer withdrew")
+    finally:
+        run_cancelled.connect(cancel_cases_of_cancelled_run, dispatch_uid="approvals.cancel_cases_of_cancelled_run")
 
     with pytest.raises(RunEnded):
         services.approval_decide(case.pk, actor=ana, outcome="approve")
