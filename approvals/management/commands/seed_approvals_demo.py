@@ -18,6 +18,7 @@ from durable.testing import drive
 
 REVIEWERS = ["ana", "bruno"]
 OUTSIDER = "olga"   # signed in but not in compliance: sees 403
+OPERATOR = "ops"    # the Django admin, the REST API and /metrics
 
 CASES = [
     # (company, risk, findings, deadline in days)
@@ -35,9 +36,10 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         group = compliance_group_ensure()
         logins = []
-        for username in [*REVIEWERS, OUTSIDER]:
+        for username in [*REVIEWERS, OUTSIDER, OPERATOR]:
             password = self._account(username, group if username in REVIEWERS else None)
             logins.append((username, password))
+        get_user_model().objects.filter(username=OPERATOR).update(is_staff=True, is_superuser=True)
         for company, risk, findings, deadline in CASES:
             with transaction.atomic():
                 run = durable_services.run_start(
@@ -47,7 +49,9 @@ class Command(BaseCommand):
                 drive(run.id, owner="seed_approvals_demo")  # opens the case now, not at the next sweep
         self.stdout.write("Reviewer UI: /approvals/ (sign in at /login/)")
         for username, password in logins:
-            role = "compliance reviewer" if username in REVIEWERS else "not a reviewer (gets 403)"
+            role = ("compliance reviewer" if username in REVIEWERS else
+                    "operator: /admin/, /api/docs/, /metrics" if username == OPERATOR else
+                    "not a reviewer (gets 403)")
             self.stdout.write(f"  {username:6} password: {password or '(unchanged)'}  {role}")
 
     def _account(self, username: str, group) -> str | None:
