@@ -12,7 +12,7 @@ import tests.durable.test_onboarding_example  # noqa: F401  (registers example_o
 from durable import history, services, workflow
 from durable.models import JournalEntry
 from durable.testing import drive, override_workflow
-from tests.durable.workflows import CALLS, record
+from tests.durable.workflows import CALLS, a_then_b, b_then_a, record
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 RECORDED = sorted(HISTORIES.glob("*.json"))
@@ -25,20 +25,6 @@ def durable_command(*args) -> tuple[int, str]:
     except SystemExit as exit_:
         return exit_.code, out.getvalue()
     return 0, out.getvalue()
-
-
-def a_then_b():
-    workflow.step(record, "a", name="a")
-    workflow.wait_for_signal("go")
-    workflow.step(record, "b", name="b")
-    return "done"
-
-
-def b_then_a():
-    workflow.step(record, "b", name="b")
-    workflow.wait_for_signal("go")
-    workflow.step(record, "a", name="a")
-    return "done"
 
 
 def a_then_renamed():

@@ -4,23 +4,9 @@ import pytest
 from durable import services, workflow
 from durable.models import JournalEntry, RunStatus
 from durable.testing import drive, override_workflow
-from tests.durable.workflows import CALLS, record
+from tests.durable.workflows import CALLS, a_then_b, b_then_a, record
 
 pytestmark = pytest.mark.django_db
-
-
-def a_then_b():
-    workflow.step(record, "a", name="a")
-    workflow.wait_for_signal("go")
-    workflow.step(record, "b", name="b")
-    return "done"
-
-
-def b_then_a():
-    workflow.step(record, "b", name="b")
-    workflow.wait_for_signal("go")
-    workflow.step(record, "a", name="a")
-    return "done"
 
 
 def test_reordered_steps_block_the_run_with_a_message_naming_both(clock):

@@ -166,3 +166,19 @@ def slow_step(seconds_to_take: float) -> str:
 @workflow(name="one_slow_step")
 def one_slow_step(seconds_to_take: float) -> str:
     return workflow.step(slow_step, seconds_to_take)
+
+
+# Two orders of the same calls: swapping one for the other between advances is a deploy
+# that reorders steps (not registered: tests install them with override_workflow).
+def a_then_b():
+    workflow.step(record, "a", name="a")
+    workflow.wait_for_signal("go")
+    workflow.step(record, "b", name="b")
+    return "done"
+
+
+def b_then_a():
+    workflow.step(record, "b", name="b")
+    workflow.wait_for_signal("go")
+    workflow.step(record, "a", name="a")
+    return "done"
