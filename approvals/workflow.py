@@ -63,6 +63,19 @@ def open_approval_request(run_id: str, signal_name: str, title: str, summary: di
     return Ticket(request_id=case.pk, due_at=case.due_at)
 
 
+def read_decision(request_id: int) -> Decision | None:
+    """Step: the decision as the case row records it, or None if the case is not decided."""
+    from approvals import services
+    from approvals.models import ApprovalRequest, DECIDED_STATUSES
+
+    case = ApprovalRequest.objects.get(pk=request_id)
+    if case.status not in DECIDED_STATUSES:
+        return None
+    payload = services.decision_payload(case)
+    payload["decided_at"] = case.closed_at
+    return Decision(**payload)
+
+
 def expire_approval_request(request_id: int) -> Expiry:
     """Step: the deadline passed. A decision that committed just before it still counts."""
     from approvals import services
@@ -93,9 +106,15 @@ def request_approval(*, title: str, summary: dict | None = None, subject=None, r
     ticket = workflow.step(open_approval_request, workflow.id, signal_name, title, summary or {},
                            subject_type, subject_id, risk, timeout.total_seconds(), required_approvals,
                            atomic=True, idempotency_key=idempotency_key)
-    decision = workflow.wait_for_signal(signal_name, timeout=timeout, type=Decision)
-    if decision is not None:
-        return decision
+    signal = workflow.wait_for_signal(signal_name, timeout=timeout)
+    while signal is not None:
+        # The case row decides, not the signal's payload: a signal sent by hand (an
+        # operator's form, the API) cannot approve what no reviewer approved.
+        decision = workflow.step(read_decision, ticket.request_id)
+        if decision is not None:
+            return decision
+        remaining = max(ticket.due_at - workflow.now(), timedelta(0))
+        signal = workflow.wait_for_signal(signal_name, timeout=remaining)
     expiry = workflow.step(expire_approval_request, ticket.request_id, atomic=True)
     if expiry.expired:
         return None

@@ -37,6 +37,21 @@ def test_a_rejection_resumes_the_run_without_opening_the_account(case, ana):
     assert CALLS["open_account"] == 0
 
 
+def test_a_hand_sent_decision_signal_approves_nothing(case, ana):
+    durable_services.signal_send(case.run_id, "compliance_decision",
+                                 {"approved": True, "outcome": "approve", "by": ["mallory"]}, actor="ops")
+    run = drive(case.run_id)
+    case.refresh_from_db()
+    assert (run.status, case.status) == (RunStatus.WAITING, ApprovalStatus.PENDING)
+    assert CALLS["open_account"] == 0
+
+    services.approval_decide(case.pk, actor=ana, outcome="approve", reason="checked")
+    run = drive(case.run_id)
+
+    assert (run.status, run.result["by"]) == (RunStatus.COMPLETED, ["ana"])
+    assert CALLS["open_account"] == 1
+
+
 def test_nobody_deciding_in_three_days_returns_none_and_expires_the_case(case, clock):
     clock.advance(days(3))
     run = drive(case.run_id)

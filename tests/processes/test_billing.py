@@ -73,6 +73,20 @@ def test_a_future_invoice_is_reminded_only_when_due(clock):
     assert reminders(invoice) == [f"{invoice.run_id}:1"]
 
 
+def test_an_invoice_paid_before_it_is_due_gets_no_reminder(signed_post, clock):
+    invoice = invoice_issue(number="NF-3003", customer_name="Y", amount=Decimal("350.00"),
+                            due_at=clock.now() + days(5), wa_id="5511955551111")
+    drive(invoice.run_id)
+
+    signed_post(payment("evt_early", invoice_number="NF-3003"), url=PAYMENTS_URL)
+    run = drive(invoice.run_id)
+    clock.advance(days(5))
+    drive(invoice.run_id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, "paid")
+    assert reminders(invoice) == []
+
+
 def test_a_redelivered_payment_event_is_one_signal(invoice, signed_post):
     signed_post(payment("evt_2"), url=PAYMENTS_URL)
     response = signed_post(payment("evt_2"), url=PAYMENTS_URL)
