@@ -35,6 +35,7 @@ from approvals.models import (
 from durable import clock
 from durable import services as durable_services
 from durable.errors import RunFinished, RunNotFound
+from durable.models import WorkflowRun
 
 DECIDE_PERMISSION = "approvals.decide_approvalrequest"
 COMPLIANCE_GROUP = "compliance"
@@ -86,10 +87,14 @@ def _audit(case: ApprovalRequest, action: str, actor: str, from_status: str, *, 
 
 
 def _locked(request_id: int) -> ApprovalRequest:
-    case = ApprovalRequest.objects.select_for_update().filter(pk=request_id).first()
-    if case is None:
+    """Lock the case's run, then the case: the order run_cancel and the workflow's own
+    steps take them in too, so a reviewer deciding while the run is cancelled or expires
+    waits instead of deadlocking."""
+    run_id = ApprovalRequest.objects.filter(pk=request_id).values_list("run_id", flat=True).first()
+    if run_id is None:
         raise ApprovalNotFound(f"no approval request #{request_id}")
-    return case
+    list(WorkflowRun.objects.select_for_update().filter(pk=run_id).values_list("pk"))
+    return ApprovalRequest.objects.select_for_update().get(pk=request_id)
 
 
 def closed_message(case: ApprovalRequest) -> str:

@@ -54,7 +54,13 @@ def _advance_claimed(run, lease) -> str:
         lease.extend()
     with leases.store_errors():
         journal = {entry.position: entry for entry in JournalEntry.objects.filter(run_id=run.id)}
-    args, kwargs = definition.decode_input(run.input)
+    try:
+        args, kwargs = definition.decode_input(run.input)
+    except Exception as exc:  # the code's signature no longer reads this run's input
+        lease.finish(run, transition="block", error={
+            "type": "InputMismatch", "message": f"the run's input no longer fits {definition.source}: "
+                                                f"{type(exc).__name__}: {exc}"})
+        return Outcome.BLOCKED
     ctx = ReplayContext(run, lease, journal)
     for _ in range(MAX_REPLAYS_PER_ADVANCE):
         ctx.position = 0

@@ -135,7 +135,10 @@ class Lease:
         """Heartbeat: push the expiry forward; False if the lease is gone."""
         now = clock.now()
         expires = self._expiry(now)
-        updated = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
+        # Only while the run is still ours and running: a heartbeat that lands just after
+        # the run was parked or finished must not give it a lease (and a wake time) again.
+        updated = WorkflowRun.objects.filter(
+            pk=self.run_id, fencing_token=self.token, status=RunStatus.RUNNING).update(
             lease_expires_at=expires, wake_at=expires)
         if updated:
             self.expires_at = expires

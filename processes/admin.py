@@ -112,7 +112,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in InboundMessage._meta.fields]
     actions = ["process_again"]
 
-    @admin.action(description="Process the selected failed/received messages again")
+    @admin.action(description="Process the selected failed/received messages again", permissions=["change"])
     def process_again(self, request, queryset):
         done = [inbound_process(m.pk).status for m in queryset.filter(
             status__in=[InboundStatus.RECEIVED, InboundStatus.FAILED])]

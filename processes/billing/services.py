@@ -33,6 +33,8 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
     sends ``paid`` to its reminder run. Returns (event, created)."""
     if not isinstance(payload, dict) or not isinstance(payload.get("id"), str) or not payload["id"]:
         raise PaymentPayloadInvalid("a payment event needs a string 'id'")
+    if len(payload["id"]) > 128:  # stored and deduplicated whole, never cut
+        raise PaymentPayloadInvalid("a payment event 'id' has at most 128 characters")
     if not isinstance(payload.get("type"), str):
         raise PaymentPayloadInvalid("a payment event needs a string 'type'")
     data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
@@ -41,7 +43,7 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
             existing = PaymentEvent.objects.filter(event_id=payload["id"]).first()
             if existing is not None:
                 return existing, False
-            event = PaymentEvent(event_id=payload["id"][:128], event_type=payload["type"][:64],
+            event = PaymentEvent(event_id=payload["id"], event_type=payload["type"][:64],
                                  payload=payload)
             if payload["type"] not in PAID_EVENT_TYPES:
                 event.status, event.note = PaymentEventStatus.IGNORED, "not a payment"
@@ -56,7 +58,7 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
                     event.note = _apply_payment(invoice, event_id=event.event_id)
             event.save()
     except IntegrityError:  # a concurrent delivery of the same event won the race
-        return PaymentEvent.objects.get(event_id=payload["id"][:128]), False
+        return PaymentEvent.objects.get(event_id=payload["id"]), False
     return event, True
 
 

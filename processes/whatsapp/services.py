@@ -5,6 +5,8 @@ transaction; routing them to a workflow happens once that transaction commits, s
 failure while routing never loses a message: it stays visible with a note.
 """
 import logging
+import mimetypes
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
@@ -215,8 +217,11 @@ def media_download(document) -> bool:
     media = get_backend().download_media(document.media_id)
     if media is None:
         return False
-    name = document.file_name or f"{document.media_id}"
-    document.file.save(name, ContentFile(media.content), save=False)
+    # Stored under a name we choose: the customer's file name ("../x.pdf", "a/b.pdf") is
+    # kept in file_name for display and download only.
+    extension = mimetypes.guess_extension(document.mime_type or media.mime_type or "") or ""
+    safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", str(document.media_id))[:100] or "media"
+    document.file.save(f"{safe_id}{extension}", ContentFile(media.content), save=False)
     document.size, document.sha256 = len(media.content), media.sha256
     document.mime_type = document.mime_type or media.mime_type
     document.save(update_fields=["file", "size", "sha256", "mime_type"])

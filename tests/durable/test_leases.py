@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from durable import leases, services
 from durable.errors import Fenced
-from durable.models import JournalEntry, RunStatus
+from durable.models import JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive
 from tests.durable.workflows import three_steps
 
@@ -62,3 +62,13 @@ def test_each_step_costs_at_most_two_sql_statements(clock):
     # The fenced lease update and the journal insert: one statement on PostgreSQL (a
     # data-modifying CTE), two elsewhere.
     assert per_step == (1 if connection.vendor == "postgresql" else 2)
+
+
+def test_a_heartbeat_after_the_run_was_parked_gives_it_no_lease(clock):
+    run = services.run_start("collect_two", id="lease:parked")
+    _, lease = leases.claim(run.id, owner="a")
+    lease.finish(WorkflowRun.objects.get(pk=run.id), transition="suspend", wake_at=None,
+                 waiting_for="signal:item")
+
+    assert lease.extend() is False
+    assert WorkflowRun.objects.filter(pk=run.id, lease_expires_at__isnull=True, wake_at__isnull=True).exists()

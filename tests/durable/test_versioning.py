@@ -104,3 +104,19 @@ def test_a_run_of_an_unregistered_version_is_blocked_not_lost(clock):
 
     assert run.status == RunStatus.BLOCKED
     assert "no workflow named 'gone'" in run.error["message"]
+
+
+def test_a_run_whose_input_no_longer_fits_the_code_is_blocked_with_the_reason(clock):
+    from tests.durable.workflows import Validation
+
+    def takes_a_validation(result: Validation):
+        return result.ok
+
+    with override_workflow(lambda text: text, name="input_change"):
+        run = services.run_start("input_change", "plain text", id="input:1")
+    with override_workflow(takes_a_validation, name="input_change"):
+        run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["type"] == "InputMismatch"
+    assert "expected an object for Validation" in run.error["message"]

@@ -116,3 +116,10 @@ def test_a_payment_event_without_an_id_is_400(signed_post):
 
     assert response.status_code == 400
     assert "'id'" in response.json()["detail"]
+
+
+def test_a_payment_event_id_too_long_to_store_whole_is_400(signed_post):
+    response = signed_post(payment("evt_" + "x" * 200), url=PAYMENTS_URL)
+
+    assert response.status_code == 400
+    assert not PaymentEvent.objects.exists()

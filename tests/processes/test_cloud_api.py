@@ -1,5 +1,6 @@
 """The Cloud API backend against a local fake Graph API: sends, templates, media download."""
 import hashlib
+import re
 
 import pytest
 
@@ -77,6 +78,22 @@ def test_a_received_document_is_downloaded_as_a_step_of_the_run(cloud_api, signe
     assert (stored.size, stored.sha256) == (len(PDF), digest)
     media_requests = [r for r in cloud_api.requests if r["method"] == "GET"]
     assert all(r["headers"]["Authorization"] == "Bearer test-token" for r in media_requests)
+
+
+def test_a_customer_file_name_with_directories_is_not_where_the_file_is_stored(cloud_api, signed_post, clock):
+    digest = hashlib.sha256(PDF).hexdigest()
+    cloud_api.route("GET", "/v21.0/MEDIA-3", {"url": cloud_api.url + "/files/MEDIA-3", "mime_type":
+                                              "application/pdf", "sha256": digest, "file_size": len(PDF)})
+    cloud_api.route("GET", "/files/MEDIA-3", PDF, content_type="application/pdf")
+    signed_post(whatsapp_webhook(document("wamid.DOC3", "contrato social", media_id="MEDIA-3",
+                                          filename="../../etc/contrato.pdf", sha256=digest)))
+
+    drive(Company.objects.get().run_id)
+
+    stored = Document.objects.get(media_id="MEDIA-3")
+    assert re.fullmatch(r"documents/[\d/]+/MEDIA-3(_\w+)?\.pdf", stored.file.name), stored.file.name
+    assert stored.file_name == "../../etc/contrato.pdf"
+    assert stored.file.read() == PDF
 
 
 def test_a_download_whose_hash_does_not_match_is_refused(cloud_api, clock):
