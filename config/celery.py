@@ -30,3 +30,10 @@ app.conf.beat_schedule["processes-reconcile-yesterday"] = {
     "task": "processes.reconcile_yesterday",
     "schedule": crontab(hour=int(os.environ.get("RECONCILIATION_START_HOUR", "0")), minute=30),
 }
+
+# Inbound WhatsApp messages whose on-commit routing was lost with a web process.
+app.conf.beat_schedule["processes-route-stale-inbound"] = {
+    "task": "processes.route_stale_inbound",
+    "schedule": 60.0,
+    "options": {"expires": 120},
+}

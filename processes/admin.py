@@ -1,12 +1,14 @@
 """Admin pages for operators: companies, documents, accounts, invoices, tickets,
 reconciliation, and every WhatsApp message (unmatched ones one filter away)."""
 from django.contrib import admin, messages
+from django.db.models import Q
 
+from durable import clock
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.onboarding.models import Account, Company, Document
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch
 from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
-from processes.whatsapp.services import inbound_process
+from processes.whatsapp.services import STALE_AFTER, inbound_process
 
 
 class DocumentInline(admin.TabularInline):
@@ -94,12 +96,13 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
     parameter_name = "attention"
 
     def lookups(self, request, model_admin):
-        return [("yes", "Unmatched, unsupported or failed")]
+        return [("yes", "Unmatched, unsupported, failed, or never routed")]
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
-            return queryset.filter(status__in=[InboundStatus.UNMATCHED, InboundStatus.UNSUPPORTED,
-                                               InboundStatus.FAILED])
+            never_routed = Q(status=InboundStatus.RECEIVED, received_at__lte=clock.now() - STALE_AFTER)
+            return queryset.filter(Q(status__in=[InboundStatus.UNMATCHED, InboundStatus.UNSUPPORTED,
+                                                 InboundStatus.FAILED]) | never_routed)
         return queryset
 
 

@@ -160,6 +160,21 @@ def inbound_process(message_id: int) -> InboundMessage:
         return InboundMessage.objects.get(pk=message_id)
 
 
+STALE_AFTER = timedelta(minutes=1)
+
+
+def inbound_route_stale(*, older_than: timedelta = STALE_AFTER, limit: int = 200) -> int:
+    """Route messages stored but never routed (the web process died between its commit
+    and the on-commit routing). Run by beat; routing is idempotent, so a message the web
+    process is routing right now is not routed twice."""
+    cutoff = clock.now() - older_than
+    stale = list(InboundMessage.objects.filter(status=InboundStatus.RECEIVED, received_at__lte=cutoff)
+                 .order_by("received_at").values_list("pk", flat=True)[:limit])
+    for message_id in stale:
+        inbound_process(message_id)
+    return len(stale)
+
+
 def status_apply(status: dict) -> OutboundMessage | None:
     """Move an outbound message's status forward (sent, delivered, read, failed)."""
     name = str(status.get("status"))

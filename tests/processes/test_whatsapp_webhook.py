@@ -1,5 +1,6 @@
 """The WhatsApp webhook: signatures, storage first, redeliveries, senders, statuses."""
 import json
+from datetime import timedelta
 
 import pytest
 
@@ -159,3 +160,20 @@ def test_a_message_sent_twice_with_one_key_is_one_message(clock):
     message_send(company=company, body="Olá", idempotency_key="same")
 
     assert OutboundMessage.objects.filter(idempotency_key="same").count() == 1
+
+
+def test_a_message_whose_routing_was_lost_is_routed_by_the_sweep(clock):
+    from processes.whatsapp.services import inbound_route_stale, webhook_receive
+
+    webhook_receive(whatsapp_webhook(whatsapp_message("wamid.LOST")))  # its on-commit never ran
+    message = InboundMessage.objects.get(wamid="wamid.LOST")
+    assert message.status == InboundStatus.RECEIVED
+    assert inbound_route_stale() == 0  # not yet: the web process may still be routing it
+
+    clock.advance(timedelta(minutes=2))
+    routed = inbound_route_stale()
+
+    message.refresh_from_db()
+    assert routed == 1
+    assert message.status != InboundStatus.RECEIVED and message.company is not None
+    assert WorkflowRun.objects.filter(pk=message.company.run_id).exists()
