@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from durable import clock, codec, context, leases, registry
 from durable.context import ReplayContext, error_of
-from durable.errors import Divergence, Fenced, PayloadError, StoreUnavailable, Suspend, WorkflowNotFound
+from durable.errors import Divergence, Fenced, StoreUnavailable, Suspend, WorkflowNotFound
 from durable.models import JournalEntry
 
 log = logging.getLogger(__name__)
@@ -84,9 +84,6 @@ def _advance_claimed(run, lease) -> str:
                          error={"type": getattr(divergence, "error_type", "JournalMismatch"),
                                 "message": divergence.message})
             return Outcome.BLOCKED
-        except PayloadError as exc:
-            lease.finish(run, transition="fail", error=error_of(exc))
-            return Outcome.FAILED
         except Exception as exc:
             log.info("run %s failed: %s: %s", run.id, type(exc).__name__, exc)
             lease.finish(run, transition="fail", error=error_of(exc))

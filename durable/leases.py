@@ -32,7 +32,6 @@ class Lease:
     token: int
     seconds: float
     signal_seq: int
-    expires_at: datetime | None = None
 
     def _expiry(self, now: datetime) -> datetime:
         return now + timedelta(seconds=self.seconds)
@@ -140,8 +139,6 @@ class Lease:
         updated = WorkflowRun.objects.filter(
             pk=self.run_id, fencing_token=self.token, status=RunStatus.RUNNING).update(
             lease_expires_at=expires, wake_at=expires)
-        if updated:
-            self.expires_at = expires
         return bool(updated)
 
 
@@ -204,7 +201,7 @@ def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None 
         values.append(value)
     run = WorkflowRun.from_db(connection.alias, [f.attname for f in fields], values)
     return run, Lease(run_id=run_id, owner=owner, token=run.fencing_token, seconds=seconds,
-                      signal_seq=run.signal_seq, expires_at=expires)
+                      signal_seq=run.signal_seq)
 
 
 class Heartbeat:

@@ -3,10 +3,10 @@ from datetime import timedelta
 
 import pytest
 
-from durable import services
+from durable import Retry, StepFailed, services, workflow
 from durable.models import EntryStatus, JournalEntry, RunStatus
-from durable.testing import drive
-from tests.durable.workflows import CALLS
+from durable.testing import drive, override_workflow
+from tests.durable.workflows import CALLS, always_fails
 
 pytestmark = pytest.mark.django_db
 
@@ -35,16 +35,25 @@ def test_a_failing_step_backs_off_then_raises_step_failed_into_the_body(clock):
     assert (entry.status, entry.attempt, entry.error["type"]) == (EntryStatus.FAILED, 3, "Flaky")
 
 
-def test_a_failed_step_replays_as_the_same_failure(clock):
-    run = services.run_start("gives_up", id="gives_up:2")
-    for _ in range(3):
-        drive(run.id)
-        clock.advance(timedelta(minutes=1))
+def fails_once_then_waits():
+    try:
+        workflow.step(always_fails, retry=Retry(max_attempts=1))
+    except StepFailed as failure:
+        caught = failure.error_type
+    workflow.wait_for_signal("go")
+    return caught
 
-    run = drive(run.id)
 
-    assert run.status == RunStatus.COMPLETED
-    assert CALLS["always_fails"] == 3
+def test_a_failed_step_replays_as_the_same_failure_without_running_again(clock):
+    with override_workflow(fails_once_then_waits, name="fails_then_waits"):
+        run = services.run_start("fails_then_waits", id="fails_then_waits:1")
+        assert drive(run.id).status == RunStatus.WAITING
+        services.signal_send(run.id, "go", {})
+
+        run = drive(run.id)  # replays the failed entry: StepFailed again, from the journal
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, "Flaky")
+    assert CALLS["always_fails"] == 1
 
 
 def test_an_operator_retry_gives_a_failed_step_a_fresh_budget(clock):
