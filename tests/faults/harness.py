@@ -39,6 +39,29 @@ class SignalSender(threading.Thread):
             connection.close()
 
 
+def start_chaos(celery, rng: random.Random, *, runs: int, spread: float,
+                beats: tuple[str, ...] = ("beat",)) -> tuple[list[str], SignalSender]:
+    """Two workers, the beats, ``runs`` runs, and their signals on the way."""
+    celery.start_worker("w0")
+    celery.start_worker("w1")
+    for beat in beats:
+        celery.start_beat(beat)
+    run_ids = start_runs(runs)
+    sender = SignalSender(run_ids, rng, spread=spread)
+    sender.start()
+    return run_ids, sender
+
+
+def settle(run_ids: list[str], sender: SignalSender, title: str, **counts) -> Counter:
+    """After the chaos: every signal was sent, every guarantee holds; print the totals."""
+    sender.join(timeout=60)
+    assert sender.error is None, f"sending a signal failed: {sender.error!r}"
+    totals = check_guarantees(run_ids)
+    totals.update(counts)
+    report(title, totals)
+    return totals
+
+
 def wait_for_all(run_ids: list[str], *, timeout: float, chaos=None) -> None:
     deadline = time.monotonic() + timeout
     while True:

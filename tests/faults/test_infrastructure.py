@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from durable.dispatch import send_advance
-from tests.faults.harness import SignalSender, check_guarantees, report, start_runs, wait_for_all
+from tests.faults.harness import settle, start_chaos, wait_for_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -55,12 +55,7 @@ def test_runs_survive_redis_being_killed_and_restarted_empty(celery_processes, r
     celery = celery_processes
     celery.env["CELERY_BROKER_URL"] = redis.url
     try:
-        celery.start_worker("w0")
-        celery.start_worker("w1")
-        celery.start_beat()
-        run_ids = start_runs(40)
-        sender = SignalSender(run_ids, rng, spread=6)
-        sender.start()
+        run_ids, sender = start_chaos(celery, rng, runs=40, spread=6)
         restarts = 0
         next_restart = time.monotonic() + 1.5
 
@@ -74,15 +69,11 @@ def test_runs_survive_redis_being_killed_and_restarted_empty(celery_processes, r
                 next_restart = time.monotonic() + rng.uniform(1.5, 3.0)
 
         wait_for_all(run_ids, timeout=180, chaos=chaos)
-        sender.join(timeout=60)
     finally:
         celery.stop()
         redis.kill()
 
-    assert sender.error is None
-    totals = check_guarantees(run_ids)
-    totals["redis_restarts"] = restarts
-    report("Redis restarts", totals)
+    settle(run_ids, sender, "Redis restarts", redis_restarts=restarts)
     assert restarts >= 2, "the runs finished before Redis could be restarted: the test proved nothing"
 
 
@@ -90,12 +81,7 @@ def test_runs_survive_redis_being_killed_and_restarted_empty(celery_processes, r
 def test_runs_survive_their_database_connections_being_terminated(celery_processes, rng):
     celery = celery_processes
     celery.env["PGAPPNAME"] = "durable-fault-worker"
-    celery.start_worker("w0")
-    celery.start_worker("w1")
-    celery.start_beat()
-    run_ids = start_runs(40)
-    sender = SignalSender(run_ids, rng, spread=16)
-    sender.start()
+    run_ids, sender = start_chaos(celery, rng, runs=40, spread=16)
     terminated = []
     next_burst = time.monotonic() + 1.0
 
@@ -113,31 +99,18 @@ def test_runs_survive_their_database_connections_being_terminated(celery_process
             next_burst = time.monotonic() + rng.uniform(3.5, 5.0)
 
     wait_for_all(run_ids, timeout=180, chaos=chaos)
-    sender.join(timeout=60)
 
-    assert sender.error is None
-    totals = check_guarantees(run_ids)
-    totals["connections_terminated"] = sum(terminated)
-    report("PostgreSQL connections terminated", totals)
+    settle(run_ids, sender, "PostgreSQL connections terminated", connections_terminated=sum(terminated))
     assert len(terminated) >= 3 and sum(terminated) >= 3, "too few connections were terminated to prove anything"
 
 
 def test_two_beats_and_duplicate_dispatches_do_no_harm(celery_processes, chaos_settings, rng):
     celery = celery_processes
-    celery.start_worker("w0")
-    celery.start_worker("w1")
-    celery.start_beat("beat-a")
-    celery.start_beat("beat-b")
-    run_ids = start_runs(60)
+    run_ids, sender = start_chaos(celery, rng, runs=60, spread=4, beats=("beat-a", "beat-b"))
     for run_id in run_ids:  # every run also gets two racing advance messages
         send_advance(run_id)
         send_advance(run_id)
-    sender = SignalSender(run_ids, rng, spread=4)
-    sender.start()
 
     wait_for_all(run_ids, timeout=180)
-    sender.join(timeout=60)
 
-    assert sender.error is None
-    totals = check_guarantees(run_ids)
-    report("two beats and duplicate dispatches", totals)
+    settle(run_ids, sender, "two beats and duplicate dispatches")

@@ -3,19 +3,14 @@ import time
 
 import pytest
 
-from tests.faults.harness import SignalSender, check_guarantees, report, start_runs, wait_for_all
+from tests.faults.harness import settle, start_chaos, wait_for_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 def test_every_run_completes_once_through_random_worker_kills(celery_processes, rng):
     celery = celery_processes
-    celery.start_worker("w0")
-    celery.start_worker("w1")
-    celery.start_beat()
-    run_ids = start_runs(100)
-    sender = SignalSender(run_ids, rng, spread=20)
-    sender.start()
+    run_ids, sender = start_chaos(celery, rng, runs=100, spread=20)
     kills = 0
     next_kill = time.monotonic() + rng.uniform(0.5, 2.0)
 
@@ -32,10 +27,6 @@ def test_every_run_completes_once_through_random_worker_kills(celery_processes, 
         next_kill = time.monotonic() + rng.uniform(3.5, 5.0)
 
     wait_for_all(run_ids, timeout=240, chaos=chaos)
-    sender.join(timeout=60)
 
-    assert sender.error is None
-    totals = check_guarantees(run_ids)
-    totals["kills"] = kills
-    report("worker SIGKILLs", totals)
+    settle(run_ids, sender, "worker SIGKILLs", kills=kills)
     assert kills >= 3, "the runs finished before the chaos could happen: the test proved nothing"
