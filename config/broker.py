@@ -1,6 +1,6 @@
-"""Celery's filesystem transport, made safe for several processes: the embedded default.
+"""kombu transports with the fixes our workers need: filesystem (the embedded default) and Redis.
 
-kombu's own writes a message file in place, so a worker polling the folder can read it
+Filesystem: kombu's own writes a message file in place, so a worker polling the folder can read it
 half-written and crash on the JSON. Here a message is written under a name the reader
 ignores and renamed into the queue when complete; a reader claims a file by renaming it
 into its own folder on the same filesystem, so exactly one worker gets each message.
@@ -9,6 +9,7 @@ import os
 import uuid
 
 from kombu.transport import filesystem
+from kombu.transport import redis as redis_transport
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
 
@@ -49,3 +50,22 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+
+class RedisChannel(redis_transport.Channel):
+    """Celery 5.7's consumer collects a broken connection, then closes it again; the second
+    close asks this channel for a client of a transport that no longer has one and died with
+    ``AttributeError: 'NoneType' object has no attribute 'hostname'``, an error Celery does
+    not treat as a connection error, so the worker exited when Redis restarted. Here it is a
+    connection error, which Celery ignores on close and answers by reconnecting.
+    """
+
+    def _connparams(self, asynchronous=False):
+        if self.connection.client is None:
+            raise redis_transport.redis.exceptions.ConnectionError(
+                "the broker connection was already closed")
+        return super()._connparams(asynchronous=asynchronous)
+
+
+class RedisTransport(redis_transport.Transport):
+    Channel = RedisChannel

@@ -172,6 +172,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     CELERY_BROKER_TRANSPORT = "config.broker:Transport"  # atomic writes, see config/broker.py
     for _folder in set(_folders.values()):
         (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
+if CELERY_BROKER_URL.startswith("redis://"):
+    CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"  # survives a Redis restart, see config/broker.py
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

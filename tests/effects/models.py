@@ -7,6 +7,7 @@ class Effect(models.Model):
     run_id = models.CharField(max_length=255)
     name = models.CharField(max_length=255)
     idempotency_key = models.CharField(max_length=255, blank=True, default="")
+    worker = models.CharField(max_length=255, blank=True, default="")  # the Celery node that ran it
     created_at = models.DateTimeField(auto_now_add=True)
 
 

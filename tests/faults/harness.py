@@ -12,8 +12,8 @@ from durable.models import EntryKind, JournalEntry, RunStatus, Signal, WorkflowR
 from tests.effects.models import Effect
 
 
-def start_runs(count: int) -> list[str]:
-    return [services.run_start("fault_order", n, id=f"fault:{n}").id for n in range(count)]
+def start_runs(count: int, *, first: int = 0) -> list[str]:
+    return [services.run_start("fault_order", n, id=f"fault:{n}").id for n in range(first, first + count)]
 
 
 class SignalSender(threading.Thread):

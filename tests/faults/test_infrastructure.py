@@ -1,51 +1,16 @@
 """Redis restarted, PostgreSQL connections terminated, two beats and duplicate dispatches."""
 import shutil
-import socket
-import subprocess
 import time
 
 import pytest
 from django.db import connection
 
 from durable.dispatch import send_advance
-from tests.faults.harness import settle, start_chaos, wait_for_all
+from tests.effects.models import Effect
+from tests.faults.harness import SignalSender, settle, start_chaos, start_runs, wait_for_all
+from tests.workers import PrivateRedis
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class PrivateRedis:
-    """A redis-server of this test's own, so restarting it disturbs nobody else."""
-
-    def __init__(self):
-        self.port = free_port()
-        self.proc = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self):
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait(timeout=10)
 
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
@@ -75,6 +40,38 @@ def test_runs_survive_redis_being_killed_and_restarted_empty(celery_processes, r
 
     settle(run_ids, sender, "Redis restarts", redis_restarts=restarts)
     assert restarts >= 2, "the runs finished before Redis could be restarted: the test proved nothing"
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+def test_every_worker_keeps_consuming_after_redis_is_restarted_five_times(celery_processes, rng):
+    redis = PrivateRedis()
+    redis.start()
+    celery = celery_processes
+    celery.env["CELERY_BROKER_URL"] = redis.url
+    try:
+        run_ids, sender = start_chaos(celery, rng, runs=30, spread=12)
+        for _ in range(5):  # while advances are queued, in flight and unacknowledged
+            time.sleep(rng.uniform(1.0, 2.0))
+            redis.kill()
+            time.sleep(rng.uniform(0.2, 1.0))
+            redis.start()
+        wait_for_all(run_ids, timeout=180)
+        settle(run_ids, sender, "Redis restarted five times", redis_restarts=5)
+        exited = [name for name, proc in celery.procs.items() if proc.poll() is not None]
+        assert not exited, f"these Celery processes exited when Redis restarted: {exited}"
+
+        later = start_runs(16, first=100)  # work that only a worker still consuming can do
+        later_sender = SignalSender(later, rng, spread=1.0)
+        later_sender.start()
+        wait_for_all(later, timeout=120)
+        settle(later, later_sender, "runs started after the restarts")
+    finally:
+        celery.stop()
+        redis.kill()
+
+    nodes = set(Effect.objects.filter(run_id__in=later).values_list("worker", flat=True))
+    assert {node.split("-")[0] for node in nodes} >= {"w0", "w1"}, \
+        f"after the restarts only {sorted(nodes)} ran steps"
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")

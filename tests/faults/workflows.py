@@ -2,6 +2,8 @@
 a timer and a signal, with steps slow enough for a kill to land in the middle of one."""
 import time
 
+from celery import current_task
+
 from durable import Retry, minutes, seconds, workflow
 from tests.effects.models import Effect
 
@@ -9,9 +11,16 @@ from tests.effects.models import Effect
 PATIENT = Retry(max_attempts=30, initial_interval=seconds(0.2), backoff=1.5, max_interval=seconds(2))
 
 
+def worker_node() -> str:
+    """The Celery node running this step ("" when driven in-process)."""
+    request = current_task.request if current_task else None
+    return getattr(request, "hostname", None) or ""
+
+
 def charge(n: int, idempotency_key: str) -> str:
     """External: the payment provider dedupes by key, so it may run twice, never more."""
-    Effect.objects.create(run_id=f"fault:{n}", name="charge", idempotency_key=idempotency_key)
+    Effect.objects.create(run_id=f"fault:{n}", name="charge", idempotency_key=idempotency_key,
+                          worker=worker_node())
     time.sleep(0.1)
     return idempotency_key
 
@@ -23,7 +32,8 @@ def post_ledger(n: int, idempotency_key: str) -> int:
 
 def notify(n: int, token: str, idempotency_key: str) -> str:
     time.sleep(0.15)
-    Effect.objects.create(run_id=f"fault:{n}", name="notify", idempotency_key=idempotency_key)
+    Effect.objects.create(run_id=f"fault:{n}", name="notify", idempotency_key=idempotency_key,
+                          worker=worker_node())
     return token
 
 
