@@ -15,6 +15,7 @@ _EXPORTS = {
     "StepInfo": "durable.context",
     "current_step": "durable.context",
     "StepFailed": "durable.errors",
+    "StepTimeout": "durable.errors",
     "RunConflict": "durable.errors",
     "RunFinished": "durable.errors",
     "RunNotFound": "durable.errors",

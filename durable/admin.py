@@ -145,9 +145,9 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
             "signals": list(run.signals.order_by("id")),
             "audit_events": list(run.audit_events.order_by("created_at", "id")),
             "can_operate": can_operate,
-            "can_cancel": can_operate and run.status not in (RunStatus.COMPLETED, RunStatus.CANCELLED),
-            "can_retry": can_operate and run.status in (RunStatus.FAILED, RunStatus.BLOCKED),
-            "can_wake": can_operate and run.status in (RunStatus.PENDING, RunStatus.WAITING),
+            "can_cancel": can_operate and run.allows("cancel"),
+            "can_retry": can_operate and run.allows("retry"),
+            "can_wake": can_operate and run.allows("wake"),
             "can_signal": can_operate and not run.is_finished,
             "operate_urls": {name: reverse(f"admin:durable_workflowrun_{name}", args=[quote(run.pk)])
                              for name in ("cancel", "retry", "wake", "signal")},

@@ -30,3 +30,8 @@ def sweep_lookahead_seconds() -> float:
     """Timers due within this many seconds are sent now, with a countdown (one tick)."""
     return float(getattr(settings, "DURABLE_SWEEP_LOOKAHEAD_SECONDS",
                          getattr(settings, "DURABLE_SWEEP_INTERVAL_SECONDS", 1)))
+
+
+def crash_loop_limit() -> int:
+    """Takeovers at one journal position, with no progress, before the run is blocked."""
+    return int(getattr(settings, "DURABLE_CRASH_LOOP_LIMIT", 5))

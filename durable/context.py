@@ -1,23 +1,26 @@
 """The replay context: what ``workflow.step``, ``wait_for_signal`` & co. do inside a run.
 
-Each durable call takes the next journal position. If the journal has an entry there,
-the call must match it (kind and name) and returns what it recorded; otherwise the call
-is performed now and recorded before the body goes on. No I/O happens here except
-through the lease's fenced journal writes.
+One class for live runs and recorded histories. Each durable call takes the next
+journal position. If the journal has an entry there, the call must match it (kind and
+name) and returns what it recorded; otherwise the call is performed now and recorded
+before the body goes on. Where entries are kept is the store's business
+(``durable.store``): no I/O happens here except through it.
 """
 import contextvars
+import functools
 import inspect
 import random as random_module
 import traceback
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
 from durable import clock, codec
 from durable.durations import as_timedelta
-from durable.errors import Divergence, PayloadError, StepFailed, Suspend
-from durable.leases import store_errors
-from durable.models import EntryKind, EntryStatus, JournalEntry, Signal
+from durable.errors import (CrashLoop, Divergence, JournalMismatch, PayloadError, StepFailed,
+                            StepTimeout, Suspend)
+from durable.models import EntryKind, EntryStatus, JournalEntry
 from durable.retry import DEFAULT_RETRY, Retry
 
 _current: contextvars.ContextVar["ReplayContext | None"] = contextvars.ContextVar(
@@ -51,19 +54,13 @@ def describe(entry_or_kind, name=None) -> str:
     return f"{entry_or_kind} {name!r}"
 
 
-_accepts_key_cache: dict = {}
-
-
+@functools.lru_cache(maxsize=4096)
 def _accepts_idempotency_key(fn) -> bool:
-    cached = _accepts_key_cache.get(fn)
-    if cached is None:
-        try:
-            params = inspect.signature(fn).parameters
-        except (TypeError, ValueError):
-            params = {}
-        cached = "idempotency_key" in params
-        _accepts_key_cache[fn] = cached
-    return cached
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "idempotency_key" in params
 
 
 def error_of(exc: BaseException) -> dict:
@@ -74,13 +71,61 @@ def error_of(exc: BaseException) -> dict:
     }
 
 
+# --- the driver: executor.advance and durable replay both run a body through this ---
+
+
+@dataclass
+class Returned:
+    value: object
+
+
+@dataclass
+class Suspended:
+    suspend: Suspend
+
+
+@dataclass
+class Diverged:
+    divergence: Divergence
+
+
+@dataclass
+class Raised:
+    error: Exception
+
+
+def replay(ctx: "ReplayContext", fn, args, kwargs) -> Returned | Suspended | Diverged | Raised:
+    """Run the workflow body once from position 0 against ``ctx``.
+
+    Every other control flow (``Fenced``, ``StoreUnavailable``, a recorded history's end)
+    belongs to the store and goes on to the caller.
+    """
+    ctx.position = 0
+    token = _current.set(ctx)
+    try:
+        value = fn(*args, **kwargs)
+        ctx.check_fully_replayed()
+    except Suspend as suspend:
+        return Suspended(suspend)
+    except Divergence as divergence:
+        return Diverged(divergence)
+    except Exception as exc:
+        return Raised(exc)
+    finally:
+        _current.reset(token)
+    return Returned(value)
+
+
 class ReplayContext:
-    def __init__(self, run, lease, journal: dict[int, JournalEntry]):
+    def __init__(self, run, store, journal: dict[int, JournalEntry], *, crash_loop: str | None = None):
         self.run = run
-        self.lease = lease
+        self.store = store
         self.journal = journal
         self.position = 0
-        self._signals: list[Signal] | None = None
+        # Set when the run's worker died at the journal's end too often: the next new call
+        # there blocks the run instead of running (see executor.advance).
+        self.crash_loop = crash_loop
+        self._signals = None
 
     # --- bookkeeping ---
 
@@ -89,36 +134,40 @@ class ReplayContext:
         self.position += 1
         entry = self.journal.get(position)
         if entry is not None and (entry.kind != kind or entry.name != name):
-            raise Divergence(
-                f"journal mismatch at position {position}: the code asks for "
-                f"{describe(kind, name)} but the journal recorded {describe(entry)}"
-            )
+            raise JournalMismatch(position, describe(kind, name), entry)
         return position, entry
+
+    def _begin(self, position: int, kind: str, name: str) -> None:
+        """New work at ``position``: refused in a crash loop, and by a store that only replays."""
+        if self.crash_loop is not None and position == len(self.journal):
+            raise CrashLoop(f"crash loop at {kind} {name!r} (position {position}): {self.crash_loop}")
+        self.store.begin(position, describe(kind, name))
 
     def _new_entry(self, position: int, kind: str, name: str, **fields) -> JournalEntry:
         now = clock.now()
-        entry = JournalEntry(run_id=self.run.id, position=position, kind=kind, name=name,
-                             created_at=now, updated_at=now, **fields)
-        return entry
+        return JournalEntry(run_id=self.run.id, position=position, kind=kind, name=name,
+                            created_at=now, updated_at=now, **fields)
 
-    def _record(self, entry: JournalEntry, *, insert: bool, fields=(), also=()) -> JournalEntry:
-        self.lease.write(entry, insert=insert, fields=fields, also=also)
+    def _record(self, entry: JournalEntry, *, insert: bool, fields=(), perform=None,
+                consume=None) -> JournalEntry:
+        self.store.record(entry, insert=insert, fields=fields, perform=perform, consume=consume)
         self.journal[entry.position] = entry
         return entry
 
     def check_fully_replayed(self) -> None:
         if self.journal and max(self.journal) >= self.position:
             entry = self.journal[self.position]
-            raise Divergence(
-                f"journal mismatch at position {self.position}: the code has finished but the "
-                f"journal recorded {describe(entry)} there"
-            )
+            raise JournalMismatch(
+                self.position, "nothing more (the workflow returned)", entry,
+                message=f"journal mismatch at position {self.position}: the code has finished "
+                        f"but the journal recorded {describe(entry)} there")
 
     # --- deterministic values ---
 
     def _recorded_value(self, kind: str, produce, hint):
         position, entry = self._next(kind, kind)
         if entry is None:
+            self._begin(position, kind, kind)
             entry = self._new_entry(position, kind, kind, status=EntryStatus.COMPLETED,
                                     result=codec.encode(produce()))
             self._record(entry, insert=True)
@@ -140,6 +189,7 @@ class ReplayContext:
                 self.position += 1
                 return True
             return False  # recorded before the patch existed: take the old path
+        self._begin(self.position, EntryKind.PATCH, change_id)
         entry = self._new_entry(self.position, EntryKind.PATCH, change_id, status=EntryStatus.COMPLETED)
         self.position += 1
         self._record(entry, insert=True)
@@ -148,66 +198,88 @@ class ReplayContext:
     # --- steps ---
 
     def step(self, fn, *args, idempotency_key=None, name=None, retry: Retry | None = None,
-             atomic: bool = False, **kwargs):
+             atomic: bool = False, timeout=None, **kwargs):
         name = name or getattr(fn, "__name__", None) or repr(fn)
         position, entry = self._next(EntryKind.STEP, name)
         hint = codec.return_hint(fn)
+        policy = retry or DEFAULT_RETRY
+        now = clock.now()
         if entry is not None:
             if entry.status == EntryStatus.COMPLETED:
                 return codec.decode(entry.result, hint)
             if entry.status == EntryStatus.FAILED:
                 raise StepFailed(name, entry.error.get("type", "Error"),
                                  entry.error.get("message", ""), entry.attempt)
-            if entry.status == EntryStatus.RETRYING and entry.wake_at and clock.now() < entry.wake_at:
-                raise Suspend(entry.wake_at, f"retry:{name}")
+            if entry.status == EntryStatus.RETRYING and entry.wake_at and now < entry.wake_at:
+                raise Suspend(entry.wake_at, f"retry:{name}", position)
+            if entry.status == EntryStatus.STARTED and entry.wake_at and now >= entry.wake_at:
+                # The attempt outlived its timeout (its worker hung, or died after it).
+                self._begin(position, EntryKind.STEP, name)
+                self._failed_attempt(entry, name, StepTimeout(
+                    f"step {name!r} was still running {as_timedelta(timeout) or ''} after it "
+                    f"started (attempt {entry.attempt})"), policy, insert=False)
+        self._begin(position, EntryKind.STEP, name)
         key = idempotency_key or f"{self.run.id}:{position}:{name}"
-        if entry is None:
+        insert = entry is None
+        if insert:
             entry = self._new_entry(position, EntryKind.STEP, name, status=EntryStatus.RETRYING,
                                     idempotency_key=key[:255])
-            insert = True
-        else:
-            insert = False
         entry.attempt += 1
-        entry.started_at = clock.now()
+        entry.started_at = now
+        timeout = as_timedelta(timeout)
+        deadline = now + timeout if timeout is not None else None
+        if deadline is not None:  # journaled first, so the next holder can tell it timed out
+            entry.status, entry.wake_at = EntryStatus.STARTED, deadline
+            self._record(entry, insert=insert, fields=_STEP_FIELDS)
+            insert = False
         if _accepts_idempotency_key(fn):
             kwargs["idempotency_key"] = key
         info = StepInfo(self.run.id, position, name, entry.attempt, key)
-        policy = retry or DEFAULT_RETRY
-        fields = ("status", "result", "error", "attempt", "wake_at", "started_at")
         outcome = {}
 
         def perform():
-            outcome["encoded"] = codec.encode(fn(*args, **kwargs))
+            value = fn(*args, **kwargs)
+            if deadline is not None and clock.now() > deadline:
+                raise StepTimeout(f"step {name!r} took longer than its timeout of {timeout}")
+            outcome["encoded"] = codec.encode(value)
             entry.status, entry.result, entry.error, entry.wake_at = (
                 EntryStatus.COMPLETED, outcome["encoded"], None, None)
 
         token = _current_step.set(info)
+        if deadline is not None:
+            self.store.step_running(deadline)
         try:
             if atomic:  # the step's own writes commit with its journal entry, or not at all
-                self._record(entry, insert=insert, fields=fields, also=[perform])
+                self._record(entry, insert=insert, fields=_STEP_FIELDS, perform=perform)
             else:
                 perform()
-                self._record(entry, insert=insert, fields=fields)
+                self._record(entry, insert=insert, fields=_STEP_FIELDS)
         except Exception as exc:
-            if isinstance(exc, PayloadError) or not policy.should_retry(exc, entry.attempt):
-                entry.status, entry.error, entry.wake_at = EntryStatus.FAILED, error_of(exc), None
-                self._record(entry, insert=insert, fields=fields)
-                raise StepFailed(name, type(exc).__name__, str(exc), entry.attempt) from exc
-            entry.status, entry.error = EntryStatus.RETRYING, error_of(exc)
-            entry.wake_at = clock.now() + policy.delay_after(entry.attempt)
-            self._record(entry, insert=insert, fields=fields)
-            raise Suspend(entry.wake_at, f"retry:{name}") from exc
+            self._failed_attempt(entry, name, exc, policy, insert=insert)
         finally:
             _current_step.reset(token)
+            if deadline is not None:
+                self.store.step_running(None)
         return codec.decode(outcome["encoded"], hint)
+
+    def _failed_attempt(self, entry: JournalEntry, name: str, exc: Exception, policy: Retry, *,
+                        insert: bool):
+        """Record a failed attempt, then raise: StepFailed when retries are spent, else a
+        Suspend until the back-off has passed (a durable timer, never a sleeping worker)."""
+        if isinstance(exc, PayloadError) or not policy.should_retry(exc, entry.attempt):
+            entry.status, entry.error, entry.wake_at = EntryStatus.FAILED, error_of(exc), None
+            self._record(entry, insert=insert, fields=_STEP_FIELDS)
+            raise StepFailed(name, type(exc).__name__, str(exc), entry.attempt) from exc
+        entry.status, entry.error = EntryStatus.RETRYING, error_of(exc)
+        entry.wake_at = clock.now() + policy.delay_after(entry.attempt)
+        self._record(entry, insert=insert, fields=_STEP_FIELDS)
+        raise Suspend(entry.wake_at, f"retry:{name}", entry.position) from exc
 
     # --- waits ---
 
-    def _pending_signals(self) -> list[Signal]:
+    def _pending_signals(self) -> list:
         if self._signals is None:
-            with store_errors():
-                self._signals = list(Signal.objects.filter(
-                    run_id=self.run.id, consumed_position__isnull=True).order_by("id"))
+            self._signals = list(self.store.pending_signals())
         return self._signals
 
     def reload_signals(self) -> None:
@@ -220,36 +292,31 @@ class ReplayContext:
                 return None
             return codec.decode(entry.result.get("payload"), type)
         now = clock.now()
-        if entry is None:
-            timeout = as_timedelta(timeout)
-            deadline = now + timeout if timeout is not None else None
-        else:
-            deadline = entry.wake_at
         insert = entry is None
-        if insert:
+        if insert:  # the deadline is fixed at the first encounter: replay never moves it
+            self._begin(position, EntryKind.SIGNAL, name)
+            timeout = as_timedelta(timeout)
             entry = self._new_entry(position, EntryKind.SIGNAL, name, status=EntryStatus.WAITING,
-                                    wake_at=deadline, started_at=now)
+                                    wake_at=now + timeout if timeout is not None else None,
+                                    started_at=now)
+        deadline = entry.wake_at
         signal = next((s for s in self._pending_signals() if s.name == name), None)
         fields = ("status", "result", "wake_at")
         if signal is not None:
-            def consume():
-                taken = Signal.objects.filter(pk=signal.pk, consumed_position__isnull=True).update(
-                    consumed_position=position, consumed_at=now)
-                if not taken:
-                    raise Divergence(f"signal {signal.pk} ({name!r}) was consumed by another position")
-
+            self._begin(position, EntryKind.SIGNAL, name)
             entry.status = EntryStatus.COMPLETED
             entry.result = {"signal_id": signal.pk, "payload": signal.payload}
-            self._record(entry, insert=insert, fields=fields, also=[consume])
+            self._record(entry, insert=insert, fields=fields, consume=signal)
             self._signals.remove(signal)
             return codec.decode(signal.payload, type)
         if deadline is not None and now >= deadline:
+            self._begin(position, EntryKind.SIGNAL, name)
             entry.status, entry.result = EntryStatus.COMPLETED, {"timed_out": True}
             self._record(entry, insert=insert, fields=fields)
             return None
         if insert:
             self._record(entry, insert=True)
-        raise Suspend(deadline, f"signal:{name}")
+        raise Suspend(deadline, f"signal:{name}", position)
 
     def sleep(self, duration) -> None:
         duration = as_timedelta(duration)
@@ -258,16 +325,21 @@ class ReplayContext:
             return None
         now = clock.now()
         if entry is None:
+            self._begin(position, EntryKind.SLEEP, "sleep")
             entry = self._new_entry(position, EntryKind.SLEEP, "sleep", status=EntryStatus.WAITING,
                                     wake_at=now + duration, started_at=now)
             if duration.total_seconds() > 0:
                 self._record(entry, insert=True)
-                raise Suspend(entry.wake_at, "sleep")
+                raise Suspend(entry.wake_at, "sleep", position)
             entry.status = EntryStatus.COMPLETED
             self._record(entry, insert=True)
             return None
         if now < entry.wake_at:
-            raise Suspend(entry.wake_at, "sleep")
+            raise Suspend(entry.wake_at, "sleep", position)
+        self._begin(position, EntryKind.SLEEP, "sleep")
         entry.status = EntryStatus.COMPLETED
         self._record(entry, insert=False, fields=("status",))
         return None
+
+
+_STEP_FIELDS = ("status", "result", "error", "attempt", "wake_at", "started_at")

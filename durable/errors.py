@@ -48,25 +48,51 @@ class StepFailed(Exception):
         super().__init__(f"step {step_name!r} failed after {attempts} attempt(s): {error_type}: {message}")
 
 
+class StepTimeout(Exception):
+    """A step attempt ran longer than its ``timeout``: the attempt counts as failed."""
+
+
 class ControlFlow(BaseException):
     """Unwinds the workflow body; a BaseException so ``except Exception`` cannot swallow it."""
 
 
 class Suspend(ControlFlow):
-    """The body reached a wait that cannot be satisfied yet."""
+    """The body reached a wait that cannot be satisfied yet (at journal ``position``)."""
 
-    def __init__(self, wake_at, waiting_for: str):
+    def __init__(self, wake_at, waiting_for: str, position: int | None = None):
         self.wake_at = wake_at
         self.waiting_for = waiting_for
+        self.position = position
         super().__init__(waiting_for)
 
 
 class Divergence(ControlFlow):
-    """The code asked for something other than what the journal recorded at this position."""
+    """The run cannot go on with this code: it is blocked with ``message`` for an operator."""
+
+    error_type = "JournalMismatch"
 
     def __init__(self, message: str):
         self.message = message
         super().__init__(message)
+
+
+class JournalMismatch(Divergence):
+    """The code asked for ``found`` where the journal recorded ``expected`` (an entry, or
+    None when the code went on past the journal's end)."""
+
+    def __init__(self, position: int, found: str, expected=None, message: str | None = None):
+        self.position = position
+        self.found = found
+        self.expected = expected
+        recorded = f"{expected.kind} {expected.name!r}" if expected is not None else "nothing more"
+        super().__init__(message or f"journal mismatch at position {position}: the code asks for "
+                                    f"{found} but the journal recorded {recorded}")
+
+
+class CrashLoop(Divergence):
+    """A call's worker died every time it reached it: run no more until an operator acts."""
+
+    error_type = "CrashLoop"
 
 
 class Fenced(ControlFlow):

@@ -14,11 +14,13 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connections
+from django.utils.dateparse import parse_datetime
 
-from durable import codec, context, registry
-from durable.context import ReplayContext, describe
-from durable.errors import ControlFlow, Divergence, RunNotFound, StepFailed, WorkflowNotFound
-from durable.models import EntryKind, EntryStatus, JournalEntry, Signal, WorkflowRun
+from durable import registry
+from durable.context import Diverged, Raised, ReplayContext, Suspended, describe, replay
+from durable.errors import ControlFlow, Divergence, JournalMismatch, RunNotFound, WorkflowNotFound
+from durable.models import JournalEntry, Signal, WorkflowRun
+from durable.store import Store
 
 FORMAT = "durable-history/1"
 
@@ -165,95 +167,54 @@ class HistoryEnds(ControlFlow):
         super().__init__(position)
 
 
-class ReplayDivergence(Divergence):
-    """The code asked for something other than what the history recorded at a position."""
-
-    def __init__(self, position: int, found: str, expected: RecordedEntry | None):
-        self.position = position
-        self.found = found
-        self.expected = expected
-        recorded = describe(expected.kind, expected.name) if expected else "nothing more"
-        super().__init__(f"journal mismatch at position {position}: the code asks for {found} "
-                         f"but the journal recorded {recorded}")
-
-
 class DatabaseInReplay(Divergence):
     """A workflow body queried the database: replay is read-only, and a body should not."""
 
 
-class HistoryReplayContext(ReplayContext):
-    """Answers durable calls from a recorded history; never runs a step, never writes."""
+def _as_entry(run_id: str, recorded: RecordedEntry) -> JournalEntry:
+    """A recorded entry as the (unsaved) row the replay context reads."""
+    return JournalEntry(run_id=run_id, position=recorded.position, kind=recorded.kind,
+                        name=recorded.name, status=recorded.status, result=recorded.result,
+                        error=recorded.error, attempt=recorded.attempt,
+                        idempotency_key=recorded.idempotency_key,
+                        wake_at=parse_datetime(recorded.wake_at) if recorded.wake_at else None)
+
+
+class RecordedStore(Store):
+    """Answers a replay from an exported history: never runs a step, never writes.
+
+    Wherever the live store would do new work, the replay ends there: the history has
+    told everything it knows, and all of it matched.
+    """
 
     def __init__(self, history: History):
-        super().__init__(history.run, lease=None, journal=history.journal)
-        self.asked: list[str] = []
+        self.history = history
+        self.run_id = history.run.id
 
-    def _next(self, kind: str, name: str):
-        position = self.position
-        entry = self.journal.get(position)
-        if entry is None:
-            raise HistoryEnds(position)
-        if entry.kind != kind or entry.name != name:
-            raise ReplayDivergence(position, describe(kind, name), entry)
-        self.position += 1
-        self.asked.append(describe(kind, name))
-        return position, entry
+    def load(self) -> dict[int, JournalEntry]:
+        return {position: _as_entry(self.run_id, entry) for position, entry in self.history.journal.items()}
 
-    def _record(self, entry, **kwargs):
-        raise AssertionError("a history replay must never write")  # every path ends before
-
-    def _pending_signals(self):
+    def pending_signals(self) -> list:
         return []
 
-    def _end_unless_completed(self, entry: RecordedEntry, position: int) -> None:
-        if entry.status != EntryStatus.COMPLETED:  # in flight when recorded: the live run goes on here
-            raise HistoryEnds(position, f"the run was {entry.status} there ({describe(entry.kind, entry.name)})")
+    def begin(self, position: int, call: str) -> None:
+        raise HistoryEnds(position, self.reason_at(position))
 
-    def _recorded_value(self, kind: str, produce, hint):
-        position, entry = self._next(kind, kind)
-        return codec.decode(entry.result, hint)
+    def record(self, entry, **kwargs) -> None:
+        raise HistoryEnds(entry.position, self.reason_at(entry.position))
 
-    def patched(self, change_id: str) -> bool:
-        entry = self.journal.get(self.position)
-        if entry is None:
-            raise HistoryEnds(self.position)
-        if entry.kind == EntryKind.PATCH and entry.name == change_id:
-            self.position += 1
-            self.asked.append(describe(EntryKind.PATCH, change_id))
-            return True
-        return False
-
-    def step(self, fn, *args, idempotency_key=None, name=None, retry=None, atomic=False, **kwargs):
-        name = name or getattr(fn, "__name__", None) or repr(fn)
-        position, entry = self._next(EntryKind.STEP, name)
-        if entry.status == EntryStatus.FAILED:
-            error = entry.error or {}
-            raise StepFailed(name, error.get("type", "Error"), error.get("message", ""), entry.attempt)
-        self._end_unless_completed(entry, position)
-        return codec.decode(entry.result, codec.return_hint(fn))
-
-    def wait_for_signal(self, name: str, timeout=None, type=None):
-        position, entry = self._next(EntryKind.SIGNAL, name)
-        self._end_unless_completed(entry, position)
-        if (entry.result or {}).get("timed_out"):
-            return None
-        return codec.decode((entry.result or {}).get("payload"), type)
-
-    def sleep(self, duration) -> None:
-        position, entry = self._next(EntryKind.SLEEP, "sleep")
-        self._end_unless_completed(entry, position)
-
-    def check_fully_replayed(self) -> None:
-        if self.journal and max(self.journal) >= self.position:
-            raise ReplayDivergence(self.position, "nothing more (the workflow returned)",
-                                   self.journal[self.position])
+    def reason_at(self, position: int) -> str:
+        recorded = self.history.journal.get(position)
+        if recorded is None:
+            return "the journal ends there"
+        return f"the run was {recorded.status} there ({describe(recorded.kind, recorded.name)})"
 
 
 def _refuse_queries(execute, sql, params, many, context_):
     raise DatabaseInReplay(f"the workflow body queried the database during replay: {sql[:120]}")
 
 
-def _diff(history: History, ctx: HistoryReplayContext, divergence: ReplayDivergence) -> str:
+def _diff(history: History, divergence: JournalMismatch) -> str:
     position = divergence.position
     lines = []
     expected = divergence.expected
@@ -277,7 +238,7 @@ def _diff(history: History, ctx: HistoryReplayContext, divergence: ReplayDiverge
         entry = history.journal.get(index)
         recorded = describe(entry.kind, entry.name) if entry else ""
         if index < position:
-            now = ctx.asked[index] if index < len(ctx.asked) else ""
+            now = recorded  # everything before the mismatch matched the journal
         elif index == position:
             now = divergence.found
         else:
@@ -299,30 +260,37 @@ def _label(history: History) -> str:
 
 
 def history_replay(history: History) -> ReplayReport:
-    """Replay ``history`` against the registered code of its workflow and version."""
+    """Replay ``history`` against the registered code of its workflow and version, through
+    the same replay context and driver as a live advance."""
     label = _label(history)
     try:
         definition = registry.get(history.run.workflow_name, history.run.workflow_version)
     except WorkflowNotFound as exc:
         return ReplayReport(history, False, f"{label}: {exc}")
-    ctx = HistoryReplayContext(history)
-    token = context._current.set(ctx)
+    store = RecordedStore(history)
+    ctx = ReplayContext(history.run, store, store.load())
     try:
         with ExitStack() as stack:
             for alias in settings.DATABASES:
                 stack.enter_context(connections[alias].execute_wrapper(_refuse_queries))
             args, kwargs = definition.decode_input(history.run.input)
-            definition.fn(*args, **kwargs)
-            ctx.check_fully_replayed()
+            outcome = replay(ctx, definition.fn, args, kwargs)
     except HistoryEnds as end:
         return ReplayReport(history, True, f"{label}: {_entries(end.position)} replay; "
                                            f"at position {end.position} {end.reason}")
-    except ReplayDivergence as divergence:
-        return ReplayReport(history, False, f"{label}: diverges at position {divergence.position}",
-                            _diff(history, ctx, divergence))
-    except Divergence as divergence:  # strict mode, a database query, a signal mix-up
+    if isinstance(outcome, Suspended):
+        position = outcome.suspend.position
+        return ReplayReport(history, True, f"{label}: {_entries(position)} replay; "
+                                           f"at position {position} {store.reason_at(position)}")
+    if isinstance(outcome, Diverged):
+        divergence = outcome.divergence
+        if isinstance(divergence, JournalMismatch):
+            return ReplayReport(history, False, f"{label}: diverges at position {divergence.position}",
+                                _diff(history, divergence))
+        # strict mode, a database query, a signal mix-up
         return ReplayReport(history, False, f"{label}: at position {ctx.position}: {divergence.message}")
-    except Exception as exc:
+    if isinstance(outcome, Raised):
+        exc = outcome.error
         recorded = (history.run.error or {}).get("type")
         if history.run.status == "failed" and recorded == type(exc).__name__:
             return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; "
@@ -330,6 +298,4 @@ def history_replay(history: History) -> ReplayReport:
         return ReplayReport(history, False, f"{label}: the code raised {type(exc).__name__}: {exc} "
                                             f"after position {ctx.position} (the run recorded "
                                             f"{history.run.status or 'no status'})")
-    finally:
-        context._current.reset(token)
     return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; the code returns")

@@ -1,7 +1,9 @@
-"""Claiming a run and writing under its lease: every write checks the fencing token.
+"""The live store: claiming a run, and every statement on its rows while the lease is held.
 
 A worker that lost its lease (paused, partitioned, cancelled under it) finds its token
-stale on the next write and stops with ``Fenced``; nothing it does is recorded.
+stale on the next write and stops with ``Fenced``; nothing it does is recorded. No row
+lock outlives a statement or a commit: a worker frozen in the middle of a step holds
+nothing another worker or a sender would wait for.
 """
 import logging
 import os
@@ -9,16 +11,21 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
 
 from durable import clock, conf
-from durable.errors import Fenced, StoreUnavailable
-from durable.models import JournalEntry, RunStatus, WorkflowRun
+from durable.errors import Divergence, Fenced, StoreUnavailable
+from durable.models import FINISHED_STATUSES, JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.store import Store
 
 log = logging.getLogger(__name__)
+
+# Back-offs before re-sending a journal write whose connection died: the step's effect
+# already happened, so giving the run up would make the next holder repeat it.
+WRITE_RETRY_DELAYS = (0.1, 0.4, 1.0)
 
 
 def default_owner() -> str:
@@ -26,58 +33,144 @@ def default_owner() -> str:
 
 
 @dataclass
-class Lease:
+class Lease(Store):
     run_id: str
     owner: str
     token: int
     seconds: float
     signal_seq: int
+    # Set once the run is parked or finished by this holder: a heartbeat that fails after
+    # that is no news.
+    done: bool = False
+    # monotonic() time after which the heartbeat stops keeping a step with a timeout.
+    step_deadline: float | None = field(default=None, repr=False)
 
-    def _expiry(self, now: datetime) -> datetime:
-        return now + timedelta(seconds=self.seconds)
+    # --- the store interface (durable.store) ---
 
-    def fence(self) -> None:
+    def load(self) -> dict[int, JournalEntry]:
+        with store_errors():
+            return {entry.position: entry for entry in JournalEntry.objects.filter(run_id=self.run_id)}
+
+    def pending_signals(self) -> list[Signal]:
+        with store_errors():
+            return list(Signal.objects.filter(run_id=self.run_id, consumed_position__isnull=True)
+                        .order_by("id"))
+
+    def step_running(self, deadline: datetime | None) -> None:
+        if deadline is None:
+            self.step_deadline = None
+        else:
+            self.step_deadline = time.monotonic() + (deadline - clock.now()).total_seconds()
+
+    def record(self, entry: JournalEntry, *, insert: bool, fields=(), perform=None, consume=None) -> None:
+        entry.updated_at = clock.now()
+        if perform is not None:
+            return self._record_with_effects(entry, insert, fields, perform, consume)
+        for delay in (*WRITE_RETRY_DELAYS, None):
+            try:
+                return self._write(entry, insert, fields, consume)
+            except StoreUnavailable as exc:
+                if delay is None or connection.in_atomic_block:
+                    raise
+                log.warning("run %s: journal write at position %s failed (%s); retrying on a "
+                            "fresh connection", self.run_id, entry.position, _first_line(exc))
+                connection.close()
+                time.sleep(delay)
+                if insert and self._landed(entry):
+                    return None
+
+    # --- writes ---
+
+    def _write(self, entry: JournalEntry, insert: bool, fields, consume) -> None:
+        if insert and consume is None and connection.vendor == "postgresql":
+            return self._insert_in_one_statement(entry)
+        saving = False
+        try:
+            with transaction.atomic():
+                self._fence()
+                if consume is not None:
+                    self._consume(consume, entry.position)
+                saving = True
+                self._save(entry, insert, fields)
+        except IntegrityError as exc:
+            if saving:  # another worker wrote this position: we are the stale one
+                raise Fenced(self.run_id) from exc
+            raise StoreUnavailable(str(exc)) from exc
+        except DatabaseError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def _record_with_effects(self, entry, insert, fields, perform, consume) -> None:
+        """An atomic step: its body's writes, then the fence and the entry, in one transaction.
+
+        The fence comes last, so the run row is locked only between it and the commit; a
+        frozen body holds no lock on our tables, and on PostgreSQL the server ends a
+        transaction left idle for longer than the lease (its writes roll back).
+        """
+        saving = False
+        try:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute("SET LOCAL idle_in_transaction_session_timeout = %s",
+                                       [f"{int(self.seconds * 1000)}ms"])
+                perform()
+                saving = True
+                self._fence()
+                if consume is not None:
+                    self._consume(consume, entry.position)
+                self._save(entry, insert, fields)
+        except IntegrityError as exc:
+            if saving:
+                raise Fenced(self.run_id) from exc
+            if _connection_lost():
+                raise StoreUnavailable(str(exc)) from exc
+            raise
+        except DatabaseError as exc:
+            if saving or _connection_lost():  # the database failed, not the step
+                raise StoreUnavailable(str(exc)) from exc
+            raise
+
+    def _fence(self) -> None:
         """Inside a transaction: check the token and hold the run row until commit.
 
         FOR SHARE (PostgreSQL) blocks a claim or a cancel from bumping the token until we
-        commit, without writing a new version of the run row at every step; SQLite's
-        IMMEDIATE transactions already hold the write lock.
+        commit, without writing a new version of the run row; SQLite's IMMEDIATE
+        transactions already hold the write lock.
         """
-        with store_errors(), connection.cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute(_fence_sql(), [self.run_id, self.token])
             if cursor.fetchone() is None:
                 raise Fenced(self.run_id)
 
-    def write(self, entry: JournalEntry, *, insert: bool, fields=(), also=()) -> None:
-        """Persist one journal entry, and run ``also`` (callables) in the same transaction."""
-        now = clock.now()
-        entry.updated_at = now
-        if insert and not also and connection.vendor == "postgresql":
-            return self._insert_in_one_statement(entry, now)
-        saving_entry = False
-        try:
-            with transaction.atomic():
-                self.fence()
-                for extra in also:
-                    extra()
-                saving_entry = True
-                if insert:
-                    entry.save(force_insert=True)
-                else:
-                    entry.save(update_fields=[*fields, "updated_at"])
-        except IntegrityError as exc:
-            if saving_entry:  # another worker wrote this position: we are the stale one
-                raise Fenced(self.run_id) from exc
-            raise
-        except DatabaseError as exc:
-            if saving_entry:
-                raise StoreUnavailable(str(exc)) from exc
-            raise
+    def _consume(self, signal: Signal, position: int) -> None:
+        taken = Signal.objects.filter(pk=signal.pk, consumed_position__isnull=True).update(
+            consumed_position=position, consumed_at=clock.now())
+        if not taken:
+            raise Divergence(f"signal {signal.pk} ({signal.name!r}) was consumed by another position")
 
-    def _insert_in_one_statement(self, entry: JournalEntry, now: datetime) -> None:
+    @staticmethod
+    def _save(entry: JournalEntry, insert: bool, fields) -> None:
+        if insert:
+            entry.save(force_insert=True)
+        else:
+            entry.save(update_fields=[*fields, "updated_at"])
+
+    def _landed(self, entry: JournalEntry) -> bool:
+        """After a lost connection: did the insert commit before the connection died?"""
+        with store_errors():
+            pk = (JournalEntry.objects.filter(run_id=self.run_id, position=entry.position,
+                                              status=entry.status, attempt=entry.attempt)
+                  .values_list("pk", flat=True).first())
+        if pk is None:
+            return False
+        entry.pk = pk
+        entry._state.adding = False
+        return True
+
+    def _insert_in_one_statement(self, entry: JournalEntry) -> None:
         """Fence and insert in one round trip, the common case of every step on PostgreSQL:
         the entry is inserted only if the token still matches, under a row lock."""
-        entry.created_at = entry.created_at or now
+        entry.created_at = entry.created_at or entry.updated_at
         columns = [f for f in JournalEntry._meta.concrete_fields if not f.primary_key]
         values = [f.get_db_prep_save(getattr(entry, f.attname), connection) for f in columns]
         sql = _FENCED_INSERT_SQL.get(len(columns))
@@ -99,21 +192,28 @@ class Lease:
         entry.pk = row[0]
         entry._state.adding = False
 
+    # --- the run row ---
+
     def finish(self, run: WorkflowRun, *, transition: str, wake_at=None, waiting_for="",
                check_signal_seq: bool = False, **fields) -> bool:
-        """Apply an FSM transition and persist it if we still hold the lease.
+        """Persist an FSM transition if we still hold the lease; apply it to ``run`` after.
 
         Returns False (and changes nothing) when ``check_signal_seq`` is set and a signal
         arrived since the claim: the caller must look at signals again, not suspend.
         """
-        getattr(run, transition)()
+        status = run.status_after(transition)
         now = clock.now()
-        values = dict(status=run.status, lease_owner="", lease_expires_at=None, wake_at=wake_at,
-                      waiting_for=waiting_for, updated_at=now, **fields)
-        if run.status in (RunStatus.COMPLETED, RunStatus.FAILED):
+        values = dict(status=status, lease_owner="", lease_expires_at=None, wake_at=wake_at,
+                      waiting_for=waiting_for, updated_at=now, recoveries=0, recovery_position=None,
+                      **fields)
+        if status in FINISHED_STATUSES:
             values["finished_at"] = now
         with store_errors():
-            return self._persist(values, check_signal_seq)
+            persisted = self._persist(values, check_signal_seq)
+        if persisted:
+            getattr(run, transition)()
+            self.done = True
+        return persisted
 
     def _persist(self, values: dict, check_signal_seq: bool) -> bool:
         query = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
@@ -130,10 +230,15 @@ class Lease:
             raise Fenced(self.run_id)
         return True
 
+    def note_recovery(self, position: int) -> None:
+        """The first takeover at this journal length: count from one again."""
+        with store_errors():
+            WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
+                recoveries=1, recovery_position=position)
+
     def extend(self) -> bool:
         """Heartbeat: push the expiry forward; False if the lease is gone."""
-        now = clock.now()
-        expires = self._expiry(now)
+        expires = clock.now() + timedelta(seconds=self.seconds)
         # Only while the run is still ours and running: a heartbeat that lands just after
         # the run was parked or finished must not give it a lease (and a wake time) again.
         updated = WorkflowRun.objects.filter(
@@ -147,11 +252,36 @@ _FENCED_INSERT_SQL: dict[int, str] = {}
 
 @contextmanager
 def store_errors():
-    """Turn a failed write of the engine's own rows into StoreUnavailable."""
+    """Turn a failed statement on the engine's own rows into StoreUnavailable."""
     try:
         yield
     except DatabaseError as exc:
         raise StoreUnavailable(str(exc)) from exc
+
+
+def _connection_lost() -> bool:
+    if connection.connection is None:
+        return True
+    try:
+        return not connection.is_usable()
+    except Exception:
+        return True
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def on_live_connection(operation):
+    """Run ``operation``; if the connection was killed while idle, reopen it and run it once
+    more. Outside a transaction only: inside one, the caller's work is gone with it."""
+    try:
+        return operation()
+    except (OperationalError, InterfaceError):
+        if connection.in_atomic_block:
+            raise
+        connection.close()
+        return operation()
 
 
 def _fence_sql() -> str:
@@ -159,34 +289,35 @@ def _fence_sql() -> str:
     return f"SELECT 1 FROM {WorkflowRun._meta.db_table} WHERE id = %s AND fencing_token = %s{lock}"
 
 
-def _claimable_statuses() -> list[str]:
-    """The sources of the FSM's ``claim`` transition: the diagram decides what is claimable."""
-    return [str(source) for source in WorkflowRun.claim._django_fsm.transitions]
-
-
 def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None = None):
     """Take the run if it is runnable and nobody holds a live lease on it.
 
     Returns ``(run, lease)`` or None. One UPDATE ... RETURNING: the condition is the claim
-    transition's sources (a RUNNING run only once its lease has expired). Bumping the
-    fencing token here is what makes the previous holder's next write fail.
+    transition's sources (a RUNNING run only once its lease has expired, which counts as a
+    recovery). Bumping the fencing token here is what makes the previous holder's next
+    write fail.
     """
     owner = (owner or default_owner())[:255]
-    now = clock.now()
     seconds = lease_seconds or conf.lease_seconds()
+    return on_live_connection(lambda: _claim(run_id, owner, seconds))
+
+
+def _claim(run_id: str, owner: str, seconds: float):
+    now = clock.now()
     expires = now + timedelta(seconds=seconds)
-    waiting = [status for status in _claimable_statuses() if status != RunStatus.RUNNING]
+    waiting = [status for status in WorkflowRun.sources_of("claim") if status != RunStatus.RUNNING]
     fields = [f for f in WorkflowRun._meta.concrete_fields]
     sql = (
         f"UPDATE {WorkflowRun._meta.db_table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "
-        f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, updated_at = %s "
+        f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, updated_at = %s, "
+        f"recoveries = CASE WHEN status = %s THEN recoveries + 1 ELSE 0 END "
         f"WHERE id = %s AND (status IN ({', '.join(['%s'] * len(waiting))}) OR (status = %s AND "
         f"(lease_expires_at IS NULL OR lease_expires_at <= %s))) "
         f"RETURNING {', '.join(f.column for f in fields)}")
     dt = WorkflowRun._meta.get_field("lease_expires_at")
     params = [RunStatus.RUNNING, owner, dt.get_db_prep_save(expires, connection),
-              dt.get_db_prep_save(expires, connection), dt.get_db_prep_save(now, connection), run_id,
-              *waiting, RunStatus.RUNNING, dt.get_db_prep_save(now, connection)]
+              dt.get_db_prep_save(expires, connection), dt.get_db_prep_save(now, connection),
+              RunStatus.RUNNING, run_id, *waiting, RunStatus.RUNNING, dt.get_db_prep_save(now, connection)]
     with connection.cursor() as cursor:  # one statement: atomic without a transaction block
         cursor.execute(sql, params)
         row = cursor.fetchone()
@@ -208,7 +339,9 @@ class Heartbeat:
     """One daemon thread per process that extends the leases of long-running steps.
 
     Journal writes extend the lease too, so the thread only writes for an advance that has
-    held its lease for a third of its length: fast steps never cause a heartbeat query.
+    held its lease for a third of its length: fast steps never cause a heartbeat query. A
+    step past its timeout is not kept: its lease runs out and another worker records the
+    attempt as timed out.
     """
 
     IDLE_EXIT_SECONDS = 60.0
@@ -234,8 +367,13 @@ class Heartbeat:
             with self._lock:
                 self._leases.pop(id(lease), None)
 
+    def _held(self, key: int) -> bool:
+        with self._lock:
+            return key in self._leases
+
     def _loop(self):
         idle_since = time.monotonic()
+        timed_out: set[int] = set()
         try:
             while True:
                 with self._lock:
@@ -248,17 +386,24 @@ class Heartbeat:
                 for key, (lease, last) in held:
                     if time.monotonic() - last < lease.seconds / 3:
                         continue
+                    if lease.step_deadline is not None and time.monotonic() >= lease.step_deadline:
+                        if key not in timed_out:
+                            timed_out.add(key)
+                            log.warning("run %s: a step ran past its timeout; its lease is left to "
+                                        "expire", lease.run_id)
+                        continue
                     try:
                         alive = lease.extend()
-                    except Exception:
-                        log.exception("run %s: heartbeat failed", lease.run_id)
+                    except Exception as exc:
+                        log.warning("run %s: heartbeat failed: %s", lease.run_id, _first_line(exc))
                         connection.close()  # a fresh one next time
                         continue
-                    if not alive:
+                    if not alive and not lease.done and self._held(key):
                         log.warning("run %s: lease lost while a step was running", lease.run_id)
                     with self._lock:
                         if key in self._leases:
                             self._leases[key] = (lease, time.monotonic())
+                timed_out &= {key for key, _ in held}
                 time.sleep(0.2)
         finally:
             connection.close()

@@ -5,7 +5,7 @@ protected); the executor persists them with fenced conditional updates (see leas
 """
 from django.db import models
 from django.db.models import Q
-from django_fsm import FSMField, FSMModelMixin, transition
+from django_fsm import FSMField, FSMModelMixin, can_proceed, transition
 
 
 class RunStatus(models.TextChoices):
@@ -42,6 +42,10 @@ class WorkflowRun(FSMModelMixin, models.Model):
     # arrived after it looked (no lost wake-up).
     signal_seq = models.PositiveBigIntegerField(default=0)
     advances = models.PositiveIntegerField(default=0)
+    # Takeovers of an expired lease since the run last parked, and the journal length at
+    # which they happened: a step that kills its worker every time ends in a crash loop.
+    recoveries = models.PositiveIntegerField(default=0)
+    recovery_position = models.IntegerField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -64,6 +68,26 @@ class WorkflowRun(FSMModelMixin, models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_STATUSES
+
+    def allows(self, transition_name: str) -> bool:
+        """Whether the diagram has ``transition_name`` from the run's current status."""
+        return can_proceed(getattr(self, transition_name))
+
+    def status_after(self, transition_name: str) -> str:
+        """The status ``transition_name`` leads to, without changing this object: callers
+        write it first and apply the transition in memory only once the write succeeded."""
+        for move in _status_field().get_all_transitions(WorkflowRun):
+            if move.name == transition_name and move.source in (self.status, "*"):
+                return move.target or self.status
+        from durable.errors import InvalidTransition
+
+        raise InvalidTransition(f"run {self.id!r} is {self.status}; it cannot {transition_name}")
+
+    @classmethod
+    def sources_of(cls, transition_name: str) -> list[str]:
+        """The statuses ``transition_name`` may start from."""
+        return [str(move.source) for move in _status_field().get_all_transitions(cls)
+                if move.name == transition_name]
 
     # --- Transitions: the lifecycle diagram of DESIGN.md, and nothing else. ---
 
@@ -102,6 +126,14 @@ class WorkflowRun(FSMModelMixin, models.Model):
     def retry(self):
         pass
 
+    @transition(field=status, source=[RunStatus.PENDING, RunStatus.WAITING], target=None)
+    def wake(self):
+        """Its timer fires now; the status stays (the next advance decides what follows)."""
+
+
+def _status_field():
+    return WorkflowRun._meta.get_field("status")
+
 
 class EntryKind(models.TextChoices):
     STEP = "step"
@@ -118,6 +150,7 @@ class EntryStatus(models.TextChoices):
     FAILED = "failed"
     WAITING = "waiting"          # a wait or sleep whose time has not come
     RETRYING = "retrying"        # a step that failed and will run again at wake_at
+    STARTED = "started"          # a step attempt with a timeout, running until wake_at
 
 
 class JournalEntry(models.Model):

@@ -30,4 +30,3 @@ class Retry:
 
 
 DEFAULT_RETRY = Retry()
-NO_RETRY = Retry(max_attempts=1)

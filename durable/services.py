@@ -18,7 +18,6 @@ from durable.models import (
     EntryKind,
     EntryStatus,
     JournalEntry,
-    RunStatus,
     Signal,
     WorkflowRun,
 )
@@ -33,6 +32,11 @@ def _audit(run_id: str, action: str, actor: str, detail: dict | None = None) -> 
 
 def _grace():
     return clock.now() + timedelta(seconds=conf.dispatch_grace_seconds())
+
+
+def _from(transition: str) -> str:
+    """"failed or blocked": the statuses ``transition`` starts from, for error messages."""
+    return " or ".join(WorkflowRun.sources_of(transition))
 
 
 def _get_locked(run_id: str) -> WorkflowRun:
@@ -120,16 +124,18 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str = "system",
     """Cancel a run. Bumping the fencing token stops a worker that is running it right now."""
     with transaction.atomic():
         run = _get_locked(run_id)
-        if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+        if not run.allows("cancel"):
             raise RunFinished(f"run {run_id!r} is already {run.status}")
-        run.cancel()
         now = clock.now()
-        run.fencing_token += 1
-        run.error = {"type": "Cancelled", "message": reason or "cancelled"}
-        run.wake_at, run.lease_owner, run.lease_expires_at, run.waiting_for = None, "", None, ""
-        run.updated_at = run.finished_at = now
-        run.save(update_fields=["status", "fencing_token", "error", "wake_at", "lease_owner",
-                                "lease_expires_at", "waiting_for", "updated_at", "finished_at"])
+        changes = dict(status=run.status_after("cancel"), fencing_token=run.fencing_token + 1,
+                       error={"type": "Cancelled", "message": reason or "cancelled"}, wake_at=None,
+                       lease_owner="", lease_expires_at=None, waiting_for="", updated_at=now,
+                       finished_at=now)
+        WorkflowRun.objects.filter(pk=run_id).update(**changes)
+        run.cancel()
+        for name, value in changes.items():
+            if name != "status":
+                setattr(run, name, value)
         _audit(run_id, "cancel", actor, {"reason": reason, **(audit or {})})
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run_id, reason=reason, actor=actor)
     return run
@@ -143,17 +149,22 @@ def run_retry(run_id: str, *, actor: str = "system", audit: dict | None = None) 
     """
     with transaction.atomic():
         run = _get_locked(run_id)
-        if run.status not in (RunStatus.FAILED, RunStatus.BLOCKED):
-            raise InvalidTransition(f"run {run_id!r} is {run.status}; only failed or blocked runs can be retried")
-        run.retry()
+        if not run.allows("retry"):
+            raise InvalidTransition(f"run {run_id!r} is {run.status}; only {_from('retry')} runs "
+                                    "can be retried")
         now = clock.now()
         last = JournalEntry.objects.filter(run_id=run_id).order_by("-position").first()
         if last is not None and last.kind == EntryKind.STEP and last.status == EntryStatus.FAILED:
             last.status, last.attempt, last.wake_at, last.updated_at = EntryStatus.RETRYING, 0, None, now
             last.save(update_fields=["status", "attempt", "wake_at", "updated_at"])
         previous_error = run.error
-        run.error, run.finished_at, run.updated_at, run.wake_at = None, None, now, _grace()
-        run.save(update_fields=["status", "error", "finished_at", "updated_at", "wake_at"])
+        changes = dict(status=run.status_after("retry"), error=None, finished_at=None,
+                       updated_at=now, wake_at=_grace())
+        WorkflowRun.objects.filter(pk=run_id).update(**changes)
+        run.retry()
+        for name, value in changes.items():
+            if name != "status":
+                setattr(run, name, value)
         _audit(run_id, "retry", actor, {"previous_error": previous_error, **(audit or {})})
     dispatch(run_id)
     return run
@@ -167,14 +178,15 @@ def run_wake(run_id: str, *, actor: str = "system", audit: dict | None = None) -
     """
     with transaction.atomic():
         run = _get_locked(run_id)
-        if run.status not in (RunStatus.PENDING, RunStatus.WAITING):
-            raise InvalidTransition(f"run {run_id!r} is {run.status}; only pending or waiting runs can be woken")
+        if not run.allows("wake"):
+            raise InvalidTransition(f"run {run_id!r} is {run.status}; only {_from('wake')} runs "
+                                    "can be woken")
         now = clock.now()
         JournalEntry.objects.filter(
             run_id=run_id, wake_at__gt=now, kind__in=[EntryKind.SLEEP, EntryKind.STEP],
             status__in=[EntryStatus.WAITING, EntryStatus.RETRYING]).update(wake_at=now, updated_at=now)
         run.wake_at, run.updated_at = _grace(), now
-        run.save(update_fields=["wake_at", "updated_at"])
+        WorkflowRun.objects.filter(pk=run_id).update(wake_at=run.wake_at, updated_at=now)
         _audit(run_id, "wake", actor, audit)
     dispatch(run_id)
     return run

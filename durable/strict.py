@@ -91,12 +91,12 @@ def _frame_kind(filename: str) -> str:
     return kind
 
 
-_current_run = None   # the engine's context variables, bound by install()
+_current_run = None   # durable.context.current and current_step, bound by install()
 _current_step = None
 
 
 def _in_body() -> bool:
-    return _current_run.get() is not None and _current_step.get() is None
+    return _current_run() is not None and _current_step() is None
 
 
 def _body_codes() -> set:
@@ -137,7 +137,7 @@ def _refuse(call: str, rule: checks.Rule, frame) -> None:
     text = linecache.getline(filename, line).strip()
     if checks.ALLOW_MARKER in text:
         return
-    ctx = _current_run.get()
+    ctx = _current_run()
     run = getattr(ctx, "run", None)
     label = f"workflow {run.workflow_name!r} v{run.workflow_version}" if run else "a workflow"
     raise NondeterministicCall(
@@ -214,7 +214,7 @@ def install() -> None:
             return
         from durable import context
 
-        _current_run, _current_step = context._current, context._current_step
+        _current_run, _current_step = context.current, context.current_step
         for module, names in CLOCK_FUNCTIONS.items():
             for name in names:
                 original = getattr(module, name, None)

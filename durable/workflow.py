@@ -39,22 +39,17 @@ class WorkflowAPI:
     def id(self) -> str:
         return _ctx().run.id
 
-    @property
-    def info(self):
-        ctx = _ctx()
-        return {"id": ctx.run.id, "name": ctx.run.workflow_name, "version": ctx.run.workflow_version}
-
-    def in_workflow(self) -> bool:
-        return context.current() is not None
-
-    def step(self, fn, *args, idempotency_key=None, name=None, retry=None, atomic=False, **kwargs):
+    def step(self, fn, *args, idempotency_key=None, name=None, retry=None, atomic=False,
+             timeout=None, **kwargs):
         """Run ``fn`` once and journal its result; on replay return the result without calling it.
 
         ``atomic=True`` runs ``fn`` in the transaction that records its journal entry, so its
-        writes to our database happen exactly once.
+        writes to our database happen exactly once. ``timeout`` bounds one attempt: past it
+        the attempt fails with ``StepTimeout`` (and follows ``retry``), even if its worker
+        hung on a call that never returns.
         """
         return _ctx().step(fn, *args, idempotency_key=idempotency_key, name=name, retry=retry,
-                           atomic=atomic, **kwargs)
+                           atomic=atomic, timeout=timeout, **kwargs)
 
     def wait_for_signal(self, name: str, timeout=None, type=None):
         """The oldest unconsumed signal ``name``'s payload, or None once ``timeout`` passes."""

@@ -29,7 +29,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_is_fenced(clock, sett
     entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
 
     with pytest.raises(Fenced):
-        stale.write(entry, insert=True)
+        stale.record(entry, insert=True)
 
     assert fresh.token == stale.token + 1
     assert not JournalEntry.objects.filter(run_id=run.id).exists()

@@ -1,0 +1,34 @@
+"""What a replay context asks of the place its outcomes are kept.
+
+Django's session backends in small: ``durable.context.ReplayContext`` holds the logic
+(positions, matching, retries, signal order, deadlines) and talks only to this
+interface. Two stores implement it: ``durable.leases.Lease``, the live store (fenced
+SQL on the engine's tables), and ``durable.history.RecordedStore``, which answers from
+an exported history and never writes.
+"""
+
+
+class Store:
+    run_id: str
+
+    def load(self) -> dict:
+        """The journal recorded so far, by position (``JournalEntry`` objects)."""
+        raise NotImplementedError
+
+    def pending_signals(self) -> list:
+        """Signals not yet consumed, oldest first (``Signal`` objects)."""
+        raise NotImplementedError
+
+    def begin(self, position: int, call: str) -> None:
+        """New work is about to happen at ``position`` (a step runs, a value is drawn, a
+        wait is recorded). A store that can only replay ends the replay here."""
+
+    def record(self, entry, *, insert: bool, fields=(), perform=None, consume=None) -> None:
+        """Persist one journal entry. ``perform`` (a callable: an atomic step's body) runs,
+        and ``consume`` (a signal) is marked consumed at the entry's position, in the same
+        transaction: all of it commits, or none of it."""
+        raise NotImplementedError
+
+    def step_running(self, deadline) -> None:
+        """A step with a timeout started (``deadline``) or ended (None): keep the run only
+        that long."""
