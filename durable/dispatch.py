@@ -1,34 +1,38 @@
 """Sending "advance run X" once the caller's transaction commits.
 
 The message is only a hint: a lost one delays the run until the sweep finds its
-``wake_at`` due, it never loses the run.
+``wake_at`` due, it never loses the run. Where it goes is ``DURABLE_DISPATCHER``: the
+dotted path of a ``send(run_id, *, delay)`` callable, or one of the short names below.
 """
+import functools
 import logging
 
 from django.db import transaction
+from django.utils.module_loading import import_string
 
 from durable import conf
 
 log = logging.getLogger(__name__)
 
-# What was dispatched while DURABLE_DISPATCHER = "none" (tests read it to know what woke).
-recorded: list[str] = []
-delays: dict[str, float] = {}
+SHORT_NAMES = {
+    "celery": "durable.dispatch.send_advance",
+    "none": "durable.testing.record_dispatch",  # tests: nothing is sent, durable.testing.dispatched says what
+}
 
 
 def dispatch(run_id: str, *, delay: float = 0.0) -> None:
     """Send "advance run X" after commit; ``delay`` (under one sweep tick) for timers."""
-    mode = conf.dispatcher()
-    if mode == "none":
-        def record():
-            recorded.append(run_id)
-            delays[run_id] = delay
+    send = _sender(conf.dispatcher())
+    transaction.on_commit(lambda: send(run_id, delay=delay), robust=True)
 
-        transaction.on_commit(record)
-    elif mode == "celery":
-        transaction.on_commit(lambda: send_advance(run_id, delay=delay), robust=True)
-    else:
-        raise ValueError(f"unknown DURABLE_DISPATCHER {mode!r} (expected 'celery' or 'none')")
+
+@functools.lru_cache(maxsize=8)
+def _sender(path: str):
+    try:
+        return import_string(SHORT_NAMES.get(path, path))
+    except ImportError as exc:
+        raise ValueError(f"DURABLE_DISPATCHER {path!r} is neither {' nor '.join(map(repr, SHORT_NAMES))} "
+                         f"nor the dotted path of a send(run_id, *, delay) function") from exc
 
 
 def send_advance(run_id: str, *, delay: float = 0.0) -> None:

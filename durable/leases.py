@@ -113,20 +113,25 @@ class Lease(Store):
                     with connection.cursor() as cursor:
                         cursor.execute("SET LOCAL idle_in_transaction_session_timeout = %s",
                                        [f"{int(self.seconds * 1000)}ms"])
-                perform()
+                try:
+                    perform()
+                except DatabaseError as exc:
+                    # Asked here, before the failed block closes a broken connection: was it
+                    # the database that failed (not counted), or the step's own statement?
+                    if _connection_lost():
+                        raise StoreUnavailable(str(exc)) from exc
+                    raise
                 saving = True
                 self._fence()
                 if consume is not None:
                     self._consume(consume, entry.position)
                 self._save(entry, insert, fields)
         except IntegrityError as exc:
-            if saving:
+            if saving:  # another worker wrote this position: we are the stale one
                 raise Fenced(self.run_id) from exc
-            if _connection_lost():
-                raise StoreUnavailable(str(exc)) from exc
             raise
         except DatabaseError as exc:
-            if saving or _connection_lost():  # the database failed, not the step
+            if saving:
                 raise StoreUnavailable(str(exc)) from exc
             raise
 
@@ -260,12 +265,10 @@ def store_errors():
 
 
 def _connection_lost() -> bool:
-    if connection.connection is None:
-        return True
-    try:
-        return not connection.is_usable()
-    except Exception:
-        return True
+    """Whether this thread's connection is gone (psycopg marks it closed or broken; an
+    SQLite connection is never lost this way)."""
+    raw = connection.connection
+    return raw is None or bool(getattr(raw, "closed", False)) or bool(getattr(raw, "broken", False))
 
 
 def _first_line(exc: BaseException) -> str:

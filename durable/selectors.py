@@ -1,6 +1,6 @@
 """Reads on runs for views, the admin, the API and tests."""
 from durable.errors import RunNotFound
-from durable.models import JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.models import JournalEntry, Signal, WorkflowRun
 
 
 def run_get(run_id: str) -> WorkflowRun:
@@ -16,8 +16,3 @@ def run_journal(run_id: str) -> list[JournalEntry]:
 
 def run_signals(run_id: str) -> list[Signal]:
     return list(Signal.objects.filter(run_id=run_id).order_by("id"))
-
-
-def runs_waiting(workflow_name: str | None = None):
-    runs = WorkflowRun.objects.filter(status=RunStatus.WAITING)
-    return runs.filter(workflow_name=workflow_name) if workflow_name else runs

@@ -16,8 +16,13 @@ def sweep() -> int:
     return len(timers.sweep_due())
 
 
+ENGINE_TASKS = frozenset({"durable.advance", "durable.sweep"})
+
+
 @task_prerun.connect
 @task_postrun.connect
-def _close_broken_connections(**kwargs):
-    """Drop a connection the database killed, so the next advance opens a fresh one."""
-    close_old_connections()
+def _close_broken_connections(sender=None, **kwargs):
+    """Drop a connection that failed or outlived CONN_MAX_AGE, so the next advance opens a
+    fresh one. Only around the engine's own tasks: other apps' tasks keep Celery's rules."""
+    if getattr(sender, "name", None) in ENGINE_TASKS:
+        close_old_connections()

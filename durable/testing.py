@@ -5,7 +5,18 @@ from durable import executor, registry
 from durable.clock import fake_clock
 from durable.models import WorkflowRun
 
-__all__ = ["drive", "fake_clock", "override_workflow"]
+__all__ = ["dispatched", "drive", "fake_clock", "override_workflow", "record_dispatch"]
+
+# What was dispatched with DURABLE_DISPATCHER = "none" (this module's record_dispatch), in
+# order, and each run's last delay: tests read them to know what would have woken.
+dispatched: list[str] = []
+dispatch_delays: dict[str, float] = {}
+
+
+def record_dispatch(run_id: str, *, delay: float = 0.0) -> None:
+    """The dispatcher for tests: records the message instead of sending it."""
+    dispatched.append(run_id)
+    dispatch_delays[run_id] = delay
 
 
 def drive(run_id: str, *, owner: str = "driver") -> WorkflowRun:

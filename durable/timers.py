@@ -16,12 +16,14 @@ from django.db import connection, transaction
 
 from durable import clock, conf, metrics
 from durable.dispatch import dispatch
+from durable.leases import on_live_connection
 from durable.models import ACTIVE_STATUSES, WorkflowRun
 
 
 def sweep_due(*, limit: int | None = None, lookahead: float | None = None) -> list[str]:
     started = time.monotonic()
-    run_ids = _sweep_due(limit=limit, lookahead=lookahead)
+    # A connection the database dropped while idle is reopened, not reported.
+    run_ids = on_live_connection(lambda: _sweep_due(limit=limit, lookahead=lookahead))
     # For /metrics: workers are other processes, so the duration is stored, not counted.
     metrics.record_sweep(time.monotonic() - started, dispatched=len(run_ids))
     return run_ids

@@ -1,8 +1,10 @@
-"""Start web, Celery worker and Celery beat together, and stop all of them together.
+"""Start web, Celery worker and Celery beat together, keep them up, and stop them together.
 
-Each child gets its own process group. On Ctrl-C, SIGTERM, or any child exiting, every
-group gets SIGTERM, then SIGKILL after a grace period: a Celery worker with embedded beat
-on the filesystem transport has been seen to ignore SIGTERM, so nothing is left behind.
+Each child gets its own process group. A child that exits is started again, after a
+back-off that grows while it keeps dying (as systemd's Restart=always would; see
+docs/operations.md for production). On Ctrl-C or SIGTERM every group gets SIGTERM, then
+SIGKILL after a grace period: a Celery worker with embedded beat on the filesystem
+transport has been seen to ignore SIGTERM, so nothing is left behind.
 """
 import argparse
 import os
@@ -14,6 +16,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GRACE_SECONDS = 10
+# A child that ran this long before dying starts again at once; one that keeps dying
+# waits 1, 2, 4 ... seconds, at most MAX_BACKOFF_SECONDS.
+STABLE_SECONDS = 60
+MAX_BACKOFF_SECONDS = 30
 
 
 def commands(host: str, port: int, concurrency: int) -> dict[str, list[str]]:
@@ -63,22 +69,38 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    for name, command in commands(options.host, options.port, options.concurrency).items():
-        children[name] = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
+    specs = commands(options.host, options.port, options.concurrency)
+    started_at: dict[str, float] = {}
+    failures: dict[str, int] = {name: 0 for name in specs}
+    restart_at: dict[str, float] = {}
+
+    def start(name: str) -> None:
+        children[name] = subprocess.Popen(specs[name], cwd=ROOT, start_new_session=True)
+        started_at[name] = time.monotonic()
         print(f"[run] started {name} (pid {children[name].pid})", flush=True)
+
+    for name in specs:
+        start(name)
     print(f"[run] web on http://{options.host}:{options.port}/ - Ctrl-C stops everything", flush=True)
-    code = 0
     try:
         while not stopping:
-            for name, proc in children.items():
-                if proc.poll() is not None:
-                    print(f"[run] {name} exited with {proc.returncode}; stopping the rest", flush=True)
-                    code, stopping = proc.returncode or 1, True
-                    break
+            now = time.monotonic()
+            for name, proc in list(children.items()):
+                if name in restart_at or proc.poll() is None:
+                    continue
+                failures[name] = 0 if now - started_at[name] > STABLE_SECONDS else failures[name] + 1
+                delay = min(2 ** (failures[name] - 1), MAX_BACKOFF_SECONDS) if failures[name] else 0
+                print(f"[run] {name} exited with {proc.returncode}; starting it again in {delay} s",
+                      flush=True)
+                restart_at[name] = now + delay
+            for name, when in list(restart_at.items()):
+                if now >= when and not stopping:
+                    del restart_at[name]
+                    start(name)
             time.sleep(0.2)
     finally:
         stop(children)
-    return code
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Fixtures shared by every test: a fake clock, the engine driven in-process, clean counters."""
 import pytest
 
-from durable import dispatch
+from durable import testing
 from durable.testing import fake_clock
 from tests.durable.workflows import CALLS
 
@@ -9,8 +9,8 @@ from tests.durable.workflows import CALLS
 @pytest.fixture(autouse=True)
 def _fresh_counters():
     CALLS.clear()
-    dispatch.recorded.clear()
-    dispatch.delays.clear()
+    testing.dispatched.clear()
+    testing.dispatch_delays.clear()
     yield
 
 

@@ -2,7 +2,7 @@
 import pytest
 from django.db import transaction
 
-from durable import RunConflict, RunFinished, dispatch, leases, services
+from durable import RunConflict, RunFinished, leases, services, testing
 from durable.errors import Fenced, InvalidTransition
 from durable.models import AuditEvent, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive
@@ -39,9 +39,9 @@ def test_a_run_is_dispatched_only_when_the_callers_transaction_commits(django_ca
     with django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
             services.run_start(three_steps, 1, id="commit:1")
-            assert dispatch.recorded == []
+            assert testing.dispatched == []
 
-    assert dispatch.recorded == ["commit:1"]
+    assert testing.dispatched == ["commit:1"]
 
 
 def test_a_rolled_back_start_leaves_nothing_behind():

@@ -3,7 +3,7 @@ from datetime import timedelta
 
 import pytest
 
-from durable import days, dispatch, minutes, services
+from durable import days, minutes, services, testing
 from durable.models import JournalEntry, RunStatus
 from durable.testing import drive
 from durable.timers import sweep_due
@@ -86,4 +86,4 @@ def test_a_timer_due_before_the_next_tick_is_sent_now_with_a_countdown(
         picked = sweep_due(lookahead=1.0)
 
     assert picked == ["nap:lookahead"]
-    assert dispatch.delays["nap:lookahead"] == pytest.approx(0.4)
+    assert testing.dispatch_delays["nap:lookahead"] == pytest.approx(0.4)
