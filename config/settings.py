@@ -219,6 +219,9 @@ LOGGING = {
                              "filters": ["run_context"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
+        # Django's own console handler (DEBUG only) would print each django.* record a
+        # second time beside the root one: a 403's traceback twice, every 404 twice.
+        "django": {"handlers": [], "level": "INFO"},
         "django.db.backends": {"level": "INFO"},
         # One line per sweep tick and per advance is noise; failures still log.
         "celery.app.trace": {"level": "WARNING"},
