@@ -1,4 +1,5 @@
 """The runs admin in headless Chromium, on the demo's own data, at a laptop's 1366 px."""
+import io
 import re
 
 import pytest
@@ -16,8 +17,8 @@ STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z+\-0-9]+$")  # seconds 
 
 @pytest.fixture
 def demo_data():
-    call_command("seed_approvals_demo", stdout=open("/dev/null", "w"))
-    call_command("seed_demo", stdout=open("/dev/null", "w"))
+    call_command("seed_approvals_demo", stdout=io.StringIO())
+    call_command("seed_demo", stdout=io.StringIO())
     User.objects.create_superuser("admin-browser", password=PASSWORD)
 
 
