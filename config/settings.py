@@ -160,7 +160,9 @@ DURABLE_API_MAX_PAYLOAD_BYTES = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_BYTE
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 
 # --- Celery: the broker only carries "advance run X"; the database is the truth. ---
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+# Empty means unset, as for DATABASE_URL. The host is a placeholder the filesystem transport
+# ignores; without one kombu warns "No hostname was supplied" on every connection.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "").strip() or "filesystem://localhost/"
 BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", VAR_DIR / "broker"))
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 if CELERY_BROKER_URL.startswith("filesystem"):
@@ -195,7 +197,8 @@ DURABLE_WORKFLOW_MODULES = env_list("DURABLE_WORKFLOW_MODULES", "")
 DURABLE_HEARTBEAT = env_bool("DURABLE_HEARTBEAT", True)
 DURABLE_CRASH_LOOP_LIMIT = int(os.environ.get("DURABLE_CRASH_LOOP_LIMIT", "5"))
 # Calls that break replay (clock, random, network, queries) raise inside workflow bodies.
-DURABLE_STRICT = env_bool("DURABLE_STRICT", DEBUG)
+# It patches the standard library process-wide, so only tests turn it on by default.
+DURABLE_STRICT = env_bool("DURABLE_STRICT", False)
 
 # The "durable" cache is shared by web and workers: the sweep stores its last duration
 # there for /metrics. Redis when the broker is Redis, else a folder under var/.
@@ -219,6 +222,9 @@ LOGGING = {
                              "filters": ["run_context"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
+        # Django's own console handler (DEBUG only) would print each django.* record a
+        # second time beside the root one: a 403's traceback twice, every 404 twice.
+        "django": {"handlers": [], "level": "INFO"},
         "django.db.backends": {"level": "INFO"},
         # One line per sweep tick and per advance is noise; failures still log.
         "celery.app.trace": {"level": "WARNING"},

@@ -21,6 +21,7 @@ from durable import services, validation
 from durable.audit import request_audit
 from durable.errors import DurableError
 from durable.models import AuditEvent, EntryStatus, RunStatus, WorkflowRun
+from durable.templatetags.durable_admin import breakable, stamp
 
 OPERATE_PERMISSION = "durable.operate_workflowrun"
 
@@ -42,6 +43,15 @@ def badge(status: str):
 def pretty_json(value, *, limit: int = 4000) -> str:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
     return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
+
+
+def stamp_column(field: str, description: str):
+    """A column or read-only field showing a time to the second with its zone (sortable)."""
+    @admin.display(description=description, ordering=field)
+    def column(model_admin, obj):
+        return stamp(getattr(obj, field))
+
+    return column
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -86,7 +96,8 @@ class SignalForm(forms.Form):
 
 @admin.register(WorkflowRun)
 class WorkflowRunAdmin(ReadOnlyAdmin):
-    list_display = ["id", "workflow", "status_badge", "waiting_for", "wake_at", "advances", "updated_at"]
+    list_display = ["run_id", "workflow", "status_badge", "waits_for", "wake_at_stamp", "advances",
+                    "updated_at_stamp"]
     list_filter = ["status", "workflow_name", "workflow_version"]
     search_fields = ["id"]
     ordering = ["-created_at"]
@@ -95,15 +106,16 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
     actions = ["cancel_selected", "retry_selected", "wake_selected"]
     change_form_template = "admin/durable/workflowrun/change_form.html"
     fieldsets = [
-        (None, {"fields": ["id", "workflow", "status_badge", "waiting_for", "wake_at", "advances",
-                           "created_at", "updated_at", "finished_at"]}),
+        (None, {"fields": ["id", "workflow", "status_badge", "waiting_for", "wake_at_stamp", "advances",
+                           "created_at_stamp", "updated_at_stamp", "finished_at_stamp"]}),
         ("Input, result, error", {"fields": ["input_json", "result_json", "error_json"]}),
-        ("Lease", {"fields": ["lease_owner", "lease_expires_at", "fencing_token", "signal_seq"],
+        ("Lease", {"fields": ["lease_owner", "lease_expires_at_stamp", "fencing_token", "signal_seq"],
                    "classes": ["collapse"]}),
     ]
-    readonly_fields = ["id", "workflow", "status_badge", "waiting_for", "wake_at", "advances", "created_at",
-                       "updated_at", "finished_at", "input_json", "result_json", "error_json",
-                       "lease_owner", "lease_expires_at", "fencing_token", "signal_seq"]
+    readonly_fields = ["id", "workflow", "status_badge", "waiting_for", "wake_at_stamp", "advances",
+                       "created_at_stamp", "updated_at_stamp", "finished_at_stamp", "input_json",
+                       "result_json", "error_json", "lease_owner", "lease_expires_at_stamp",
+                       "fencing_token", "signal_seq"]
 
     # --- nothing is edited, added or deleted here: repairs are the actions below ---
 
@@ -111,6 +123,20 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         return request.user.has_perm(OPERATE_PERMISSION)
 
     # --- columns ---
+
+    @admin.display(description="id", ordering="id")
+    def run_id(self, run):
+        return breakable(run.id)
+
+    @admin.display(description="waiting for", ordering="waiting_for")
+    def waits_for(self, run):
+        return breakable(run.waiting_for)
+
+    wake_at_stamp = stamp_column("wake_at", "wake at")
+    created_at_stamp = stamp_column("created_at", "created at")
+    updated_at_stamp = stamp_column("updated_at", "updated at")
+    finished_at_stamp = stamp_column("finished_at", "finished at")
+    lease_expires_at_stamp = stamp_column("lease_expires_at", "lease expires at")
 
     @admin.display(description="workflow", ordering="workflow_name")
     def workflow(self, run):

@@ -1,10 +1,15 @@
 """Strict mode: calls that break replay raise when a workflow body makes them (tests, development).
 
-``install()`` (once, from the app's ready() when ``DURABLE_STRICT`` is on; it defaults to
-``DEBUG``) wraps the clock, random, UUID and secrets functions and adds an audit hook for
-files, sockets, urllib and subprocesses, and a database execute wrapper. Each guard first
-asks one context variable whether a workflow body is running (a run's replay context is
-set and no step is): anywhere else the original function runs unchanged.
+``install()`` (once, from the app's ready() when ``DURABLE_STRICT`` is on: tests turn it
+on; elsewhere it takes an explicit ``DURABLE_STRICT=1``, since it patches the standard
+library for the whole process) wraps the clock, random, UUID and secrets functions and adds
+an audit hook for files, sockets, urllib and subprocesses, and a database execute wrapper.
+Each guard first asks one context variable whether a workflow body is running (a run's
+replay context is set and no step is): anywhere else the original function runs unchanged.
+
+What Django sees of models must not change: ``django.utils.timezone.now`` is a model field
+default, and replacing it would make the migration autodetector see a changed default in
+every app. It is left alone; the ``datetime.now`` it calls charges the read to its caller.
 
 Only calls made by project code are refused. The engine (durable/) and libraries read
 clocks and open connections for their own purposes (a log record's timestamp, a journal
@@ -72,7 +77,7 @@ class NondeterministicCall(Divergence):
 
 
 def enabled() -> bool:
-    return bool(getattr(settings, "DURABLE_STRICT", settings.DEBUG))
+    return bool(getattr(settings, "DURABLE_STRICT", False))
 
 
 def _frame_kind(filename: str) -> str:
@@ -93,6 +98,7 @@ def _frame_kind(filename: str) -> str:
 
 _current_run = None   # durable.context.current and current_step, bound by install()
 _current_step = None
+_TIMEZONE_NOW_CODE = None
 
 
 def _in_body() -> bool:
@@ -148,7 +154,9 @@ def _refuse(call: str, rule: checks.Rule, frame) -> None:
 
 
 def _check_direct(call: str, rule: checks.Rule, caller) -> None:
-    if _frame_kind(caller.f_code.co_filename) == PROJECT:  # libraries read clocks for themselves
+    if caller.f_code is _TIMEZONE_NOW_CODE:  # the clock read is the caller of timezone.now()
+        call, caller = "django.utils.timezone.now()", caller.f_back
+    if caller is not None and _frame_kind(caller.f_code.co_filename) == PROJECT:  # libraries read clocks for themselves
         blamed = _blame(caller)
         if blamed is not None:
             _refuse(call, rule, blamed)
@@ -224,7 +232,8 @@ def install() -> None:
                 setattr(module, name, _guard_direct(f"{module.__name__}.{name}", rule, original))
         from django.utils import timezone
 
-        timezone.now = _guard_direct("django.utils.timezone.now", checks.CLOCK, timezone.now)
+        global _TIMEZONE_NOW_CODE
+        _TIMEZONE_NOW_CODE = timezone.now.__code__
         for cls, name in ((datetime_module.datetime, "now"), (datetime_module.datetime, "utcnow"),
                           (datetime_module.date, "today")):
             _patch_type(cls, name)

@@ -7,6 +7,8 @@ signed webhook, as WhatsApp's Cloud API or the payment provider would.
   scripts/play_customer.py image --from 5511900000002            # the selfie
   scripts/play_customer.py pay NF-DEMO-001                        # the payment provider
 
+The app is looked for at --base-url (default: $APP_URL, else http://127.0.0.1:$PORT, else
+port 8000): pass it when ./scripts/run was started with --port or PORT in another shell.
 The secrets default to the development values of config/settings.py (DEBUG only); set
 WHATSAPP_APP_SECRET / PAYMENTS_WEBHOOK_SECRET to what the app was started with.
 """
@@ -34,6 +36,15 @@ def post(url: str, payload: dict, secret: str, header: str) -> int:
     except urllib.error.HTTPError as exc:
         print(exc.code, exc.read().decode(), file=sys.stderr)
         return 1
+    except (urllib.error.URLError, OSError) as exc:  # refused, unknown host, timeout
+        reason = getattr(exc, "reason", exc)
+        print(f"cannot reach the app at {url} ({reason}): is ./scripts/run running there? "
+              "Pass --base-url (or set APP_URL) if it listens on another port.", file=sys.stderr)
+        return 2
+
+
+def default_base_url() -> str:
+    return f"http://127.0.0.1:{os.environ.get('PORT') or 8000}"
 
 
 def whatsapp_payload(options) -> dict:
@@ -70,8 +81,10 @@ def main() -> int:
     parser.add_argument("--user-id", default="", help="business-scoped user id (instead of or with a phone)")
     parser.add_argument("--name", default="Cliente Demo", help="the profile name")
     parser.add_argument("--filename", default="")
-    parser.add_argument("--base-url", default=os.environ.get("APP_URL", "http://127.0.0.1:8000"))
+    parser.add_argument("--base-url", default=os.environ.get("APP_URL") or default_base_url(),
+                        help="where the app listens (default: %(default)s)")
     options = parser.parse_args()
+    options.base_url = options.base_url.rstrip("/")
     if options.kind == "pay":
         payload = {"id": f"evt_{uuid.uuid4().hex[:16]}", "type": "payment.succeeded",
                    "data": {"invoice": options.words}}

@@ -1,5 +1,7 @@
 """Helpers for tests that start other processes against the test database."""
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from django.conf import settings
@@ -30,3 +32,18 @@ def subprocess_env(**overrides: str) -> dict:
     })
     env.update(overrides)
     return env
+
+
+def project_env(var_dir: Path, **overrides: str) -> dict:
+    """The environment of a fresh checkout: no service URLs, no test settings, its own var/."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "DEBUG",
+                           "DURABLE_STRICT", "DURABLE_DISPATCHER"}}
+    env.update(DURABLE_VAR_DIR=str(var_dir), PYTHONPATH=str(ROOT), **overrides)
+    return env
+
+
+def run_python(*args: str, var_dir: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+    """Run the project's Python (``manage.py ...`` or ``-c ...``) as a newcomer would."""
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=project_env(var_dir, **env),
+                          capture_output=True, text=True, timeout=timeout)

@@ -40,14 +40,17 @@ class Outgoing:
 
 
 class ConsoleBackend:
-    """Development default: print the message; the OutboundMessage row is the record."""
+    """Development default: log the message at INFO; the OutboundMessage row is the record.
+
+    Logged, not printed: a Celery worker turns stdout into WARNING "celery.redirected".
+    """
 
     name = "console"
 
     def send(self, outgoing: Outgoing, *, idempotency_key: str) -> str:
         mode = f"template {outgoing.template_name}" if outgoing.template_name else "text"
-        print(f"[whatsapp -> {outgoing.to_wa_id or outgoing.to_user_id}] ({mode}) {outgoing.body}",
-              flush=True)
+        log.info("[whatsapp -> %s] (%s) %s", outgoing.to_wa_id or outgoing.to_user_id, mode,
+                 outgoing.body)
         return f"console.{hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]}"
 
     def download_media(self, media_id: str) -> Media | None:

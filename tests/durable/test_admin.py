@@ -62,13 +62,37 @@ def blocked_run(clock):
         return drive(run.id)
 
 
+def stamp(value) -> str:
+    return f'<time datetime="{value.isoformat()}">{value:%Y-%m-%d %H:%M:%S}\N{NO-BREAK SPACE}UTC</time>'
+
+
+@pytest.fixture
+def run_with_deadline(clock):
+    return drive(services.run_start("wait_with_deadline", id="onboarding:c-43").id)
+
+
+def test_the_list_shows_wake_and_update_times_to_the_second_with_their_zone(operator, run_with_deadline):
+    html = operator.get(reverse("admin:durable_workflowrun_changelist")).content.decode()
+
+    assert stamp(run_with_deadline.wake_at) in html
+    assert stamp(run_with_deadline.updated_at) in html
+
+
+def test_the_run_page_shows_its_times_and_its_journal_to_the_second_with_their_zone(operator, run_with_deadline):
+    html = operator.get(page(run_with_deadline.id)).content.decode()
+
+    assert stamp(run_with_deadline.created_at) in html and stamp(run_with_deadline.wake_at) in html
+    entries = list(run_with_deadline.journal.all())
+    assert entries and all(stamp(entry.started_at) in html for entry in entries)
+
+
 def test_the_list_shows_workflow_version_status_and_what_the_run_waits_for(operator, waiting_run):
     response = operator.get(reverse("admin:durable_workflowrun_changelist"))
 
     html = response.content.decode()
     assert response.status_code == 200
     assert "onboarding:c-42" in html and "step_wait_step v1" in html
-    assert "durable-badge" in html and "signal:go" in html
+    assert "durable-badge" in html and "signal:<wbr>go" in html  # may wrap after the colon
 
 
 def test_the_list_filters_by_status_and_searches_by_id(operator, waiting_run):

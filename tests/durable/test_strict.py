@@ -17,6 +17,7 @@ from durable.models import RunStatus
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, record
 from tests.effects.models import Effect
+from tests.support import run_python
 
 pytestmark = pytest.mark.django_db
 
@@ -195,3 +196,13 @@ def test_a_fixed_body_resumes_after_retry(clock):
 
     assert run.status == RunStatus.COMPLETED
     assert CALLS["before"] == 1
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("env", [{"DEBUG": "1"}, {"DEBUG": "1", "DURABLE_STRICT": "1"}],
+                         ids=["debug", "debug-and-strict"])
+def test_strict_mode_leaves_the_models_as_their_migrations_describe_them(tmp_path, env):
+    result = run_python("manage.py", "makemigrations", "--check", "--dry-run", var_dir=tmp_path, **env)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No changes detected" in result.stdout

@@ -1,13 +1,15 @@
 """Onboarding end to end through the signed WhatsApp webhook and the compliance reviewer's
 decision (approvals app), driven in-process."""
 import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
 
 from approvals.models import ApprovalRequest, ApprovalStatus
 from approvals.services import approval_decide
 from durable import days
 from durable.models import RunStatus
 from durable.testing import drive
-from processes.onboarding.models import Account, Company, CompanyStatus
+from processes.onboarding.models import Account, Company, CompanyStatus, Document, DocumentKind
 from processes.onboarding.steps import ReviewFacts
 from processes.onboarding.validation import ValidationResult
 from processes.onboarding.workflow import review_risk
@@ -207,3 +209,23 @@ def test_the_first_valid_cnpj_the_customer_writes_is_recorded(customer):
 
     assert Company.objects.get().cnpj == CNPJ
 
+
+
+def test_a_document_an_operator_attached_and_signalled_through_the_api_completes_the_set(customer, clock):
+    """The example of docs/api.md: a selfie the customer e-mailed, attached in the admin."""
+    for message in (HELLO, CONTRACT, ADDRESS):
+        run = customer(message)
+    assert run.waiting_for == "signal:documents_received"  # the selfie is missing
+    selfie = Document.objects.create(company=Company.objects.get(wa_id=PHONE), kind=DocumentKind.SELFIE,
+                                     media_id="email-2026-12-01", mime_type="image/jpeg", file_name="selfie.jpg")
+    api = APIClient()
+    api.force_authenticate(User.objects.create_superuser("ops", password="pw-unused-123"))
+
+    response = api.post(f"/api/runs/{run.id}/signals/",
+                        {"name": "documents_received", "payload": {"document_id": selfie.pk}},
+                        format="json", HTTP_IDEMPOTENCY_KEY="email-2026-12-01")
+    run = drive(run.id)
+
+    assert response.status_code == 201, response.content
+    assert run.waiting_for == "signal:compliance_decision"
+    assert open_case(run.id).title.startswith(Company.objects.get(wa_id=PHONE).name)

@@ -1,0 +1,61 @@
+"""The runs admin in headless Chromium, on the demo's own data, at a laptop's 1366 px."""
+import io
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from tests.browser import browser  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "pw-admin-browser-1"
+COLUMNS = ["id", "workflow", "status", "waiting for", "wake at", "advances", "updated at"]
+STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z+\-0-9]+$")  # seconds and a time zone
+
+
+@pytest.fixture
+def demo_data():
+    call_command("seed_approvals_demo", stdout=io.StringIO())
+    call_command("seed_demo", stdout=io.StringIO())
+    User.objects.create_superuser("admin-browser", password=PASSWORD)
+
+
+@pytest.fixture
+def admin_page(browser, live_server, demo_data):  # noqa: F811
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.goto(f"{live_server.url}/admin/login/?next=/admin/durable/workflowrun/")
+    page.fill("input[name=username]", "admin-browser")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_selector("#result_list")
+    yield page
+    context.close()
+
+
+def test_at_1366_px_the_run_list_shows_every_column_without_scrolling_sideways(admin_page):
+    headers = admin_page.eval_on_selector_all(
+        "#result_list thead th", "ths => ths.map(th => ({text: th.innerText.trim(), right: th.getBoundingClientRect().right}))")
+    widths = admin_page.evaluate("""() => ({
+        viewport: window.innerWidth,
+        page: document.documentElement.scrollWidth,
+        results: [document.querySelector('.results').scrollWidth, document.querySelector('.results').clientWidth],
+    })""")
+
+    shown = [header["text"].lower() for header in headers if header["text"]]
+    assert shown == COLUMNS, headers
+    assert widths["page"] <= widths["viewport"], widths
+    assert widths["results"][0] <= widths["results"][1], widths
+    assert all(header["right"] <= widths["viewport"] for header in headers), (headers, widths)
+
+
+def test_the_run_list_shows_wake_and_update_times_to_the_second_with_their_zone(admin_page):
+    cells = admin_page.eval_on_selector_all(
+        "#result_list td.field-wake_at_stamp time, #result_list td.field-updated_at_stamp time",
+        "times => times.map(t => t.innerText.replace(/\\s+/g, ' ').trim())")
+
+    assert len(cells) >= 13  # every run has an update time; the waiting ones a wake time
+    assert all(STAMP.match(cell) for cell in cells), cells
