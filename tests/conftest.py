@@ -29,11 +29,6 @@ def clock():
         yield frozen
 
 
-# tests/faults is owned by the engine work; its Redis-restart test is marked from here until
-# the marker is written on the test itself.
-STARTS_REDIS_SERVER = {"test_runs_survive_redis_being_killed_and_restarted_empty"}
-
-
 def _redis_server_wanted() -> tuple[bool, str]:
     if os.environ.get("DURABLE_TEST_REDIS_SERVER", "").strip().lower() in {"1", "true", "yes", "on"}:
         return True, "DURABLE_TEST_REDIS_SERVER=1"
@@ -55,7 +50,5 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="starts a redis-server of its own: set DURABLE_TEST_REDIS_SERVER=1 "
                                    "(or run on Redis) to include it")
     for item in items:
-        if getattr(item, "originalname", item.name) in STARTS_REDIS_SERVER:
-            item.add_marker(pytest.mark.redis_server)
         if not wanted and item.get_closest_marker("redis_server"):
             item.add_marker(skip)

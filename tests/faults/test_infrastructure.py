@@ -13,6 +13,7 @@ from tests.workers import PrivateRedis
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.mark.redis_server
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 def test_runs_survive_redis_being_killed_and_restarted_empty(celery_processes, rng):
     redis = PrivateRedis()
@@ -42,6 +43,7 @@ def test_runs_survive_redis_being_killed_and_restarted_empty(celery_processes, r
     assert restarts >= 2, "the runs finished before Redis could be restarted: the test proved nothing"
 
 
+@pytest.mark.redis_server
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 def test_every_worker_keeps_consuming_after_redis_is_restarted_five_times(celery_processes, rng):
     redis = PrivateRedis()
