@@ -182,3 +182,45 @@ def b_then_a():
     workflow.wait_for_signal("go")
     workflow.step(record, "a", name="a")
     return "done"
+
+
+@workflow(name="value_across_a_wait")
+def value_across_a_wait(kind: str):
+    """Take one deterministic value (``now``, ``uuid4`` or ``random``), then wait: the
+    value is returned after a replay, so a regenerated value shows in the result."""
+    value = getattr(workflow, kind)()
+    workflow.wait_for_signal("go")
+    return value
+
+
+def write_then_crash(idempotency_key: str) -> int:
+    """Writes to our database, then dies on the first call before its entry is recorded."""
+    effect("write_then_crash")
+    pk = Once.objects.create(key=idempotency_key).pk
+    if CALLS["write_then_crash"] == 1:
+        raise Crash()
+    return pk
+
+
+@workflow(name="atomic_crash")
+def atomic_crash() -> int:
+    return workflow.step(write_then_crash, atomic=True)
+
+
+def write_then_fail(idempotency_key: str) -> int:
+    """Writes to our database, then raises (a retryable error) on the first call."""
+    effect("write_then_fail")
+    pk = Once.objects.create(key=idempotency_key).pk
+    if CALLS["write_then_fail"] == 1:
+        raise Flaky("the provider is down")
+    return pk
+
+
+@workflow(name="atomic_retry")
+def atomic_retry() -> int:
+    return workflow.step(write_then_fail, atomic=True, retry=Retry(max_attempts=2, initial_interval=seconds(5)))
+
+
+@workflow(name="atomic_write")
+def atomic_write() -> int:
+    return workflow.step(create_once, "account", atomic=True)
