@@ -72,3 +72,33 @@ def test_a_heartbeat_after_the_run_was_parked_gives_it_no_lease(clock):
 
     assert lease.extend() is False
     assert WorkflowRun.objects.filter(pk=run.id, lease_expires_at__isnull=True, wake_at__isnull=True).exists()
+
+
+def test_a_fenced_finish_leaves_the_run_object_as_it_was(clock, settings):
+    run = services.run_start(three_steps, 1, id="lease:fenced-finish")
+    stale_run, stale = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    leases.claim(run.id, owner="b")
+
+    with pytest.raises(Fenced):
+        stale.finish(stale_run, transition="complete", result=1)
+
+    assert stale_run.status == RunStatus.RUNNING  # changed in memory only after a write that succeeded
+    assert WorkflowRun.objects.get(pk=run.id).result is None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+def test_a_connection_the_database_dropped_while_idle_is_reopened_for_the_claim():
+    run = services.run_start(three_steps, 1, id="lease:idle-killed")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    killer = connection.copy()
+    with killer.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    killer.close()
+
+    claimed = leases.claim(run.id, owner="a")
+
+    assert claimed is not None and claimed[0].status == RunStatus.RUNNING
