@@ -196,6 +196,7 @@ DURABLE_SWEEP_BATCH = int(os.environ.get("DURABLE_SWEEP_BATCH", "500"))
 DURABLE_WORKFLOW_MODULES = env_list("DURABLE_WORKFLOW_MODULES", "")
 DURABLE_HEARTBEAT = env_bool("DURABLE_HEARTBEAT", True)
 DURABLE_CRASH_LOOP_LIMIT = int(os.environ.get("DURABLE_CRASH_LOOP_LIMIT", "5"))
+DURABLE_CANCEL_CLEANUP_SECONDS = float(os.environ.get("DURABLE_CANCEL_CLEANUP_SECONDS", "3600"))
 # Calls that break replay (clock, random, network, queries) raise inside workflow bodies.
 # It patches the standard library process-wide, so only tests turn it on by default.
 DURABLE_STRICT = env_bool("DURABLE_STRICT", False)

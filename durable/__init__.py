@@ -14,6 +14,8 @@ _EXPORTS = {
     "seconds": "durable.durations",
     "StepInfo": "durable.context",
     "current_step": "durable.context",
+    "Cancelled": "durable.errors",
+    "Received": "durable.context",
     "StepFailed": "durable.errors",
     "StepTimeout": "durable.errors",
     "RunConflict": "durable.errors",

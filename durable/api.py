@@ -252,11 +252,13 @@ class RunCancelView(RunActionView):
 
     @extend_schema(operation_id="runs_cancel", request=RunCancelSerializer,
                    responses={200: RunSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
-                   summary="Cancel a run now; a worker running it is stopped at its next write.")
+                   summary="Cancel a run now (a worker running it is stopped at its next write), "
+                           "or gracefully.")
     def post(self, request, run_id):
         body = RunCancelSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        run = services.run_cancel(clean_run_id(run_id), reason=body.validated_data["reason"], **self.audit())
+        run = services.run_cancel(clean_run_id(run_id), reason=body.validated_data["reason"],
+                                  graceful=body.validated_data["graceful"], **self.audit())
         return Response(RunSerializer(run).data)
 
 

@@ -35,3 +35,8 @@ def sweep_lookahead_seconds() -> float:
 def crash_loop_limit() -> int:
     """Takeovers at one journal position, with no progress, before the run is blocked."""
     return int(getattr(settings, "DURABLE_CRASH_LOOP_LIMIT", 5))
+
+
+def cancel_cleanup_seconds() -> float:
+    """How long a graceful cancel lets the body clean up before it becomes immediate."""
+    return float(getattr(settings, "DURABLE_CANCEL_CLEANUP_SECONDS", 3600))

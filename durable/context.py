@@ -18,8 +18,8 @@ from datetime import datetime
 
 from durable import clock, codec
 from durable.durations import as_timedelta
-from durable.errors import (CrashLoop, Divergence, JournalMismatch, PayloadError, StepFailed,
-                            StepTimeout, Suspend)
+from durable.errors import (Cancelled, CrashLoop, Divergence, JournalMismatch, PayloadError,
+                            StepFailed, StepTimeout, Suspend)
 from durable.models import EntryKind, EntryStatus, JournalEntry
 from durable.retry import DEFAULT_RETRY, Retry
 
@@ -52,6 +52,14 @@ def describe(entry_or_kind, name=None) -> str:
     if isinstance(entry_or_kind, JournalEntry):
         return f"{entry_or_kind.kind} {entry_or_kind.name!r}"
     return f"{entry_or_kind} {name!r}"
+
+
+@dataclass(frozen=True)
+class Received:
+    """What ``wait_for_any`` returns: the name of the signal that came, and its payload."""
+
+    name: str
+    payload: object
 
 
 @functools.lru_cache(maxsize=4096)
@@ -125,6 +133,10 @@ class ReplayContext:
         # Set when the run's worker died at the journal's end too often: the next new call
         # there blocks the run instead of running (see executor.advance).
         self.crash_loop = crash_loop
+        # A graceful cancel to deliver at the first call that would pause or start new
+        # work ({"reason", "actor", "deadline"}), and whether the body has received it.
+        self.cancel_request = getattr(run, "cancel_request", None)
+        self.cancel_delivered = False
         self._signals = None
 
     # --- bookkeeping ---
@@ -135,13 +147,43 @@ class ReplayContext:
         entry = self.journal.get(position)
         if entry is not None and (entry.kind != kind or entry.name != name):
             raise JournalMismatch(position, describe(kind, name), entry)
+        if entry is not None and entry.status == EntryStatus.CANCELLED:
+            self.cancel_delivered = True
+            raise Cancelled(entry.error.get("message", ""), entry.error.get("actor", ""))
         return position, entry
 
-    def _begin(self, position: int, kind: str, name: str) -> None:
-        """New work at ``position``: refused in a crash loop, and by a store that only replays."""
+    def _begin(self, position: int, kind: str, name: str, entry: JournalEntry | None = None, *,
+               cancellable: bool = True) -> None:
+        """New work at ``position``: refused in a crash loop, and by a store that only
+        replays; a pending graceful cancel is delivered here instead."""
         if self.crash_loop is not None and position == len(self.journal):
             raise CrashLoop(f"crash loop at {kind} {name!r} (position {position}): {self.crash_loop}")
         self.store.begin(position, describe(kind, name))
+        if cancellable:
+            self._deliver_cancel(position, kind, name, entry)
+
+    def _pause(self, position: int, kind: str, name: str, entry: JournalEntry, *, insert: bool) -> None:
+        """The body is about to suspend here: deliver a pending cancel instead, else record
+        the wait if it is new."""
+        if self.cancel_request is not None and not self.cancel_delivered:
+            self.store.begin(position, describe(kind, name))
+            self._deliver_cancel(position, kind, name, None if insert else entry)
+        if insert:
+            self._record(entry, insert=True)
+
+    def _deliver_cancel(self, position: int, kind: str, name: str, entry: JournalEntry | None) -> None:
+        request = self.cancel_request
+        if request is None or self.cancel_delivered:
+            return
+        insert = entry is None
+        if insert:
+            entry = self._new_entry(position, kind, name, status=EntryStatus.CANCELLED)
+        entry.status, entry.wake_at = EntryStatus.CANCELLED, None
+        entry.error = {"type": "Cancelled", "message": request.get("reason", ""),
+                       "actor": request.get("actor", "")}
+        self._record(entry, insert=insert, fields=("status", "error", "wake_at"))
+        self.cancel_delivered = True
+        raise Cancelled(request.get("reason", ""), request.get("actor", ""))
 
     def _new_entry(self, position: int, kind: str, name: str, **fields) -> JournalEntry:
         now = clock.now()
@@ -167,7 +209,7 @@ class ReplayContext:
     def _recorded_value(self, kind: str, produce, hint):
         position, entry = self._next(kind, kind)
         if entry is None:
-            self._begin(position, kind, kind)
+            self._begin(position, kind, kind, cancellable=False)
             entry = self._new_entry(position, kind, kind, status=EntryStatus.COMPLETED,
                                     result=codec.encode(produce()))
             self._record(entry, insert=True)
@@ -189,7 +231,7 @@ class ReplayContext:
                 self.position += 1
                 return True
             return False  # recorded before the patch existed: take the old path
-        self._begin(self.position, EntryKind.PATCH, change_id)
+        self._begin(self.position, EntryKind.PATCH, change_id, cancellable=False)
         entry = self._new_entry(self.position, EntryKind.PATCH, change_id, status=EntryStatus.COMPLETED)
         self.position += 1
         self._record(entry, insert=True)
@@ -211,14 +253,15 @@ class ReplayContext:
                 raise StepFailed(name, entry.error.get("type", "Error"),
                                  entry.error.get("message", ""), entry.attempt)
             if entry.status == EntryStatus.RETRYING and entry.wake_at and now < entry.wake_at:
+                self._pause(position, EntryKind.STEP, name, entry, insert=False)
                 raise Suspend(entry.wake_at, f"retry:{name}", position)
             if entry.status == EntryStatus.STARTED and entry.wake_at and now >= entry.wake_at:
                 # The attempt outlived its timeout (its worker hung, or died after it).
-                self._begin(position, EntryKind.STEP, name)
+                self._begin(position, EntryKind.STEP, name, entry)
                 self._failed_attempt(entry, name, StepTimeout(
                     f"step {name!r} was still running {as_timedelta(timeout) or ''} after it "
                     f"started (attempt {entry.attempt})"), policy, insert=False)
-        self._begin(position, EntryKind.STEP, name)
+        self._begin(position, EntryKind.STEP, name, entry)
         key = idempotency_key or f"{self.run.id}:{position}:{name}"
         insert = entry is None
         if insert:
@@ -285,38 +328,86 @@ class ReplayContext:
     def reload_signals(self) -> None:
         self._signals = None
 
-    def wait_for_signal(self, name: str, timeout=None, type=None):
-        position, entry = self._next(EntryKind.SIGNAL, name)
+    def _wait(self, names: list[str], *, timeout=None, deadline=None, type=None):
+        """The oldest unconsumed signal among ``names`` as (name, payload, arrival time), or
+        None once the deadline passes. The deadline is fixed at the first encounter (from
+        ``timeout``, or ``deadline`` when given) and recorded: replay never moves it."""
+        label = "|".join(names)
+        position, entry = self._next(EntryKind.SIGNAL, label)
         if entry is not None and entry.status == EntryStatus.COMPLETED:
-            if entry.result.get("timed_out"):
+            result = entry.result
+            if result.get("timed_out"):
                 return None
-            return codec.decode(entry.result.get("payload"), type)
+            return result.get("name", names[0]), codec.decode(result.get("payload"), type), result.get("at")
         now = clock.now()
         insert = entry is None
-        if insert:  # the deadline is fixed at the first encounter: replay never moves it
-            self._begin(position, EntryKind.SIGNAL, name)
-            timeout = as_timedelta(timeout)
-            entry = self._new_entry(position, EntryKind.SIGNAL, name, status=EntryStatus.WAITING,
-                                    wake_at=now + timeout if timeout is not None else None,
-                                    started_at=now)
+        if insert:
+            self._begin(position, EntryKind.SIGNAL, label)
+            if deadline is None and timeout is not None:
+                deadline = now + as_timedelta(timeout)
+            entry = self._new_entry(position, EntryKind.SIGNAL, label, status=EntryStatus.WAITING,
+                                    wake_at=deadline, started_at=now)
         deadline = entry.wake_at
-        signal = next((s for s in self._pending_signals() if s.name == name), None)
+        signal = next((s for s in self._pending_signals() if s.name in names), None)
         fields = ("status", "result", "wake_at")
         if signal is not None:
-            self._begin(position, EntryKind.SIGNAL, name)
+            self._begin(position, EntryKind.SIGNAL, label, None if insert else entry)
+            arrived = signal.created_at.isoformat() if signal.created_at else None
             entry.status = EntryStatus.COMPLETED
-            entry.result = {"signal_id": signal.pk, "payload": signal.payload}
-            self._record(entry, insert=insert, fields=fields, consume=signal)
+            entry.result = {"signal_id": signal.pk, "name": signal.name, "payload": signal.payload,
+                            "at": arrived}
+            self._record(entry, insert=insert, fields=fields, consume=[signal])
             self._signals.remove(signal)
-            return codec.decode(signal.payload, type)
+            return signal.name, codec.decode(signal.payload, type), arrived
         if deadline is not None and now >= deadline:
-            self._begin(position, EntryKind.SIGNAL, name)
+            self._begin(position, EntryKind.SIGNAL, label, None if insert else entry)
             entry.status, entry.result = EntryStatus.COMPLETED, {"timed_out": True}
             self._record(entry, insert=insert, fields=fields)
             return None
-        if insert:
-            self._record(entry, insert=True)
-        raise Suspend(deadline, f"signal:{name}", position)
+        self._pause(position, EntryKind.SIGNAL, label, entry, insert=insert)
+        raise Suspend(deadline, f"signal:{label}", position)
+
+    def wait_for_signal(self, name: str, timeout=None, type=None):
+        received = self._wait([name], timeout=timeout, type=type)
+        return None if received is None else received[1]
+
+    def wait_for_any(self, names, timeout=None, type=None) -> Received | None:
+        if isinstance(names, str) or not names or not all(isinstance(n, str) and n for n in names):
+            raise TypeError("wait_for_any takes a list of signal names, e.g. ['paid', 'voided']")
+        received = self._wait(list(names), timeout=timeout, type=type)
+        return None if received is None else Received(received[0], received[1])
+
+    def collect_signals(self, name: str, *, quiet, timeout=None, type=None) -> list | None:
+        """Wait for the first signal ``name``, then take every one that follows until none has
+        arrived for ``quiet``: one batch, as a customer sends it. None at ``timeout``."""
+        quiet = as_timedelta(quiet)
+        first = self._wait([name], timeout=timeout, type=type)
+        if first is None:
+            return None
+        batch, last_arrival = [first[1]], first[2]
+        while True:
+            since = datetime.fromisoformat(last_arrival) if last_arrival else clock.now()
+            more = self._wait([name], deadline=since + quiet, type=type)
+            if more is None:
+                return batch
+            batch.append(more[1])
+            last_arrival = more[2]
+
+    def drain_signals(self, name: str, type=None) -> list:
+        """Every signal ``name`` buffered now, oldest first, consumed in one journal entry.
+        Never suspends: an empty list when there is none."""
+        position, entry = self._next(EntryKind.DRAIN, name)
+        if entry is not None:
+            return [codec.decode(payload, type) for payload in entry.result.get("payloads", [])]
+        self._begin(position, EntryKind.DRAIN, name, cancellable=False)
+        taken = [s for s in self._pending_signals() if s.name == name]
+        entry = self._new_entry(position, EntryKind.DRAIN, name, status=EntryStatus.COMPLETED,
+                                result={"signal_ids": [s.pk for s in taken],
+                                        "payloads": [s.payload for s in taken]})
+        self._record(entry, insert=True, consume=taken or None)
+        for signal in taken:
+            self._signals.remove(signal)
+        return [codec.decode(s.payload, type) for s in taken]
 
     def sleep(self, duration) -> None:
         duration = as_timedelta(duration)
@@ -335,8 +426,9 @@ class ReplayContext:
             self._record(entry, insert=True)
             return None
         if now < entry.wake_at:
+            self._pause(position, EntryKind.SLEEP, "sleep", entry, insert=False)
             raise Suspend(entry.wake_at, "sleep", position)
-        self._begin(position, EntryKind.SLEEP, "sleep")
+        self._begin(position, EntryKind.SLEEP, "sleep", entry)
         entry.status = EntryStatus.COMPLETED
         self._record(entry, insert=False, fields=("status",))
         return None

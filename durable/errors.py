@@ -48,6 +48,19 @@ class StepFailed(Exception):
         super().__init__(f"step {step_name!r} failed after {attempts} attempt(s): {error_type}: {message}")
 
 
+class Cancelled(Exception):
+    """The run is being cancelled: raised from the durable call the body is paused in.
+
+    The body may catch it, run cleanup steps and return (or re-raise); the run ends
+    ``cancelled`` either way. A body may also raise it to end itself as cancelled.
+    """
+
+    def __init__(self, reason: str = "", actor: str = ""):
+        self.reason = reason
+        self.actor = actor
+        super().__init__(reason or "cancelled")
+
+
 class StepTimeout(Exception):
     """A step attempt ran longer than its ``timeout``: the attempt counts as failed."""
 

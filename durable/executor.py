@@ -4,13 +4,14 @@ One advance does all the work that is possible now: it loops when a wait is alre
 due or a signal raced in, so a driver or a task never needs to call it twice in a row.
 """
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from django.db import connection
+from django.db import connection, transaction
 
-from durable import clock, codec, conf, leases, registry
+from durable import clock, codec, conf, hooks, leases, registry
 from durable.context import Diverged, Raised, ReplayContext, Returned, Suspended, error_of, replay
-from durable.errors import Fenced, PayloadError, StoreUnavailable, WorkflowNotFound
+from durable.errors import Cancelled, Fenced, PayloadError, StoreUnavailable, WorkflowNotFound
+from durable.models import WorkflowRun
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,7 @@ class Outcome:
     FENCED = "fenced"        # lost the lease mid-way; the new holder carries on
     INTERRUPTED = "interrupted"  # the database failed under us; the sweep retries later
     RELEASED = "released"
+    CANCELLED = "cancelled"  # a graceful cancel ended, or the body cancelled itself
 
 
 def advance(run_id: str, *, owner: str | None = None) -> str:
@@ -63,7 +65,16 @@ def _advance_claimed(run, lease) -> str:
         return Outcome.BLOCKED
     ctx = ReplayContext(run, lease, journal, crash_loop=_crash_loop(run, lease, len(journal)))
     for _ in range(MAX_REPLAYS_PER_ADVANCE):
+        cleanup_until = _cleanup_deadline(ctx.cancel_request)
+        if cleanup_until is not None and clock.now() >= cleanup_until:
+            return _end_cancelled(run, lease, ctx.cancel_request, note="its cleanup ran out of time")
         outcome = replay(ctx, definition.fn, args, kwargs)
+        if ctx.cancel_delivered or _cancelled(outcome):
+            if isinstance(outcome, Suspended):  # cleanup waits: but never past its deadline
+                outcome.suspend.wake_at = min(filter(None, [outcome.suspend.wake_at, cleanup_until]),
+                                              default=None)
+            else:
+                return _end_cancelled(run, lease, ctx.cancel_request, outcome=outcome)
         if isinstance(outcome, Suspended):
             suspend = outcome.suspend
             if suspend.wake_at is not None and suspend.wake_at <= clock.now():
@@ -72,6 +83,7 @@ def _advance_claimed(run, lease) -> str:
                             waiting_for=suspend.waiting_for, check_signal_seq=True):
                 return Outcome.WAITING
             ctx.reload_signals()  # a signal arrived since we looked: replay with it instead of parking
+            ctx.cancel_request = lease.cancel_request or ctx.cancel_request
             continue
         if isinstance(outcome, Diverged):
             divergence = outcome.divergence
@@ -92,6 +104,44 @@ def _advance_claimed(run, lease) -> str:
         return Outcome.FAILED
     lease.finish(run, transition="release", wake_at=clock.now() + timedelta(seconds=1))
     return Outcome.RELEASED
+
+
+def _cancelled(outcome) -> bool:
+    return isinstance(outcome, Raised) and isinstance(outcome.error, Cancelled)
+
+
+def _cleanup_deadline(request: dict | None):
+    if not request or not request.get("deadline"):
+        return None
+    return datetime.fromisoformat(request["deadline"])
+
+
+def _end_cancelled(run, lease, request: dict | None, *, outcome=None, note: str = "") -> str:
+    """End the run ``cancelled``: a graceful cancel whose cleanup returned, re-raised or ran
+    out of time, or a body that raised ``Cancelled`` itself. Hooks (open approval cases)
+    run in the same transaction as the status change."""
+    if request:
+        reason, actor = request.get("reason", ""), request.get("actor", "")
+    else:
+        reason, actor = str(outcome.error.reason), outcome.error.actor or "workflow"
+    error = {"type": "Cancelled", "message": reason or "cancelled", "actor": actor, "graceful": True}
+    if note:
+        error["note"] = note
+    result = None
+    if isinstance(outcome, Returned):
+        try:
+            result = codec.encode(outcome.value)
+        except PayloadError:
+            result = None
+    elif isinstance(outcome, Raised) and not isinstance(outcome.error, Cancelled):
+        error["cleanup_error"] = error_of(outcome.error)
+    elif isinstance(outcome, Diverged):
+        error["cleanup_error"] = {"type": outcome.divergence.error_type, "message": outcome.divergence.message}
+    with transaction.atomic():
+        lease.finish(run, transition="cancel", result=result, error=error, cancel_request=None)
+        hooks.run_cancelled.send(sender=WorkflowRun, run_id=run.id, reason=reason, actor=actor)
+    log.info("run %s cancelled (%s)", run.id, note or "gracefully")
+    return Outcome.CANCELLED
 
 
 def _crash_loop(run, lease, position: int) -> str | None:

@@ -44,6 +44,8 @@ class Lease(Store):
     done: bool = False
     # monotonic() time after which the heartbeat stops keeping a step with a timeout.
     step_deadline: float | None = field(default=None, repr=False)
+    # A graceful cancel seen when a park lost its race with a signal (see finish).
+    cancel_request: dict | None = field(default=None, repr=False)
 
     # --- the store interface (durable.store) ---
 
@@ -147,11 +149,13 @@ class Lease(Store):
             if cursor.fetchone() is None:
                 raise Fenced(self.run_id)
 
-    def _consume(self, signal: Signal, position: int) -> None:
-        taken = Signal.objects.filter(pk=signal.pk, consumed_position__isnull=True).update(
+    def _consume(self, signals: list[Signal], position: int) -> None:
+        ids = [signal.pk for signal in signals]
+        taken = Signal.objects.filter(pk__in=ids, consumed_position__isnull=True).update(
             consumed_position=position, consumed_at=clock.now())
-        if not taken:
-            raise Divergence(f"signal {signal.pk} ({signal.name!r}) was consumed by another position")
+        if taken != len(ids):
+            raise Divergence(f"signals {ids} ({', '.join(sorted({s.name for s in signals}))}): "
+                             "one was consumed by another position")
 
     @staticmethod
     def _save(entry: JournalEntry, insert: bool, fields) -> None:
@@ -226,10 +230,10 @@ class Lease(Store):
             updated = query.filter(signal_seq=self.signal_seq).update(**values)
             if updated:
                 return True
-            current = query.values_list("signal_seq", flat=True).first()
+            current = query.values_list("signal_seq", "cancel_request").first()
             if current is None:
                 raise Fenced(self.run_id)
-            self.signal_seq = current
+            self.signal_seq, self.cancel_request = current
             return False
         if not query.update(**values):
             raise Fenced(self.run_id)

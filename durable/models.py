@@ -46,6 +46,8 @@ class WorkflowRun(FSMModelMixin, models.Model):
     # which they happened: a step that kills its worker every time ends in a crash loop.
     recoveries = models.PositiveIntegerField(default=0)
     recovery_position = models.IntegerField(null=True, blank=True)
+    # A graceful cancel asked for and not yet finished: {"reason", "actor", "deadline"}.
+    cancel_request = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -143,6 +145,7 @@ class EntryKind(models.TextChoices):
     UUID = "uuid4"
     RANDOM = "random"
     PATCH = "patch"
+    DRAIN = "drain"
 
 
 class EntryStatus(models.TextChoices):
@@ -151,6 +154,7 @@ class EntryStatus(models.TextChoices):
     WAITING = "waiting"          # a wait or sleep whose time has not come
     RETRYING = "retrying"        # a step that failed and will run again at wake_at
     STARTED = "started"          # a step attempt with a timeout, running until wake_at
+    CANCELLED = "cancelled"      # a graceful cancel was delivered to the body here
 
 
 class JournalEntry(models.Model):

@@ -95,6 +95,10 @@ class SignalSendSerializer(serializers.Serializer):
 class RunCancelSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000,
                                    validators=[_storable("reason")])
+    graceful = serializers.BooleanField(
+        required=False, default=False,
+        help_text="Let the workflow clean up first: workflow.Cancelled is raised where it waits, "
+                  "and the run ends cancelled when its cleanup returns (at most an hour).")
 
 
 class ErrorBodySerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Least
 
 from durable import clock, codec, conf, hooks, registry, sql
+from durable.durations import as_timedelta
 from durable.dispatch import dispatch
 from durable.errors import InvalidTransition, RunConflict, RunFinished, RunNotFound
 from durable.models import (
@@ -119,14 +120,24 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
     return signal
 
 
-def run_cancel(run_id: str, *, reason: str = "", actor: str = "system",
-               audit: dict | None = None) -> WorkflowRun:
-    """Cancel a run. Bumping the fencing token stops a worker that is running it right now."""
+def run_cancel(run_id: str, *, reason: str = "", actor: str = "system", graceful: bool = False,
+               cleanup=None, audit: dict | None = None) -> WorkflowRun:
+    """Cancel a run. Bumping the fencing token stops a worker that is running it right now.
+
+    ``graceful=True`` (for a run whose body can still run) wakes the run instead and raises
+    ``workflow.Cancelled`` from the call it is paused in, so the body can clean up (tell the
+    customer, release a reservation); the run ends ``cancelled`` when the body is done, or
+    when ``cleanup`` (default DURABLE_CANCEL_CLEANUP_SECONDS, one hour) has passed.
+    """
     with transaction.atomic():
         run = _get_locked(run_id)
         if not run.allows("cancel"):
             raise RunFinished(f"run {run_id!r} is already {run.status}")
         now = clock.now()
+        if graceful and run.allows("claim"):
+            return _cancel_gracefully(run, reason=reason, actor=actor, now=now, audit=audit,
+                                      cleanup=as_timedelta(cleanup) if cleanup is not None
+                                      else timedelta(seconds=conf.cancel_cleanup_seconds()))
         changes = dict(status=run.status_after("cancel"), fencing_token=run.fencing_token + 1,
                        error={"type": "Cancelled", "message": reason or "cancelled"}, wake_at=None,
                        lease_owner="", lease_expires_at=None, waiting_for="", updated_at=now,
@@ -138,6 +149,20 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str = "system",
                 setattr(run, name, value)
         _audit(run_id, "cancel", actor, {"reason": reason, **(audit or {})})
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run_id, reason=reason, actor=actor)
+    return run
+
+
+def _cancel_gracefully(run: WorkflowRun, *, reason: str, actor: str, now, audit, cleanup) -> WorkflowRun:
+    if run.cancel_request is None:  # asking twice changes nothing
+        run.cancel_request = {"reason": reason or "cancelled", "actor": actor,
+                              "deadline": (now + cleanup).isoformat(), "asked_at": now.isoformat()}
+        # signal_seq: a worker about to park this run looks again and sees the request.
+        WorkflowRun.objects.filter(pk=run.id).update(
+            cancel_request=run.cancel_request, signal_seq=F("signal_seq") + 1, updated_at=now,
+            wake_at=Least(Coalesce("wake_at", Value(now)), Value(now)))
+        _audit(run.id, "cancel", actor, {"reason": reason, "graceful": True,
+                                         "cleanup_until": run.cancel_request["deadline"], **(audit or {})})
+        dispatch(run.id)
     return run
 
 

@@ -25,8 +25,8 @@ class Store:
 
     def record(self, entry, *, insert: bool, fields=(), perform=None, consume=None) -> None:
         """Persist one journal entry. ``perform`` (a callable: an atomic step's body) runs,
-        and ``consume`` (a signal) is marked consumed at the entry's position, in the same
-        transaction: all of it commits, or none of it."""
+        and ``consume`` (a list of signals) is marked consumed at the entry's position, in
+        the same transaction: all of it commits, or none of it."""
         raise NotImplementedError
 
     def step_running(self, deadline) -> None:

@@ -6,7 +6,7 @@ without a run.
 import functools
 
 from durable import context, registry
-from durable.errors import NotInWorkflow
+from durable.errors import Cancelled, NotInWorkflow
 
 
 def _ctx() -> context.ReplayContext:
@@ -17,6 +17,7 @@ def _ctx() -> context.ReplayContext:
 
 
 class WorkflowAPI:
+    Cancelled = Cancelled
     def __call__(self, fn=None, *, name: str | None = None, version: int = 1,
                  lease_seconds: float | None = None):
         """``@workflow`` or ``@workflow(name="onboarding", version=2)``."""
@@ -54,6 +55,20 @@ class WorkflowAPI:
     def wait_for_signal(self, name: str, timeout=None, type=None):
         """The oldest unconsumed signal ``name``'s payload, or None once ``timeout`` passes."""
         return _ctx().wait_for_signal(name, timeout=timeout, type=type)
+
+    def wait_for_any(self, names, timeout=None, type=None):
+        """The oldest unconsumed signal among ``names`` as ``Received(name, payload)``, or None
+        once ``timeout`` passes. Signals of other names stay buffered."""
+        return _ctx().wait_for_any(names, timeout=timeout, type=type)
+
+    def collect_signals(self, name: str, *, quiet, timeout=None, type=None):
+        """The signals ``name`` a sender sent together: waits for the first (None at
+        ``timeout``), then takes more until none has arrived for ``quiet``; a list."""
+        return _ctx().collect_signals(name, quiet=quiet, timeout=timeout, type=type)
+
+    def drain_signals(self, name: str, type=None) -> list:
+        """Every signal ``name`` buffered right now (oldest first, consumed); never waits."""
+        return _ctx().drain_signals(name, type=type)
 
     def sleep(self, duration) -> None:
         return _ctx().sleep(duration)

@@ -326,3 +326,14 @@ def _keep_the_test_connection_open():
     yield
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
+
+
+def test_a_graceful_cancel_through_the_api_lets_the_workflow_clean_up(operator, clock):
+    run = services.run_start("polite_cancel", "c-api", id="cancel:api")
+    drive(run.id)
+
+    response = post_json(operator, f"/api/runs/{run.id}/cancel/", {"reason": "asked by phone",
+                                                                   "graceful": True})
+
+    assert response.status_code == 200 and response.json()["status"] == "waiting"
+    assert drive(run.id).status == "cancelled"

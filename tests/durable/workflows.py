@@ -224,3 +224,65 @@ def atomic_retry() -> int:
 @workflow(name="atomic_write")
 def atomic_write() -> int:
     return workflow.step(create_once, "account", atomic=True)
+
+
+# --- waits on several signals, batches, and graceful cancel ---
+
+@workflow(name="paid_or_voided")
+def paid_or_voided() -> dict | None:
+    got = workflow.wait_for_any(["paid", "voided"], timeout=days(3))
+    if got is None:
+        return None
+    return {"name": got.name, "amount": got.payload.amount}
+
+
+@workflow(name="drain_then_wait")
+def drain_then_wait() -> dict:
+    early = workflow.drain_signals("item")
+    later = workflow.wait_for_signal("item", timeout=days(1))
+    return {"early": [p["n"] for p in early], "later": later["n"] if later else None}
+
+
+@workflow(name="two_batches")
+def two_batches() -> list:
+    batches = []
+    for _ in range(2):
+        batch = workflow.collect_signals("doc", quiet=seconds(30), timeout=days(7))
+        batches.append(None if batch is None else [p["n"] for p in batch])
+    return batches
+
+
+def say_goodbye(customer: str, idempotency_key: str) -> str:
+    Once.objects.create(key=idempotency_key)
+    effect("goodbye")
+    return customer
+
+
+@workflow(name="polite_cancel")
+def polite_cancel(customer: str) -> str:
+    try:
+        workflow.wait_for_signal("documents", timeout=days(7))
+        workflow.step(record, "after_documents")
+        return "done"
+    except workflow.Cancelled as cancelled:
+        workflow.step(say_goodbye, customer, idempotency_key=f"{workflow.id}:bye")
+        workflow.sleep(seconds(0))
+        return f"bye: {cancelled.reason} ({cancelled.actor})"
+
+
+@workflow(name="slow_cleanup")
+def slow_cleanup() -> str:
+    try:
+        workflow.wait_for_signal("never", timeout=days(7))
+    except workflow.Cancelled:
+        workflow.sleep(days(1))  # longer than the cleanup may take
+        workflow.step(record, "never_reached")
+    return "unreachable"
+
+
+@workflow(name="withdraws")
+def withdraws() -> str:
+    reply = workflow.wait_for_signal("reply", timeout=days(7))
+    if reply["text"].strip().lower() == "cancelar":
+        raise workflow.Cancelled("customer withdrew")
+    return "stays"

@@ -1,0 +1,132 @@
+"""Cancelling: immediate by default; graceful lets the body clean up, within a deadline."""
+from datetime import timedelta
+
+import pytest
+
+from durable import history, hooks, hours, services
+from durable.models import EntryStatus, JournalEntry, RunStatus
+from durable.testing import drive
+from tests.durable.workflows import CALLS
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def cancelled_hooks():
+    seen = []
+
+    def receiver(sender, run_id, reason, actor, **kwargs):
+        seen.append((run_id, reason, actor))
+
+    hooks.run_cancelled.connect(receiver, weak=False, dispatch_uid="test-cancelled")
+    yield seen
+    hooks.run_cancelled.disconnect(dispatch_uid="test-cancelled")
+
+
+def test_a_graceful_cancel_raises_cancelled_where_the_body_waits_and_its_cleanup_runs_once(
+        clock, cancelled_hooks):
+    run = services.run_start("polite_cancel", "c-1", id="cancel:polite")
+    drive(run.id)
+
+    services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
+    run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert run.result == "bye: customer withdrew (ops)"
+    assert JournalEntry.objects.get(run_id=run.id, position=0).status == EntryStatus.CANCELLED
+    assert CALLS["goodbye"] == 1 and CALLS["after_documents"] == 0
+    assert cancelled_hooks == [(run.id, "customer withdrew", "ops")]
+
+
+def test_a_gracefully_cancelled_run_replays_from_its_history(clock):
+    run = services.run_start("polite_cancel", "c-2", id="cancel:replay")
+    drive(run.id)
+    services.run_cancel(run.id, reason="duplicate", graceful=True)
+    drive(run.id)
+
+    report = history.history_replay(history.history_parse(history.history_export(run.id)))
+
+    assert report.ok, report.summary
+
+
+def test_a_signal_that_races_a_graceful_cancel_does_not_skip_the_cleanup(clock):
+    run = services.run_start("polite_cancel", "c-3", id="cancel:race")
+    drive(run.id)
+    services.run_cancel(run.id, reason="stop", graceful=True)
+    services.signal_send(run.id, "documents", {"files": []})
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert CALLS["goodbye"] == 1 and CALLS["after_documents"] == 0
+
+
+def test_cleanup_that_outlives_its_deadline_becomes_an_immediate_cancel(clock, cancelled_hooks):
+    run = services.run_start("slow_cleanup", id="cancel:slow")
+    drive(run.id)
+    services.run_cancel(run.id, reason="stop", graceful=True, cleanup=hours(1))
+
+    run = drive(run.id)
+    assert run.status == RunStatus.WAITING  # cleaning up: sleeping a day, woken at the deadline
+    assert run.wake_at <= clock.now() + hours(1)
+    clock.advance(hours(1) + timedelta(seconds=1))
+    run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert run.error["note"] == "its cleanup ran out of time"
+    assert CALLS["never_reached"] == 0
+    assert len(cancelled_hooks) == 1
+
+
+def test_a_body_can_end_its_own_run_as_cancelled(clock):
+    run = services.run_start("withdraws", id="cancel:self")
+    services.signal_send(run.id, "reply", {"text": " Cancelar "})
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert run.error["message"] == "customer withdrew"
+
+
+def test_cancel_is_immediate_unless_asked_to_be_graceful(clock):
+    run = services.run_start("polite_cancel", "c-4", id="cancel:immediate")
+    drive(run.id)
+
+    run = services.run_cancel(run.id, reason="fraud")
+
+    assert run.status == RunStatus.CANCELLED
+    assert drive(run.id).status == RunStatus.CANCELLED
+    assert CALLS["goodbye"] == 0
+
+
+def test_a_graceful_cancel_of_a_run_whose_body_cannot_run_is_immediate(clock):
+    run = services.run_start("withdraws", id="cancel:failed")
+    services.signal_send(run.id, "reply", {"nope": 1})  # the body fails on the missing key
+    assert drive(run.id).status == RunStatus.FAILED
+
+    run = services.run_cancel(run.id, reason="clean up", graceful=True)
+
+    assert run.status == RunStatus.CANCELLED
+
+
+def test_asking_twice_for_a_graceful_cancel_delivers_it_once(clock):
+    run = services.run_start("polite_cancel", "c-5", id="cancel:twice")
+    drive(run.id)
+    services.run_cancel(run.id, reason="first", graceful=True)
+    services.run_cancel(run.id, reason="second", graceful=True)
+
+    run = drive(run.id)
+
+    assert run.result == "bye: first (system)" and CALLS["goodbye"] == 1
+
+
+def test_a_graceful_cancel_waits_for_the_body_even_after_a_crash_mid_cleanup(clock):
+    run = services.run_start("slow_cleanup", id="cancel:resume")
+    drive(run.id)
+    services.run_cancel(run.id, reason="stop", graceful=True)
+    drive(run.id)  # delivered; the cleanup sleeps
+
+    run = drive(run.id)  # a new advance (as after a crash) replays the delivered cancel
+
+    assert run.status == RunStatus.WAITING
+    assert JournalEntry.objects.filter(run_id=run.id, status=EntryStatus.CANCELLED).count() == 1

@@ -1,0 +1,132 @@
+"""Waits for real conversations: one of several signals, everything buffered, a batch."""
+from datetime import timedelta
+
+import pytest
+
+from durable import days, history, seconds, services
+from durable.models import EntryKind, JournalEntry, RunStatus, Signal
+from durable.testing import drive
+
+pytestmark = pytest.mark.django_db
+
+
+def test_wait_for_any_returns_whichever_signal_came_first(clock):
+    run = services.run_start("paid_or_voided", id="any:first")
+    drive(run.id)
+    services.signal_send(run.id, "voided", {"amount": 0})
+    services.signal_send(run.id, "paid", {"amount": 100})
+
+    run = drive(run.id)
+
+    assert run.result == {"name": "voided", "amount": 0}
+    assert Signal.objects.get(run=run, name="paid").consumed_position is None  # left buffered
+
+
+def test_wait_for_any_leaves_signals_of_other_names_buffered(clock):
+    run = services.run_start("paid_or_voided", id="any:other")
+    services.signal_send(run.id, "reminder_opened", {})
+    services.signal_send(run.id, "paid", {"amount": 7})
+
+    run = drive(run.id)
+
+    assert run.result == {"name": "paid", "amount": 7}
+    assert Signal.objects.get(run=run, name="reminder_opened").consumed_position is None
+
+
+def test_wait_for_any_returns_none_at_its_deadline(clock):
+    run = services.run_start("paid_or_voided", id="any:deadline")
+    drive(run.id)
+    clock.advance(days(3) + timedelta(seconds=1))
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED and run.result is None
+
+
+def test_wait_for_any_replays_to_the_same_received_signal(clock):
+    run = services.run_start("paid_or_voided", id="any:replay")
+    services.signal_send(run.id, "paid", {"amount": 5})
+    drive(run.id)
+
+    report = history.history_replay(history.history_parse(history.history_export(run.id)))
+
+    assert report.ok, report.summary
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert (entry.name, entry.result["name"]) == ("paid|voided", "paid")
+
+
+def test_drain_takes_every_buffered_signal_in_order_in_one_entry(clock):
+    run = services.run_start("drain_then_wait", id="drain:1")
+    for n in (1, 2, 3):
+        services.signal_send(run.id, "item", {"n": n})
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.WAITING
+    drained = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert drained.kind == EntryKind.DRAIN and len(drained.result["payloads"]) == 3
+    assert set(Signal.objects.filter(run=run).values_list("consumed_position", flat=True)) == {0}
+
+    services.signal_send(run.id, "item", {"n": 4})  # after the drain: the next wait takes it
+    run = drive(run.id)
+
+    assert run.result == {"early": [1, 2, 3], "later": 4}
+
+
+def test_drain_with_nothing_buffered_is_an_empty_list_and_never_waits(clock):
+    run = services.run_start("drain_then_wait", id="drain:empty")
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.WAITING and run.waiting_for == "signal:item"
+    assert JournalEntry.objects.get(run_id=run.id, position=0).result["payloads"] == []
+
+
+def test_collect_takes_what_came_together_and_leaves_a_later_signal_for_the_next_batch(clock):
+    run = services.run_start("two_batches", id="collect:quiet")
+    drive(run.id)
+    services.signal_send(run.id, "doc", {"n": 1})
+    drive(run.id)
+    clock.advance(seconds(10))
+    services.signal_send(run.id, "doc", {"n": 2})
+    drive(run.id)
+    clock.advance(seconds(31))  # quiet for 30 s: the first batch is [1, 2]
+    drive(run.id)
+    clock.advance(seconds(9))
+    services.signal_send(run.id, "doc", {"n": 3})  # 40 s after the second
+    drive(run.id)
+    clock.advance(seconds(31))
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert run.result == [[1, 2], [3]]
+
+
+def test_collect_counts_its_quiet_period_from_when_the_signals_arrived(clock):
+    run = services.run_start("two_batches", id="collect:buffered")
+    services.signal_send(run.id, "doc", {"n": 1})
+    clock.advance(seconds(5))
+    services.signal_send(run.id, "doc", {"n": 2})
+    clock.advance(seconds(60))  # both arrived long ago: no need to wait another 30 s
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.WAITING
+    assert JournalEntry.objects.filter(run_id=run.id, result__timed_out=True).count() == 1
+    services.signal_send(run.id, "doc", {"n": 3})
+    drive(run.id)
+    clock.advance(seconds(31))
+    assert drive(run.id).result == [[1, 2], [3]]
+
+
+def test_collect_returns_none_when_nothing_came_before_its_timeout(clock):
+    run = services.run_start("two_batches", id="collect:nothing")
+    drive(run.id)
+    clock.advance(days(7) + timedelta(seconds=1))
+    drive(run.id)
+    clock.advance(days(7) + timedelta(seconds=1))
+
+    run = drive(run.id)
+
+    assert run.result == [None, None]
