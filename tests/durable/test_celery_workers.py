@@ -13,22 +13,12 @@ from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
 from tests.durable.workflows import three_steps
 from tests.effects.models import Effect
 from tests.support import ROOT, subprocess_env
-from tests.workers import celery_processes, wait_until
+from tests.workers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-LEASE_SECONDS = "2"
+from tests.durable.conftest import LEASE_SECONDS  # noqa: E402
 USES_REDIS = settings.CELERY_BROKER_URL.startswith("redis")
-
-
-@pytest.fixture
-def celery(tmp_path, settings):
-    """Workers and beat against the test database; the test process dispatches to them."""
-    settings.DURABLE_DISPATCHER = "celery"
-    settings.DURABLE_DISPATCH_GRACE_SECONDS = 1
-    with celery_processes(tmp_path, DURABLE_LEASE_SECONDS=LEASE_SECONDS, DURABLE_DISPATCH_GRACE_SECONDS="1",
-                          DURABLE_SWEEP_INTERVAL_SECONDS="0.5") as processes:
-        yield processes
 
 
 def status_of(run_id: str) -> str:

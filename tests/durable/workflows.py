@@ -286,3 +286,32 @@ def withdraws() -> str:
     if reply["text"].strip().lower() == "cancelar":
         raise workflow.Cancelled("customer withdrew")
     return "stays"
+
+
+@workflow(name="quick_batches")
+def quick_batches() -> list:
+    batches = []
+    for _ in range(2):
+        batch = workflow.collect_signals("doc", quiet=seconds(1.5), timeout=days(1))
+        batches.append([p["n"] for p in batch])
+    return batches
+
+
+def goodbye_that_dies_once(customer: str, idempotency_key: str) -> str:
+    """Atomic cleanup: the first attempt kills its worker after its write (which rolls back)."""
+    Once.objects.create(key=idempotency_key)
+    marker = os.path.join(os.environ["CLEANUP_MARKERS"], idempotency_key.replace(":", "_"))
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), 9)
+    return customer
+
+
+@workflow(name="cleanup_survives_a_kill")
+def cleanup_survives_a_kill(customer: str) -> str:
+    try:
+        workflow.wait_for_signal("documents", timeout=days(7))
+        return "done"
+    except workflow.Cancelled:
+        workflow.step(goodbye_that_dies_once, customer, idempotency_key=f"{workflow.id}:bye", atomic=True)
+        raise

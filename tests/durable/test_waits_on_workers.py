@@ -1,0 +1,77 @@
+"""The new waits and graceful cancel on a real Celery worker and beat."""
+import time
+
+import pytest
+from django.db import transaction
+
+from durable import services
+from durable.models import RunStatus, WorkflowRun
+from tests.effects.models import Once
+from tests.workers import wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+def finished(run_id: str) -> WorkflowRun:
+    wait_until(lambda: WorkflowRun.objects.get(pk=run_id).is_finished, timeout=60, message=f"{run_id} to end")
+    return WorkflowRun.objects.get(pk=run_id)
+
+
+def waiting(run_id: str) -> None:
+    wait_until(lambda: WorkflowRun.objects.get(pk=run_id).status == RunStatus.WAITING, timeout=60,
+               message=f"{run_id} to wait")
+
+
+def test_wait_for_any_on_a_worker_resumes_with_the_signal_that_came(celery):
+    celery.start_worker()
+    run = services.run_start("paid_or_voided", id="workers:any")
+    waiting(run.id)
+
+    services.signal_send(run.id, "paid", {"amount": 42})
+
+    assert finished(run.id).result == {"name": "paid", "amount": 42}
+
+
+def test_drain_on_a_worker_takes_what_was_sent_with_the_start(celery):
+    celery.start_worker()
+    with transaction.atomic():
+        run = services.run_start("drain_then_wait", id="workers:drain")
+        for n in (1, 2, 3):
+            services.signal_send(run.id, "item", {"n": n})
+    waiting(run.id)
+
+    services.signal_send(run.id, "item", {"n": 4})
+
+    assert finished(run.id).result == {"early": [1, 2, 3], "later": 4}
+
+
+def test_collect_on_a_worker_makes_one_batch_of_what_came_together(celery):
+    celery.start_worker()
+    celery.start_beat()
+    run = services.run_start("quick_batches", id="workers:collect")
+    waiting(run.id)
+
+    services.signal_send(run.id, "doc", {"n": 1})
+    time.sleep(0.3)
+    services.signal_send(run.id, "doc", {"n": 2})
+    time.sleep(3.0)  # quiet for longer than 1.5 s: the first batch closes
+    services.signal_send(run.id, "doc", {"n": 3})
+
+    assert finished(run.id).result == [[1, 2], [3]]
+
+
+def test_a_graceful_cancel_whose_cleanup_kills_its_worker_still_cleans_up_once(celery, tmp_path):
+    markers = tmp_path / "cleanup-markers"
+    markers.mkdir()
+    celery.env["CLEANUP_MARKERS"] = str(markers)
+    celery.start_worker()
+    celery.start_beat()
+    run = services.run_start("cleanup_survives_a_kill", "c-9", id="workers:cancel")
+    waiting(run.id)
+
+    services.run_cancel(run.id, reason="customer withdrew", graceful=True)
+    run = finished(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert len(list(markers.iterdir())) == 1, "the first cleanup attempt did not kill its worker"
+    assert Once.objects.filter(key=f"{run.id}:bye").count() == 1
