@@ -316,6 +316,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("AXES_COOLOFF_MINUTES",
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "config.proxy.client_ip"
+LOGGING["loggers"]["axes"] = {"level": "WARNING"}  # lockouts still log; its start-up banner does not
 
 # API clients that authenticate with a token are throttled per token owner (config/throttling.py);
 # people in the browser and the signed webhooks are not.
