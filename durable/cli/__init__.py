@@ -15,4 +15,5 @@ SUBCOMMANDS = {
     "status": "durable.cli.status",
     "list": "durable.cli.list_runs",
     "audit": "durable.cli.audit",
+    "health": "durable.cli.health",
 }
