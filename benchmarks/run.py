@@ -9,10 +9,10 @@ reported, met or not.
 import argparse
 import json
 import os
+import secrets
 import signal
 import statistics
 import subprocess
-import secrets
 import sys
 import time
 from datetime import datetime, timezone
