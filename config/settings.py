@@ -322,3 +322,5 @@ LOGGING["loggers"]["axes"] = {"level": "WARNING"}  # lockouts still log; its sta
 # people in the browser and the signed webhooks are not.
 REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["config.throttling.TokenClientThrottle"]
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"token": os.environ.get("API_TOKEN_THROTTLE_RATE", "1200/min")}
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = ["drf_spectacular.hooks.postprocess_schema_enums",
+                                                "config.throttling.document_throttling"]

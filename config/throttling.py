@@ -35,3 +35,16 @@ class TokenClientThrottle(SimpleRateThrottle):
         # The token itself never goes into a cache key in clear.
         ident = hashlib.sha256(request.auth.key.encode()).hexdigest()[:32]
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+def document_throttling(result, generator, request, public):
+    """drf-spectacular hook: every operation a token may call can answer 429 (Retry-After set)."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if any("tokenAuth" in requirement for requirement in operation.get("security", [])):
+                operation["responses"].setdefault("429", {
+                    "description": "Too many requests for this token (API_TOKEN_THROTTLE_RATE); "
+                                   "the Retry-After header says when to try again.",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                })
+    return result

@@ -115,6 +115,16 @@ def test_an_api_token_past_its_rate_gets_429_with_retry_after(token_client, thre
 
     assert answers == [200, 200, 200, 429]
     assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert refused.json()["error"]["code"] == "throttled"
+
+
+def test_the_api_schema_documents_429_for_token_clients_and_not_for_the_webhooks(client):
+    client.force_login(User.objects.create_superuser("root", password=PASSWORD))
+
+    schema = client.get("/api/schema/?format=json").json()
+
+    assert "429" in schema["paths"]["/api/runs/"]["get"]["responses"]
+    assert "429" not in schema["paths"]["/api/webhooks/whatsapp/"]["post"]["responses"]
 
 
 def test_an_operator_in_the_browser_is_not_throttled(client, three_per_minute):
