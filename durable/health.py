@@ -31,7 +31,8 @@ def check_database() -> Check:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-        pending = MigrationExecutor(connection).migration_plan(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
     except Exception as error:
         return Check("database", False, f"unreachable: {type(error).__name__}: {error}".strip())
     if pending:
