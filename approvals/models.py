@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django_fsm import ConcurrentTransitionMixin, FSMField, transition
 
+from durable.chain import AppendOnly, ChainedAudit  # noqa: F401  (AppendOnly: raised by audit rows)
 from durable.models import WorkflowRun
 
 
@@ -137,15 +138,16 @@ class ApprovalDecision(models.Model):
         return f"{self.reviewer} {self.outcome} #{self.request_id}"
 
 
-class AppendOnly(Exception):
-    pass
-
-
-class ApprovalAudit(models.Model):
+class ApprovalAudit(ChainedAudit):
     """Who did what to which case, from which state to which, when, from which request.
 
-    Append-only: saving an existing row or deleting one raises.
+    Append-only and hash-chained per case (durable/chain.py): saving an existing row or
+    deleting one raises, and on PostgreSQL the database refuses it too.
     """
+
+    chain_parent = "request"
+    chained_fields = ("actor", "action", "from_status", "to_status", "reason", "ip", "user_agent", "path",
+                      "detail", "created_at")
 
     request = models.ForeignKey(ApprovalRequest, on_delete=models.PROTECT, related_name="audit")
     actor = models.CharField(max_length=255)
@@ -162,14 +164,7 @@ class ApprovalAudit(models.Model):
     class Meta:
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["request", "created_at"], name="approvals_audit_request")]
+        constraints = [models.UniqueConstraint(fields=["request", "chain_seq"], name="approvals_audit_chain_seq")]
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} #{self.request_id}"
-
-    def save(self, *args, **kwargs):
-        if self.pk is not None:
-            raise AppendOnly("audit rows are never changed")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise AppendOnly("audit rows are never deleted")

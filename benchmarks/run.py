@@ -9,6 +9,7 @@ reported, met or not.
 import argparse
 import json
 import os
+import secrets
 import signal
 import statistics
 import subprocess
@@ -22,6 +23,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/durable_bench")
 os.environ.setdefault("CELERY_BROKER_URL", "redis://127.0.0.1:6379/9")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# Production settings (DEBUG off) need a key; one per benchmark run, shared with its workers.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 os.environ["DURABLE_WORKFLOW_MODULES"] = "benchmarks.workflows"
 os.environ["DURABLE_DISPATCHER"] = "celery"
 os.environ.setdefault("LOG_LEVEL", "WARNING")

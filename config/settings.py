@@ -4,6 +4,7 @@ Defaults: SQLite (WAL, IMMEDIATE transactions) and Celery's filesystem transport
 under ./var. Production and CI set DATABASE_URL and CELERY_BROKER_URL.
 """
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -24,19 +25,39 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+def private_dir(path: Path) -> Path:
+    """Create a folder only this user can enter (0700): keys, databases, queues and uploads live there."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
+        path.chmod(0o700)  # a checkout made before var/ was private
+    return path
+
+
+def dev_secret_key(key_file: Path) -> str:
+    """A per-checkout key for DEBUG only, created 0600; never committed, never used in production."""
+    private_dir(key_file.parent)
+    try:
+        descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        key_file.chmod(0o600)
+    else:
+        import secrets
+
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+    return key_file.read_text().strip()
+
+
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG and env_bool("DJANGO_REQUIRE_SECRET_KEY", False):
-        raise ImproperlyConfigured("SECRET_KEY must be set in production.")
-    # A per-checkout key for local use; never a key committed to the repository.
-    key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        import secrets
-
-        VAR_DIR.mkdir(parents=True, exist_ok=True)
-        key_file.write_text(secrets.token_urlsafe(50))
-    SECRET_KEY = key_file.read_text().strip()
+    if not DEBUG:
+        # A key generated on each host would break sessions and signed links across hosts.
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Production needs one key shared by every web host and worker "
+            "(see docs/operations.md: the environment file); for local use set DEBUG=1 (scripts/run does).")
+    SECRET_KEY = dev_secret_key(VAR_DIR / "secret_key")
+private_dir(VAR_DIR)
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -260,3 +281,56 @@ RECONCILIATION_BANK_CLIENT = os.environ.get(
     "RECONCILIATION_BANK_CLIENT", "processes.reconciliation.clients.FakeBank")
 RECONCILIATION_LEDGER_CLIENT = os.environ.get(
     "RECONCILIATION_LEDGER_CLIENT", "processes.reconciliation.clients.DatabaseLedger")
+
+# =========================================================================================
+# Production hardening (docs/operations.md): HTTPS, cookies, proxy, static files, uploads,
+# login throttling, API throttling. Every value comes from the environment; the defaults
+# keep plain-HTTP local use and the tests working. SECURE_HTTPS=1 turns the HTTPS group on.
+# =========================================================================================
+SECURE_HTTPS = env_bool("SECURE_HTTPS", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", SECURE_HTTPS)
+# Only behind a proxy that sets this header on every request (and drops a client's own).
+SECURE_PROXY_SSL_HEADER = ((os.environ["SECURE_PROXY_SSL_HEADER"], "https")
+                           if os.environ.get("SECURE_PROXY_SSL_HEADER") else None)
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600 if SECURE_HTTPS else 0)))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HTTPS)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SECURE_HTTPS)
+SESSION_COOKIE_HTTPONLY = True
+# How many proxies in front append to X-Forwarded-For; 0 trusts REMOTE_ADDR only (config/proxy.py).
+TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
+
+# Request bodies (webhooks included: they are never throttled) are refused past this size.
+DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", str(2_621_440)))
+# Uploaded and stored files are readable by this user only, like everything under var/.
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
+
+# Static files: collected into STATIC_ROOT and served, compressed, by the web process.
+private_dir(STATIC_ROOT)
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                  "whitenoise.middleware.WhiteNoiseMiddleware")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# Failed logins (reviewer login, admin, API basic auth): locked per user name and per
+# address after AXES_FAILURE_LIMIT failures, for AXES_COOLOFF_MINUTES; listed in the admin.
+INSTALLED_APPS.append("axes")
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("AXES_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "config.proxy.client_ip"
+LOGGING["loggers"]["axes"] = {"level": "WARNING"}  # lockouts still log; its start-up banner does not
+
+# API clients that authenticate with a token are throttled per token owner (config/throttling.py);
+# people in the browser and the signed webhooks are not.
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["config.throttling.TokenClientThrottle"]
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"token": os.environ.get("API_TOKEN_THROTTLE_RATE", "1200/min")}
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = ["drf_spectacular.hooks.postprocess_schema_enums",
+                                                "config.throttling.document_throttling"]

@@ -7,6 +7,8 @@ from django.db import models
 from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, can_proceed, transition
 
+from durable.chain import ChainedAudit
+
 
 class RunStatus(models.TextChoices):
     PENDING = "pending"
@@ -210,10 +212,17 @@ class Signal(models.Model):
         return f"{self.name} -> {self.run_id}"
 
 
-class AuditEvent(models.Model):
-    """Who did what to which run, when, from which request. Append-only."""
+class AuditEvent(ChainedAudit):
+    """Who did what to which run, when, from which request.
 
-    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="audit_events")
+    Append-only and hash-chained per run (durable/chain.py); a run with audit events is
+    never deleted, so its trail cannot go with it.
+    """
+
+    chain_parent = "run"
+    chained_fields = ("action", "actor", "detail", "created_at")
+
+    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="audit_events")
     action = models.CharField(max_length=32)
     actor = models.CharField(max_length=255, default="system")
     detail = models.JSONField(default=dict, blank=True)
@@ -221,6 +230,7 @@ class AuditEvent(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "chain_seq"], name="durable_audit_chain_seq")]
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.run_id}"

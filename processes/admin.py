@@ -11,6 +11,17 @@ from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMes
 from processes.whatsapp.services import STALE_AFTER, inbound_process
 
 
+class ProcessWrittenAdmin(admin.ModelAdmin):
+    """Rows that only the processes write: an empty row added by hand (or a deleted one) would
+    be a record of something that never happened, so the admin shows and annotates them only."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 class DocumentInline(admin.TabularInline):
     model = Document
     extra = 0
@@ -40,7 +51,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Account)
-class AccountAdmin(admin.ModelAdmin):
+class AccountAdmin(ProcessWrittenAdmin):
     list_display = ["number", "company", "approved_by", "created_at"]
     search_fields = ["number", "company__name", "company__customer_id"]
     readonly_fields = ["company", "number", "idempotency_key", "approved_by", "created_at"]
@@ -55,7 +66,7 @@ class InvoiceAdmin(admin.ModelAdmin):
 
 
 @admin.register(PaymentEvent)
-class PaymentEventAdmin(admin.ModelAdmin):
+class PaymentEventAdmin(ProcessWrittenAdmin):
     list_display = ["event_id", "event_type", "invoice", "status", "received_at"]
     list_filter = ["status", "event_type"]
     search_fields = ["event_id", "invoice__number"]
@@ -63,15 +74,14 @@ class PaymentEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(FinanceTicket)
-class FinanceTicketAdmin(admin.ModelAdmin):
+class FinanceTicketAdmin(ProcessWrittenAdmin):
     list_display = ["invoice", "reason", "resolved", "created_at"]
     list_filter = ["resolved"]
     readonly_fields = ["invoice", "idempotency_key", "reason", "created_at"]
 
 
-
 @admin.register(ReconciliationBatch)
-class ReconciliationBatchAdmin(admin.ModelAdmin):
+class ReconciliationBatchAdmin(ProcessWrittenAdmin):
     list_display = ["date", "status", "corrections_posted", "reconciled_at"]
     list_filter = ["status"]
     readonly_fields = ["run_id"]
@@ -107,7 +117,7 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
 
 
 @admin.register(InboundMessage)
-class InboundMessageAdmin(admin.ModelAdmin):
+class InboundMessageAdmin(ProcessWrittenAdmin):
     list_display = ["wamid", "message_type", "sender_wa_id", "sender_user_id", "status", "company",
                     "received_at"]
     list_filter = [NeedsAttentionFilter, "status", "message_type"]
@@ -124,7 +134,7 @@ class InboundMessageAdmin(admin.ModelAdmin):
 
 
 @admin.register(OutboundMessage)
-class OutboundMessageAdmin(admin.ModelAdmin):
+class OutboundMessageAdmin(ProcessWrittenAdmin):
     list_display = ["idempotency_key", "to_wa_id", "to_user_id", "status", "template_name", "backend",
                     "created_at"]
     list_filter = ["status", "backend"]

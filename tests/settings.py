@@ -1,7 +1,12 @@
 """Test settings: the project's settings plus a table for counting effects and test workflows."""
 import os
 
+import secrets
+
 os.environ.setdefault("DURABLE_DISPATCHER", "none")
+# The tests run with DEBUG off, as production does, so they bring a key of their own (one per
+# session, in the environment so that worker subprocesses share it).
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
 from config.settings import *  # noqa: E402,F403
 from config.settings import DURABLE_WORKFLOW_MODULES, INSTALLED_APPS  # noqa: E402

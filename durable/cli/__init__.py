@@ -14,4 +14,6 @@ SUBCOMMANDS = {
     "wake": "durable.cli.wake",
     "status": "durable.cli.status",
     "list": "durable.cli.list_runs",
+    "audit": "durable.cli.audit",
+    "health": "durable.cli.health",
 }

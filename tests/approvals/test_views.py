@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 def signed_in(user, **options) -> Client:
     client = Client(**options)
-    assert client.login(username=user.username, password=PASSWORD)
+    client.force_login(user)
     return client
 
 

@@ -225,3 +225,13 @@ def test_audit_events_are_listed_and_read_only(operator, waiting_run):
     assert response.status_code == 200
     assert "onboarding:c-42" in response.content.decode()
     assert operator.get(reverse("admin:durable_auditevent_add")).status_code == 403
+
+
+def test_the_action_forms_come_before_the_change_form_never_inside_it(operator, clock):
+    run = drive(services.run_start("nap", id="nap:forms").id)
+
+    html = operator.get(page(run.id)).content.decode()
+
+    change_form = html.index('id="workflowrun_form"')
+    assert html.index(f'action="{page(run.id, "wake")}"') < change_form
+    assert html.index(f'action="{page(run.id, "cancel")}"') < change_form

@@ -32,14 +32,14 @@ def scrape(client, settings):
 
 def test_metrics_need_a_token_or_a_staff_login(client, settings):
     settings.METRICS_TOKEN = TOKEN
-    User.objects.create_user("clerk", password="pw-unused-123")
-    User.objects.create_user("admin", password="pw-unused-123", is_staff=True)
+    clerk = User.objects.create_user("clerk", password="pw-unused-123")
+    admin = User.objects.create_user("admin", password="pw-unused-123", is_staff=True)
 
     anonymous = client.get("/metrics")
     wrong_token = client.get("/metrics", HTTP_AUTHORIZATION="Bearer guess")
-    client.login(username="clerk", password="pw-unused-123")
+    client.force_login(clerk)
     not_staff = client.get("/metrics")
-    client.login(username="admin", password="pw-unused-123")
+    client.force_login(admin)
     staff = client.get("/metrics")
 
     assert (anonymous.status_code, wrong_token.status_code, not_staff.status_code) == (401, 401, 403)

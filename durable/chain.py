@@ -1,0 +1,245 @@
+"""Tamper-evident audit tables: append-only rows, each carrying a hash chained to the one before.
+
+A chain is the audit trail of one parent row (a run, an approval case). Writing a row locks
+its parent FOR UPDATE, the lock the services already hold while they change that parent, so
+writers to one chain are serialised and writers to different chains never wait on each other;
+a unique (parent, chain_seq) constraint turns a writer that skipped the lock into an error,
+never a fork. SQLite serialises every writer anyway (IMMEDIATE transactions).
+
+On PostgreSQL a trigger refuses UPDATE and DELETE (queryset update()/delete() included);
+TRUNCATE stays possible, for the test suite's flush and for a deliberate purge. On SQLite a
+trigger refuses UPDATE only (the test flush deletes rows). ``durable audit verify`` walks
+every chain and names the first broken link.
+"""
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from django.apps import apps
+from django.db import connections, models, router, transaction
+from django.db.migrations import RunPython
+
+GENESIS = "0" * 64
+
+
+class AppendOnly(Exception):
+    """Raised on any attempt to change or delete an audit row through the ORM."""
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise AppendOnly("audit rows are never changed")
+
+    def delete(self):
+        raise AppendOnly("audit rows are never deleted")
+
+
+class ChainedAudit(models.Model):
+    """Base of an audit table. Subclasses name ``chain_parent`` (a foreign key) and
+    ``chained_fields`` (what the hash covers, in order)."""
+
+    chain_parent: str = ""
+    chained_fields: tuple[str, ...] = ()
+
+    chain_seq = models.PositiveBigIntegerField(default=0, editable=False)
+    prev_hash = models.CharField(max_length=64, default="", editable=False)
+    row_hash = models.CharField(max_length=64, default="", editable=False)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise AppendOnly("audit rows are never changed")
+        parent_field = self._meta.get_field(self.chain_parent)
+        parent_id = getattr(self, parent_field.attname)
+        with transaction.atomic(using=kwargs.get("using")):
+            list(parent_field.related_model._base_manager.select_for_update()
+                 .filter(pk=parent_id).values_list("pk"))
+            last = (type(self)._default_manager.filter(**{parent_field.attname: parent_id})
+                    .order_by("-chain_seq").values_list("chain_seq", "row_hash").first())
+            self.chain_seq, self.prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS)
+            self.row_hash = row_digest(self, self.prev_hash, parent=self.chain_parent,
+                                       fields=self.chained_fields)
+            super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnly("audit rows are never deleted")
+
+
+def _canonical(value):
+    """The value as the database gives it back: JSON types only; integral floats as ints
+    (PostgreSQL's jsonb returns 1e20 as an integer); datetimes in UTC ISO form."""
+    if isinstance(value, datetime):
+        return value.astimezone(timezone.utc).isoformat()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(key): _canonical(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(item) for item in value]
+    return value
+
+
+def row_digest(row, prev_hash: str, *, parent: str, fields: tuple[str, ...]) -> str:
+    """SHA-256 of the previous hash and the row's chained values.
+
+    Works on the migrations' historical models too, so the caller names the parent and the
+    fields: they are a stored format, changed only with a migration that re-chains.
+    """
+    values = [row.chain_seq, str(getattr(row, row._meta.get_field(parent).attname))]
+    for name in fields:
+        field = row._meta.get_field(name)
+        values.append(_canonical(field.get_prep_value(getattr(row, field.attname))))
+    body = json.dumps(values, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(f"{prev_hash}\n{body}".encode()).hexdigest()
+
+
+def chained_models() -> list[type[ChainedAudit]]:
+    return [model for model in apps.get_models() if issubclass(model, ChainedAudit)]
+
+
+# --- migrations: fill the chain of rows written before it existed, then lock the table ---
+
+def backfill_operation(label: str, *, parent: str, fields: tuple[str, ...]) -> RunPython:
+    """Chain the rows already in the table, in the order they were written (created_at, id)."""
+
+    def backfill(migration_apps, schema_editor):
+        model = migration_apps.get_model(label)
+        parent_attname = model._meta.get_field(parent).attname
+        heads: dict = {}
+        for row in model._base_manager.order_by(parent_attname, "created_at", "id").iterator():
+            seq, prev = heads.get(getattr(row, parent_attname), (0, GENESIS))
+            row.chain_seq, row.prev_hash = seq + 1, prev
+            row.row_hash = row_digest(row, prev, parent=parent, fields=fields)
+            model._base_manager.filter(pk=row.pk).update(
+                chain_seq=row.chain_seq, prev_hash=row.prev_hash, row_hash=row.row_hash)
+            heads[getattr(row, parent_attname)] = (row.chain_seq, row.row_hash)
+
+    return RunPython(backfill, RunPython.noop)
+
+
+def append_only_operation(table: str) -> RunPython:
+    """Install the trigger that refuses changes to ``table`` (PostgreSQL: UPDATE and DELETE;
+    SQLite: UPDATE)."""
+
+    def install(migration_apps, schema_editor):
+        for statement in trigger_sql(schema_editor.connection.vendor, table):
+            schema_editor.execute(statement, params=None)  # the SQL holds literal % signs
+
+    def remove(migration_apps, schema_editor):
+        name = trigger_name(table)
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(f'DROP TRIGGER IF EXISTS {name} ON "{table}"')
+        elif schema_editor.connection.vendor == "sqlite":
+            schema_editor.execute(f"DROP TRIGGER IF EXISTS {name}")
+
+    return RunPython(install, remove)
+
+
+def trigger_name(table: str) -> str:
+    return f"{table}_append_only"
+
+
+def trigger_sql(vendor: str, table: str) -> list[str]:
+    name = trigger_name(table)
+    if vendor == "postgresql":
+        return [
+            """CREATE OR REPLACE FUNCTION durable_refuse_audit_change() RETURNS trigger
+               LANGUAGE plpgsql AS $$
+               BEGIN
+                 RAISE EXCEPTION 'audit rows are append-only: % on % refused', TG_OP, TG_TABLE_NAME
+                   USING ERRCODE = 'restrict_violation';
+               END $$""",
+            f'DROP TRIGGER IF EXISTS {name} ON "{table}"',
+            f'CREATE TRIGGER {name} BEFORE UPDATE OR DELETE ON "{table}" '
+            f"FOR EACH ROW EXECUTE FUNCTION durable_refuse_audit_change()",
+        ]
+    if vendor == "sqlite":
+        return [f"DROP TRIGGER IF EXISTS {name}",
+                f'CREATE TRIGGER {name} BEFORE UPDATE ON "{table}" '
+                f"BEGIN SELECT RAISE(ABORT, 'audit rows are append-only: UPDATE refused'); END"]
+    return []
+
+
+# --- verification: ``manage.py durable audit verify`` ---
+
+@dataclass(frozen=True)
+class Broken:
+    """The first link of a chain that does not hold, and why."""
+
+    table: str
+    chain: str
+    seq: int
+    row_id: int | None
+    reason: str
+
+    def __str__(self):
+        row = f" (row id {self.row_id})" if self.row_id is not None else ""
+        return f"{self.table}: chain {self.chain!r} breaks at seq {self.seq}{row}: {self.reason}"
+
+
+@dataclass
+class ChainReport:
+    table: str
+    chains: int = 0
+    rows: int = 0
+    guard: str = ""
+    head_digest: str = ""
+    broken: Broken | None = None
+
+
+def trigger_state(model) -> str:
+    """'enabled', 'disabled', 'missing' or 'none on this database' for the table's trigger."""
+    table, name = model._meta.db_table, trigger_name(model._meta.db_table)
+    connection = connections[router.db_for_write(model)]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT tgenabled FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
+                           [name, f'"{table}"'])
+            found = cursor.fetchone()
+            return "missing" if found is None else ("disabled" if found[0] == "D" else "enabled")
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = %s", [name])
+            return "enabled" if cursor.fetchone() else "missing"
+    return "none on this database"
+
+
+def verify(model) -> ChainReport:
+    """Walk every chain of one table in order; stop at the first link that does not hold.
+
+    The head digest (over every chain's last hash) lets an operator notice, by comparing
+    with a digest recorded elsewhere earlier, rows cut from the end of a chain: a chain
+    alone cannot show that its newest rows are gone.
+    """
+    report = ChainReport(table=model._meta.db_table, guard=trigger_state(model))
+    parent_attname = model._meta.get_field(model.chain_parent).attname
+    heads = hashlib.sha256()
+    chain, expected_seq, prev_hash = None, 0, GENESIS
+    rows = model._base_manager.order_by(parent_attname, "chain_seq", "pk").iterator(chunk_size=2000)
+    for row in rows:
+        parent_id = str(getattr(row, parent_attname))
+        if parent_id != chain:
+            if chain is not None:
+                heads.update(f"{chain}={prev_hash}\n".encode())
+            chain, expected_seq, prev_hash = parent_id, 1, GENESIS
+            report.chains += 1
+        report.rows += 1
+        problem = None
+        if row.chain_seq != expected_seq:
+            problem = f"expected seq {expected_seq}, found {row.chain_seq} (a row is missing or was inserted)"
+        elif row.prev_hash != prev_hash:
+            problem = "its previous-hash does not match the row before it"
+        elif row.row_hash != row_digest(row, row.prev_hash, parent=model.chain_parent, fields=model.chained_fields):
+            problem = "its content does not match its hash (the row was altered)"
+        if problem:
+            report.broken = Broken(report.table, chain, expected_seq, row.pk, problem)
+            return report
+        expected_seq, prev_hash = expected_seq + 1, row.row_hash
+    if chain is not None:
+        heads.update(f"{chain}={prev_hash}\n".encode())
+    report.head_digest = heads.hexdigest()
+    return report

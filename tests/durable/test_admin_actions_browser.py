@@ -1,0 +1,93 @@
+"""The runs admin in headless Chromium: each repair button posts its own form, as the operator clicks it."""
+import pytest
+from django.contrib.admin.utils import quote
+from django.contrib.auth.models import Permission, User
+from django.urls import reverse
+
+from durable import services
+from durable.models import AuditEvent, RunStatus, Signal, WorkflowRun
+from durable.testing import drive
+from tests.browser import browser  # noqa: F401  (the fixture)
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "correct-horse-battery"
+
+
+@pytest.fixture
+def operator_page(browser, live_server):
+    user = User.objects.create_user("ops", password=PASSWORD, is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(
+        content_type__app_label="durable",
+        codename__in=["view_workflowrun", "operate_workflowrun", "view_auditevent"]))
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.goto(live_server.url + reverse("admin:login"))
+    page.fill("input[name=username]", "ops")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_load_state()
+
+    def open_run(run_id: str):
+        page.goto(live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+        return page
+
+    yield open_run
+    context.close()
+
+
+def test_wake_now_on_a_sleeping_run_wakes_it_and_is_audited(operator_page):
+    run = drive(services.run_start("nap", id="nap:browser").id)
+
+    page = operator_page(run.id)
+    page.get_by_role("button", name="Wake now").click()
+    page.wait_for_load_state()
+
+    assert f"Run {run.id} woken." in page.locator("ul.messagelist").inner_text()
+    assert AuditEvent.objects.filter(run_id=run.id, action="wake", actor="ops").exists()
+    assert drive(run.id).status == RunStatus.COMPLETED
+
+
+def test_retry_on_a_failed_run_sends_it_back_to_pending_and_is_audited(operator_page):
+    run = drive(services.run_start("fails_in_body", id="fails:browser").id)
+
+    page = operator_page(run.id)
+    page.get_by_role("button", name="Retry").click()
+    page.wait_for_load_state()
+
+    assert run.status == RunStatus.FAILED            # as it was when the page was opened
+    assert "sent back to pending" in page.locator("ul.messagelist").inner_text()
+    assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.PENDING
+    assert AuditEvent.objects.filter(run_id=run.id, action="retry", actor="ops").exists()
+
+
+def test_cancel_with_a_reason_after_confirming_cancels_the_run_and_is_audited(operator_page):
+    run = drive(services.run_start("step_wait_step", id="wait:browser-cancel").id)
+
+    page = operator_page(run.id)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.fill("input[name=reason]", "duplicate case")
+    page.get_by_role("button", name="Cancel run").click()
+    page.wait_for_load_state()
+
+    cancelled = WorkflowRun.objects.get(pk=run.id)
+    assert "cancelled" in page.locator("ul.messagelist").inner_text()
+    assert cancelled.status == RunStatus.CANCELLED and cancelled.error["message"] == "duplicate case"
+    assert AuditEvent.objects.filter(run_id=run.id, action="cancel", actor="ops").exists()
+
+
+def test_a_signal_sent_from_the_run_page_is_recorded_and_audited(operator_page):
+    run = drive(services.run_start("step_wait_step", id="wait:browser-signal").id)
+
+    page = operator_page(run.id)
+    page.get_by_role("link", name="Send a signal…").click()
+    page.fill("input[name=name]", "go")
+    page.fill("textarea[name=payload]", '{"value": 3}')
+    page.get_by_role("button", name="Send signal").click()
+    page.wait_for_load_state()
+
+    assert "recorded for run" in page.locator("ul.messagelist").inner_text()
+    assert list(Signal.objects.filter(run_id=run.id).values_list("name", "payload")) == [("go", {"value": 3})]
+    assert AuditEvent.objects.filter(run_id=run.id, action="signal", actor="ops").exists()
+    assert drive(run.id).result == ["before", 3, "after"]
