@@ -5,7 +5,7 @@ Thin: input serializers only check shape and storability; the services decide.
 from rest_framework import serializers
 
 from durable import validation
-from durable.errors import DurableError
+from durable.errors import DurableError, PayloadTooDeep
 from durable.models import JournalEntry, RunStatus, Signal, WorkflowRun
 
 
@@ -16,6 +16,8 @@ def _storable(what: str):
                 validation.check_text(value, what=what)
             else:
                 validation.check_json_value(value, what=what)
+        except PayloadTooDeep:
+            raise   # the API answers it as payload_error, like the codec's own refusals
         except DurableError as error:
             raise serializers.ValidationError(str(error)) from None
         return value

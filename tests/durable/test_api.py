@@ -203,6 +203,58 @@ def test_a_payload_with_a_nul_character_is_a_400_and_nothing_is_written(operator
     assert not Signal.objects.exists()
 
 
+def nested(depth: int):
+    payload = "leaf"
+    for _ in range(depth):
+        payload = {"inner": payload}
+    return payload
+
+
+def test_a_signal_nested_500_deep_is_a_400_payload_error_and_nothing_is_written(operator, waiting_run):
+    response = post_json(operator, f"/api/runs/{waiting_run.id}/signals/", {"name": "go", "payload": nested(500)})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "payload_error"
+    assert "deep" in response.json()["error"]["message"]
+    assert not Signal.objects.filter(run_id=waiting_run.id).exists()
+
+
+def test_the_nesting_limit_is_a_setting(operator, waiting_run, settings):
+    settings.DURABLE_API_MAX_PAYLOAD_DEPTH = 4
+
+    too_deep = post_json(operator, f"/api/runs/{waiting_run.id}/signals/", {"name": "go", "payload": nested(5)})
+    fits = post_json(operator, f"/api/runs/{waiting_run.id}/signals/", {"name": "go", "payload": nested(3)})
+
+    assert too_deep.status_code == 400 and too_deep.json()["error"]["code"] == "payload_error"
+    assert fits.status_code == 201
+
+
+def test_start_input_nested_too_deep_is_a_400_payload_error(operator):
+    response = post_json(operator, "/api/runs/", {"workflow": "three_steps", "args": [nested(100)]})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "payload_error"
+    assert not WorkflowRun.objects.exists()
+
+
+def test_a_body_too_deep_for_the_json_parser_is_a_400_payload_error(operator, waiting_run):
+    body = '{"name": "go", "payload": ' + "[" * 5000 + "]" * 5000 + "}"
+
+    response = operator.post(f"/api/runs/{waiting_run.id}/signals/", body, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "payload_error"
+    assert not Signal.objects.filter(run_id=waiting_run.id).exists()
+
+
+@pytest.mark.parametrize("action", ["cancel", "retry", "wake", "signals"])
+def test_options_on_an_action_answers_200(operator, waiting_run, action):
+    response = operator.options(f"/api/runs/{waiting_run.id}/{action}/")
+
+    assert response.status_code == 200
+    assert "POST" in response["Allow"]
+
+
 def test_a_signal_to_a_finished_run_is_a_409(operator, clock):
     run = drive(services.run_start("three_steps", 1, id="three:done").id)
 
