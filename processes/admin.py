@@ -1,5 +1,6 @@
 """Admin pages for operators: companies, documents, accounts, invoices, tickets,
-reconciliation, and every WhatsApp message (unmatched ones one filter away)."""
+reconciliation, every WhatsApp message (unmatched ones one filter away), the raw webhook
+deliveries and their quarantined parts."""
 from django.contrib import admin, messages
 from django.db.models import Q
 
@@ -7,6 +8,8 @@ from durable import clock
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.onboarding.models import Account, Company, Document
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch
+from processes.webhooks.models import QuarantinedItem, WebhookDelivery
+from processes.webhooks.services import delivery_signature_valid, quarantine_resolve
 from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
 from processes.whatsapp.services import STALE_AFTER, inbound_process
 
@@ -130,3 +133,87 @@ class OutboundMessageAdmin(admin.ModelAdmin):
     list_filter = ["status", "backend"]
     search_fields = ["idempotency_key", "to_wa_id", "to_user_id", "provider_message_id", "body"]
     readonly_fields = [f.name for f in OutboundMessage._meta.fields]
+
+
+class QuarantineAttentionFilter(admin.SimpleListFilter):
+    title = "needs attention"
+    parameter_name = "attention"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Not handled yet"), ("no", "Handled")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(resolved_at__isnull=True)
+        if self.value() == "no":
+            return queryset.filter(resolved_at__isnull=False)
+        return queryset
+
+
+class QuarantinedItemInline(admin.TabularInline):
+    model = QuarantinedItem
+    extra = 0
+    fields = ["where", "kind", "reason", "resolved_at", "resolved_by"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    """Read-only: the exact bytes a provider signed, and whether the signature still checks."""
+
+    list_display = ["pk", "source", "received_at", "times_received", "size", "outcome"]
+    list_filter = ["source"]
+    search_fields = ["body_sha256", "outcome"]
+    fields = ["source", "received_at", "times_received", "remote_addr", "body_sha256", "signature",
+              "signature_valid", "outcome", "body_text"]
+    readonly_fields = fields
+    inlines = [QuarantinedItemInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="bytes")
+    def size(self, delivery):
+        return len(delivery.body or b"")
+
+    @admin.display(description="signature checks with today's secret", boolean=True)
+    def signature_valid(self, delivery):
+        return delivery_signature_valid(delivery)
+
+    @admin.display(description="body (as text; the stored bytes are exact)")
+    def body_text(self, delivery):
+        return bytes(delivery.body).decode("utf-8", errors="replace")
+
+
+@admin.register(QuarantinedItem)
+class QuarantinedItemAdmin(admin.ModelAdmin):
+    """Parts of signed deliveries that could not be processed; ``?attention=yes`` is the work list."""
+
+    list_display = ["created_at", "kind", "where", "reason", "delivery", "resolved_at", "resolved_by"]
+    list_filter = [QuarantineAttentionFilter, "kind", "delivery__source"]
+    search_fields = ["reason", "fragment", "where"]
+    readonly_fields = ["delivery", "where", "kind", "reason", "fragment", "created_at", "resolved_at",
+                       "resolved_by"]
+    actions = ["mark_handled"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Mark the selected items as handled", permissions=["change"])
+    def mark_handled(self, request, queryset):
+        count = quarantine_resolve(queryset, actor=request.user.get_username())
+        self.message_user(request, f"{count} item(s) marked as handled", messages.INFO)
