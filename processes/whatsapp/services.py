@@ -133,20 +133,22 @@ def _message_fields(part: Part) -> tuple[dict, str]:
     if problem or not wamid:
         return {}, problem or "the message has no id"
     contact = _contact_for(message, part.contacts)
-    wa_id, problem = _identifier(message.get("from") or contact.get("wa_id"), "the sender's wa_id")
-    if problem:
-        return {}, problem
-    user_id, problem = _identifier(message.get("from_user_id") or contact.get("user_id"),
-                                   "the sender's user id")
-    if problem:
-        return {}, problem
+    senders = {}
+    for key, contact_key, what in (("from", "wa_id", "the sender's wa_id"),
+                                   ("from_user_id", "user_id", "the sender's user id")):
+        senders[key], problem = _identifier(message.get(key), what)
+        if problem:
+            return {}, problem
+        if not senders[key]:   # the contact only fills a gap: a bad one is ignored, not fatal
+            fallback, problem = _identifier(contact.get(contact_key), what)
+            senders[key] = "" if problem else fallback
     try:
         stored = {"message": storable(message, max_depth=PART_MAX_DEPTH),
                   "contact": _storable_or_empty(contact), "metadata": _storable_or_empty(part.metadata)}
     except TooDeep as exc:
         return {}, f"the message is {exc}"
     message_type = message.get("type")
-    return {"wamid": wamid, "sender_wa_id": wa_id, "sender_user_id": user_id,
+    return {"wamid": wamid, "sender_wa_id": senders["from"], "sender_user_id": senders["from_user_id"],
             "message_type": safe_text(message_type)[:32] if isinstance(message_type, str) and message_type
             else "unknown",
             "phone_number_id": safe_text(stored["metadata"].get("phone_number_id") or "")[:64],
