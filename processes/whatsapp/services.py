@@ -7,7 +7,6 @@ while routing never loses it either: it stays visible with a note.
 """
 import json
 import logging
-import mimetypes
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
@@ -17,7 +16,7 @@ from django.db import IntegrityError, transaction
 
 from durable import clock
 from processes import conf
-from processes.whatsapp.backends import Outgoing, get_backend
+from processes.whatsapp.backends import MediaTooLarge, Outgoing, get_backend
 from processes.whatsapp.models import (
     STATUS_RANK,
     InboundMessage,
@@ -343,18 +342,35 @@ def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str
     return message
 
 
+# A stored file's extension comes from its first bytes, never from a MIME type the
+# customer's message claims: a file is stored as what it is, or as ``.bin``.
+MAGIC_EXTENSIONS = [(b"%PDF-", ".pdf"), (b"\xff\xd8\xff", ".jpg"), (b"\x89PNG\r\n\x1a\n", ".png")]
+
+
+def stored_extension(content: bytes) -> str:
+    return next((extension for magic, extension in MAGIC_EXTENSIONS if content.startswith(magic)), ".bin")
+
+
 def media_download(document) -> bool:
-    """Fetch a document's bytes through the backend; False when the backend has none."""
+    """Fetch a document's bytes through the backend; False when the backend has none or the
+    file is larger than DOCUMENT_MAX_BYTES (its size is recorded, so the checker asks for a
+    smaller one; retrying could not help)."""
     if document.file:
         return True
-    media = get_backend().download_media(document.media_id)
+    max_bytes = conf.setting("DOCUMENT_MAX_BYTES", 10 * 1024 * 1024)
+    try:
+        media = get_backend().download_media(document.media_id, max_bytes=max_bytes)
+    except MediaTooLarge as exc:
+        log.warning("document %s not stored: %s", document.pk, exc)
+        document.size = exc.size
+        document.save(update_fields=["size"])
+        return False
     if media is None:
         return False
     # Stored under a name we choose: the customer's file name ("../x.pdf", "a/b.pdf") is
     # kept in file_name for display and download only.
-    extension = mimetypes.guess_extension(document.mime_type or media.mime_type or "") or ""
     safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", str(document.media_id))[:100] or "media"
-    document.file.save(f"{safe_id}{extension}", ContentFile(media.content), save=False)
+    document.file.save(f"{safe_id}{stored_extension(media.content)}", ContentFile(media.content), save=False)
     document.size, document.sha256 = len(media.content), media.sha256
     document.mime_type = document.mime_type or media.mime_type
     document.save(update_fields=["file", "size", "sha256", "mime_type"])
