@@ -1,24 +1,45 @@
 """Admin pages for operators: companies, documents, accounts, invoices, tickets,
 reconciliation, every WhatsApp message (unmatched ones one filter away), the raw webhook
 deliveries and their quarantined parts."""
+import logging
+
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
+from django.http import Http404
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from durable import clock
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.onboarding.models import Account, Company, Document
+from processes.onboarding.views import document_file_response
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch
 from processes.webhooks.models import QuarantinedItem, WebhookDelivery
 from processes.webhooks.services import delivery_signature_valid, quarantine_resolve
 from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
 from processes.whatsapp.services import STALE_AFTER, inbound_process
 
+log = logging.getLogger(__name__)
+
+
+def document_file_link(document) -> str:
+    """A link to the permission-checked admin view of the stored file, never to /media/."""
+    if not document.pk or not document.file:
+        return "—"
+    url = reverse("admin:processes_document_file", args=[document.pk])
+    return format_html('<a href="{}">{}</a>', url, document.file_name or "download")
+
 
 class DocumentInline(admin.TabularInline):
     model = Document
     extra = 0
-    fields = ["kind", "file_name", "mime_type", "size", "file", "created_at"]
-    readonly_fields = ["created_at"]
+    fields = ["kind", "file_name", "mime_type", "size", "stored_file", "created_at"]
+    readonly_fields = ["stored_file", "created_at"]
+
+    @admin.display(description="file")
+    def stored_file(self, document):
+        return document_file_link(document)
 
 
 @admin.register(Company)
@@ -36,10 +57,32 @@ class CompanyAdmin(admin.ModelAdmin):
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
+    """The stored file is served by ``file_view`` (needs the view permission on documents) and
+    is never uploaded here: only the WhatsApp download stores files, under names we choose."""
+
     list_display = ["company", "kind", "file_name", "mime_type", "size", "created_at"]
     list_filter = ["kind", "mime_type"]
     search_fields = ["company__customer_id", "company__name", "file_name", "media_id", "message_id"]
     raw_id_fields = ["company"]
+    exclude = ["file"]
+    readonly_fields = ["stored_file"]
+
+    @admin.display(description="file")
+    def stored_file(self, document):
+        return document_file_link(document)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.file_view)
+        return [path("<int:pk>/file/", view, name="processes_document_file"), *super().get_urls()]
+
+    def file_view(self, request, pk: int):
+        document = Document.objects.filter(pk=pk).first()
+        if document is None:
+            raise Http404("no such document")
+        if not self.has_view_permission(request, document):
+            raise PermissionDenied
+        log.info("operator %s downloaded document %s from the admin", request.user.get_username(), pk)
+        return document_file_response(document)
 
 
 @admin.register(Account)
