@@ -103,9 +103,32 @@ class HasRunPermission(BasePermission):
 
 
 class RunPagination(PageNumberPagination):
+    """A page size that is not a whole number in 1..500 is a 400, not silently the default."""
+
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if not 1 <= size <= self.max_page_size:
+            raise exceptions.ValidationError(
+                {self.page_size_query_param: [f"A whole number from 1 to {self.max_page_size}."]})
+        return size
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"]["maximum"] = self.max_page_size
+        return parameters
 
 
 def errors(*codes: int) -> dict:
