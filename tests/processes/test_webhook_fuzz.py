@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from processes import signing
 from processes.webhooks.models import QuarantinedItem
-from processes.whatsapp.models import InboundMessage
+from processes.whatsapp.models import InboundMessage, InboundStatus
 from tests.processes.conftest import WHATSAPP_URL
 
 pytestmark = pytest.mark.django_db
@@ -123,6 +123,19 @@ def test_any_signed_json_is_answered_200_or_400(api_client, settings):
     @settings_for(max_examples=40)
     def fuzz(payload):
         check_any_json(api_client, settings, payload)
+
+    fuzz()
+
+
+def test_routing_the_valid_messages_of_random_deliveries_never_fails(signed_post):
+    """Routing runs on commit in production; here too, so odd bodies meet the onboarding code."""
+    @given(delivery=deliveries())
+    @settings_for(max_examples=40)
+    def fuzz(delivery):
+        payload, good = delivery
+        assert signed_post(payload).status_code == 200
+        failed = InboundMessage.objects.filter(wamid__in=[m["id"] for m in good], status=InboundStatus.FAILED)
+        assert not failed.exists(), list(failed.values_list("wamid", "note"))
 
     fuzz()
 
