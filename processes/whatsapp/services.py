@@ -191,7 +191,7 @@ def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Rece
         problem = part.problem or _part_apply(part, receipt)
         if problem:
             item_quarantine(delivery=delivery, where=part.where, kind=part.kind, reason=problem,
-                            fragment=part.value)
+                            fragment=None if part.where == "the body" else part.value)  # the body is kept
             receipt.quarantined += 1
     for message_id in receipt.new_message_ids:
         transaction.on_commit(lambda pk=message_id: inbound_process(pk), robust=True)
