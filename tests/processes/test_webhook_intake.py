@@ -178,6 +178,16 @@ def test_a_message_id_that_cannot_be_stored_verbatim_is_quarantined_not_rewritte
     assert "cannot be stored" in QuarantinedItem.objects.get().reason
 
 
+def test_a_quarantined_part_with_a_lone_surrogate_renders_in_the_admin(signed_post, admin_client):
+    signed_post(whatsapp_webhook(whatsapp_message("wamid.\ud800", text="\ud800\u0000")))
+    item = QuarantinedItem.objects.get()
+
+    page = admin_client.get(f"/admin/processes/quarantineditem/{item.pk}/change/")
+
+    assert page.status_code == 200
+    assert "\\ud800" in page.content.decode()   # shown as its escape, stored as ASCII
+
+
 def test_two_long_sender_ids_sharing_32_characters_are_two_companies(signed_post):
     first, second = "5" * 40 + "1", "5" * 40 + "2"
 
