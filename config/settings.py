@@ -270,9 +270,15 @@ WHATSAPP_BACKEND = os.environ.get("WHATSAPP_BACKEND", "console")  # console | cl
 WHATSAPP_API_BASE_URL = os.environ.get("WHATSAPP_API_BASE_URL", "https://graph.facebook.com/v21.0")
 WHATSAPP_TEMPLATE_NAME = os.environ.get("WHATSAPP_TEMPLATE_NAME", "account_update")
 WHATSAPP_TEMPLATE_LANGUAGE = os.environ.get("WHATSAPP_TEMPLATE_LANGUAGE", "pt_BR")
+# Media URLs named by the provider are fetched only from these hosts, and only over https
+# (tests allow http to 127.0.0.1 explicitly; production never needs another scheme).
+WHATSAPP_MEDIA_HOSTS = env_list("WHATSAPP_MEDIA_HOSTS", "lookaside.fbsbx.com,graph.facebook.com")
+WHATSAPP_MEDIA_SCHEMES = ["https"]
 PAYMENTS_WEBHOOK_SECRET = dev_secret("PAYMENTS_WEBHOOK_SECRET", "dev-payments-secret")
 DOCUMENT_CHECKER = os.environ.get("DOCUMENT_CHECKER", "rules")  # rules | llm
 DOCUMENT_MAX_BYTES = int(os.environ.get("DOCUMENT_MAX_BYTES", str(10 * 1024 * 1024)))
+# How deeply a JSON value sent to the REST API (signal payload, run input) may nest (docs/api.md).
+DURABLE_API_MAX_PAYLOAD_DEPTH = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_DEPTH", "32"))
 LLM_API_BASE_URL = os.environ.get("LLM_API_BASE_URL", "")
 LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
 LLM_MODEL = os.environ.get("LLM_MODEL", "")

@@ -10,6 +10,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import exceptions, status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.generics import GenericAPIView
+from rest_framework.metadata import SimpleMetadata
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny, BasePermission
@@ -24,6 +25,7 @@ from durable.errors import (
     DurableError,
     InvalidTransition,
     PayloadError,
+    PayloadTooDeep,
     RunConflict,
     RunFinished,
     RunNotFound,
@@ -101,9 +103,32 @@ class HasRunPermission(BasePermission):
 
 
 class RunPagination(PageNumberPagination):
+    """A page size that is not a whole number in 1..500 is a 400, not silently the default."""
+
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
+
+    def get_page_size(self, request):
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if not 1 <= size <= self.max_page_size:
+            raise exceptions.ValidationError(
+                {self.page_size_query_param: [f"A whole number from 1 to {self.max_page_size}."]})
+        return size
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"]["maximum"] = self.max_page_size
+        return parameters
 
 
 def errors(*codes: int) -> dict:
@@ -138,11 +163,31 @@ def run_detail(run_id: str) -> dict:
     return RunDetailSerializer(run).data
 
 
+class DepthLimitedJSONParser(JSONParser):
+    """JSON whose nesting would exhaust Python's recursion is a payload_error, not a 500."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise PayloadTooDeep("the body is nested too deep to parse") from None
+
+
+class RunMetadata(SimpleMetadata):
+    """OPTIONS: describe the request body only where an action has one (retry and wake have none)."""
+
+    def determine_actions(self, request, view):
+        if getattr(view, "serializer_class", None) is None:
+            return {}
+        return super().determine_actions(request, view)
+
+
 class DurableAPIView(GenericAPIView):
     authentication_classes = [TokenAuthentication, SessionAuthentication]
     permission_classes = [HasRunPermission]
     renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser]
+    parser_classes = [DepthLimitedJSONParser]
+    metadata_class = RunMetadata
     pagination_class = None
 
     def get_exception_handler(self):
@@ -249,6 +294,7 @@ class RunSignalView(RunActionView):
 
 class RunCancelView(RunActionView):
     suffix = "cancel"
+    serializer_class = RunCancelSerializer
 
     @extend_schema(operation_id="runs_cancel", request=RunCancelSerializer,
                    responses={200: RunSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},

@@ -72,7 +72,10 @@ def encode(value):
 
 
 def dumps(value) -> str:
-    return json.dumps(encode(value), separators=(",", ":"), ensure_ascii=False)
+    try:
+        return json.dumps(encode(value), separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        raise PayloadError("the value is nested too deep to store") from None
 
 
 def roundtrip(value, hint=None):

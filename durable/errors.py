@@ -33,6 +33,10 @@ class PayloadError(DurableError):
     """A value cannot be stored in the journal (not JSON-encodable)."""
 
 
+class PayloadTooDeep(PayloadError):
+    """A value nests deeper than DURABLE_API_MAX_PAYLOAD_DEPTH: the codec and replay recurse."""
+
+
 class StepFailed(Exception):
     """A step exhausted its retries; raised into the workflow body, which may catch it.
 

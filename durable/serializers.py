@@ -2,10 +2,11 @@
 
 Thin: input serializers only check shape and storability; the services decide.
 """
+from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from durable import validation
-from durable.errors import DurableError
+from durable.errors import DurableError, PayloadTooDeep
 from durable.models import JournalEntry, RunStatus, Signal, WorkflowRun
 
 
@@ -16,10 +17,27 @@ def _storable(what: str):
                 validation.check_text(value, what=what)
             else:
                 validation.check_json_value(value, what=what)
+        except PayloadTooDeep:
+            raise   # the API answers it as payload_error, like the codec's own refusals
         except DurableError as error:
             raise serializers.ValidationError(str(error)) from None
         return value
     return check
+
+
+class StorableText(RegexValidator):
+    """Text the database can store; being a RegexValidator, it also puts "no NUL" into the
+    OpenAPI schema as a pattern, so clients (and schemathesis) know the rule."""
+
+    def __init__(self, what: str):
+        super().__init__(r"^[^\x00]*$")
+        self.what = what
+
+    def __call__(self, value):
+        _storable(self.what)(value)
+
+    def __eq__(self, other):
+        return isinstance(other, StorableText) and other.what == self.what
 
 
 class JournalEntrySerializer(serializers.ModelSerializer):
@@ -72,14 +90,22 @@ class RunDetailSerializer(RunSerializer):
 
 class RunFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
-    workflow = serializers.CharField(required=False, max_length=200, validators=[_storable("workflow")])
+    workflow = serializers.CharField(required=False, max_length=200, validators=[StorableText("workflow")])
     version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+
+    def validate(self, attrs):
+        # DRF reads an empty query value of an optional field as absent: ?workflow= would list
+        # every run instead of saying the filter is wrong.
+        blank = sorted(name for name in self.fields if self.initial_data.get(name) == "")
+        if blank:
+            raise serializers.ValidationError({name: ["This field may not be blank."] for name in blank})
+        return attrs
 
 
 class RunStartSerializer(serializers.Serializer):
-    workflow = serializers.CharField(max_length=200, validators=[_storable("workflow")],
+    workflow = serializers.CharField(max_length=200, validators=[StorableText("workflow")],
                                      help_text="A registered workflow name; its latest version starts.")
-    id = serializers.CharField(required=False, max_length=255, validators=[_storable("id")],
+    id = serializers.CharField(required=False, max_length=255, validators=[StorableText("id")],
                                help_text="The run id (e.g. onboarding:c-42). Starting an existing id "
                                          "with the same input returns that run.")
     args = serializers.ListField(child=serializers.JSONField(), required=False, default=list)
@@ -87,14 +113,14 @@ class RunStartSerializer(serializers.Serializer):
 
 
 class SignalSendSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=255, validators=[_storable("name")])
+    name = serializers.CharField(max_length=255, validators=[StorableText("name")])
     payload = serializers.JSONField(required=False, allow_null=True, default=None,
                                     validators=[_storable("payload")])
 
 
 class RunCancelSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000,
-                                   validators=[_storable("reason")])
+                                   validators=[StorableText("reason")])
     graceful = serializers.BooleanField(
         required=False, default=False,
         help_text="Let the workflow clean up first: workflow.Cancelled is raised where it waits, "

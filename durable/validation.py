@@ -10,7 +10,7 @@ import json
 from django.conf import settings
 
 from durable import registry
-from durable.errors import PayloadError
+from durable.errors import PayloadError, PayloadTooDeep
 
 # Keyword names that services.run_start keeps for itself.
 RESERVED_INPUT_NAMES = frozenset({"id", "actor", "audit", "workflow"})
@@ -18,6 +18,10 @@ RESERVED_INPUT_NAMES = frozenset({"id", "actor", "audit", "workflow"})
 
 def max_payload_bytes() -> int:
     return int(getattr(settings, "DURABLE_API_MAX_PAYLOAD_BYTES", 64 * 1024))
+
+
+def max_payload_depth() -> int:
+    return int(getattr(settings, "DURABLE_API_MAX_PAYLOAD_DEPTH", 32))
 
 
 def check_text(value: str, *, what: str) -> str:
@@ -32,18 +36,23 @@ def check_text(value: str, *, what: str) -> str:
 
 
 def check_json_value(value, *, what: str = "payload"):
-    """Refuse a JSON value the journal cannot store, or one larger than the payload limit."""
-    stack = [value]
+    """Refuse a JSON value the journal cannot store, nested deeper than the depth limit (the
+    codec and the replay recurse), or larger than the payload limit."""
+    limit = max_payload_depth()
+    stack = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)) and depth >= limit:
+            raise PayloadTooDeep(f"{what} is nested too deep: more than {limit} levels "
+                               "(DURABLE_API_MAX_PAYLOAD_DEPTH)")
         if isinstance(item, str):
             check_text(item, what=what)
         elif isinstance(item, dict):
             for key, nested in item.items():
                 check_text(str(key), what=f"{what} key")
-                stack.append(nested)
+                stack.append((nested, depth + 1))
         elif isinstance(item, list):
-            stack.extend(item)
+            stack.extend((nested, depth + 1) for nested in item)
         elif isinstance(item, float) and (item != item or item in (float("inf"), float("-inf"))):
             raise PayloadError(f"{what} contains {item!r}, which is not JSON")
     size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))

@@ -1,14 +1,35 @@
 """Admin pages for operators: companies, documents, accounts, invoices, tickets,
-reconciliation, and every WhatsApp message (unmatched ones one filter away)."""
+reconciliation, every WhatsApp message (unmatched ones one filter away), the raw webhook
+deliveries and their quarantined parts."""
+import logging
+
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
+from django.db.models.functions import Length
+from django.http import Http404
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from durable import clock
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.onboarding.models import Account, Company, Document
+from processes.onboarding.views import document_file_response
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch
+from processes.webhooks.models import QuarantinedItem, WebhookDelivery
+from processes.webhooks.services import delivery_signature_valid, quarantine_resolve
 from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
 from processes.whatsapp.services import STALE_AFTER, inbound_process
+
+log = logging.getLogger(__name__)
+
+
+def document_file_link(document) -> str:
+    """A link to the permission-checked admin view of the stored file, never to /media/."""
+    if not document.pk or not document.file:
+        return "—"
+    url = reverse("admin:processes_document_file", args=[document.pk])
+    return format_html('<a href="{}">{}</a>', url, document.file_name or "download")
 
 
 class ProcessWrittenAdmin(admin.ModelAdmin):
@@ -25,8 +46,12 @@ class ProcessWrittenAdmin(admin.ModelAdmin):
 class DocumentInline(admin.TabularInline):
     model = Document
     extra = 0
-    fields = ["kind", "file_name", "mime_type", "size", "file", "created_at"]
-    readonly_fields = ["created_at"]
+    fields = ["kind", "file_name", "mime_type", "size", "stored_file", "created_at"]
+    readonly_fields = ["stored_file", "created_at"]
+
+    @admin.display(description="file")
+    def stored_file(self, document):
+        return document_file_link(document)
 
 
 @admin.register(Company)
@@ -44,10 +69,32 @@ class CompanyAdmin(admin.ModelAdmin):
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
+    """The stored file is served by ``file_view`` (needs the view permission on documents) and
+    is never uploaded here: only the WhatsApp download stores files, under names we choose."""
+
     list_display = ["company", "kind", "file_name", "mime_type", "size", "created_at"]
     list_filter = ["kind", "mime_type"]
     search_fields = ["company__customer_id", "company__name", "file_name", "media_id", "message_id"]
     raw_id_fields = ["company"]
+    exclude = ["file"]
+    readonly_fields = ["stored_file"]
+
+    @admin.display(description="file")
+    def stored_file(self, document):
+        return document_file_link(document)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.file_view)
+        return [path("<int:pk>/file/", view, name="processes_document_file"), *super().get_urls()]
+
+    def file_view(self, request, pk: int):
+        document = Document.objects.filter(pk=pk).first()
+        if document is None:
+            raise Http404("no such document")
+        if not self.has_view_permission(request, document):
+            raise PermissionDenied
+        log.info("operator %s downloaded document %s from the admin", request.user.get_username(), pk)
+        return document_file_response(document)
 
 
 @admin.register(Account)
@@ -140,3 +187,91 @@ class OutboundMessageAdmin(ProcessWrittenAdmin):
     list_filter = ["status", "backend"]
     search_fields = ["idempotency_key", "to_wa_id", "to_user_id", "provider_message_id", "body"]
     readonly_fields = [f.name for f in OutboundMessage._meta.fields]
+
+
+class QuarantineAttentionFilter(admin.SimpleListFilter):
+    title = "needs attention"
+    parameter_name = "attention"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Not handled yet"), ("no", "Handled")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(resolved_at__isnull=True)
+        if self.value() == "no":
+            return queryset.filter(resolved_at__isnull=False)
+        return queryset
+
+
+class QuarantinedItemInline(admin.TabularInline):
+    model = QuarantinedItem
+    extra = 0
+    fields = ["where", "kind", "reason", "resolved_at", "resolved_by"]
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    """Read-only: the exact bytes a provider signed, and whether the signature still checks."""
+
+    list_display = ["pk", "source", "received_at", "times_received", "size", "outcome"]
+    list_filter = ["source"]
+    search_fields = ["body_sha256", "outcome"]
+    fields = ["source", "received_at", "times_received", "remote_addr", "body_sha256", "signature",
+              "signature_valid", "outcome", "body_text"]
+    readonly_fields = fields
+    inlines = [QuarantinedItemInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_queryset(self, request):
+        # The list shows sizes, not bodies: a delivery may be megabytes.
+        return super().get_queryset(request).defer("body").annotate(body_bytes=Length("body"))
+
+    @admin.display(description="bytes", ordering="body_bytes")
+    def size(self, delivery):
+        return delivery.body_bytes
+
+    @admin.display(description="signature checks with today's secret", boolean=True)
+    def signature_valid(self, delivery):
+        return delivery_signature_valid(delivery)
+
+    @admin.display(description="body (as text; the stored bytes are exact)")
+    def body_text(self, delivery):
+        return bytes(delivery.body).decode("utf-8", errors="replace")
+
+
+@admin.register(QuarantinedItem)
+class QuarantinedItemAdmin(admin.ModelAdmin):
+    """Parts of signed deliveries that could not be processed; ``?attention=yes`` is the work list."""
+
+    list_display = ["created_at", "kind", "where", "reason", "delivery", "resolved_at", "resolved_by"]
+    list_filter = [QuarantineAttentionFilter, "kind", "delivery__source"]
+    search_fields = ["reason", "fragment", "where"]
+    readonly_fields = ["delivery", "where", "kind", "reason", "fragment", "created_at", "resolved_at",
+                       "resolved_by"]
+    actions = ["mark_handled"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Mark the selected items as handled", permissions=["change"])
+    def mark_handled(self, request, queryset):
+        count = quarantine_resolve(queryset, actor=request.user.get_username())
+        self.message_user(request, f"{count} item(s) marked as handled", messages.INFO)

@@ -1,8 +1,10 @@
 """Webhooks for the WhatsApp Cloud API and the payment provider (HTTP for machines).
 
 Both check an HMAC-SHA256 signature of the raw body before parsing it: a request with a
-bad or missing signature gets 403 and nothing is stored. Machines carry no session, so
-there is no CSRF token; the signature is their authentication.
+bad or missing signature gets 403 and nothing is stored. A correctly signed body is then
+stored byte for byte (``WebhookDelivery``) before it is parsed, so nothing the provider
+sent is ever lost and its signature can be checked again later. Machines carry no
+session, so there is no CSRF token; the signature is their authentication.
 """
 import json
 import logging
@@ -18,13 +20,16 @@ from rest_framework.views import APIView
 
 from processes import conf, signing
 from processes.billing.services import PaymentPayloadInvalid, payment_event_receive
-from processes.whatsapp.services import PayloadInvalid, webhook_receive
+from processes.webhooks.models import WebhookDelivery, WebhookSource
+from processes.webhooks.services import delivery_outcome, delivery_store, item_quarantine
+from processes.whatsapp.services import webhook_receive
 
 log = logging.getLogger(__name__)
 
 _DETAIL = inline_serializer("WebhookError", {"detail": serializers.CharField()})
 _REFUSALS = {
-    400: OpenApiResponse(_DETAIL, description="The body is not valid JSON, or not a payload we know."),
+    400: OpenApiResponse(_DETAIL, description="The body is not valid JSON (NaN and Infinity included), "
+                                              "or not a payload we know; its bytes are kept."),
     403: OpenApiResponse(_DETAIL, description="Bad or missing signature: nothing was stored."),
     503: OpenApiResponse(_DETAIL, description="The webhook's secret is not configured."),
 }
@@ -45,6 +50,7 @@ class SignedWebhook(APIView):
     permission_classes = [AllowAny]
     secret_setting = ""
     signature_header = ""
+    source = ""
 
     def post(self, request):
         body = request.body   # raw bytes: nothing is parsed before the signature is checked
@@ -58,14 +64,35 @@ class SignedWebhook(APIView):
                         self.signature_header, request.META.get("REMOTE_ADDR"), len(body))
             return Response({"detail": f"invalid or missing {self.signature_header} signature"},
                             status=status.HTTP_403_FORBIDDEN)
+        delivery = delivery_store(source=self.source, body=body,
+                                  signature=request.headers.get(self.signature_header, ""),
+                                  remote_addr=request.META.get("REMOTE_ADDR") or "")
         try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
+            payload = strict_json(body)
+        except (ValueError, RecursionError) as exc:
+            delivery_outcome(delivery, f"refused: not valid JSON: {exc}")
             return Response({"detail": f"the body is not valid JSON: {exc}"}, status=status.HTTP_400_BAD_REQUEST)
-        return self.receive(payload)
+        return self.receive(payload, delivery)
 
-    def receive(self, payload) -> Response:
+    def receive(self, payload, delivery: WebhookDelivery) -> Response:
         raise NotImplementedError
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if number in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} does not fit a number")
+    return number
+
+
+def strict_json(body: bytes):
+    """Parse JSON as the standard defines it: NaN, Infinity and 1e999 are refused, not read
+    as floats that no database column or later ``json.dumps`` accepts."""
+    return json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 class WhatsAppWebhook(SignedWebhook):
@@ -73,6 +100,7 @@ class WhatsAppWebhook(SignedWebhook):
 
     secret_setting = "WHATSAPP_APP_SECRET"
     signature_header = "X-Hub-Signature-256"
+    source = WebhookSource.WHATSAPP
 
     @extend_schema(
         summary="Meta's verification handshake", auth=[],
@@ -94,17 +122,24 @@ class WhatsAppWebhook(SignedWebhook):
 
     @_signed_post("X-Hub-Signature-256", summary="Inbound WhatsApp messages and statuses", receipt=inline_serializer(
         "WhatsAppReceipt", {"messages": serializers.IntegerField(), "new": serializers.IntegerField(),
-                            "statuses": serializers.IntegerField()}))
+                            "statuses": serializers.IntegerField(), "quarantined": serializers.IntegerField(),
+                            "delivery": serializers.IntegerField()}))
     def post(self, request):
         return super().post(request)
 
-    def receive(self, payload) -> Response:
+    def receive(self, payload, delivery: WebhookDelivery) -> Response:
+        """200 for every parsed delivery: Meta retries anything else forever, and the parts we
+        could not take are quarantined for an operator rather than refused."""
         try:
-            receipt = webhook_receive(payload)
-        except PayloadInvalid as exc:
-            return Response({"detail": f"not a WhatsApp webhook: {exc}"}, status=status.HTTP_400_BAD_REQUEST)
+            receipt = webhook_receive(payload, delivery=delivery)
+        except Exception as exc:   # a bug must not lose the delivery: its bytes are kept
+            log.exception("WhatsApp delivery %s could not be processed", delivery.pk)
+            item_quarantine(delivery=delivery, where="the body", kind="delivery",
+                            reason=f"{type(exc).__name__}: {exc}")
+            return Response({"messages": 0, "new": 0, "statuses": 0, "quarantined": 1, "delivery": delivery.pk})
         return Response({"messages": receipt.messages, "new": len(receipt.new_message_ids),
-                         "statuses": receipt.statuses})
+                         "statuses": receipt.statuses, "quarantined": receipt.quarantined,
+                         "delivery": delivery.pk})
 
 
 class PaymentWebhook(SignedWebhook):
@@ -112,6 +147,7 @@ class PaymentWebhook(SignedWebhook):
 
     secret_setting = "PAYMENTS_WEBHOOK_SECRET"
     signature_header = "X-Signature-256"
+    source = WebhookSource.PAYMENTS
 
     @_signed_post("X-Signature-256", summary="Payment provider events", receipt=inline_serializer(
         "PaymentReceipt", {"event": serializers.CharField(), "status": serializers.CharField(),
@@ -119,7 +155,7 @@ class PaymentWebhook(SignedWebhook):
     def post(self, request):
         return super().post(request)
 
-    def receive(self, payload) -> Response:
+    def receive(self, payload, delivery: WebhookDelivery) -> Response:
         try:
             event, created = payment_event_receive(payload)
         except PaymentPayloadInvalid as exc:

@@ -15,7 +15,7 @@ class Invoice(models.Model):
     customer_name = models.CharField(max_length=200)
     company = models.ForeignKey("processes.Company", null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="invoices")
-    wa_id = models.CharField("WhatsApp id (phone)", max_length=32, blank=True)
+    wa_id = models.CharField("WhatsApp id (phone)", max_length=128, blank=True)
     amount = models.DecimalField(max_digits=12, decimal_places=2)
     currency = models.CharField(max_length=3, default="BRL")
     due_at = models.DateTimeField()

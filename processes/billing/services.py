@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 from durable import clock, services
 from durable.errors import RunFinished, RunNotFound
 from processes.billing.models import Invoice, InvoiceStatus, PaymentEvent, PaymentEventStatus
+from processes.webhooks.services import TooDeep, is_verbatim, storable
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,14 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
         raise PaymentPayloadInvalid("a payment event needs a string 'id'")
     if len(payload["id"]) > 128:  # stored and deduplicated whole, never cut
         raise PaymentPayloadInvalid("a payment event 'id' has at most 128 characters")
+    if not is_verbatim(payload["id"]):  # nor rewritten: two ids must not become one
+        raise PaymentPayloadInvalid("a payment event 'id' contains a NUL or a lone surrogate")
     if not isinstance(payload.get("type"), str):
         raise PaymentPayloadInvalid("a payment event needs a string 'type'")
+    try:
+        payload = storable(payload)   # text any database and page can hold (U+FFFD for the rest)
+    except TooDeep as exc:
+        raise PaymentPayloadInvalid(f"a payment event is {exc}") from None
     data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
     try:
         with transaction.atomic():

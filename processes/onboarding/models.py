@@ -37,7 +37,7 @@ class Company(models.Model):
     customer_id = models.CharField(max_length=64, unique=True, default=new_customer_id)
     cnpj = models.CharField("CNPJ", max_length=18, blank=True)
     name = models.CharField(max_length=200, blank=True)
-    wa_id = models.CharField("WhatsApp id (phone)", max_length=32, null=True, blank=True, unique=True)
+    wa_id = models.CharField("WhatsApp id (phone)", max_length=128, null=True, blank=True, unique=True)
     user_id = models.CharField("business-scoped user id", max_length=128, null=True, blank=True,
                                unique=True)
     status = models.CharField(max_length=16, choices=CompanyStatus.choices,

@@ -99,11 +99,12 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         cnpj = company_cnpj_from_text(company, text.get("body", "") if isinstance(text, dict) else "")
         note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"
         return InboundStatus.KEPT, f"text message: stored, {note}", company
-    body = message.payload["message"].get(message.message_type) or {}
+    body = message.payload["message"].get(message.message_type)
+    body = body if isinstance(body, dict) else {}   # a document of the wrong shape is still kept
     document, _ = Document.objects.get_or_create(
         company=company, media_id=str(body.get("id") or message.wamid), defaults={
-            "kind": guess_kind(message_type=message.message_type, file_name=body.get("filename", ""),
-                               caption=body.get("caption", "")),
+            "kind": guess_kind(message_type=message.message_type, file_name=str(body.get("filename") or ""),
+                               caption=str(body.get("caption") or "")),
             "mime_type": str(body.get("mime_type") or "")[:100],
             "sha256": str(body.get("sha256") or "")[:128],
             "file_name": str(body.get("filename") or "")[:255],

@@ -47,20 +47,27 @@ class DocumentFileView(ReviewerView):
     disposition = "download"
 
     def get(self, request, case_pk: int, pk: int):
-        document = case_document(case_pk, pk)
-        if not document.file:
-            raise Http404("the file of this document was never downloaded from WhatsApp")
-        try:
-            handle = document.file.open("rb")
-        except (FileNotFoundError, SuspiciousFileOperation) as exc:
-            log.warning("document %s: stored file %r cannot be served: %s", document.pk, document.file.name, exc)
-            raise Http404("the stored file is missing") from None
-        content_type = document.mime_type if document.mime_type in PREVIEWABLE_TYPES else "application/octet-stream"
-        inline = self.disposition == "preview" and content_type in PREVIEWABLE_TYPES
-        response = FileResponse(handle, content_type=content_type, as_attachment=not inline,
-                                filename=download_name(document))
-        response["X-Content-Type-Options"] = "nosniff"
-        response["Cache-Control"] = "private, no-store"
+        response = document_file_response(case_document(case_pk, pk), preview=self.disposition == "preview")
         log.info("reviewer %s %s document %s of case %s", request.user.get_username(), self.disposition,
-                 document.pk, case_pk)
+                 pk, case_pk)
         return response
+
+
+def document_file_response(document: Document, *, preview: bool = False) -> FileResponse:
+    """The stored file, opened through its storage: inline only for PDF/JPEG/PNG previews,
+    else an attachment; never sniffed, never cached. Used by reviewers and the admin, so no
+    link anywhere needs ``/media/``."""
+    if not document.file:
+        raise Http404("the file of this document was never downloaded from WhatsApp")
+    try:
+        handle = document.file.open("rb")
+    except (FileNotFoundError, SuspiciousFileOperation) as exc:
+        log.warning("document %s: stored file %r cannot be served: %s", document.pk, document.file.name, exc)
+        raise Http404("the stored file is missing") from None
+    content_type = document.mime_type if document.mime_type in PREVIEWABLE_TYPES else "application/octet-stream"
+    inline = preview and content_type in PREVIEWABLE_TYPES
+    response = FileResponse(handle, content_type=content_type, as_attachment=not inline,
+                            filename=download_name(document))
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Cache-Control"] = "private, no-store"
+    return response

@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
@@ -19,6 +20,51 @@ log = logging.getLogger(__name__)
 
 class ProviderError(Exception):
     """The provider refused or failed; the step's retry policy decides what happens next."""
+
+
+class MediaRefused(ProviderError):
+    """The provider named a media URL we do not fetch (scheme or host not allowed)."""
+
+
+class MediaTooLarge(ProviderError):
+    """The file is larger than DOCUMENT_MAX_BYTES: refused before or while reading it."""
+
+    def __init__(self, message: str, *, size: int):
+        super().__init__(message)
+        self.size = size
+
+
+def media_url_check(url: str) -> str:
+    """Only the configured schemes (https in production) to the configured provider hosts:
+    a media URL comes from the provider's answer, and ``file://`` or an internal host must
+    never be fetched with our token."""
+    parts = urllib.parse.urlsplit(str(url))
+    schemes = [scheme.lower() for scheme in conf.setting("WHATSAPP_MEDIA_SCHEMES", ["https"])]
+    hosts = [host.lower() for host in conf.setting("WHATSAPP_MEDIA_HOSTS", [])]
+    if parts.scheme.lower() not in schemes or (parts.hostname or "").lower() not in hosts:
+        raise MediaRefused(f"media URL {str(url)[:200]!r} is not {'/'.join(schemes)} to one of "
+                           f"WHATSAPP_MEDIA_HOSTS {hosts}")
+    return url
+
+
+class _MediaRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to an allowed URL, and carry the token only to the same origin
+    (urllib never copies an unredirected header, so another host never sees it)."""
+
+    max_redirections = 3
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        media_url_check(newurl)
+        redirected = super().redirect_request(req, fp, code, msg, headers, newurl)
+        token = req.unredirected_hdrs.get("Authorization")
+        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+        if redirected is not None and token and (old.scheme, old.netloc) == (new.scheme, new.netloc):
+            redirected.add_unredirected_header("Authorization", token)
+        return redirected
+
+
+_media_opener = urllib.request.build_opener(_MediaRedirects)
+CHUNK_BYTES = 64 * 1024
 
 
 @dataclass
@@ -53,7 +99,7 @@ class ConsoleBackend:
                  outgoing.body)
         return f"console.{hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]}"
 
-    def download_media(self, media_id: str) -> Media | None:
+    def download_media(self, media_id: str, *, max_bytes: int | None = None) -> Media | None:
         return None  # nothing to fetch in development: the document keeps its metadata only
 
 
@@ -103,16 +149,50 @@ class CloudAPIBackend:
         except (KeyError, IndexError, TypeError):
             raise ProviderError(f"unexpected answer to a send: {answer!r:.300}") from None
 
-    def download_media(self, media_id: str) -> Media:
-        """Media id -> a short-lived URL -> the bytes, checked against the provider's sha256."""
-        meta = self._json(self._request(f"{self.base_url}/{media_id}"))
-        if not meta.get("url"):
+    def download_media(self, media_id: str, *, max_bytes: int | None = None) -> Media:
+        """Media id -> a short-lived URL -> the bytes, checked against the provider's sha256.
+
+        The id is quoted into one path segment; the URL must pass ``media_url_check``; a
+        file the provider says (``file_size``), the server says (Content-Length) or the
+        stream shows is larger than ``max_bytes`` is refused without being read whole.
+        """
+        media_id = str(media_id)
+        if media_id in ("", ".", ".."):
+            raise MediaRefused(f"{media_id!r} is not a media id")
+        max_bytes = max_bytes if max_bytes is not None else conf.setting("DOCUMENT_MAX_BYTES", 10 * 1024 * 1024)
+        meta = self._json(self._request(f"{self.base_url}/{urllib.parse.quote(media_id, safe='')}"))
+        if not isinstance(meta, dict) or not isinstance(meta.get("url"), str) or not meta["url"]:
             raise ProviderError(f"no URL for media {media_id}: {meta!r:.300}")
-        content = self._request(meta["url"])
+        declared = meta.get("file_size")
+        if isinstance(declared, (int, str)) and str(declared).isdigit() and int(declared) > max_bytes:
+            raise MediaTooLarge(f"media {media_id} is {int(declared)} bytes; the limit is {max_bytes}",
+                                size=int(declared))
+        content = self._fetch_capped(media_url_check(meta["url"]), max_bytes=max_bytes)
         digest = hashlib.sha256(content).hexdigest()
         if meta.get("sha256") and meta["sha256"] != digest:
             raise ProviderError(f"media {media_id}: sha256 mismatch (expected {meta['sha256']}, got {digest})")
-        return Media(content=content, mime_type=meta.get("mime_type", ""), sha256=digest)
+        return Media(content=content, mime_type=str(meta.get("mime_type") or ""), sha256=digest)
+
+    def _fetch_capped(self, url: str, *, max_bytes: int) -> bytes:
+        request = urllib.request.Request(url, method="GET")
+        request.add_unredirected_header("Authorization", f"Bearer {self.token}")
+        chunks, total = [], 0
+        try:
+            with _media_opener.open(request, timeout=self.timeout) as response:
+                length = response.headers.get("Content-Length") or ""
+                if length.isdigit() and int(length) > max_bytes:
+                    raise MediaTooLarge(f"{url[:200]} is {length} bytes; the limit is {max_bytes}",
+                                        size=int(length))
+                while chunk := response.read(CHUNK_BYTES):
+                    total += len(chunk)
+                    if total > max_bytes:
+                        raise MediaTooLarge(f"{url[:200]} is more than {max_bytes} bytes", size=total)
+                    chunks.append(chunk)
+        except urllib.error.HTTPError as exc:
+            raise ProviderError(f"{exc.code} from {url[:200]}") from None
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise ProviderError(f"cannot fetch {url[:200]}: {exc}") from None
+        return b"".join(chunks)
 
     @staticmethod
     def _json(raw: bytes) -> dict:

@@ -17,7 +17,7 @@ class InboundMessage(models.Model):
 
     wamid = models.CharField("message id", max_length=128, unique=True)
     message_type = models.CharField(max_length=32)
-    sender_wa_id = models.CharField(max_length=32, blank=True)
+    sender_wa_id = models.CharField(max_length=128, blank=True)
     sender_user_id = models.CharField(max_length=128, blank=True)
     phone_number_id = models.CharField(max_length=64, blank=True)
     payload = models.JSONField(help_text="the message object, with its contact and metadata")
@@ -56,7 +56,7 @@ class OutboundMessage(models.Model):
     idempotency_key = models.CharField(max_length=255, unique=True)
     company = models.ForeignKey("processes.Company", null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="outbound_messages")
-    to_wa_id = models.CharField(max_length=32, blank=True)
+    to_wa_id = models.CharField(max_length=128, blank=True)
     to_user_id = models.CharField(max_length=128, blank=True)
     body = models.TextField()
     template_name = models.CharField(max_length=100, blank=True,

@@ -1,11 +1,12 @@
 """Writes of the WhatsApp channel: store inbound messages, route them, apply statuses, send.
 
-Inbound messages are stored raw first (unique on their id) in the webhook's
-transaction; routing them to a workflow happens once that transaction commits, so a
-failure while routing never loses a message: it stays visible with a note.
+Each message and status of a delivery is taken on its own (unique on its id, in its own
+savepoint): a part of the wrong shape is quarantined with the reason and never costs its
+neighbours. Routing a message to a workflow happens once it is committed, so a failure
+while routing never loses it either: it stays visible with a note.
 """
+import json
 import logging
-import mimetypes
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
@@ -15,13 +16,23 @@ from django.db import IntegrityError, transaction
 
 from durable import clock
 from processes import conf
-from processes.whatsapp.backends import Outgoing, get_backend
+from processes.whatsapp.backends import MediaTooLarge, Outgoing, get_backend
 from processes.whatsapp.models import (
     STATUS_RANK,
     InboundMessage,
     InboundStatus,
     OutboundMessage,
     OutboundStatus,
+)
+from processes.webhooks.models import WebhookDelivery, WebhookSource
+from processes.webhooks.services import (
+    TooDeep,
+    delivery_outcome,
+    delivery_store,
+    is_verbatim,
+    item_quarantine,
+    safe_text,
+    storable,
 )
 from processes.whatsapp.selectors import last_inbound_at
 
@@ -31,8 +42,10 @@ SUPPORTED_TYPES = {"text", "document", "image"}
 CUSTOMER_SERVICE_WINDOW = timedelta(hours=24)
 
 
-class PayloadInvalid(ValueError):
-    """The body is JSON but not a WhatsApp webhook; the message says what is wrong."""
+# Longest id we store whole; a longer one is quarantined, never cut (two ids must not merge).
+ID_MAX = 128
+# A message nested deeper than this is quarantined (its bytes stay on the delivery).
+PART_MAX_DEPTH = 32
 
 
 @dataclass
@@ -40,50 +53,112 @@ class Receipt:
     messages: int = 0
     new_message_ids: list[int] = field(default_factory=list)
     statuses: int = 0
+    quarantined: int = 0
+    delivery_id: int | None = None
 
 
-def _as_list(value, where: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise PayloadInvalid(f"{where} must be a list")
-    return value
+@dataclass
+class Part:
+    """One message or status of a delivery, where it sits, and what is wrong with it (if anything)."""
+
+    kind: str
+    where: str
+    value: object
+    problem: str = ""
+    contacts: list = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
 
 
-def _as_dict(value, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise PayloadInvalid(f"{where} must be an object")
-    return value
+def webhook_parts(payload):
+    """Every message and status of a (possibly batched) webhook, each on its own.
 
-
-def parse_webhook(payload) -> tuple[list[dict], list[dict]]:
-    """Split a (possibly batched) webhook into messages and statuses, checking its shape.
-
-    The whole body is checked before anything is stored, so a malformed delivery is
-    rejected as a whole with a message saying where it is wrong.
+    A part of the wrong shape is yielded with its problem instead of stopping the walk, so
+    one bad message or a stray ``"metadata": "x"`` never costs the good messages beside it.
     """
-    payload = _as_dict(payload, "the body")
-    messages, statuses = [], []
-    for i, entry in enumerate(_as_list(payload.get("entry"), "entry")):
-        entry = _as_dict(entry, f"entry[{i}]")
-        for j, change in enumerate(_as_list(entry.get("changes"), f"entry[{i}].changes")):
+    if not isinstance(payload, dict):
+        yield Part("delivery", "the body", payload, "the body is not a JSON object")
+        return
+    entries = payload.get("entry")
+    if not isinstance(entries, list):
+        if entries is not None:
+            yield Part("delivery", "entry", entries, "entry is not a list")
+        return
+    for i, entry in enumerate(entries):
+        changes = entry.get("changes") if isinstance(entry, dict) else None
+        if not isinstance(changes, list):
+            if changes is not None or not isinstance(entry, dict):
+                yield Part("entry", f"entry[{i}]", entry, "an entry needs a list of changes")
+            continue
+        for j, change in enumerate(changes):
             where = f"entry[{i}].changes[{j}]"
-            value = _as_dict(_as_dict(change, where).get("value", {}), f"{where}.value")
-            metadata = value.get("metadata") or {}
-            contacts = [c for c in _as_list(value.get("contacts"), f"{where}.value.contacts")
-                        if isinstance(c, dict)]
-            for k, message in enumerate(_as_list(value.get("messages"), f"{where}.value.messages")):
-                message = _as_dict(message, f"{where}.value.messages[{k}]")
-                if not isinstance(message.get("id"), str) or not message["id"]:
-                    raise PayloadInvalid(f"{where}.value.messages[{k}] has no id")
-                messages.append({"message": message, "contact": _contact_for(message, contacts),
-                                 "metadata": metadata})
-            for k, status in enumerate(_as_list(value.get("statuses"), f"{where}.value.statuses")):
-                status = _as_dict(status, f"{where}.value.statuses[{k}]")
-                if not status.get("id") or not status.get("status"):
-                    raise PayloadInvalid(f"{where}.value.statuses[{k}] needs an id and a status")
-                statuses.append(status)
-    return messages, statuses
+            value = change.get("value") if isinstance(change, dict) else None
+            if not isinstance(value, dict):
+                yield Part("change", where, change, "a change needs an object 'value'")
+                continue
+            metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
+            contacts = value.get("contacts") if isinstance(value.get("contacts"), list) else []
+            contacts = [c for c in contacts if isinstance(c, dict)]
+            for key, kind in (("messages", "message"), ("statuses", "status")):
+                parts = value.get(key)
+                if parts is None:
+                    continue
+                if not isinstance(parts, list):
+                    yield Part(kind, f"{where}.value.{key}", parts, f"{key} is not a list")
+                    continue
+                for k, part in enumerate(parts):
+                    yield Part(kind, f"{where}.value.{key}[{k}]", part, "", contacts, metadata)
+
+
+def _identifier(value, what: str) -> tuple[str, str]:
+    """(the id as text, a problem or ""): ids are stored whole and verbatim, or not at all."""
+    if value is None or value == "":
+        return "", ""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return "", f"{what} is not text"
+    text = str(value)
+    if len(text) > ID_MAX:
+        return "", f"{what} is longer than {ID_MAX} characters"
+    if not is_verbatim(text):
+        return "", f"{what} contains characters that cannot be stored (NUL, lone surrogate)"
+    return text, ""
+
+
+def _message_fields(part: Part) -> tuple[dict, str]:
+    """The columns of an inbound message, or a problem that sends it to quarantine."""
+    message = part.value
+    if not isinstance(message, dict):
+        return {}, "a message is not an object"
+    wamid, problem = _identifier(message.get("id"), "the message id")
+    if problem or not wamid:
+        return {}, problem or "the message has no id"
+    contact = _contact_for(message, part.contacts)
+    senders = {}
+    for key, contact_key, what in (("from", "wa_id", "the sender's wa_id"),
+                                   ("from_user_id", "user_id", "the sender's user id")):
+        senders[key], problem = _identifier(message.get(key), what)
+        if problem:
+            return {}, problem
+        if not senders[key]:   # the contact only fills a gap: a bad one is ignored, not fatal
+            fallback, problem = _identifier(contact.get(contact_key), what)
+            senders[key] = "" if problem else fallback
+    try:
+        stored = {"message": storable(message, max_depth=PART_MAX_DEPTH),
+                  "contact": _storable_or_empty(contact), "metadata": _storable_or_empty(part.metadata)}
+    except TooDeep as exc:
+        return {}, f"the message is {exc}"
+    message_type = message.get("type")
+    return {"wamid": wamid, "sender_wa_id": senders["from"], "sender_user_id": senders["from_user_id"],
+            "message_type": safe_text(message_type)[:32] if isinstance(message_type, str) and message_type
+            else "unknown",
+            "phone_number_id": safe_text(stored["metadata"].get("phone_number_id") or "")[:64],
+            "payload": stored, "sent_at": _timestamp(message.get("timestamp"))}, ""
+
+
+def _storable_or_empty(value: dict) -> dict:
+    try:
+        return storable(value, max_depth=PART_MAX_DEPTH)
+    except TooDeep:
+        return {}
 
 
 def _contact_for(message: dict, contacts: list[dict]) -> dict:
@@ -101,27 +176,66 @@ def _timestamp(value) -> datetime | None:
         return None
 
 
-def webhook_receive(payload) -> Receipt:
-    """Store every message of a webhook (redeliveries are no-ops), apply its statuses, and
-    route the new messages once the caller's transaction commits."""
-    messages, statuses = parse_webhook(payload)
-    receipt = Receipt(messages=len(messages), statuses=len(statuses))
-    with transaction.atomic():
-        for item in messages:
-            message, contact = item["message"], item["contact"]
-            stored = inbound_store(
-                wamid=message["id"], message_type=str(message.get("type") or "unknown")[:32],
-                sender_wa_id=str(message.get("from") or contact.get("wa_id") or "")[:32],
-                sender_user_id=str(message.get("from_user_id") or contact.get("user_id") or "")[:128],
-                phone_number_id=str(item["metadata"].get("phone_number_id") or "")[:64],
-                payload=item, sent_at=_timestamp(message.get("timestamp")))
-            if stored is not None:
-                receipt.new_message_ids.append(stored.pk)
-        for status in statuses:
-            status_apply(status)
-        for message_id in receipt.new_message_ids:
-            transaction.on_commit(lambda pk=message_id: inbound_process(pk), robust=True)
+def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Receipt:
+    """Store every message of a webhook (redeliveries are no-ops) and apply its statuses,
+    each on its own; what cannot be stored or applied is quarantined with the reason. New
+    messages are routed once the caller's transaction commits.
+
+    ``delivery`` is the stored raw body; code that builds a payload itself (the demo, tests)
+    gets one made from the payload.
+    """
+    if delivery is None:
+        delivery = delivery_store(source=WebhookSource.WHATSAPP, body=json.dumps(payload).encode())
+    receipt = Receipt(delivery_id=delivery.pk)
+    for part in webhook_parts(payload):
+        problem = part.problem or _part_apply(part, receipt)
+        if problem:
+            item_quarantine(delivery=delivery, where=part.where, kind=part.kind, reason=problem,
+                            fragment=None if part.where == "the body" else part.value)  # the body is kept
+            receipt.quarantined += 1
+    for message_id in receipt.new_message_ids:
+        transaction.on_commit(lambda pk=message_id: inbound_process(pk), robust=True)
+    delivery_outcome(delivery, f"{receipt.messages} message(s), {len(receipt.new_message_ids)} new, "
+                               f"{receipt.statuses} status(es), {receipt.quarantined} quarantined")
     return receipt
+
+
+def _part_apply(part: Part, receipt: Receipt) -> str:
+    """Store a message or apply a status in its own savepoint; a problem ("" when done)."""
+    if part.kind == "message":
+        fields, problem = _message_fields(part)
+        if problem:
+            return problem
+    else:
+        status, problem = _status_fields(part.value)
+        if problem:
+            return problem
+    try:
+        with transaction.atomic():
+            if part.kind == "message":
+                stored = inbound_store(**fields)
+                receipt.messages += 1
+                if stored is not None:
+                    receipt.new_message_ids.append(stored.pk)
+            else:
+                status_apply(status)
+                receipt.statuses += 1
+    except Exception as exc:   # a bug must cost this part only, and stay visible
+        log.exception("%s at %s could not be stored", part.kind, part.where)
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def _status_fields(status) -> tuple[dict, str]:
+    if not isinstance(status, dict):
+        return {}, "a status is not an object"
+    provider_id, problem = _identifier(status.get("id"), "the status's message id")
+    if problem or not provider_id or not isinstance(status.get("status"), str) or not status["status"]:
+        return {}, problem or "a status needs an id and a status"
+    try:
+        return storable(status, max_depth=PART_MAX_DEPTH), ""
+    except TooDeep as exc:
+        return {}, f"the status is {exc}"
 
 
 def inbound_store(*, wamid: str, **fields) -> InboundMessage | None:
@@ -183,7 +297,9 @@ def status_apply(status: dict) -> OutboundMessage | None:
     if message is None:
         log.info("status %s for an unknown outbound message %s", name, status["id"])
         return None
-    event = {"status": name, "timestamp": status.get("timestamp"), "errors": status.get("errors", [])}
+    errors = status.get("errors") or []
+    errors = errors if isinstance(errors, list) else [errors]   # providers send a number or text too
+    event = {"status": name, "timestamp": status.get("timestamp"), "errors": errors}
     if event in message.status_history:
         return message
     message.status_history = [*message.status_history, event]
@@ -191,7 +307,8 @@ def status_apply(status: dict) -> OutboundMessage | None:
         message.status = name
         message.status_updated_at = clock.now()
         if name == OutboundStatus.FAILED:
-            message.error = "; ".join(str(e.get("title") or e) for e in status.get("errors", []))
+            message.error = "; ".join(str(e.get("title") or e) if isinstance(e, dict) else str(e)
+                                      for e in errors)
     message.save(update_fields=["status_history", "status", "status_updated_at", "error"])
     return message
 
@@ -225,18 +342,35 @@ def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str
     return message
 
 
+# A stored file's extension comes from its first bytes, never from a MIME type the
+# customer's message claims: a file is stored as what it is, or as ``.bin``.
+MAGIC_EXTENSIONS = [(b"%PDF-", ".pdf"), (b"\xff\xd8\xff", ".jpg"), (b"\x89PNG\r\n\x1a\n", ".png")]
+
+
+def stored_extension(content: bytes) -> str:
+    return next((extension for magic, extension in MAGIC_EXTENSIONS if content.startswith(magic)), ".bin")
+
+
 def media_download(document) -> bool:
-    """Fetch a document's bytes through the backend; False when the backend has none."""
+    """Fetch a document's bytes through the backend; False when the backend has none or the
+    file is larger than DOCUMENT_MAX_BYTES (its size is recorded, so the checker asks for a
+    smaller one; retrying could not help)."""
     if document.file:
         return True
-    media = get_backend().download_media(document.media_id)
+    max_bytes = conf.setting("DOCUMENT_MAX_BYTES", 10 * 1024 * 1024)
+    try:
+        media = get_backend().download_media(document.media_id, max_bytes=max_bytes)
+    except MediaTooLarge as exc:
+        log.warning("document %s not stored: %s", document.pk, exc)
+        document.size = exc.size
+        document.save(update_fields=["size"])
+        return False
     if media is None:
         return False
     # Stored under a name we choose: the customer's file name ("../x.pdf", "a/b.pdf") is
     # kept in file_name for display and download only.
-    extension = mimetypes.guess_extension(document.mime_type or media.mime_type or "") or ""
     safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", str(document.media_id))[:100] or "media"
-    document.file.save(f"{safe_id}{extension}", ContentFile(media.content), save=False)
+    document.file.save(f"{safe_id}{stored_extension(media.content)}", ContentFile(media.content), save=False)
     document.size, document.sha256 = len(media.content), media.sha256
     document.mime_type = document.mime_type or media.mime_type
     document.save(update_fields=["file", "size", "sha256", "mime_type"])

@@ -91,12 +91,19 @@ class FakeHTTPServer:
                                       "headers": dict(self.headers), "body": body})
                 answer = fake.routes.get((self.command, self.path),
                                          (404, b'{"error": "no route"}', "application/json"))
-                status, content, content_type = answer() if callable(answer) else answer
+                status, content, content_type, *extra = answer() if callable(answer) else answer
                 self.send_response(status)
+                headers = dict(extra[0]) if extra else {}
                 self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(content)))
+                if not headers.pop("X-Fake-Without-Length", None):   # else: the body ends at close
+                    self.send_header("Content-Length", str(len(content)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(content)
+                try:
+                    self.wfile.write(content)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass   # the client stopped reading (a refused download)
 
             do_GET = do_POST = _answer
 
@@ -105,12 +112,19 @@ class FakeHTTPServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
 
     def route(self, method: str, path: str, body, *, status: int = 200,
-              content_type: str = "application/json") -> None:
+              content_type: str = "application/json", headers: dict | None = None) -> None:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.routes[(method, path)] = (status, content, content_type)
+        self.routes[(method, path)] = (status, content, content_type, headers or {})
+
+    def redirect(self, path: str, location: str, *, status: int = 302) -> None:
+        self.route("GET", path, b"", status=status, content_type="text/plain", headers={"Location": location})
+
+    def paths(self, method: str = "GET") -> list[str]:
+        return [r["path"] for r in self.requests if r["method"] == method]
 
     def route_sequence(self, method: str, path: str, make_body) -> None:
         """Answer the n-th request with ``make_body(n)`` (n from 1), e.g. distinct message ids."""

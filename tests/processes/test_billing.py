@@ -123,3 +123,28 @@ def test_a_payment_event_id_too_long_to_store_whole_is_400(signed_post):
 
     assert response.status_code == 400
     assert not PaymentEvent.objects.exists()
+
+
+def test_a_payment_event_with_a_lone_surrogate_or_nul_is_stored_safely(signed_post):
+    event = payment("evt_5", invoice_number="NF-404")
+    event["data"]["payer"] = "Padaria \ud800\u0000"
+
+    response = signed_post(event, url=PAYMENTS_URL)
+
+    assert response.status_code == 200
+    assert PaymentEvent.objects.get().payload["data"]["payer"] == "Padaria \ufffd\ufffd"
+
+
+def test_a_payment_event_id_that_cannot_be_stored_verbatim_is_400(signed_post):
+    response = signed_post(payment("evt_\u0000"), url=PAYMENTS_URL)
+
+    assert response.status_code == 400
+    assert not PaymentEvent.objects.exists()
+
+
+def test_a_payment_event_is_kept_raw_before_it_is_parsed(signed_post):
+    from processes.webhooks.models import WebhookDelivery
+
+    signed_post({"type": "payment.succeeded"}, url=PAYMENTS_URL)
+
+    assert WebhookDelivery.objects.get().source == "payments"

@@ -6,9 +6,9 @@ import pytest
 
 from durable.testing import drive
 from processes.onboarding.models import Company, Document
-from processes.whatsapp.backends import ProviderError, get_backend
+from processes.whatsapp.backends import MediaRefused, MediaTooLarge, ProviderError, get_backend
 from processes.whatsapp.models import OutboundMessage, OutboundStatus
-from processes.whatsapp.services import message_send
+from processes.whatsapp.services import media_download, message_send
 from tests.processes.conftest import document, whatsapp_webhook
 
 pytestmark = pytest.mark.django_db
@@ -23,6 +23,9 @@ def cloud_api(fake_http, settings):
     settings.WHATSAPP_ACCESS_TOKEN = "test-token"
     settings.WHATSAPP_PHONE_NUMBER_ID = "PHONE-ID"
     settings.WHATSAPP_TEMPLATE_NAME = "account_update"
+    # The fake Graph API speaks plain http on 127.0.0.1: allowed here explicitly, never in production.
+    settings.WHATSAPP_MEDIA_SCHEMES = ["http"]
+    settings.WHATSAPP_MEDIA_HOSTS = ["127.0.0.1"]
     fake_http.route_sequence("POST", "/v21.0/PHONE-ID/messages",
                              lambda n: {"messaging_product": "whatsapp", "messages": [{"id": f"wamid.OUT{n}"}]})
     return fake_http
@@ -102,3 +105,130 @@ def test_a_download_whose_hash_does_not_match_is_refused(cloud_api, clock):
 
     with pytest.raises(ProviderError, match="sha256 mismatch"):
         get_backend().download_media("MEDIA-2")
+
+
+# --- media download: only allowed URLs, the token only to the same origin, a size cap ---
+
+def media_meta(server, media_id: str, url: str, **extra) -> None:
+    server.route("GET", f"/v21.0/{media_id}", {"url": url, "mime_type": "application/pdf", **extra})
+
+
+def test_a_file_url_from_the_provider_is_refused_and_nothing_is_read(cloud_api):
+    media_meta(cloud_api, "MEDIA-F", "file:///etc/passwd")
+
+    with pytest.raises(MediaRefused, match="file:///etc/passwd"):
+        get_backend().download_media("MEDIA-F")
+
+
+def test_plain_http_is_refused_with_the_production_scheme_list(cloud_api, settings):
+    settings.WHATSAPP_MEDIA_SCHEMES = ["https"]
+    media_meta(cloud_api, "MEDIA-H", cloud_api.url + "/files/MEDIA-H")
+
+    with pytest.raises(MediaRefused):
+        get_backend().download_media("MEDIA-H")
+
+    assert "/files/MEDIA-H" not in cloud_api.paths()
+
+
+def test_a_host_outside_the_provider_hosts_is_refused(cloud_api):
+    media_meta(cloud_api, "MEDIA-X", cloud_api.url.replace("127.0.0.1", "localhost") + "/files/MEDIA-X")
+
+    with pytest.raises(MediaRefused, match="WHATSAPP_MEDIA_HOSTS"):
+        get_backend().download_media("MEDIA-X")
+
+    assert "/files/MEDIA-X" not in cloud_api.paths()
+
+
+def test_a_redirect_to_another_host_does_not_receive_the_token(cloud_api, settings):
+    settings.WHATSAPP_MEDIA_HOSTS = ["127.0.0.1", "localhost"]
+    media_meta(cloud_api, "MEDIA-R", cloud_api.url + "/files/MEDIA-R")
+    cloud_api.redirect("/files/MEDIA-R", cloud_api.url.replace("127.0.0.1", "localhost") + "/cdn/MEDIA-R")
+    cloud_api.route("GET", "/cdn/MEDIA-R", PDF, content_type="application/pdf")
+
+    media = get_backend().download_media("MEDIA-R")
+
+    by_path = {r["path"]: r["headers"] for r in cloud_api.requests}
+    assert media.content == PDF
+    assert by_path["/files/MEDIA-R"]["Authorization"] == "Bearer test-token"
+    assert "Authorization" not in by_path["/cdn/MEDIA-R"]
+
+
+def test_a_redirect_on_the_same_host_keeps_the_token(cloud_api):
+    media_meta(cloud_api, "MEDIA-S", cloud_api.url + "/files/MEDIA-S")
+    cloud_api.redirect("/files/MEDIA-S", cloud_api.url + "/files/MEDIA-S2")
+    cloud_api.route("GET", "/files/MEDIA-S2", PDF, content_type="application/pdf")
+
+    get_backend().download_media("MEDIA-S")
+
+    assert [r["headers"].get("Authorization") for r in cloud_api.requests if r["path"] == "/files/MEDIA-S2"] \
+        == ["Bearer test-token"]
+
+
+def test_a_redirect_to_a_host_not_allowed_is_refused(cloud_api):
+    media_meta(cloud_api, "MEDIA-E", cloud_api.url + "/files/MEDIA-E")
+    cloud_api.redirect("/files/MEDIA-E", "http://metadata.internal/latest/")
+
+    with pytest.raises(MediaRefused, match="metadata.internal"):
+        get_backend().download_media("MEDIA-E")
+
+
+def test_a_file_the_provider_says_is_too_large_is_never_fetched(cloud_api, settings):
+    settings.DOCUMENT_MAX_BYTES = 1000
+    media_meta(cloud_api, "MEDIA-BIG", cloud_api.url + "/files/MEDIA-BIG", file_size=50 * 1024 * 1024)
+    cloud_api.route("GET", "/files/MEDIA-BIG", b"x" * 5000)
+
+    with pytest.raises(MediaTooLarge) as refused:
+        get_backend().download_media("MEDIA-BIG")
+
+    assert refused.value.size == 50 * 1024 * 1024
+    assert "/files/MEDIA-BIG" not in cloud_api.paths()
+
+
+@pytest.mark.parametrize("send_length", [True, False], ids=["content-length", "until-close"])
+def test_a_body_larger_than_the_cap_is_refused_while_streaming(cloud_api, settings, send_length):
+    settings.DOCUMENT_MAX_BYTES = 100_000
+    media_meta(cloud_api, "MEDIA-L", cloud_api.url + "/files/MEDIA-L")
+    cloud_api.route("GET", "/files/MEDIA-L", b"%PDF-" + b"x" * 1_000_000, content_type="application/pdf",
+                    headers={} if send_length else {"X-Fake-Without-Length": "1"})
+
+    with pytest.raises(MediaTooLarge) as refused:
+        get_backend().download_media("MEDIA-L")
+
+    assert 100_000 < refused.value.size <= 1_000_005
+
+
+def test_a_document_too_large_is_not_stored_and_its_size_is_recorded(cloud_api, signed_post, settings, clock):
+    settings.DOCUMENT_MAX_BYTES = 1000
+    media_meta(cloud_api, "MEDIA-TL", cloud_api.url + "/files/MEDIA-TL", file_size=5000)
+    signed_post(whatsapp_webhook(document("wamid.TL", "contrato social", media_id="MEDIA-TL")))
+    stored = Document.objects.get(media_id="MEDIA-TL")
+
+    assert media_download(stored) is False
+
+    stored.refresh_from_db()
+    assert not stored.file
+    assert stored.size == 5000
+
+
+def test_a_media_id_is_quoted_into_one_path_segment(cloud_api):
+    with pytest.raises(ProviderError):
+        get_backend().download_media("../PHONE-ID/messages?x=1")
+
+    assert cloud_api.paths() == ["/v21.0/..%2FPHONE-ID%2Fmessages%3Fx%3D1"]
+
+
+@pytest.mark.parametrize(("claimed", "content", "extension"), [
+    ("text/html", PDF, ".pdf"),
+    ("application/pdf", b"<html><script>alert(1)</script>", ".bin"),
+    ("image/svg+xml", b"\x89PNG\r\n\x1a\n....", ".png"),
+])
+def test_the_stored_extension_comes_from_the_bytes_never_from_the_claimed_type(
+        cloud_api, signed_post, clock, claimed, content, extension):
+    cloud_api.route("GET", "/v21.0/MEDIA-M", {"url": cloud_api.url + "/files/MEDIA-M", "mime_type": claimed})
+    cloud_api.route("GET", "/files/MEDIA-M", content, content_type=claimed)
+    signed_post(whatsapp_webhook(document("wamid.M", "contrato social", media_id="MEDIA-M", mime_type=claimed)))
+    stored = Document.objects.get(media_id="MEDIA-M")
+
+    media_download(stored)
+
+    assert stored.file.name.endswith(extension), stored.file.name

@@ -7,6 +7,7 @@ import pytest
 from durable.models import Signal, WorkflowRun
 from processes import signing
 from processes.onboarding.models import Company, Document
+from processes.webhooks.models import QuarantinedItem, WebhookDelivery
 from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage, OutboundStatus
 from processes.whatsapp.services import message_send
 from tests.processes.conftest import WHATSAPP_URL, document, whatsapp_message, whatsapp_webhook
@@ -65,11 +66,12 @@ def test_malformed_json_is_400_with_a_clear_message(signed_post):
     assert "not valid JSON" in response.json()["detail"]
 
 
-def test_json_that_is_not_a_webhook_is_400_and_stores_nothing(signed_post):
+def test_a_message_without_an_id_is_quarantined_and_the_delivery_is_200(signed_post):
     response = signed_post({"entry": [{"changes": [{"value": {"messages": [{"type": "text"}]}}]}]})
 
-    assert response.status_code == 400
-    assert "has no id" in response.json()["detail"]
+    assert response.status_code == 200
+    assert response.json()["quarantined"] == 1
+    assert QuarantinedItem.objects.get().reason == "the message has no id"
     assert not InboundMessage.objects.exists()
 
 
@@ -103,7 +105,8 @@ def test_a_batched_payload_stores_every_message_of_every_entry(signed_post):
 
     response = signed_post(first)
 
-    assert response.json() == {"messages": 3, "new": 3, "statuses": 0}
+    assert response.json() == {"messages": 3, "new": 3, "statuses": 0, "quarantined": 0,
+                               "delivery": WebhookDelivery.objects.get().pk}
     assert Company.objects.count() == 2
     assert Signal.objects.filter(name="documents_received").count() == 2
 

@@ -1,0 +1,62 @@
+"""Every correctly signed webhook delivery, kept as its exact bytes, and the parts of one
+that could not be processed (quarantined for an operator)."""
+from django.db import models
+from django.utils import timezone
+
+
+class WebhookSource(models.TextChoices):
+    WHATSAPP = "whatsapp", "WhatsApp"
+    PAYMENTS = "payments", "Payments"
+
+
+class WebhookDelivery(models.Model):
+    """The body exactly as signed, so the signature can be checked again later.
+
+    Unique on (source, sha256 of the body): the provider's redelivery of the same bytes is
+    the same row, counted in ``times_received``.
+    """
+
+    source = models.CharField(max_length=16, choices=WebhookSource.choices)
+    body = models.BinaryField(help_text="the raw request body, byte for byte")
+    body_sha256 = models.CharField(max_length=64)
+    signature = models.CharField(max_length=255, help_text="the signature header as received")
+    remote_addr = models.CharField(max_length=64, blank=True)
+    received_at = models.DateTimeField(default=timezone.now)
+    times_received = models.PositiveIntegerField(default=1)
+    outcome = models.TextField(blank=True, help_text="what processing made of it")
+
+    class Meta:
+        verbose_name_plural = "webhook deliveries"
+        ordering = ["-received_at"]
+        constraints = [models.UniqueConstraint(fields=["source", "body_sha256"],
+                                               name="webhook_delivery_unique_body")]
+
+    def __str__(self):
+        return f"{self.source} delivery {self.pk} ({len(self.body or b'')} bytes)"
+
+
+class QuarantinedItem(models.Model):
+    """A part of a signed delivery that could not be parsed or processed; the rest went on.
+
+    ``fragment`` is the part as ASCII-escaped JSON text, so even a lone surrogate or a NUL
+    character is stored and displayed safely; the exact bytes stay on the delivery.
+    """
+
+    delivery = models.ForeignKey(WebhookDelivery, on_delete=models.PROTECT, related_name="quarantined")
+    where = models.CharField(max_length=255, help_text="the path of the part in the body, e.g. "
+                                                       "entry[0].changes[0].value.messages[2]")
+    kind = models.CharField(max_length=32, help_text="message, status, change, entry or delivery")
+    reason = models.TextField()
+    fragment = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["resolved_at", "created_at"])]
+        constraints = [models.UniqueConstraint(fields=["delivery", "where"],
+                                               name="quarantined_item_once_per_place")]
+
+    def __str__(self):
+        return f"{self.kind} at {self.where}: {self.reason[:60]}"
