@@ -122,8 +122,10 @@ def _end_cancelled(run, lease, request: dict | None, *, outcome=None, note: str 
     run in the same transaction as the status change."""
     if request:
         reason, actor = request.get("reason", ""), request.get("actor", "")
-    else:
-        reason, actor = str(outcome.error.reason), outcome.error.actor or "workflow"
+    elif _cancelled(outcome):
+        reason, actor = outcome.error.reason, outcome.error.actor or "workflow"
+    else:  # a cancel delivered earlier whose request is gone: nothing more to say
+        reason, actor = "cancelled", "workflow"
     error = {"type": "Cancelled", "message": reason or "cancelled", "actor": actor, "graceful": True}
     if note:
         error["note"] = note
