@@ -27,6 +27,7 @@ from durable.errors import (
     RunConflict,
     RunFinished,
     RunNotFound,
+    SignalConflict,
     WorkflowNotFound,
 )
 from durable.models import Signal, WorkflowRun
@@ -49,6 +50,7 @@ ERRORS = {
     RunNotFound: (status.HTTP_404_NOT_FOUND, "run_not_found"),
     RunFinished: (status.HTTP_409_CONFLICT, "run_finished"),
     RunConflict: (status.HTTP_409_CONFLICT, "run_conflict"),
+    SignalConflict: (status.HTTP_409_CONFLICT, "signal_conflict"),
     InvalidTransition: (status.HTTP_409_CONFLICT, "invalid_transition"),
     WorkflowNotFound: (status.HTTP_400_BAD_REQUEST, "workflow_not_found"),
     PayloadError: (status.HTTP_400_BAD_REQUEST, "payload_error"),
@@ -112,7 +114,8 @@ def errors(*codes: int) -> dict:
         401: "No or invalid credentials.",
         403: "Authenticated, but lacking the permission for this action.",
         404: "No such run (or page).",
-        409: "The run's state does not allow this (finished, conflicting start, wrong status).",
+        409: "The run's state does not allow this (finished, conflicting start, wrong status), or "
+             "a signal's dedupe key names another signal or a prefix reserved by an app.",
         413: "The body is larger than DURABLE_API_MAX_PAYLOAD_BYTES.",
         415: "The body is not application/json.",
     }
@@ -227,8 +230,10 @@ class RunSignalView(RunActionView):
         operation_id="runs_signal", request=SignalSendSerializer,
         parameters=[OpenApiParameter(
             "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-            description="The signal's dedupe key: a second request with the same key is the same "
-                        "signal (200) and does not resume the run again.")],
+            description="The signal's dedupe key: a second request with the same key, name and "
+                        "payload is the same signal (200) and does not resume the run again; the "
+                        "same key with another name or payload, or a key under a prefix an app "
+                        "reserved (e.g. approval:), is a 409 signal_conflict.")],
         responses={201: SignalSerializer, 200: SignalSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
         summary="Send a signal to a run (201), or return the one already sent with this key (200).")
     def post(self, request, run_id):

@@ -225,3 +225,23 @@ def test_audit_events_are_listed_and_read_only(operator, waiting_run):
     assert response.status_code == 200
     assert "onboarding:c-42" in response.content.decode()
     assert operator.get(reverse("admin:durable_auditevent_add")).status_code == 403
+
+
+def test_the_signal_form_shows_a_dedupe_conflict_as_a_form_error(operator, waiting_run):
+    services.signal_send(waiting_run.id, "go", {"value": 1}, dedupe_key="desk-2")
+
+    response = operator.post(page(waiting_run.id, "signal"),
+                             {"name": "go", "payload": '{"value": 2}', "dedupe_key": "desk-2"})
+
+    assert response.status_code == 200
+    assert "another payload" in response.context["form"].non_field_errors()[0]
+    assert list(Signal.objects.values_list("payload", flat=True)) == [{"value": 1}]
+
+
+def test_the_signal_form_refuses_a_key_reserved_by_the_approvals_app(operator, waiting_run):
+    response = operator.post(page(waiting_run.id, "signal"),
+                             {"name": "go", "payload": "", "dedupe_key": "approval:3"})
+
+    assert response.status_code == 200
+    assert "reserved by &#x27;approvals&#x27;" in response.content.decode()
+    assert not Signal.objects.exists()
