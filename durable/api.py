@@ -18,8 +18,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from durable import services, validation
+from durable import selectors, services, validation
 from durable.audit import request_audit
+from durable.context import check_attribute_name
 from durable.errors import (
     DurableError,
     InvalidTransition,
@@ -133,6 +134,30 @@ def clean_run_id(run_id: str) -> str:
     return run_id
 
 
+ATTRIBUTE_PARAM = "attr."
+
+
+def attribute_filters(params) -> list[tuple[str, str]]:
+    """``attr.<name>=<value>`` query parameters as (name, value) pairs; a name that no
+    attribute can have, or a value that cannot be stored, is a 400 naming the parameter."""
+    pairs = []
+    for param in params:
+        if not param.startswith(ATTRIBUTE_PARAM):
+            continue
+        name = param[len(ATTRIBUTE_PARAM):]
+        try:
+            check_attribute_name(name)
+        except ValueError as error:
+            raise exceptions.ValidationError({param: [str(error)]}) from None
+        for value in params.getlist(param):
+            try:
+                validation.check_text(value, what=param)
+            except DurableError as error:
+                raise exceptions.ValidationError({param: [str(error)]}) from None
+            pairs.append((name, value))
+    return pairs
+
+
 def run_detail(run_id: str) -> dict:
     run = (WorkflowRun.objects.prefetch_related("journal", "signals")
            .filter(pk=clean_run_id(run_id)).first())
@@ -172,9 +197,15 @@ class RunCollectionView(DurableAPIView):
     pagination_class = RunPagination
 
     @extend_schema(
-        operation_id="runs_list", parameters=[RunFilterSerializer],
+        operation_id="runs_list",
+        parameters=[RunFilterSerializer, OpenApiParameter(
+            "attr.stage", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
+            description="Filter on a search attribute: any `attr.<name>=<value>` (here `stage`) "
+                        "keeps runs whose attribute `<name>`, written as a JSON scalar, is "
+                        "`<value>` (`attr.n=42` matches 42 and \"42\", `attr.ok=true` matches "
+                        "true). Several combine with AND.")],
         responses={200: RunSerializer(many=True), **errors(400, 401, 403, 404)},
-        summary="List runs, newest first, filtered by status, workflow and version.")
+        summary="List runs, newest first, filtered by status, workflow, version and search attributes.")
     def get(self, request):
         filters = RunFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
@@ -183,6 +214,7 @@ class RunCollectionView(DurableAPIView):
         for field, lookup in lookups.items():
             if field in filters.validated_data:
                 runs = runs.filter(**{lookup: filters.validated_data[field]})
+        runs = selectors.runs_with_attributes(runs, attribute_filters(request.query_params))
         page = self.paginate_queryset(runs)
         return self.get_paginated_response(RunSerializer(page, many=True).data)
 

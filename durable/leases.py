@@ -62,13 +62,14 @@ class Lease(Store):
         else:
             self.step_deadline = time.monotonic() + (deadline - clock.now()).total_seconds()
 
-    def record(self, entry: JournalEntry, *, insert: bool, fields=(), perform=None, consume=None) -> None:
+    def record(self, entry: JournalEntry, *, insert: bool, fields=(), perform=None, consume=None,
+               attributes=None) -> None:
         entry.updated_at = clock.now()
         if perform is not None:
-            return self._record_with_effects(entry, insert, fields, perform, consume)
+            return self._record_with_effects(entry, insert, fields, perform, consume, attributes)
         for delay in (*WRITE_RETRY_DELAYS, None):
             try:
-                return self._write(entry, insert, fields, consume)
+                return self._write(entry, insert, fields, consume, attributes)
             except StoreUnavailable as exc:
                 if delay is None or connection.in_atomic_block:
                     raise
@@ -81,8 +82,8 @@ class Lease(Store):
 
     # --- writes ---
 
-    def _write(self, entry: JournalEntry, insert: bool, fields, consume) -> None:
-        if insert and consume is None and connection.vendor == "postgresql":
+    def _write(self, entry: JournalEntry, insert: bool, fields, consume, attributes=None) -> None:
+        if insert and consume is None and attributes is None and connection.vendor == "postgresql":
             return self._insert_in_one_statement(entry)
         saving = False
         try:
@@ -92,6 +93,8 @@ class Lease(Store):
                     self._consume(consume, entry.position)
                 saving = True
                 self._save(entry, insert, fields)
+                if attributes is not None:
+                    self._merge_attributes(attributes)
         except IntegrityError as exc:
             if saving:  # another worker wrote this position: we are the stale one
                 raise Fenced(self.run_id) from exc
@@ -99,7 +102,7 @@ class Lease(Store):
         except DatabaseError as exc:
             raise StoreUnavailable(str(exc)) from exc
 
-    def _record_with_effects(self, entry, insert, fields, perform, consume) -> None:
+    def _record_with_effects(self, entry, insert, fields, perform, consume, attributes=None) -> None:
         """An atomic step: its body's writes, then the fence and the entry, in one transaction.
 
         The fence comes last, so the run row is locked only between it and the commit; a
@@ -126,6 +129,8 @@ class Lease(Store):
                 if consume is not None:
                     self._consume(consume, entry.position)
                 self._save(entry, insert, fields)
+                if attributes is not None:
+                    self._merge_attributes(attributes)
         except IntegrityError as exc:
             if saving:  # another worker wrote this position: we are the stale one
                 raise Fenced(self.run_id) from exc
@@ -152,6 +157,15 @@ class Lease(Store):
             consumed_position=position, consumed_at=clock.now())
         if not taken:
             raise Divergence(f"signal {signal.pk} ({signal.name!r}) was consumed by another position")
+
+    def _merge_attributes(self, attributes: dict) -> None:
+        """Inside the fenced transaction: set these search attributes, keep the others.
+
+        Read, merge, write: only the lease holder writes a run's attributes, and the fence
+        holds the run row until commit."""
+        query = WorkflowRun.objects.filter(pk=self.run_id)
+        current = query.values_list("attributes", flat=True).first() or {}
+        query.update(attributes={**current, **attributes})
 
     @staticmethod
     def _save(entry: JournalEntry, insert: bool, fields) -> None:

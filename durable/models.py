@@ -46,6 +46,9 @@ class WorkflowRun(FSMModelMixin, models.Model):
     # which they happened: a step that kills its worker every time ends in a crash loop.
     recoveries = models.PositiveIntegerField(default=0)
     recovery_position = models.IntegerField(null=True, blank=True)
+    # Search attributes the body set (workflow.set_attributes): JSON scalars by name, merged
+    # key by key; "stage" is the human status operators see. GIN-indexed on PostgreSQL.
+    attributes = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -143,6 +146,7 @@ class EntryKind(models.TextChoices):
     UUID = "uuid4"
     RANDOM = "random"
     PATCH = "patch"
+    ATTRIBUTES = "attributes"
 
 
 class EntryStatus(models.TextChoices):
