@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import F, JSONField, Value
+from django.db.models.expressions import CombinedExpression
 
 from durable import clock, conf
 from durable.errors import Divergence, Fenced, StoreUnavailable
@@ -161,9 +163,15 @@ class Lease(Store):
     def _merge_attributes(self, attributes: dict) -> None:
         """Inside the fenced transaction: set these search attributes, keep the others.
 
-        Read, merge, write: only the lease holder writes a run's attributes, and the fence
-        holds the run row until commit."""
+        PostgreSQL merges in the statement (jsonb ||); SQLite reads, merges and writes,
+        which is safe because only the lease holder writes a run's attributes and its
+        IMMEDIATE transaction holds the write lock."""
         query = WorkflowRun.objects.filter(pk=self.run_id)
+        if connection.vendor == "postgresql":
+            query.update(attributes=CombinedExpression(
+                F("attributes"), "||", Value(attributes, output_field=JSONField()),
+                output_field=JSONField()))
+            return
         current = query.values_list("attributes", flat=True).first() or {}
         query.update(attributes={**current, **attributes})
 

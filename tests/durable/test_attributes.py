@@ -7,7 +7,8 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from durable import history, services, workflow
+from durable import history, leases, services, workflow
+from durable.errors import Fenced
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive
 
@@ -63,6 +64,20 @@ def test_replay_does_not_write_recorded_attributes_again(waiting_run):
 
     assert run.attributes == {"stage": "in review", "reviewers": 2}
     assert attribute_entries(run.id) == 2
+
+
+def test_a_worker_that_lost_its_lease_writes_neither_the_entry_nor_the_attributes(clock):
+    run = services.run_start(attributed_onboarding, "1", id="onb:fenced")
+    _, lease = leases.claim(run.id, owner="worker-a")
+    entry = JournalEntry(run_id=run.id, position=0, kind=EntryKind.ATTRIBUTES, name="attributes",
+                         status="completed", result={"stage": "stale"}, created_at=clock.now())
+    services.run_cancel(run.id, reason="stop")
+
+    with pytest.raises(Fenced):
+        lease.record(entry, insert=True, attributes={"stage": "stale"})
+
+    assert WorkflowRun.objects.get(pk=run.id).attributes == {}
+    assert attribute_entries(run.id) == 0
 
 
 def test_a_value_that_is_not_a_json_scalar_is_a_type_error_in_the_body_and_nothing_is_recorded(clock):
