@@ -40,6 +40,10 @@ from durable.models import WorkflowRun
 DECIDE_PERMISSION = "approvals.decide_approvalrequest"
 COMPLIANCE_GROUP = "compliance"
 SYSTEM = "system"
+# A decision's signal goes out under "approval:<case id>", a prefix reserved for this app
+# (see ApprovalsConfig.ready): nobody else can send a signal that pre-empts a decision.
+SIGNAL_KEY_PREFIX = "approval:"
+SIGNAL_KEY_OWNER = "approvals"
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,8 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
                detail={"approvals": approvals, "required": case.required_approvals})
         try:
             durable_services.signal_send(
-                case.run_id, case.signal_name, decision_payload(case), dedupe_key=f"approval:{case.pk}",
+                case.run_id, case.signal_name, decision_payload(case),
+                dedupe_key=f"{SIGNAL_KEY_PREFIX}{case.pk}", reserved_by=SIGNAL_KEY_OWNER,
                 actor=f"reviewer:{username}", audit={"approval_request": case.pk, "ip": (meta or RequestMeta()).ip})
         except RunFinished as exc:
             raise RunEnded(f"Case #{case.pk} cannot be decided: its process has ended ({exc}).") from exc

@@ -21,6 +21,8 @@ _EXPORTS = {
     "RunConflict": "durable.errors",
     "RunFinished": "durable.errors",
     "RunNotFound": "durable.errors",
+    "SignalConflict": "durable.errors",
+    "reserve_dedupe_prefix": "durable.registry",
     "WorkflowNotFound": "durable.errors",
 }
 

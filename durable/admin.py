@@ -11,13 +11,15 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from durable import services, validation
+from durable import selectors, services, validation
 from durable.audit import request_audit
 from durable.errors import DurableError
 from durable.models import AuditEvent, EntryStatus, RunStatus, WorkflowRun
@@ -94,12 +96,29 @@ class SignalForm(forms.Form):
             raise forms.ValidationError(str(error)) from None
 
 
+class StageFilter(admin.SimpleListFilter):
+    """The ``stage`` search attribute: the human status a workflow gives its runs."""
+
+    title = "stage"
+    parameter_name = "stage"
+
+    def lookups(self, request, model_admin):
+        return [(stage, stage) for stage in selectors.run_stages()]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return selectors.runs_with_attributes(queryset, [("stage", self.value())])
+
+
 @admin.register(WorkflowRun)
 class WorkflowRunAdmin(ReadOnlyAdmin):
     list_display = ["run_id", "workflow", "status_badge", "waits_for", "wake_at_stamp", "advances",
                     "updated_at_stamp"]
-    list_filter = ["status", "workflow_name", "workflow_version"]
-    search_fields = ["id"]
+    list_filter = ["status", StageFilter, "workflow_name", "workflow_version"]
+    # attributes_text: the search attributes as JSON text (see get_queryset), so a search
+    # for a CNPJ or a customer's name finds their run.
+    search_fields = ["id", "attributes_text"]
     ordering = ["-created_at"]
     list_per_page = 100
     show_full_result_count = False  # thousands of runs: one COUNT per page is enough
@@ -108,11 +127,13 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
     fieldsets = [
         (None, {"fields": ["id", "workflow", "status_badge", "waiting_for", "wake_at_stamp", "advances",
                            "created_at_stamp", "updated_at_stamp", "finished_at_stamp"]}),
+        ("Search attributes", {"fields": ["attributes_json"]}),
         ("Input, result, error", {"fields": ["input_json", "result_json", "error_json"]}),
         ("Lease", {"fields": ["lease_owner", "lease_expires_at_stamp", "fencing_token", "signal_seq"],
                    "classes": ["collapse"]}),
     ]
-    readonly_fields = ["id", "workflow", "status_badge", "waiting_for", "wake_at_stamp", "advances",
+    readonly_fields = ["id", "workflow", "status_badge", "attributes_json", "waiting_for",
+                       "wake_at_stamp", "advances",
                        "created_at_stamp", "updated_at_stamp", "finished_at_stamp", "input_json",
                        "result_json", "error_json", "lease_owner", "lease_expires_at_stamp",
                        "fencing_token", "signal_seq"]
@@ -121,6 +142,9 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     def has_operate_permission(self, request):
         return request.user.has_perm(OPERATE_PERMISSION)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(attributes_text=Cast("attributes", TextField()))
 
     # --- columns ---
 
@@ -144,7 +168,15 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, run):
-        return badge(run.status)
+        """The engine's status, and under it the workflow's ``stage`` (its human status)."""
+        stage = (run.attributes or {}).get("stage")
+        if stage is None or stage == "":
+            return badge(run.status)
+        return format_html('{}<div class="durable-stage">{}</div>', badge(run.status), stage)
+
+    @admin.display(description="attributes")
+    def attributes_json(self, run):
+        return format_html("<pre>{}</pre>", pretty_json(run.attributes)) if run.attributes else "-"
 
     @admin.display(description="input")
     def input_json(self, run):

@@ -19,8 +19,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from durable import services, validation
+from durable import selectors, services, validation
 from durable.audit import request_audit
+from durable.context import check_attribute_name
 from durable.errors import (
     DurableError,
     InvalidTransition,
@@ -29,6 +30,7 @@ from durable.errors import (
     RunConflict,
     RunFinished,
     RunNotFound,
+    SignalConflict,
     WorkflowNotFound,
 )
 from durable.models import Signal, WorkflowRun
@@ -51,6 +53,7 @@ ERRORS = {
     RunNotFound: (status.HTTP_404_NOT_FOUND, "run_not_found"),
     RunFinished: (status.HTTP_409_CONFLICT, "run_finished"),
     RunConflict: (status.HTTP_409_CONFLICT, "run_conflict"),
+    SignalConflict: (status.HTTP_409_CONFLICT, "signal_conflict"),
     InvalidTransition: (status.HTTP_409_CONFLICT, "invalid_transition"),
     WorkflowNotFound: (status.HTTP_400_BAD_REQUEST, "workflow_not_found"),
     PayloadError: (status.HTTP_400_BAD_REQUEST, "payload_error"),
@@ -137,7 +140,8 @@ def errors(*codes: int) -> dict:
         401: "No or invalid credentials.",
         403: "Authenticated, but lacking the permission for this action.",
         404: "No such run (or page).",
-        409: "The run's state does not allow this (finished, conflicting start, wrong status).",
+        409: "The run's state does not allow this (finished, conflicting start, wrong status), or "
+             "a signal's dedupe key names another signal or a prefix reserved by an app.",
         413: "The body is larger than DURABLE_API_MAX_PAYLOAD_BYTES.",
         415: "The body is not application/json.",
     }
@@ -153,6 +157,30 @@ def clean_run_id(run_id: str) -> str:
     if len(run_id) > 255:
         raise RunNotFound("no run with an id that long")
     return run_id
+
+
+ATTRIBUTE_PARAM = "attr."
+
+
+def attribute_filters(params) -> list[tuple[str, str]]:
+    """``attr.<name>=<value>`` query parameters as (name, value) pairs; a name that no
+    attribute can have, or a value that cannot be stored, is a 400 naming the parameter."""
+    pairs = []
+    for param in params:
+        if not param.startswith(ATTRIBUTE_PARAM):
+            continue
+        name = param[len(ATTRIBUTE_PARAM):]
+        try:
+            check_attribute_name(name)
+        except ValueError as error:
+            raise exceptions.ValidationError({param: [str(error)]}) from None
+        for value in params.getlist(param):
+            try:
+                validation.check_text(value, what=param)
+            except DurableError as error:
+                raise exceptions.ValidationError({param: [str(error)]}) from None
+            pairs.append((name, value))
+    return pairs
 
 
 def run_detail(run_id: str) -> dict:
@@ -214,9 +242,15 @@ class RunCollectionView(DurableAPIView):
     pagination_class = RunPagination
 
     @extend_schema(
-        operation_id="runs_list", parameters=[RunFilterSerializer],
+        operation_id="runs_list",
+        parameters=[RunFilterSerializer, OpenApiParameter(
+            "attr.stage", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
+            description="Filter on a search attribute: any `attr.<name>=<value>` (here `stage`) "
+                        "keeps runs whose attribute `<name>`, written as a JSON scalar, is "
+                        "`<value>` (`attr.n=42` matches 42 and \"42\", `attr.ok=true` matches "
+                        "true). Several combine with AND.")],
         responses={200: RunSerializer(many=True), **errors(400, 401, 403, 404)},
-        summary="List runs, newest first, filtered by status, workflow and version.")
+        summary="List runs, newest first, filtered by status, workflow, version and search attributes.")
     def get(self, request):
         filters = RunFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
@@ -225,6 +259,7 @@ class RunCollectionView(DurableAPIView):
         for field, lookup in lookups.items():
             if field in filters.validated_data:
                 runs = runs.filter(**{lookup: filters.validated_data[field]})
+        runs = selectors.runs_with_attributes(runs, attribute_filters(request.query_params))
         page = self.paginate_queryset(runs)
         return self.get_paginated_response(RunSerializer(page, many=True).data)
 
@@ -272,8 +307,10 @@ class RunSignalView(RunActionView):
         operation_id="runs_signal", request=SignalSendSerializer,
         parameters=[OpenApiParameter(
             "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-            description="The signal's dedupe key: a second request with the same key is the same "
-                        "signal (200) and does not resume the run again.")],
+            description="The signal's dedupe key: a second request with the same key, name and "
+                        "payload is the same signal (200) and does not resume the run again; the "
+                        "same key with another name or payload, or a key under a prefix an app "
+                        "reserved (e.g. approval:), is a 409 signal_conflict.")],
         responses={201: SignalSerializer, 200: SignalSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
         summary="Send a signal to a run (201), or return the one already sent with this key (200).")
     def post(self, request, run_id):

@@ -9,6 +9,7 @@ before the body goes on. Where entries are kept is the store's business
 import contextvars
 import functools
 import inspect
+import math
 import random as random_module
 import traceback
 import uuid
@@ -432,6 +433,53 @@ class ReplayContext:
         entry.status = EntryStatus.COMPLETED
         self._record(entry, insert=False, fields=("status",))
         return None
+
+    # --- search attributes ---
+
+    def set_attributes(self, attributes: dict) -> None:
+        """Journal the attributes and merge them into the run's in the same transaction;
+        on replay the entry is there and nothing is written again."""
+        check_attributes(attributes)
+        if not attributes:
+            return None
+        position, entry = self._next(EntryKind.ATTRIBUTES, "attributes")
+        if entry is not None:
+            return None
+        self._begin(position, EntryKind.ATTRIBUTES, "attributes")
+        entry = self._new_entry(position, EntryKind.ATTRIBUTES, "attributes",
+                                status=EntryStatus.COMPLETED, result=dict(attributes))
+        self.store.record(entry, insert=True, attributes=dict(attributes))
+        self.journal[position] = entry
+        return None
+
+
+ATTRIBUTE_TYPES = (str, int, float, bool, type(None))
+MAX_ATTRIBUTE_NAME = 64
+MAX_ATTRIBUTE_TEXT = 1000
+
+
+def check_attribute_name(name) -> str:
+    """An identifier, short, without "__" (a name the run list can filter on)."""
+    if (not isinstance(name, str) or not name.isidentifier() or "__" in name
+            or len(name) > MAX_ATTRIBUTE_NAME):
+        raise ValueError(f"search attribute name {name!r} must be an identifier of at most "
+                         f"{MAX_ATTRIBUTE_NAME} characters without a double underscore")
+    return name
+
+
+def check_attributes(attributes: dict) -> None:
+    """Search attributes are JSON scalars under short names: a TypeError (or ValueError)
+    in the body, before anything is journaled."""
+    for name, value in attributes.items():
+        check_attribute_name(name)
+        if not isinstance(value, ATTRIBUTE_TYPES):
+            raise TypeError(f"search attribute {name!r} must be a JSON scalar (str, int, float, "
+                            f"bool or None), not {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"search attribute {name!r} must be a finite number, not {value!r}")
+        if isinstance(value, str) and (len(value) > MAX_ATTRIBUTE_TEXT or "\x00" in value):
+            raise ValueError(f"search attribute {name!r} must be text of at most "
+                             f"{MAX_ATTRIBUTE_TEXT} characters without NUL")
 
 
 _STEP_FIELDS = ("status", "result", "error", "attempt", "wake_at", "started_at")

@@ -17,6 +17,11 @@ class RunConflict(DurableError):
     """A run with this id exists with a different workflow or input."""
 
 
+class SignalConflict(DurableError):
+    """A dedupe key already names another signal of this run (other name or payload), or
+    belongs to a prefix another app reserved: refused, never taken as a redelivery."""
+
+
 class InvalidTransition(DurableError):
     """The run's status does not allow the requested operation."""
 

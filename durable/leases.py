@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import F, JSONField, Value
+from django.db.models.expressions import CombinedExpression
 
 from durable import clock, conf
 from durable.errors import Divergence, Fenced, StoreUnavailable
@@ -64,13 +66,14 @@ class Lease(Store):
         else:
             self.step_deadline = time.monotonic() + (deadline - clock.now()).total_seconds()
 
-    def record(self, entry: JournalEntry, *, insert: bool, fields=(), perform=None, consume=None) -> None:
+    def record(self, entry: JournalEntry, *, insert: bool, fields=(), perform=None, consume=None,
+               attributes=None) -> None:
         entry.updated_at = clock.now()
         if perform is not None:
-            return self._record_with_effects(entry, insert, fields, perform, consume)
+            return self._record_with_effects(entry, insert, fields, perform, consume, attributes)
         for delay in (*WRITE_RETRY_DELAYS, None):
             try:
-                return self._write(entry, insert, fields, consume)
+                return self._write(entry, insert, fields, consume, attributes)
             except StoreUnavailable as exc:
                 if delay is None or connection.in_atomic_block:
                     raise
@@ -83,8 +86,8 @@ class Lease(Store):
 
     # --- writes ---
 
-    def _write(self, entry: JournalEntry, insert: bool, fields, consume) -> None:
-        if insert and consume is None and connection.vendor == "postgresql":
+    def _write(self, entry: JournalEntry, insert: bool, fields, consume, attributes=None) -> None:
+        if insert and consume is None and attributes is None and connection.vendor == "postgresql":
             return self._insert_in_one_statement(entry)
         saving = False
         try:
@@ -94,6 +97,8 @@ class Lease(Store):
                     self._consume(consume, entry.position)
                 saving = True
                 self._save(entry, insert, fields)
+                if attributes is not None:
+                    self._merge_attributes(attributes)
         except IntegrityError as exc:
             if saving:  # another worker wrote this position: we are the stale one
                 raise Fenced(self.run_id) from exc
@@ -101,7 +106,7 @@ class Lease(Store):
         except DatabaseError as exc:
             raise StoreUnavailable(str(exc)) from exc
 
-    def _record_with_effects(self, entry, insert, fields, perform, consume) -> None:
+    def _record_with_effects(self, entry, insert, fields, perform, consume, attributes=None) -> None:
         """An atomic step: its body's writes, then the fence and the entry, in one transaction.
 
         The fence comes last, so the run row is locked only between it and the commit; a
@@ -128,6 +133,8 @@ class Lease(Store):
                 if consume is not None:
                     self._consume(consume, entry.position)
                 self._save(entry, insert, fields)
+                if attributes is not None:
+                    self._merge_attributes(attributes)
         except IntegrityError as exc:
             if saving:  # another worker wrote this position: we are the stale one
                 raise Fenced(self.run_id) from exc
@@ -156,6 +163,21 @@ class Lease(Store):
         if taken != len(ids):
             raise Divergence(f"signals {ids} ({', '.join(sorted({s.name for s in signals}))}): "
                              "one was consumed by another position")
+
+    def _merge_attributes(self, attributes: dict) -> None:
+        """Inside the fenced transaction: set these search attributes, keep the others.
+
+        PostgreSQL merges in the statement (jsonb ||); SQLite reads, merges and writes,
+        which is safe because only the lease holder writes a run's attributes and its
+        IMMEDIATE transaction holds the write lock."""
+        query = WorkflowRun.objects.filter(pk=self.run_id)
+        if connection.vendor == "postgresql":
+            query.update(attributes=CombinedExpression(
+                F("attributes"), "||", Value(attributes, output_field=JSONField()),
+                output_field=JSONField()))
+            return
+        current = query.values_list("attributes", flat=True).first() or {}
+        query.update(attributes={**current, **attributes})
 
     @staticmethod
     def _save(entry: JournalEntry, insert: bool, fields) -> None:

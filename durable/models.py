@@ -50,6 +50,9 @@ class WorkflowRun(FSMModelMixin, models.Model):
     recovery_position = models.IntegerField(null=True, blank=True)
     # A graceful cancel asked for and not yet finished: {"reason", "actor", "deadline"}.
     cancel_request = models.JSONField(null=True, blank=True)
+    # Search attributes the body set (workflow.set_attributes): JSON scalars by name, merged
+    # key by key; "stage" is the human status operators see. GIN-indexed on PostgreSQL.
+    attributes = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -148,6 +151,7 @@ class EntryKind(models.TextChoices):
     RANDOM = "random"
     PATCH = "patch"
     DRAIN = "drain"
+    ATTRIBUTES = "attributes"
 
 
 class EntryStatus(models.TextChoices):

@@ -87,3 +87,31 @@ def resolve(workflow) -> WorkflowDefinition:
 
 def all_definitions() -> list[WorkflowDefinition]:
     return [d for versions in _definitions.values() for d in versions.values()]
+
+
+# Signal dedupe key prefixes an app keeps for itself (prefix -> owner): a key under one is
+# refused to every other sender, so nobody can pre-empt, say, a reviewer's decision.
+_dedupe_prefixes: dict[str, str] = {}
+
+
+def reserve_dedupe_prefix(prefix: str, *, owner: str) -> None:
+    """Keep signal dedupe keys starting with ``prefix`` for ``owner`` (call it from the
+    owning app's ``AppConfig.ready()``); ``signal_send(..., reserved_by=owner)`` may use them."""
+    if not prefix or not owner:
+        raise ValueError("a reserved dedupe prefix needs a prefix and an owner")
+    for reserved, holder in _dedupe_prefixes.items():
+        if holder != owner and (reserved.startswith(prefix) or prefix.startswith(reserved)):
+            raise ValueError(f"dedupe prefix {prefix!r} overlaps {reserved!r}, reserved by {holder!r}")
+    _dedupe_prefixes[prefix] = owner
+
+
+def release_dedupe_prefix(prefix: str) -> None:
+    _dedupe_prefixes.pop(prefix, None)
+
+
+def dedupe_reservation(key: str) -> tuple[str, str] | None:
+    """``(prefix, owner)`` of the reservation ``key`` falls under, or None."""
+    for prefix, owner in _dedupe_prefixes.items():
+        if key.startswith(prefix):
+            return prefix, owner
+    return None

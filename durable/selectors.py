@@ -1,4 +1,12 @@
 """Reads on runs for views, the admin, the API and tests."""
+import math
+from functools import reduce
+from operator import or_
+
+from django.db import connection
+from django.db.models import Q, QuerySet
+from django.db.models.fields.json import KeyTransform
+
 from durable.errors import RunNotFound
 from durable.models import JournalEntry, Signal, WorkflowRun
 
@@ -16,3 +24,50 @@ def run_journal(run_id: str) -> list[JournalEntry]:
 
 def run_signals(run_id: str) -> list[Signal]:
     return list(Signal.objects.filter(run_id=run_id).order_by("id"))
+
+
+def runs_with_attributes(runs: QuerySet, filters) -> QuerySet:
+    """``runs`` whose search attributes match every ``(name, text)`` of ``filters``.
+
+    ``text`` is compared with the attribute's value written as a JSON scalar: ``42``
+    matches 42 and "42", ``true`` matches true and "true", ``null`` matches null. On
+    PostgreSQL each test is a containment (``@>``), which the GIN index answers.
+    """
+    for name, text in filters:
+        candidates = attribute_values_written_as(text)
+        if connection.vendor == "postgresql":
+            tests = [Q(attributes__contains={name: value}) for value in candidates]
+        else:  # the name is an identifier without "__" (see check_attribute_name)
+            tests = [Q(**{f"attributes__{name}__exact": value}) for value in candidates]
+        runs = runs.filter(reduce(or_, tests))
+    return runs
+
+
+def attribute_values_written_as(text: str) -> list:
+    """Every JSON scalar whose JSON text (or, for a string, whose value) is ``text``."""
+    values: list = [text]
+    if text in ("true", "false"):
+        values.append(text == "true")
+    elif text == "null":
+        values.append(None)
+    else:
+        try:
+            number = int(text)
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                return values
+            if math.isfinite(number) and repr(number) == text:
+                values.append(number)
+        else:
+            if str(number) == text:
+                values.append(number)
+    return values
+
+
+def run_stages(limit: int = 100) -> list[str]:
+    """The distinct ``stage`` attributes runs have, for the admin's filter."""
+    stages = (WorkflowRun.objects.order_by().filter(attributes__has_key="stage")
+              .values_list(KeyTransform("stage", "attributes"), flat=True).distinct()[:limit])
+    return sorted({str(stage) for stage in stages if stage is not None})

@@ -73,11 +73,14 @@ class RunSerializer(serializers.ModelSerializer):
     input = serializers.JSONField()
     result = serializers.JSONField(allow_null=True)
     error = serializers.JSONField(allow_null=True)
+    attributes = serializers.DictField(
+        child=serializers.JSONField(allow_null=True), read_only=True,
+        help_text="Search attributes the workflow set (JSON scalars); `stage` is its human status.")
 
     class Meta:
         model = WorkflowRun
         fields = ["id", "workflow", "version", "status", "input", "result", "error", "waiting_for",
-                  "wake_at", "advances", "created_at", "updated_at", "finished_at"]
+                  "wake_at", "advances", "attributes", "created_at", "updated_at", "finished_at"]
 
 
 class RunDetailSerializer(RunSerializer):

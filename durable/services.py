@@ -1,6 +1,7 @@
 """Writes on runs: start, signal, cancel, retry, wake. Each works inside the caller's
 transaction: the row, its audit event and its dispatch commit together or not at all.
 """
+import json
 import logging
 import uuid
 from datetime import timedelta
@@ -12,7 +13,7 @@ from django.db.models.functions import Coalesce, Least
 from durable import clock, codec, conf, hooks, registry, sql
 from durable.durations import as_timedelta
 from durable.dispatch import dispatch
-from durable.errors import InvalidTransition, RunConflict, RunFinished, RunNotFound
+from durable.errors import InvalidTransition, RunConflict, RunFinished, RunNotFound, SignalConflict
 from durable.models import (
     FINISHED_STATUSES,
     AuditEvent,
@@ -78,40 +79,43 @@ def run_start(workflow, *args, id: str | None = None, actor: str = "system",
 
 
 def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None = None,
-                actor: str = "system", audit: dict | None = None) -> Signal:
+                reserved_by: str | None = None, actor: str = "system",
+                audit: dict | None = None) -> Signal:
     """Record a signal for a run and wake the run once the caller's transaction commits.
 
     A signal with a dedupe key already seen for this run is the same signal: the
-    provider's redelivery must not resume the workflow twice.
+    provider's redelivery must not resume the workflow twice. The same key with another
+    name or payload is a ``SignalConflict``, never a silent duplicate; so is a key under a
+    prefix another app reserved (``reserve_dedupe_prefix``): its owner passes
+    ``reserved_by``. A refused signal writes nothing.
     """
     if not name:
         raise ValueError("a signal needs a name")
     encoded = codec.encode(payload)
+    _check_reservation(dedupe_key, reserved_by)
     now = clock.now()
+    existing = signal = None
     with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
         if dedupe_key:
             existing = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first()
-            if existing is not None:
-                return existing
-        # Bumping signal_seq first also locks the run row: a worker about to park the run
-        # sees the bump and looks again (see Lease.finish), so no signal is slept through.
-        grace = _grace()
-        woken = WorkflowRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES).update(
-            signal_seq=F("signal_seq") + 1, updated_at=now,
-            wake_at=Least(Coalesce("wake_at", Value(grace)), Value(grace)))
-        if woken:
-            if dedupe_key:
-                try:
-                    with transaction.atomic():  # a concurrent redelivery may have won the race
+        if existing is None:
+            try:
+                # With a key, a savepoint: a concurrent sender that wins the race undoes
+                # our wake-up too, so a refused or duplicate signal leaves no trace.
+                with transaction.atomic(savepoint=bool(dedupe_key)):
+                    woken = _wake_for_signal(run_id, now)
+                    if woken:
                         signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded,
-                                                       dedupe_key=dedupe_key, created_at=now)
-                except IntegrityError:
-                    return Signal.objects.get(run_id=run_id, dedupe_key=dedupe_key)
-            else:
-                signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded, created_at=now)
-            _audit(run_id, "signal", actor, {"name": name, "signal_id": signal.pk,
-                                             "dedupe_key": dedupe_key, **(audit or {})})
-    if not woken:  # nothing was written: raising leaves the caller's transaction usable
+                                                       dedupe_key=dedupe_key or None, created_at=now)
+                        _audit(run_id, "signal", actor, {"name": name, "signal_id": signal.pk,
+                                                         "dedupe_key": dedupe_key, **(audit or {})})
+            except IntegrityError:
+                if not dedupe_key:
+                    raise
+                existing = Signal.objects.get(run_id=run_id, dedupe_key=dedupe_key)
+    if existing is not None:  # raising out here leaves the caller's transaction usable
+        return _same_signal(existing, name, encoded)
+    if signal is None:  # nothing was written
         status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
         if status is None:
             raise RunNotFound(f"no run with id {run_id!r}")
@@ -215,3 +219,45 @@ def run_wake(run_id: str, *, actor: str = "system", audit: dict | None = None) -
         _audit(run_id, "wake", actor, audit)
     dispatch(run_id)
     return run
+
+
+# --- signal_send's helpers ---
+
+
+def _wake_for_signal(run_id: str, now) -> int:
+    """Bump signal_seq (which also locks the run row): a worker about to park the run sees
+    the bump and looks again (see Lease.finish), so no signal is slept through."""
+    grace = _grace()
+    return WorkflowRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES).update(
+        signal_seq=F("signal_seq") + 1, updated_at=now,
+        wake_at=Least(Coalesce("wake_at", Value(grace)), Value(grace)))
+
+
+def _check_reservation(dedupe_key: str | None, reserved_by: str | None) -> None:
+    reservation = registry.dedupe_reservation(dedupe_key) if dedupe_key else None
+    if reservation is not None and reservation[1] != reserved_by:
+        prefix, owner = reservation
+        raise SignalConflict(f"dedupe key {dedupe_key!r} is under the prefix {prefix!r}, reserved "
+                             f"by {owner!r}: only {owner} sends signals with such keys")
+    if reservation is None and reserved_by is not None:
+        raise ValueError(f"reserved_by={reserved_by!r}, but dedupe key {dedupe_key!r} is under no "
+                         "prefix reserved by it (reserve_dedupe_prefix)")
+
+
+def _same_signal(existing: Signal, name: str, encoded) -> Signal:
+    """The existing signal if this send is its redelivery; SignalConflict otherwise."""
+    if existing.name != name:
+        raise SignalConflict(
+            f"dedupe key {existing.dedupe_key!r} was already used for run {existing.run_id!r} by "
+            f"signal #{existing.pk} {existing.name!r}; refusing a {name!r} signal with the same key")
+    if _canonical(existing.payload) != _canonical(encoded):
+        raise SignalConflict(
+            f"dedupe key {existing.dedupe_key!r} was already used for run {existing.run_id!r} by "
+            f"signal #{existing.pk} {existing.name!r} with another payload; refusing to take a "
+            "different payload as a redelivery")
+    return existing
+
+
+def _canonical(value) -> str:
+    """JSON text that tells true from 1 and ignores key order."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

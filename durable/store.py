@@ -23,10 +23,12 @@ class Store:
         """New work is about to happen at ``position`` (a step runs, a value is drawn, a
         wait is recorded). A store that can only replay ends the replay here."""
 
-    def record(self, entry, *, insert: bool, fields=(), perform=None, consume=None) -> None:
+    def record(self, entry, *, insert: bool, fields=(), perform=None, consume=None,
+               attributes=None) -> None:
         """Persist one journal entry. ``perform`` (a callable: an atomic step's body) runs,
-        and ``consume`` (a list of signals) is marked consumed at the entry's position, in
-        the same transaction: all of it commits, or none of it."""
+        ``consume`` (a list of signals) is marked consumed at the entry's position, and
+        ``attributes`` (a dict) are merged into the run's search attributes, in the same
+        transaction: all of it commits, or none of it."""
         raise NotImplementedError
 
     def step_running(self, deadline) -> None:

@@ -86,5 +86,13 @@ class WorkflowAPI:
         """True for runs that reach this point with the new code, False for older journals."""
         return _ctx().patched(change_id)
 
+    def set_attributes(self, **attributes) -> None:
+        """Set search attributes on the run (JSON scalars; set again, the latest wins).
+
+        Journaled, so replay does not write them again; ``stage`` is the human status
+        operators see. ``GET /api/runs/?attr.<name>=`` and the admin filter on them.
+        """
+        return _ctx().set_attributes(attributes)
+
 
 workflow = WorkflowAPI()

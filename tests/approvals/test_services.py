@@ -10,6 +10,7 @@ from approvals import services
 from approvals.errors import AlreadyClosed, ClaimedByOther, FourEyes, InvalidOutcome, NotAllowed, ReasonRequired, RunEnded
 from approvals.models import AppendOnly, ApprovalAudit, ApprovalRequest, ApprovalStatus
 from approvals.receivers import cancel_cases_of_cancelled_run
+from durable import SignalConflict
 from durable import services as durable_services
 from durable.hooks import run_cancelled
 from durable.models import Signal
@@ -96,6 +97,17 @@ def test_approve_closes_the_case_and_sends_exactly_one_signal_with_the_decision(
         "request_id": case.pk, "approved": True, "outcome": "approve", "by": ["ana"],
         "reason": "all good", "decided_at": None}
     assert case.audit.get(action="approve").ip == "10.1.2.3"
+
+
+def test_a_hand_sent_signal_with_the_cases_key_is_refused_so_the_decision_still_resumes_the_run(case, ana):
+    with pytest.raises(SignalConflict, match="reserved by 'approvals'"):
+        durable_services.signal_send(case.run_id, case.signal_name, {"approved": True},
+                                     dedupe_key=f"approval:{case.pk}", actor="operator")
+
+    services.approval_decide(case.pk, actor=ana, outcome="approve")
+
+    [signal] = signals_of(case)
+    assert (signal.dedupe_key, signal.payload["by"]) == (f"approval:{case.pk}", ["ana"])
 
 
 def test_a_claimed_case_can_be_decided_by_its_holder(case, ana):

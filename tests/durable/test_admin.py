@@ -235,3 +235,23 @@ def test_the_action_forms_come_before_the_change_form_never_inside_it(operator, 
     change_form = html.index('id="workflowrun_form"')
     assert html.index(f'action="{page(run.id, "wake")}"') < change_form
     assert html.index(f'action="{page(run.id, "cancel")}"') < change_form
+
+
+def test_the_signal_form_shows_a_dedupe_conflict_as_a_form_error(operator, waiting_run):
+    services.signal_send(waiting_run.id, "go", {"value": 1}, dedupe_key="desk-2")
+
+    response = operator.post(page(waiting_run.id, "signal"),
+                             {"name": "go", "payload": '{"value": 2}', "dedupe_key": "desk-2"})
+
+    assert response.status_code == 200
+    assert "another payload" in response.context["form"].non_field_errors()[0]
+    assert list(Signal.objects.values_list("payload", flat=True)) == [{"value": 1}]
+
+
+def test_the_signal_form_refuses_a_key_reserved_by_the_approvals_app(operator, waiting_run):
+    response = operator.post(page(waiting_run.id, "signal"),
+                             {"name": "go", "payload": "", "dedupe_key": "approval:3"})
+
+    assert response.status_code == 200
+    assert "reserved by &#x27;approvals&#x27;" in response.content.decode()
+    assert not Signal.objects.exists()

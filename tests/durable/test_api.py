@@ -415,3 +415,24 @@ def test_a_graceful_cancel_through_the_api_lets_the_workflow_clean_up(operator, 
 
     assert response.status_code == 200 and response.json()["status"] == "waiting"
     assert drive(run.id).status == "cancelled"
+
+
+def test_a_signal_reusing_a_key_with_another_payload_is_a_409_signal_conflict(operator, waiting_run):
+    url = "/api/runs/orders:c-42/a%20b/signals/"
+    post_json(operator, url, {"name": "go", "payload": {"value": 7}}, HTTP_IDEMPOTENCY_KEY="req-9")
+
+    response = post_json(operator, url, {"name": "go", "payload": {"value": 8}}, HTTP_IDEMPOTENCY_KEY="req-9")
+
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "signal_conflict" and "another payload" in error["message"]
+    assert list(Signal.objects.values_list("payload", flat=True)) == [{"value": 7}]
+
+
+def test_a_signal_under_the_approvals_reserved_prefix_is_a_409_naming_the_owner(operator, waiting_run):
+    response = post_json(operator, "/api/runs/orders:c-42/a%20b/signals/", {"name": "go"},
+                         HTTP_IDEMPOTENCY_KEY="approval:1")
+
+    assert response.status_code == 409
+    assert "reserved by 'approvals'" in response.json()["error"]["message"]
+    assert not Signal.objects.exists()
