@@ -75,3 +75,28 @@ def test_a_graceful_cancel_whose_cleanup_kills_its_worker_still_cleans_up_once(c
     assert run.status == RunStatus.CANCELLED
     assert len(list(markers.iterdir())) == 1, "the first cleanup attempt did not kill its worker"
     assert Once.objects.filter(key=f"{run.id}:bye").count() == 1
+
+
+def test_on_a_worker_attributes_find_the_run_and_a_conflicting_redelivery_changes_nothing(celery, client):
+    from django.contrib.auth.models import Permission, User
+
+    from durable import SignalConflict
+
+    celery.start_worker()
+    for cnpj in ("11.222.333/0001-81", "22.333.444/0001-90", "33.444.555/0001-09"):
+        run = services.run_start("staged", cnpj, id=f"workers:staged:{cnpj[:2]}")
+    for run_id in WorkflowRun.objects.filter(workflow_name="staged").values_list("id", flat=True):
+        waiting(run_id)
+    user = User.objects.create_user("viewer", password="pw-unused-123")
+    user.user_permissions.add(Permission.objects.get(codename="view_workflowrun"))
+    client.force_login(user)
+
+    found = client.get("/api/runs/", {"attr.cnpj": "22.333.444/0001-90"}).json()["results"]
+    assert [r["id"] for r in found] == ["workers:staged:22"]
+    services.signal_send("workers:staged:22", "documents", {"kind": "contrato"}, dedupe_key="wamid.7")
+    with pytest.raises(SignalConflict):
+        services.signal_send("workers:staged:22", "documents", {"kind": "selfie"}, dedupe_key="wamid.7")
+
+    assert finished("workers:staged:22").result == "contrato"
+    in_review = client.get("/api/runs/", {"attr.stage": "in review"}).json()["results"]
+    assert [r["id"] for r in in_review] == ["workers:staged:22"]

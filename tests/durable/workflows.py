@@ -315,3 +315,11 @@ def cleanup_survives_a_kill(customer: str) -> str:
     except workflow.Cancelled:
         workflow.step(goodbye_that_dies_once, customer, idempotency_key=f"{workflow.id}:bye", atomic=True)
         raise
+
+
+@workflow(name="staged")
+def staged(cnpj: str) -> str:
+    workflow.set_attributes(cnpj=cnpj, stage="awaiting documents")
+    documents = workflow.wait_for_signal("documents", timeout=days(7))
+    workflow.set_attributes(stage="in review")
+    return documents["kind"]
