@@ -73,7 +73,7 @@ class SignalForm(forms.Form):
     name = forms.CharField(max_length=255, help_text="The signal the workflow waits for, e.g. "
                                                      "documents_received.")
     payload = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
-                              help_text='JSON, e.g. {"approved": true}. Empty means null.')
+                              help_text='JSON, e.g. {"files": ["contrato.pdf"]}. Empty means null. Decisions come only from reviewers (approval:* keys are refused).')
     dedupe_key = forms.CharField(max_length=255, required=False,
                                  help_text="Optional: a second signal with the same key is ignored.")
 
