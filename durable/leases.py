@@ -89,20 +89,11 @@ class Lease(Store):
     def _write(self, entry: JournalEntry, insert: bool, fields, consume, attributes=None) -> None:
         if insert and consume is None and attributes is None and connection.vendor == "postgresql":
             return self._insert_in_one_statement(entry)
-        saving = False
         try:
             with transaction.atomic():
-                self._fence()
-                if consume is not None:
-                    self._consume(consume, entry.position)
-                saving = True
-                self._save(entry, insert, fields)
-                if attributes is not None:
-                    self._merge_attributes(attributes)
-        except IntegrityError as exc:
-            if saving:  # another worker wrote this position: we are the stale one
-                raise Fenced(self.run_id) from exc
-            raise StoreUnavailable(str(exc)) from exc
+                self._write_fenced(entry, insert, fields, consume, attributes)
+        except IntegrityError as exc:  # another worker wrote this position: we are the stale one
+            raise Fenced(self.run_id) from exc
         except DatabaseError as exc:
             raise StoreUnavailable(str(exc)) from exc
 
@@ -129,12 +120,7 @@ class Lease(Store):
                         raise StoreUnavailable(str(exc)) from exc
                     raise
                 saving = True
-                self._fence()
-                if consume is not None:
-                    self._consume(consume, entry.position)
-                self._save(entry, insert, fields)
-                if attributes is not None:
-                    self._merge_attributes(attributes)
+                self._write_fenced(entry, insert, fields, consume, attributes)
         except IntegrityError as exc:
             if saving:  # another worker wrote this position: we are the stale one
                 raise Fenced(self.run_id) from exc
@@ -143,6 +129,15 @@ class Lease(Store):
             if saving:
                 raise StoreUnavailable(str(exc)) from exc
             raise
+
+    def _write_fenced(self, entry, insert: bool, fields, consume, attributes) -> None:
+        """Inside the caller's transaction: the fence, then the entry and what commits with it."""
+        self._fence()
+        if consume is not None:
+            self._consume(consume, entry.position)
+        self._save(entry, insert, fields)
+        if attributes is not None:
+            self._merge_attributes(attributes)
 
     def _fence(self) -> None:
         """Inside a transaction: check the token and hold the run row until commit.

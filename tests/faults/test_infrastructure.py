@@ -13,63 +13,60 @@ from tests.workers import PrivateRedis
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture
+def redis(celery_processes):
+    """A redis-server of the test's own as the workers' broker, gone after the test."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("needs redis-server")
+    server = PrivateRedis()
+    server.start()
+    celery_processes.env["CELERY_BROKER_URL"] = server.url
+    yield server
+    celery_processes.stop()
+    server.kill()
+
+
 @pytest.mark.redis_server
-@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
-def test_runs_survive_redis_being_killed_and_restarted_empty(celery_processes, rng):
-    redis = PrivateRedis()
-    redis.start()
+def test_runs_survive_redis_being_killed_and_restarted_empty(celery_processes, redis, rng):
     celery = celery_processes
-    celery.env["CELERY_BROKER_URL"] = redis.url
-    try:
-        run_ids, sender = start_chaos(celery, rng, runs=40, spread=6)
-        restarts = 0
-        next_restart = time.monotonic() + 1.5
+    run_ids, sender = start_chaos(celery, rng, runs=40, spread=6)
+    restarts = 0
+    next_restart = time.monotonic() + 1.5
 
-        def chaos():
-            nonlocal restarts, next_restart
-            if restarts < 3 and time.monotonic() >= next_restart:
-                redis.kill()  # every queued and unacknowledged message is gone
-                time.sleep(rng.uniform(0.2, 1.0))
-                redis.start()
-                restarts += 1
-                next_restart = time.monotonic() + rng.uniform(1.5, 3.0)
+    def chaos():
+        nonlocal restarts, next_restart
+        if restarts < 3 and time.monotonic() >= next_restart:
+            redis.kill()  # every queued and unacknowledged message is gone
+            time.sleep(rng.uniform(0.2, 1.0))
+            redis.start()
+            restarts += 1
+            next_restart = time.monotonic() + rng.uniform(1.5, 3.0)
 
-        wait_for_all(run_ids, timeout=180, chaos=chaos)
-    finally:
-        celery.stop()
-        redis.kill()
+    wait_for_all(run_ids, timeout=180, chaos=chaos)
 
     settle(run_ids, sender, "Redis restarts", redis_restarts=restarts)
     assert restarts >= 2, "the runs finished before Redis could be restarted: the test proved nothing"
 
 
 @pytest.mark.redis_server
-@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
-def test_every_worker_keeps_consuming_after_redis_is_restarted_five_times(celery_processes, rng):
-    redis = PrivateRedis()
-    redis.start()
+def test_every_worker_keeps_consuming_after_redis_is_restarted_five_times(celery_processes, redis, rng):
     celery = celery_processes
-    celery.env["CELERY_BROKER_URL"] = redis.url
-    try:
-        run_ids, sender = start_chaos(celery, rng, runs=30, spread=12)
-        for _ in range(5):  # while advances are queued, in flight and unacknowledged
-            time.sleep(rng.uniform(1.0, 2.0))
-            redis.kill()
-            time.sleep(rng.uniform(0.2, 1.0))
-            redis.start()
-        wait_for_all(run_ids, timeout=180)
-        settle(run_ids, sender, "Redis restarted five times", redis_restarts=5)
-        exited = [name for name, proc in celery.procs.items() if proc.poll() is not None]
-        assert not exited, f"these Celery processes exited when Redis restarted: {exited}"
-
-        later = start_runs(16, first=100)  # work that only a worker still consuming can do
-        later_sender = SignalSender(later, rng, spread=1.0)
-        later_sender.start()
-        wait_for_all(later, timeout=120)
-        settle(later, later_sender, "runs started after the restarts")
-    finally:
-        celery.stop()
+    run_ids, sender = start_chaos(celery, rng, runs=30, spread=12)
+    for _ in range(5):  # while advances are queued, in flight and unacknowledged
+        time.sleep(rng.uniform(1.0, 2.0))
         redis.kill()
+        time.sleep(rng.uniform(0.2, 1.0))
+        redis.start()
+    wait_for_all(run_ids, timeout=180)
+    settle(run_ids, sender, "Redis restarted five times", redis_restarts=5)
+    exited = [name for name, proc in celery.procs.items() if proc.poll() is not None]
+    assert not exited, f"these Celery processes exited when Redis restarted: {exited}"
+
+    later = start_runs(16, first=100)  # work that only a worker still consuming can do
+    later_sender = SignalSender(later, rng, spread=1.0)
+    later_sender.start()
+    wait_for_all(later, timeout=120)
+    settle(later, later_sender, "runs started after the restarts")
 
     nodes = set(Effect.objects.filter(run_id__in=later).values_list("worker", flat=True))
     assert {node.split("-")[0] for node in nodes} >= {"w0", "w1"}, \
