@@ -31,8 +31,8 @@ def run_signals(run_id: str) -> list[Signal]:
 
 def run_actors(run_id: str, *, actions: tuple[str, ...] | None = None) -> list[RunActor]:
     """Who did what to a run, oldest first, from its durable audit trail (start, signal,
-    cancel, retry, wake; ``actions`` narrows it). Apps ask this, never the audit table:
-    approvals uses it to keep people who acted on a run from approving its case."""
+    cancel, retry, wake; ``actions`` narrows it). Apps ask this, never the audit table
+    (segregation of duties: whoever acted on a run may not approve what it asks)."""
     events = AuditEvent.objects.filter(run_id=run_id)
     if actions is not None:
         events = events.filter(action__in=actions)
