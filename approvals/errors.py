@@ -29,6 +29,13 @@ class FourEyes(ApprovalError):
     """The second approval of a high-risk case must come from a different reviewer."""
 
 
+class SegregationOfDuties(ApprovalError):
+    """The reviewer acted on the case's process (retried, woke, signalled or cancelled its run,
+    or changed its subject in the admin): someone who did not must approve it. Names the action."""
+
+    status_code = 403
+
+
 class ReasonRequired(ApprovalError):
     status_code = 400
 

@@ -13,6 +13,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
 from django_fsm import ConcurrentTransition
 
+from approvals.duties import approval_conflict
 from approvals.errors import (
     AlreadyClosed,
     ApprovalNotFound,
@@ -22,6 +23,7 @@ from approvals.errors import (
     NotAllowed,
     ReasonRequired,
     RunEnded,
+    SegregationOfDuties,
 )
 from approvals.models import (
     CLOSED_STATUSES,
@@ -73,12 +75,19 @@ def compliance_group_ensure() -> Group:
 
 
 def is_reviewer(user) -> bool:
-    return bool(user and user.is_authenticated and user.is_active and user.has_perm(DECIDE_PERMISSION))
+    """An active member of the compliance group (whose group grants the decide permission).
+
+    Membership decides, not ``has_perm`` alone: a superuser passes every permission check,
+    and an operator must never be one of a case's four eyes by being an operator.
+    """
+    return bool(user and user.is_authenticated and user.is_active
+                and user.groups.filter(name=COMPLIANCE_GROUP).exists() and user.has_perm(DECIDE_PERMISSION))
 
 
 def _require_reviewer(user) -> None:
     if not is_reviewer(user):
-        raise NotAllowed("only compliance reviewers may act on approval requests")
+        raise NotAllowed("Only members of the compliance group may act on approval requests "
+                         "(being a superuser or an operator is not enough).")
 
 
 def _audit(case: ApprovalRequest, action: str, actor: str, from_status: str, *, reason: str = "",
@@ -227,7 +236,8 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
 
     A high-risk case needs ``required_approvals`` approvals from different reviewers; one
     rejection or request for more documents closes it at once. A reviewer who lost a race
-    gets AlreadyClosed naming who decided.
+    gets AlreadyClosed naming who decided; one who acted on the case's run or subject may
+    not approve it (SegregationOfDuties, naming that action).
     """
     if outcome not in Outcome.values:
         raise InvalidOutcome(f"outcome must be one of {Outcome.values}, got {outcome!r}")
@@ -243,6 +253,10 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
             raise ClaimedByOther(f"Case #{case.pk} is claimed by {case.assignee.get_username()}.")
         if case.decisions.filter(reviewer=actor).exists():
             raise FourEyes(f"You already approved case #{case.pk}; a second reviewer must decide it.")
+        if outcome == Outcome.APPROVE:
+            conflict = approval_conflict(case, actor)
+            if conflict:
+                raise SegregationOfDuties(conflict)
         now = clock.now()
         ApprovalDecision.objects.create(request=case, reviewer=actor, outcome=outcome, reason=reason,
                                         created_at=now)

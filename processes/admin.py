@@ -1,6 +1,6 @@
 """Admin pages for operators: companies, documents, accounts, invoices, tickets,
-reconciliation, every WhatsApp message (unmatched ones one filter away), the raw webhook
-deliveries and their quarantined parts."""
+reconciliation, every WhatsApp message (unmatched ones one filter away), status callbacks
+for messages not known yet, the raw webhook deliveries and their quarantined parts."""
 import logging
 
 from django.contrib import admin, messages
@@ -18,7 +18,7 @@ from processes.onboarding.views import document_file_response
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch
 from processes.webhooks.models import QuarantinedItem, WebhookDelivery
 from processes.webhooks.services import delivery_signature_valid, quarantine_resolve
-from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
+from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage, PendingStatus
 from processes.whatsapp.services import STALE_AFTER, inbound_process
 
 log = logging.getLogger(__name__)
@@ -187,6 +187,36 @@ class OutboundMessageAdmin(ProcessWrittenAdmin):
     list_filter = ["status", "backend"]
     search_fields = ["idempotency_key", "to_wa_id", "to_user_id", "provider_message_id", "body"]
     readonly_fields = [f.name for f in OutboundMessage._meta.fields]
+
+
+class PendingStatusFilter(admin.SimpleListFilter):
+    title = "applied"
+    parameter_name = "applied"
+
+    def lookups(self, request, model_admin):
+        return [("no", "Not yet: no message of ours has this id"), ("yes", "Applied to our message")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "no":
+            return queryset.filter(applied_at__isnull=True)
+        if self.value() == "yes":
+            return queryset.filter(applied_at__isnull=False)
+        return queryset
+
+
+@admin.register(PendingStatus)
+class PendingStatusAdmin(ProcessWrittenAdmin):
+    """Status callbacks that named a provider id we did not know; ``?applied=no`` is the list of
+    those still waiting (a message still being sent, or one we never sent)."""
+
+    list_display = ["received_at", "provider_message_id", "status", "timestamp", "applied_at", "message",
+                    "delivery"]
+    list_filter = [PendingStatusFilter, "status"]
+    search_fields = ["=provider_message_id"]
+    readonly_fields = [f.name for f in PendingStatus._meta.fields]
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 class QuarantineAttentionFilter(admin.SimpleListFilter):

@@ -2,5 +2,5 @@
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent  # noqa: F401
 from processes.onboarding.models import Account, Company, Document  # noqa: F401
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch  # noqa: F401
-from processes.whatsapp.models import InboundMessage, OutboundMessage  # noqa: F401
+from processes.whatsapp.models import InboundMessage, OutboundMessage, PendingStatus  # noqa: F401
 from processes.webhooks.models import QuarantinedItem, WebhookDelivery  # noqa: F401

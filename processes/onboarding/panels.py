@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from django.urls import reverse
 
+from approvals.duties import register_case_subject
 from approvals.panels import Section, register_case_panel
 from durable.models import EntryStatus, JournalEntry
 from processes.onboarding.models import Company, Document
@@ -67,3 +68,5 @@ def onboarding_panels(case) -> list[Section]:
 
 
 register_case_panel("onboarding", onboarding_panels)
+# Whoever changed the company in the admin may not approve its case (docs/approvals.md).
+register_case_subject("onboarding", lambda case: Company.objects.filter(customer_id=case.subject_id).first())

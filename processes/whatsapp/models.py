@@ -75,3 +75,37 @@ class OutboundMessage(models.Model):
 
     def __str__(self):
         return f"to {self.to_wa_id or self.to_user_id}: {self.body[:40]}"
+
+
+class PendingStatus(models.Model):
+    """A status callback (sent, delivered, read, failed) that named a provider message id we
+    had not recorded yet, kept instead of dropped.
+
+    The provider may report a status before our send has stored the id it returned, or
+    for a message sent by something else entirely. ``message_send`` applies the pending
+    statuses of an id, in the provider's order, once an outbound message gets it; the
+    rest stay in the admin with ``applied_at`` empty for an operator to look at.
+    """
+
+    provider_message_id = models.CharField(max_length=128, db_index=True)
+    status = models.CharField(max_length=32)
+    timestamp = models.CharField(max_length=32, blank=True, help_text="as the provider sent it (Unix seconds)")
+    payload = models.JSONField(help_text="the status object as received")
+    delivery = models.ForeignKey("processes.WebhookDelivery", null=True, blank=True, on_delete=models.PROTECT,
+                                 related_name="pending_statuses")
+    where = models.CharField(max_length=255, blank=True, help_text="the status's place in the delivery")
+    received_at = models.DateTimeField(default=timezone.now)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    message = models.ForeignKey(OutboundMessage, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="pending_statuses", help_text="the message it was applied to")
+
+    class Meta:
+        verbose_name = "status for an unknown message"
+        verbose_name_plural = "statuses for unknown messages"
+        ordering = ["-received_at"]
+        indexes = [models.Index(fields=["applied_at", "received_at"])]
+        constraints = [models.UniqueConstraint(fields=["provider_message_id", "status", "timestamp"],
+                                               name="pending_status_once")]
+
+    def __str__(self):
+        return f"{self.status} for {self.provider_message_id}"

@@ -5,6 +5,7 @@ savepoint): a part of the wrong shape is quarantined with the reason and never c
 neighbours. Routing a message to a workflow happens once it is committed, so a failure
 while routing never loses it either: it stays visible with a note.
 """
+import hashlib
 import json
 import logging
 import re
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from durable import clock
 from processes import conf
@@ -23,6 +24,7 @@ from processes.whatsapp.models import (
     InboundStatus,
     OutboundMessage,
     OutboundStatus,
+    PendingStatus,
 )
 from processes.webhooks.models import WebhookDelivery, WebhookSource
 from processes.webhooks.services import (
@@ -53,6 +55,7 @@ class Receipt:
     messages: int = 0
     new_message_ids: list[int] = field(default_factory=list)
     statuses: int = 0
+    statuses_pending: int = 0
     quarantined: int = 0
     delivery_id: int | None = None
 
@@ -188,7 +191,7 @@ def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Rece
         delivery = delivery_store(source=WebhookSource.WHATSAPP, body=json.dumps(payload).encode())
     receipt = Receipt(delivery_id=delivery.pk)
     for part in webhook_parts(payload):
-        problem = part.problem or _part_apply(part, receipt)
+        problem = part.problem or _part_apply(part, receipt, delivery)
         if problem:
             item_quarantine(delivery=delivery, where=part.where, kind=part.kind, reason=problem,
                             fragment=None if part.where == "the body" else part.value)  # the body is kept
@@ -196,11 +199,13 @@ def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Rece
     for message_id in receipt.new_message_ids:
         transaction.on_commit(lambda pk=message_id: inbound_process(pk), robust=True)
     delivery_outcome(delivery, f"{receipt.messages} message(s), {len(receipt.new_message_ids)} new, "
-                               f"{receipt.statuses} status(es), {receipt.quarantined} quarantined")
+                               f"{receipt.statuses} status(es)"
+                               f"{f' ({receipt.statuses_pending} for messages not known yet)' if receipt.statuses_pending else ''}"
+                               f", {receipt.quarantined} quarantined")
     return receipt
 
 
-def _part_apply(part: Part, receipt: Receipt) -> str:
+def _part_apply(part: Part, receipt: Receipt, delivery: WebhookDelivery) -> str:
     """Store a message or apply a status in its own savepoint; a problem ("" when done)."""
     if part.kind == "message":
         fields, problem = _message_fields(part)
@@ -218,7 +223,8 @@ def _part_apply(part: Part, receipt: Receipt) -> str:
                 if stored is not None:
                     receipt.new_message_ids.append(stored.pk)
             else:
-                status_apply(status)
+                if status_apply(status, delivery=delivery, where=part.where) is None:
+                    receipt.statuses_pending += 1
                 receipt.statuses += 1
     except Exception as exc:   # a bug must cost this part only, and stay visible
         log.exception("%s at %s could not be stored", part.kind, part.where)
@@ -289,19 +295,33 @@ def inbound_route_stale(*, older_than: timedelta = STALE_AFTER, limit: int = 200
     return len(stale)
 
 
-def status_apply(status: dict) -> OutboundMessage | None:
-    """Move an outbound message's status forward (sent, delivered, read, failed)."""
+# Namespace of the advisory locks below (any 32-bit number no other lock in the project uses).
+PROVIDER_ID_LOCK = 0x57A7
+
+
+def _lock_provider_id(provider_id: str) -> None:
+    """Serialise, per provider id, a status's lookup with our send recording that id.
+
+    Without it a status could miss the row being saved, and the save miss the status being
+    kept, each invisible to the other's transaction. A transaction-scoped advisory lock on
+    PostgreSQL; SQLite's IMMEDIATE transactions already let one writer in at a time.
+    """
+    if connection.vendor != "postgresql":
+        return
+    key = int.from_bytes(hashlib.blake2b(provider_id.encode(), digest_size=4).digest(), "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [PROVIDER_ID_LOCK, key])
+
+
+def _status_record(message: OutboundMessage, status: dict) -> bool:
+    """Add a status to the message's history and move its status forward, never back (a
+    late "sent" or "delivered" does not undo "read"). False for a status already recorded."""
     name = str(status.get("status"))
-    message = OutboundMessage.objects.select_for_update().filter(
-        provider_message_id=str(status["id"])).first()
-    if message is None:
-        log.info("status %s for an unknown outbound message %s", name, status["id"])
-        return None
     errors = status.get("errors") or []
     errors = errors if isinstance(errors, list) else [errors]   # providers send a number or text too
     event = {"status": name, "timestamp": status.get("timestamp"), "errors": errors}
     if event in message.status_history:
-        return message
+        return False
     message.status_history = [*message.status_history, event]
     if name in STATUS_RANK and STATUS_RANK[name] > STATUS_RANK.get(message.status, 0):
         message.status = name
@@ -309,8 +329,58 @@ def status_apply(status: dict) -> OutboundMessage | None:
         if name == OutboundStatus.FAILED:
             message.error = "; ".join(str(e.get("title") or e) if isinstance(e, dict) else str(e)
                                       for e in errors)
-    message.save(update_fields=["status_history", "status", "status_updated_at", "error"])
+    return True
+
+
+STATUS_FIELDS = ["status_history", "status", "status_updated_at", "error"]
+
+
+def status_apply(status: dict, *, delivery: WebhookDelivery | None = None,
+                 where: str = "") -> OutboundMessage | None:
+    """Move an outbound message's status forward (sent, delivered, read, failed).
+
+    A status naming an id no message of ours has (yet) is kept as a PendingStatus, shown
+    in the admin and applied by ``message_send`` when a message gets that id; returns None.
+    """
+    provider_id = str(status["id"])
+    _lock_provider_id(provider_id)
+    message = OutboundMessage.objects.select_for_update().filter(provider_message_id=provider_id).first()
+    if message is None:
+        timestamp = status.get("timestamp")
+        PendingStatus.objects.get_or_create(
+            provider_message_id=provider_id, status=safe_text(str(status.get("status")))[:32],
+            timestamp=safe_text(str(timestamp))[:32] if timestamp not in (None, "") else "",
+            defaults={"payload": status, "delivery": delivery, "where": where[:255], "received_at": clock.now()})
+        log.info("status %s for outbound message %s, not known yet: kept until a message gets that id",
+                 status.get("status"), provider_id)
+        return None
+    if _status_record(message, status):
+        message.save(update_fields=STATUS_FIELDS)
     return message
+
+
+def _provider_order(pending: PendingStatus) -> tuple:
+    """The provider's timestamp first (statuses arrive out of order), then arrival."""
+    try:
+        return (0, int(pending.timestamp), pending.pk)
+    except ValueError:
+        return (1, 0, pending.pk)
+
+
+def pending_statuses_apply(message: OutboundMessage) -> int:
+    """Apply the statuses kept for the message's provider id, in the provider's order; how many.
+
+    Called with the provider-id lock held, in the transaction that records the id.
+    """
+    pending = sorted(PendingStatus.objects.select_for_update().filter(
+        provider_message_id=message.provider_message_id, applied_at__isnull=True), key=_provider_order)
+    if not pending:
+        return 0
+    for row in pending:
+        _status_record(message, row.payload)
+    message.save(update_fields=STATUS_FIELDS)
+    PendingStatus.objects.filter(pk__in=[row.pk for row in pending]).update(applied_at=clock.now(), message=message)
+    return len(pending)
 
 
 def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str = "",
@@ -338,7 +408,11 @@ def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str
     message.provider_message_id, message.template_name = provider_id, outgoing.template_name
     message.status, message.sent_at = OutboundStatus.SENT, clock.now()
     with transaction.atomic():
+        if provider_id:
+            _lock_provider_id(str(provider_id))
         message.save(update_fields=["provider_message_id", "template_name", "status", "sent_at"])
+        if provider_id:
+            pending_statuses_apply(message)   # the provider may have reported on it already
     return message
 
 

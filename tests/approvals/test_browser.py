@@ -1,5 +1,8 @@
 """The reviewer UI in headless Chromium (Debian's chromium, driven by Playwright; see tests/browser.py)."""
 import pytest
+from django.contrib.admin.utils import quote
+from django.contrib.auth.models import Permission
+from django.urls import reverse
 
 from approvals.models import ApprovalRequest, ApprovalStatus
 from durable.models import RunStatus
@@ -98,3 +101,26 @@ def test_a_user_outside_compliance_is_refused(open_page, live_server):
     assert response.status == 403
     assert "Not allowed" in page.content()
     assert case.title not in page.content()
+
+
+def test_a_reviewer_who_woke_the_run_in_the_admin_sees_why_they_cannot_approve_its_case(open_page, live_server):
+    ana = make_user("ana", reviewer=True)
+    ana.is_staff = True
+    ana.save(update_fields=["is_staff"])
+    ana.user_permissions.add(*Permission.objects.filter(
+        content_type__app_label="durable", codename__in=["view_workflowrun", "operate_workflowrun"]))
+    case = start_case("acme")
+
+    page = open_page("ana")
+    page.goto(live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(case.run_id)]))
+    page.get_by_role("button", name="Wake now").click()
+    page.wait_for_load_state()
+    page.goto(f"{live_server.url}/approvals/{case.pk}/")
+    reason = page.get_by_test_id("approve-refused").inner_text()
+    approve = page.get_by_role("button", name="Approve")
+
+    assert "You woke this case's run at" in reason and "needs a reviewer who did not act on it" in reason
+    assert approve.is_disabled()
+    assert page.get_by_role("button", name="Reject").is_enabled()
+    case.refresh_from_db()
+    assert case.status == ApprovalStatus.PENDING

@@ -1,6 +1,6 @@
 """Small workflows that ask compliance through request_approval, for the approvals tests."""
 from approvals.workflow import Decision, request_approval
-from durable import days, workflow
+from durable import Retry, days, workflow
 from tests.durable.workflows import record
 
 
@@ -28,3 +28,25 @@ def until_documents_suffice(company: str) -> list:
         if decision is None or not decision.wants_more_documents:
             return outcomes
         workflow.wait_for_signal("documents_received", timeout=days(7))
+
+
+FETCH_ATTEMPTS: dict[str, int] = {}
+
+
+class RegistryDown(Exception):
+    pass
+
+
+def fetch_registry(company: str) -> str:
+    """Fails the first time for each company, so the run fails until an operator retries it."""
+    FETCH_ATTEMPTS[company] = FETCH_ATTEMPTS.get(company, 0) + 1
+    if FETCH_ATTEMPTS[company] == 1:
+        raise RegistryDown("the company registry is down")
+    return "active"
+
+
+@workflow(name="approval_after_retry_test")
+def approval_after_a_failed_lookup(company: str) -> str:
+    status = workflow.step(fetch_registry, company, retry=Retry(max_attempts=1))
+    decision = request_approval(title=f"Open an account for {company} ({status})", subject=("company", company))
+    return decision.outcome if decision else "expired"

@@ -6,11 +6,12 @@ from django.urls import reverse
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.onboarding.models import Account, Company
 from processes.reconciliation.models import ReconciliationBatch
-from processes.whatsapp.models import InboundMessage, OutboundMessage
+from processes.whatsapp.models import InboundMessage, OutboundMessage, PendingStatus
 
 pytestmark = pytest.mark.django_db
 
-PROCESS_WRITTEN = [Account, PaymentEvent, FinanceTicket, InboundMessage, OutboundMessage, ReconciliationBatch]
+PROCESS_WRITTEN = [Account, PaymentEvent, FinanceTicket, InboundMessage, OutboundMessage, PendingStatus,
+                   ReconciliationBatch]
 
 
 @pytest.fixture

@@ -1,0 +1,74 @@
+"""Segregation of duties: what a person already did to a case's process, which keeps them
+from approving it.
+
+Reads only. The run's actions come from durable's audit trail through its selector; the
+case's subject (a company, say) comes from the resolver its process registers, and its
+changes from the admin's log. Approvals never imports a process.
+"""
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable
+
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db import models
+
+from durable.selectors import run_actors
+
+# Operator actions on a run that make its case someone else's to approve. "start" is left
+# out: runs are started by customers' messages and schedules, not by a reviewer's hand.
+# A reviewer's own decision signal is recorded as "reviewer:<name>", never as the bare
+# username, so deciding an earlier case of the same run does not count here.
+RUN_ACTIONS = {"retry": "retried", "wake": "woke", "signal": "signalled", "cancel": "cancelled"}
+
+SubjectFn = Callable[["ApprovalRequest"], models.Model | None]  # noqa: F821
+
+_subjects: dict[str, SubjectFn] = {}
+
+
+def register_case_subject(workflow_name: str, resolve: SubjectFn) -> SubjectFn:
+    """``resolve(case)`` returns the row a case of ``workflow_name`` is about (or None), so that
+    whoever changed that row in the admin cannot approve the case. Registering twice is a no-op."""
+    _subjects[workflow_name] = resolve
+    return resolve
+
+
+@dataclass(frozen=True)
+class PriorAction:
+    """Something a person did to a case's process: ``what`` reads after "you"."""
+
+    what: str
+    at: datetime
+
+
+def prior_actions(case, user) -> list[PriorAction]:
+    """What ``user`` did to this case's run or subject that bars them from approving it, oldest first."""
+    username = user.get_username()
+    found = [PriorAction(f"{RUN_ACTIONS[event.action]} this case's run", event.at)
+             for event in run_actors(case.run_id, actions=tuple(RUN_ACTIONS)) if event.actor == username]
+    resolve = _subjects.get(case.workflow_name)
+    subject = resolve(case) if resolve is not None else None
+    if subject is not None:
+        changes = LogEntry.objects.filter(
+            user_id=user.pk, content_type=ContentType.objects.get_for_model(type(subject)),
+            object_id=str(subject.pk), action_flag__in=[ADDITION, CHANGE]).order_by("action_time", "id")
+        label = f"{subject._meta.verbose_name} {subject}"
+        found += [PriorAction(f"{'added' if entry.action_flag == ADDITION else 'changed'} {label} in the admin",
+                              entry.action_time) for entry in changes]
+    return sorted(found, key=lambda action: action.at)
+
+
+def conflict_message(case, actions: list[PriorAction]) -> str:
+    """The refusal, naming the latest earlier action (and how many others there were)."""
+    latest = actions[-1]
+    others = len(actions) - 1
+    more = f" (and {others} other action{'s' if others > 1 else ''})" if others else ""
+    when = latest.at.astimezone(timezone.utc)
+    return (f"You {latest.what} at {when:%Y-%m-%d %H:%M} UTC{more}; case #{case.pk} needs a reviewer "
+            f"who did not act on it.")
+
+
+def approval_conflict(case, user) -> str:
+    """Why ``user`` may not approve ``case`` (segregation of duties), or "" if they may."""
+    actions = prior_actions(case, user)
+    return conflict_message(case, actions) if actions else ""
