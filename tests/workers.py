@@ -95,6 +95,10 @@ def empty_broker() -> None:
     """Drop messages a previous test left behind."""
     if settings.CELERY_BROKER_URL.startswith("redis"):
         redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    elif settings.CELERY_BROKER_URL.startswith("amqp"):
+        from config.celery import app
+
+        app.control.purge()
     else:
         queue = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
         shutil.rmtree(queue, ignore_errors=True)

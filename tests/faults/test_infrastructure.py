@@ -1,8 +1,10 @@
 """Redis restarted, PostgreSQL connections terminated, two beats and duplicate dispatches."""
 import shutil
+import subprocess
 import time
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from durable.dispatch import send_advance
@@ -71,6 +73,35 @@ def test_every_worker_keeps_consuming_after_redis_is_restarted_five_times(celery
     nodes = set(Effect.objects.filter(run_id__in=later).values_list("worker", flat=True))
     assert {node.split("-")[0] for node in nodes} >= {"w0", "w1"}, \
         f"after the restarts only {sorted(nodes)} ran steps"
+
+
+def rabbitmqctl(*args: str) -> None:
+    subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=120)
+
+
+@pytest.mark.skipif(not settings.CELERY_BROKER_URL.startswith("amqp"),
+                    reason="restarts the RabbitMQ the suite runs against (the PostgreSQL + RabbitMQ configuration)")
+def test_runs_survive_rabbitmq_being_stopped_and_started(celery_processes, rng):
+    celery = celery_processes
+    run_ids, sender = start_chaos(celery, rng, runs=50, spread=8)
+    restarts = 0
+    next_restart = time.monotonic() + 1.5
+
+    def chaos():
+        nonlocal restarts, next_restart
+        if restarts < 2 and time.monotonic() >= next_restart:
+            rabbitmqctl("stop_app")  # queued and unacknowledged messages go with the broker
+            time.sleep(rng.uniform(0.5, 1.5))
+            rabbitmqctl("start_app")
+            restarts += 1
+            next_restart = time.monotonic() + rng.uniform(2.0, 4.0)
+
+    wait_for_all(run_ids, timeout=240, chaos=chaos)
+
+    settle(run_ids, sender, "RabbitMQ restarts", rabbitmq_restarts=restarts)
+    exited = [name for name, proc in celery.procs.items() if proc.poll() is not None]
+    assert not exited, f"these Celery processes exited when RabbitMQ restarted: {exited}"
+    assert restarts >= 1, "the runs finished before RabbitMQ could be restarted: the test proved nothing"
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
