@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
+from django.test.utils import override_settings
 
 from approvals.models import OPEN_STATUSES, ApprovalRequest
 from approvals.services import COMPLIANCE_GROUP, approval_decide
@@ -120,7 +121,9 @@ def approve_as_demo_reviewer(run_id: str, out) -> None:
     approval_decide(case.pk, actor=reviewer, outcome="approve", reason="demo: documents in order")
 
 
+@override_settings(ONBOARDING_DOCUMENTS_QUIET_SECONDS=0)
 def seed_companies(out) -> None:
+    """Scripted customers: each message is its own batch (no quiet period to wait out)."""
     for name, wa_id, cnpj, sent, approve in COMPANIES:
         for what in sent:
             receive(whatsapp_payload(wa_id, name, f"wamid.DEMO.{wa_id}.{what}", what, cnpj))

@@ -4,7 +4,8 @@ No I/O here: this code runs again on every replay. Every effect is a step, every
 has a deadline and an action when it passes.
 """
 from approvals.workflow import Decision, request_approval
-from durable import StepFailed, days, workflow
+from durable import StepFailed, days, seconds, workflow
+from processes import conf
 from processes.onboarding import steps
 from processes.onboarding.models import CompanyStatus
 from processes.onboarding.validation import ValidationResult
@@ -12,6 +13,10 @@ from processes.onboarding.validation import ValidationResult
 DOCUMENTS_DEADLINE = days(7)      # the seed's deadline; then one reminder...
 DOCUMENTS_GRACE = days(3)         # ...and the case closes if nothing comes in these days
 DECISION_DEADLINE = days(3)       # compliance decides in 3 days, else escalation (repeated)
+DOCUMENTS_SIGNAL = "documents_received"
+# Change id (docs/versioning.md): a round takes the whole batch the customer sent, and what is
+# buffered is drained before every ask. Runs whose journal predates it keep the one-signal path.
+BATCHES = "documents-in-batches"
 
 
 @workflow(name="onboarding", version=1)
@@ -24,6 +29,10 @@ def onboarding(customer_id: str) -> str:
     while True:
         result = validate(customer_id)
         while not result.ok:
+            if workflow.patched(BATCHES):
+                result = take_late_documents(customer_id, result)
+                if result.ok:
+                    break
             round_ += 1
             workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
                           idempotency_key=f"{workflow.id}:ask:{round_}")
@@ -45,6 +54,8 @@ def onboarding(customer_id: str) -> str:
         round_ += 1
         workflow.step(steps.set_status, customer_id, CompanyStatus.COLLECTING, decision.reason,
                       atomic=True)
+        if workflow.patched(BATCHES):
+            take_late_documents(customer_id, None)   # sent during the review: not an answer to this ask
         workflow.step(steps.request_more_documents, customer_id, decision.reason,
                       idempotency_key=f"{workflow.id}:more:{review}")
         if not receive_documents(customer_id, round_):
@@ -57,12 +68,51 @@ def onboarding(customer_id: str) -> str:
 
 
 def receive_documents(customer_id: str, round_: int) -> bool:
-    """Wait for a document; remind once at the deadline; False when the grace also passes."""
-    received = workflow.wait_for_signal("documents_received", timeout=DOCUMENTS_DEADLINE)
+    """One round: what the customer sends together; remind once at the deadline; False when
+    the grace also passes."""
+    if not workflow.patched(BATCHES):
+        return receive_one_document(customer_id, round_)
+    batch = collect_batch(DOCUMENTS_DEADLINE)
+    if batch is None:
+        workflow.step(steps.remind_documents, customer_id,
+                      idempotency_key=f"{workflow.id}:remind:{round_}")
+        batch = collect_batch(DOCUMENTS_GRACE)
+        if batch is None:
+            return False
+    fetch_documents(batch)
+    return True
+
+
+def collect_batch(timeout) -> list | None:
+    """The documents sent together: closed once none has arrived for the quiet period
+    (ONBOARDING_DOCUMENTS_QUIET_SECONDS, 30 s), so a batch is validated and answered once."""
+    quiet = seconds(conf.setting("ONBOARDING_DOCUMENTS_QUIET_SECONDS", 30))
+    return workflow.collect_signals(DOCUMENTS_SIGNAL, quiet=quiet, timeout=timeout)
+
+
+def fetch_documents(batch: list) -> None:
+    """Download every document of a batch, one step each, before anything validates it."""
+    for received in batch:
+        workflow.step(steps.store_document_media, received["document_id"])
+
+
+def take_late_documents(customer_id: str, result: ValidationResult | None) -> ValidationResult | None:
+    """Before an ask: take what arrived since the batch closed (fetched, and validated again
+    when ``result`` is given), so nothing stale answers the next ask and the ask is current."""
+    late = workflow.drain_signals(DOCUMENTS_SIGNAL)
+    if not late:
+        return result
+    fetch_documents(late)
+    return validate(customer_id) if result is not None else None
+
+
+def receive_one_document(customer_id: str, round_: int) -> bool:
+    """The path of runs recorded before BATCHES: one signal per round."""
+    received = workflow.wait_for_signal(DOCUMENTS_SIGNAL, timeout=DOCUMENTS_DEADLINE)
     if received is None:
         workflow.step(steps.remind_documents, customer_id,
                       idempotency_key=f"{workflow.id}:remind:{round_}")
-        received = workflow.wait_for_signal("documents_received", timeout=DOCUMENTS_GRACE)
+        received = workflow.wait_for_signal(DOCUMENTS_SIGNAL, timeout=DOCUMENTS_GRACE)
         if received is None:
             return False
     workflow.step(steps.store_document_media, received["document_id"])

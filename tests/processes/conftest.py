@@ -185,13 +185,22 @@ NEW_CONTRACT = document("wamid.CONTRACT2", "Contrato social atualizado", filenam
                         wa_id=PHONE)
 
 
-@pytest.fixture
-def customer(signed_post):
-    """Plays the customer: each message goes through the signed webhook, then the run advances."""
+QUIET = 30   # ONBOARDING_DOCUMENTS_QUIET_SECONDS: a round of documents closes after it
 
-    def send(message):
-        assert signed_post(whatsapp_webhook(message)).status_code == 200
-        return drive(Company.objects.get(wa_id=PHONE).run_id)
+
+@pytest.fixture
+def customer(signed_post, clock):
+    """Plays the customer: each call is one delivery through the signed webhook (one message,
+    or several sent together); then the quiet period passes and the run advances."""
+
+    def send(*messages):
+        assert signed_post(whatsapp_webhook(*messages)).status_code == 200
+        run_id = Company.objects.get(wa_id=PHONE).run_id
+        drive(run_id)
+        clock.advance(QUIET + 1)
+        run = drive(run_id)
+        clock.advance(1)   # the customer reads the answer before writing again
+        return run
 
     return send
 

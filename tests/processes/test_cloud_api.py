@@ -9,7 +9,7 @@ from processes.onboarding.models import Company, Document
 from processes.whatsapp.backends import MediaRefused, MediaTooLarge, ProviderError, get_backend
 from processes.whatsapp.models import OutboundMessage, OutboundStatus
 from processes.whatsapp.services import media_download, message_send
-from tests.processes.conftest import document, whatsapp_webhook
+from tests.processes.conftest import QUIET, document, whatsapp_webhook
 
 pytestmark = pytest.mark.django_db
 
@@ -75,6 +75,8 @@ def test_a_received_document_is_downloaded_as_a_step_of_the_run(cloud_api, signe
     company = Company.objects.get()
 
     drive(company.run_id)
+    clock.advance(QUIET + 1)   # the batch closes: its documents are fetched
+    drive(company.run_id)
 
     stored = Document.objects.get(media_id="MEDIA-1")
     assert stored.file.read() == PDF
@@ -91,6 +93,8 @@ def test_a_customer_file_name_with_directories_is_not_where_the_file_is_stored(c
     signed_post(whatsapp_webhook(document("wamid.DOC3", "contrato social", media_id="MEDIA-3",
                                           filename="../../etc/contrato.pdf", sha256=digest)))
 
+    drive(Company.objects.get().run_id)
+    clock.advance(QUIET + 1)
     drive(Company.objects.get().run_id)
 
     stored = Document.objects.get(media_id="MEDIA-3")

@@ -224,6 +224,8 @@ def test_a_document_an_operator_attached_and_signalled_through_the_api_completes
     response = api.post(f"/api/runs/{run.id}/signals/",
                         {"name": "documents_received", "payload": {"document_id": selfie.pk}},
                         format="json", HTTP_IDEMPOTENCY_KEY="email-2026-12-01")
+    drive(run.id)
+    clock.advance(31)   # the quiet period: the batch closes
     run = drive(run.id)
 
     assert response.status_code == 201, response.content

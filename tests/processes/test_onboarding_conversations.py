@@ -1,0 +1,65 @@
+"""Onboarding under real conversations: documents sent together, late, or during a review
+(issue 13), played through the signed WhatsApp webhook and driven in-process."""
+import pytest
+
+from approvals.models import ApprovalRequest, ApprovalStatus
+from durable.models import JournalEntry
+from durable.testing import drive
+from processes.onboarding.models import Company
+from processes.whatsapp.models import OutboundMessage
+from tests.processes.conftest import ADDRESS, CONTRACT, HELLO, SELFIE, document, whatsapp_webhook
+from tests.processes.test_onboarding import decide, sent_keys
+
+pytestmark = pytest.mark.django_db
+
+LATE_CONTRACT = document("wamid.LATE", "Contrato social", filename="contrato-late.pdf",
+                         wa_id=CONTRACT["from"])
+
+
+def validations(run_id: str) -> int:
+    return JournalEntry.objects.filter(run_id=run_id, name__startswith="validate_documents").count()
+
+
+def test_documents_sent_together_are_validated_once_and_answered_with_one_ask(customer):
+    customer(HELLO)
+
+    run = customer(CONTRACT, ADDRESS)
+
+    assert validations(run.id) == 1
+    assert sent_keys(run.id) == ["greet", "ask:1"]
+    ask = OutboundMessage.objects.get(idempotency_key=f"{run.id}:ask:1")
+    assert "selfie" in ask.body and "comprovante" not in ask.body
+
+
+def test_documents_sent_seconds_apart_are_one_batch(customer, signed_post, clock):
+    run = customer(HELLO)
+    signed_post(whatsapp_webhook(CONTRACT))
+    drive(run.id)
+    clock.advance(5)
+
+    run = customer(ADDRESS)
+
+    assert validations(run.id) == 1
+    assert sent_keys(run.id) == ["greet", "ask:1"]
+
+
+def test_the_whole_set_in_one_delivery_goes_to_review_without_an_ask(customer):
+    customer(HELLO)
+
+    run = customer(CONTRACT, ADDRESS, SELFIE)
+
+    assert run.waiting_for == "signal:compliance_decision"
+    assert validations(run.id) == 1
+    assert ":ask:" not in " ".join(sent_keys(run.id))
+
+
+def test_a_document_sent_during_the_review_does_not_answer_the_reviewers_request(
+        customer, in_review, signed_post, ana):
+    signed_post(whatsapp_webhook(LATE_CONTRACT))      # buffered: the run waits for compliance
+    drive(in_review.id)
+
+    run = decide(ana, in_review.id, "more_documents", "Envie o contrato social atualizado")
+
+    assert run.waiting_for == "signal:documents_received"
+    assert ApprovalRequest.objects.filter(run_id=run.id, status=ApprovalStatus.PENDING).count() == 0
+    assert Company.objects.get().documents.get(media_id="media-wamid.LATE")   # kept, not lost
