@@ -29,6 +29,10 @@ class FourEyes(ApprovalError):
     """The second approval of a high-risk case must come from a different reviewer."""
 
 
+class ApprovalHeld(ApprovalError):
+    """The process holds the case: it cannot be approved while a reason stands (approvals.holds)."""
+
+
 class ReasonRequired(ApprovalError):
     status_code = 400
 

@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django_fsm import ConcurrentTransition
 
 from approvals.errors import (
+    ApprovalHeld,
     AlreadyClosed,
     ApprovalNotFound,
     ClaimedByOther,
@@ -23,6 +24,7 @@ from approvals.errors import (
     ReasonRequired,
     RunEnded,
 )
+from approvals.holds import holds_for
 from approvals.models import (
     CLOSED_STATUSES,
     ApprovalAudit,
@@ -239,6 +241,9 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
             raise ClaimedByOther(f"Case #{case.pk} is claimed by {case.assignee.get_username()}.")
         if case.decisions.filter(reviewer=actor).exists():
             raise FourEyes(f"You already approved case #{case.pk}; a second reviewer must decide it.")
+        held = holds_for(case) if outcome == Outcome.APPROVE else []
+        if held:
+            raise ApprovalHeld(f"Case #{case.pk} cannot be approved yet: " + "; ".join(held) + ".")
         now = clock.now()
         ApprovalDecision.objects.create(request=case, reviewer=actor, outcome=outcome, reason=reason,
                                         created_at=now)

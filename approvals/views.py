@@ -14,6 +14,7 @@ from django.views import View
 
 from approvals import selectors, services
 from approvals.errors import ApprovalError, ApprovalNotFound
+from approvals.holds import holds_for
 from approvals.models import CLOSED_STATUSES, ApprovalStatus, Outcome, Risk
 from approvals.panels import sections_for
 
@@ -79,10 +80,11 @@ class CaseView(ReviewerView):
 def render_case(request, case, *, error: str = "", reason: str = "", status: int = 200):
     votes = selectors.approval_decisions(case)
     voted = any(vote.reviewer_id == request.user.pk for vote in votes)
+    read_only = case.status in CLOSED_STATUSES
     return render(request, "approvals/case.html", {
         "case": case, "sections": sections_for(case), "decisions": votes,
         "audit": selectors.approval_audit(case), "error": error, "reason": reason,
-        "read_only": case.status in CLOSED_STATUSES,
+        "read_only": read_only, "approve_holds": [] if read_only else holds_for(case),
         "closed_message": services.closed_message(case) if case.status in CLOSED_STATUSES else "",
         "mine": case.assignee_id == request.user.pk,
         "held_by_other": case.status == ApprovalStatus.CLAIMED and case.assignee_id != request.user.pk,

@@ -91,9 +91,13 @@ def collect_batch(timeout) -> list | None:
 
 
 def fetch_documents(batch: list) -> None:
-    """Download every document of a batch, one step each, before anything validates it."""
+    """Download every document of a batch, one step each, before anything validates it. A
+    download that keeps failing is recorded as such: the checker never counts it."""
     for received in batch:
-        workflow.step(steps.store_document_media, received["document_id"])
+        try:
+            workflow.step(steps.store_document_media, received["document_id"])
+        except StepFailed as failed:
+            workflow.step(steps.document_fetch_failed, received["document_id"], str(failed), atomic=True)
 
 
 def take_late_documents(customer_id: str, result: ValidationResult | None) -> ValidationResult | None:

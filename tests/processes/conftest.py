@@ -147,6 +147,22 @@ def fake_http():
         server.server.server_close()
 
 
+@pytest.fixture
+def cloud_api(fake_http, settings):
+    """The Cloud API backend, talking to the fake Graph API on 127.0.0.1."""
+    settings.WHATSAPP_BACKEND = "cloud_api"
+    settings.WHATSAPP_API_BASE_URL = fake_http.url + "/v21.0"
+    settings.WHATSAPP_ACCESS_TOKEN = "test-token"
+    settings.WHATSAPP_PHONE_NUMBER_ID = "PHONE-ID"
+    settings.WHATSAPP_TEMPLATE_NAME = "account_update"
+    # The fake Graph API speaks plain http on 127.0.0.1: allowed here explicitly, never in production.
+    settings.WHATSAPP_MEDIA_SCHEMES = ["http"]
+    settings.WHATSAPP_MEDIA_HOSTS = ["127.0.0.1"]
+    fake_http.route_sequence("POST", "/v21.0/PHONE-ID/messages",
+                             lambda n: {"messaging_product": "whatsapp", "messages": [{"id": f"wamid.OUT{n}"}]})
+    return fake_http
+
+
 REVIEWER_PASSWORD = "correct-horse-battery"
 
 

@@ -16,21 +16,6 @@ pytestmark = pytest.mark.django_db
 PDF = b"%PDF-1.4 contrato social da Padaria Boa Massa"
 
 
-@pytest.fixture
-def cloud_api(fake_http, settings):
-    settings.WHATSAPP_BACKEND = "cloud_api"
-    settings.WHATSAPP_API_BASE_URL = fake_http.url + "/v21.0"
-    settings.WHATSAPP_ACCESS_TOKEN = "test-token"
-    settings.WHATSAPP_PHONE_NUMBER_ID = "PHONE-ID"
-    settings.WHATSAPP_TEMPLATE_NAME = "account_update"
-    # The fake Graph API speaks plain http on 127.0.0.1: allowed here explicitly, never in production.
-    settings.WHATSAPP_MEDIA_SCHEMES = ["http"]
-    settings.WHATSAPP_MEDIA_HOSTS = ["127.0.0.1"]
-    fake_http.route_sequence("POST", "/v21.0/PHONE-ID/messages",
-                             lambda n: {"messaging_product": "whatsapp", "messages": [{"id": f"wamid.OUT{n}"}]})
-    return fake_http
-
-
 def test_inside_the_24_hour_window_a_free_text_goes_out_with_the_bearer_token(cloud_api, signed_post, clock):
     signed_post(whatsapp_webhook(document("wamid.IN", "contrato")))
     company = Company.objects.get()
