@@ -17,6 +17,8 @@ DOCUMENTS_SIGNAL = "documents_received"
 # Change id (docs/versioning.md): a round takes the whole batch the customer sent, and what is
 # buffered is drained before every ask. Runs whose journal predates it keep the one-signal path.
 BATCHES = "documents-in-batches"
+UNDER_REVIEW = "under-review-notice"   # the customer hears the set is complete, once per review round
+UNDER_REVIEW_TEXT = "Recebemos todos os documentos. O seu pedido de conta PJ está em análise."
 
 
 @workflow(name="onboarding", version=1)
@@ -41,6 +43,9 @@ def onboarding(customer_id: str) -> str:
             result = validate(customer_id)
         workflow.step(steps.set_status, customer_id, CompanyStatus.IN_REVIEW, atomic=True)
         review += 1
+        if workflow.patched(UNDER_REVIEW):
+            workflow.step(steps.notify, customer_id, UNDER_REVIEW_TEXT,
+                          idempotency_key=f"{workflow.id}:under-review:{review}")
         decision = wait_for_compliance_decision(customer_id, result, review)
         if decision.approved:
             break

@@ -163,6 +163,14 @@ def onboarding_batch_more_documents(clock) -> str:
     return _decide(run_id, "ana", "approve").id
 
 
+def onboarding_batch_approved(clock) -> str:
+    """The whole set in one batch: each document fetched, one validation, the customer told
+    the case is under review, approved."""
+    company = _customer("c-hist-batch-approved", "5511910000009", "Papelaria Lápis")
+    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True)
+    return _decide(run_id, "ana", "approve").id
+
+
 # --- billing ---
 
 def _invoice(number: str, wa_id: str):
@@ -222,6 +230,7 @@ SCENARIOS = [
     Scenario("onboarding-waiting-for-compliance", onboarding_waiting_for_compliance, "waiting"),
     Scenario("onboarding-batch-asked-once", onboarding_batch_asked_once, "waiting"),
     Scenario("onboarding-batch-more-documents", onboarding_batch_more_documents, "completed"),
+    Scenario("onboarding-batch-approved", onboarding_batch_approved, "completed"),
     Scenario("billing-paid-early", billing_paid_early, "completed", "paid"),
     Scenario("billing-unpaid-ticket", billing_unpaid_ticket, "completed", "escalated"),
     Scenario("reconcile-completed", reconcile_completed, "completed"),

@@ -65,7 +65,7 @@ def test_full_onboarding_asks_for_each_missing_document_then_a_reviewer_opens_th
     assert run.result == company.account.number
     assert Account.objects.count() == 1
     assert (company.status, company.account.approved_by) == (CompanyStatus.APPROVED, "ana")
-    assert sent_keys(run.id) == ["greet", "ask:1", "ask:2", "welcome"]
+    assert sent_keys(run.id) == ["greet", "ask:1", "ask:2", "under-review:1", "welcome"]
     asks = OutboundMessage.objects.filter(idempotency_key__contains=":ask:").order_by("pk")
     assert ["comprovante de endereço" in m.body and "selfie" in m.body for m in asks] == [True, False]
 

@@ -63,3 +63,14 @@ def test_a_document_sent_during_the_review_does_not_answer_the_reviewers_request
     assert run.waiting_for == "signal:documents_received"
     assert ApprovalRequest.objects.filter(run_id=run.id, status=ApprovalStatus.PENDING).count() == 0
     assert Company.objects.get().documents.get(media_id="media-wamid.LATE")   # kept, not lost
+
+
+def test_a_complete_set_tells_the_customer_the_case_is_under_review_once_per_review_round(
+        customer, in_review, ana):
+    drive(in_review.id)                                   # a replay sends nothing again
+    run = decide(ana, in_review.id, "more_documents", "Envie o contrato social atualizado")
+    customer(LATE_CONTRACT)
+
+    notices = OutboundMessage.objects.filter(idempotency_key__contains=":under-review:").order_by("pk")
+    assert [n.idempotency_key.removeprefix(run.id) for n in notices] == [":under-review:1", ":under-review:2"]
+    assert "em análise" in notices[0].body
