@@ -1,4 +1,5 @@
-"""Documents record whether their bytes were fetched (issue 13: nothing unfetched is counted)."""
+"""Documents record whether their bytes were fetched (issue 13: nothing unfetched is counted);
+a company can be withdrawn by its customer."""
 from django.conf import settings
 from django.db import migrations, models
 
@@ -27,4 +28,11 @@ class Migration(migrations.Migration):
         migrations.AddField(model_name="document", name="fetch_note",
                             field=models.CharField(blank=True, max_length=300)),
         migrations.RunPython(fetch_status_from_rows, migrations.RunPython.noop),
+        migrations.AlterField(
+            model_name="company", name="status",
+            field=models.CharField(choices=[
+                ("collecting", "Collecting documents"), ("in_review", "In compliance review"),
+                ("approved", "Approved (account open)"), ("rejected", "Rejected"),
+                ("closed", "Closed (deadline passed)"), ("withdrawn", "Withdrawn by the customer")],
+                default="collecting", max_length=16)),
     ]

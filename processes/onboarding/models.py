@@ -35,6 +35,7 @@ class CompanyStatus(models.TextChoices):
     APPROVED = "approved", "Approved (account open)"
     REJECTED = "rejected", "Rejected"
     CLOSED = "closed", "Closed (deadline passed)"
+    WITHDRAWN = "withdrawn", "Withdrawn by the customer"
 
 
 class Company(models.Model):

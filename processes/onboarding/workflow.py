@@ -21,8 +21,22 @@ UNDER_REVIEW = "under-review-notice"   # the customer hears the set is complete,
 UNDER_REVIEW_TEXT = "Recebemos todos os documentos. O seu pedido de conta PJ está em análise."
 
 
+GOODBYE_TEXT = "Pedido de conta PJ encerrado, como pediu. Se quiser recomeçar, é só escrever."
+
+
 @workflow(name="onboarding", version=1)
 def onboarding(customer_id: str) -> str:
+    """The customer may withdraw at any wait (a graceful cancel, processes/onboarding/services.py):
+    one goodbye, the company marked withdrawn; the engine then cancels any open case."""
+    try:
+        return onboard(customer_id)
+    except workflow.Cancelled as cancelled:
+        workflow.step(steps.set_status, customer_id, CompanyStatus.WITHDRAWN, cancelled.reason, atomic=True)
+        workflow.step(steps.notify, customer_id, GOODBYE_TEXT, idempotency_key=f"{workflow.id}:bye")
+        return "withdrawn"   # the run still ends cancelled: the cancel was asked for
+
+
+def onboard(customer_id: str) -> str:
     workflow.step(steps.greet, customer_id, idempotency_key=f"{workflow.id}:greet")
     round_ = 0
     if not receive_documents(customer_id, round_):

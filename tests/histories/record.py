@@ -171,6 +171,17 @@ def onboarding_batch_approved(clock) -> str:
     return _decide(run_id, "ana", "approve").id
 
 
+def onboarding_withdrawn_in_review(clock) -> str:
+    """The customer writes "cancelar" while the case is open: a graceful cancel, one goodbye."""
+    from durable.testing import drive
+    from processes.onboarding.services import onboarding_withdraw
+
+    company = _customer("c-hist-withdrawn", "5511910000010", "Bazar Central")
+    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True)
+    onboarding_withdraw(company, message_id=f"wamid.{company.customer_id}.cancelar")
+    return drive(run_id).id
+
+
 # --- billing ---
 
 def _invoice(number: str, wa_id: str):
@@ -231,6 +242,7 @@ SCENARIOS = [
     Scenario("onboarding-batch-asked-once", onboarding_batch_asked_once, "waiting"),
     Scenario("onboarding-batch-more-documents", onboarding_batch_more_documents, "completed"),
     Scenario("onboarding-batch-approved", onboarding_batch_approved, "completed"),
+    Scenario("onboarding-withdrawn-in-review", onboarding_withdrawn_in_review, "cancelled"),
     Scenario("billing-paid-early", billing_paid_early, "completed", "paid"),
     Scenario("billing-unpaid-ticket", billing_unpaid_ticket, "completed", "escalated"),
     Scenario("reconcile-completed", reconcile_completed, "completed"),

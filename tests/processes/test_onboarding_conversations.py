@@ -3,11 +3,19 @@
 import pytest
 
 from approvals.models import ApprovalRequest, ApprovalStatus
-from durable.models import JournalEntry
+from durable.models import JournalEntry, RunStatus
 from durable.testing import drive
-from processes.onboarding.models import Company
-from processes.whatsapp.models import OutboundMessage
-from tests.processes.conftest import ADDRESS, CONTRACT, HELLO, SELFIE, document, whatsapp_webhook
+from processes.onboarding.models import Company, CompanyStatus
+from processes.whatsapp.models import InboundMessage, OutboundMessage
+from tests.processes.conftest import (
+    ADDRESS,
+    CONTRACT,
+    HELLO,
+    SELFIE,
+    document,
+    whatsapp_message,
+    whatsapp_webhook,
+)
 from tests.processes.test_onboarding import decide, sent_keys
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +82,38 @@ def test_a_complete_set_tells_the_customer_the_case_is_under_review_once_per_rev
     notices = OutboundMessage.objects.filter(idempotency_key__contains=":under-review:").order_by("pk")
     assert [n.idempotency_key.removeprefix(run.id) for n in notices] == [":under-review:1", ":under-review:2"]
     assert "em análise" in notices[0].body
+
+
+def says(text: str, n: int = 1) -> dict:
+    return whatsapp_message(f"wamid.SAYS{n}", wa_id=CONTRACT["from"], text=text)
+
+
+@pytest.mark.parametrize("word", ["cancelar", "CANCELAR", "Cancel", "desistir", "Desistír!"])
+def test_a_withdrawal_word_at_the_documents_wait_ends_the_run_cancelled_with_one_goodbye(customer, word):
+    customer(HELLO)
+    customer(CONTRACT)
+
+    run = customer(says(word))
+
+    assert run.status == RunStatus.CANCELLED
+    assert sent_keys(run.id) == ["greet", "ask:1", "bye"]
+    assert Company.objects.get().status == CompanyStatus.WITHDRAWN
+
+
+def test_a_withdrawal_during_the_review_cancels_the_open_case_and_says_goodbye_once(customer, in_review):
+    customer(says("cancelar"))
+
+    run = customer(says("cancelar", 2))                     # said twice: nothing more happens
+
+    assert run.status == RunStatus.CANCELLED
+    assert ApprovalRequest.objects.get(run_id=run.id).status == ApprovalStatus.CANCELLED
+    assert sent_keys(run.id).count("bye") == 1 and sent_keys(run.id)[-1] == "bye"
+    assert InboundMessage.objects.get(wamid="wamid.SAYS2").note.startswith("withdrawal: nothing to cancel")
+
+
+def test_a_sentence_that_mentions_cancelling_is_not_a_withdrawal(customer):
+    customer(HELLO)
+
+    run = customer(says("não quero cancelar, só falta a selfie"))
+
+    assert run.status == RunStatus.WAITING
