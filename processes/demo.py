@@ -85,9 +85,10 @@ def approve_as_demo_reviewer(run_id: str, out) -> None:
     approval_decide(case.pk, actor=reviewer, outcome="approve", reason="demo: documents in order")
 
 
-@override_settings(ONBOARDING_DOCUMENTS_QUIET_SECONDS=0)
+@override_settings(ONBOARDING_DOCUMENTS_QUIET_SECONDS=0, ONBOARDING_CNPJ_WAIT_SECONDS=0)
 def seed_companies(out) -> None:
-    """Scripted customers: each message is its own batch (no quiet period to wait out)."""
+    """Scripted customers: each message is its own batch, and one without a CNPJ is asked
+    for it but not waited for (no quiet period or CNPJ wait to sit out)."""
     for name, wa_id, cnpj, sent, approve in COMPANIES:
         for what in sent:
             receive(whatsapp_payload(wa_id, name, f"wamid.DEMO.{wa_id}.{what}", what, cnpj))

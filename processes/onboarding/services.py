@@ -128,6 +128,12 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
     if message.message_type == "text":
         cnpj = company_cnpj_from_text(company, _text_body(message))
         note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"
+        if cnpj:
+            try:   # the run re-reads the company: a case not yet open becomes low risk
+                services.signal_send(run.id, "cnpj_received", {"cnpj": cnpj}, dedupe_key=message.wamid,
+                                     actor=f"whatsapp:{wa_id or user_id}", audit={"message_id": message.wamid})
+            except RunFinished:
+                note += f" (onboarding {run.id} is {run.status})"
         return InboundStatus.KEPT, f"text message: stored, {note}", company
     body = message.payload["message"].get(message.message_type)
     body = body if isinstance(body, dict) else {}   # a document of the wrong shape is still kept

@@ -87,6 +87,16 @@ def ask_for_documents(customer_id: str, missing: list[str], problems: list[str],
     return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
 
 
+def has_valid_cnpj(customer_id: str) -> bool:
+    return cnpj_valid(_company(customer_id).cnpj)
+
+
+def ask_for_cnpj(customer_id: str, idempotency_key: str) -> str:
+    body = ("Recebemos os documentos. Falta o CNPJ da empresa: escreva-o aqui "
+            "(por exemplo 11.222.333/0001-81).")
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+
+
 def remind_documents(customer_id: str, idempotency_key: str) -> str:
     body = ("Lembrete: ainda precisamos dos documentos para abrir a sua conta PJ. "
             "Sem eles, o pedido será encerrado em 3 dias.")

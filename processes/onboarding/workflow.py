@@ -17,6 +17,8 @@ DOCUMENTS_SIGNAL = "documents_received"
 # Change id (docs/versioning.md): a round takes the whole batch the customer sent, and what is
 # buffered is drained before every ask. Runs whose journal predates it keep the one-signal path.
 BATCHES = "documents-in-batches"
+ASK_CNPJ = "ask-cnpj"                  # no valid CNPJ when the set is complete: ask once, wait a while
+CNPJ_SIGNAL = "cnpj_received"
 UNDER_REVIEW = "under-review-notice"   # the customer hears the set is complete, once per review round
 UNDER_REVIEW_TEXT = "Recebemos todos os documentos. O seu pedido de conta PJ está em análise."
 
@@ -42,6 +44,7 @@ def onboard(customer_id: str) -> str:
     if not receive_documents(customer_id, round_):
         return close(customer_id, "no documents")
     review = 0
+    cnpj_asked = False
     while True:
         result = validate(customer_id)
         while not result.ok:
@@ -55,6 +58,8 @@ def onboard(customer_id: str) -> str:
             if not receive_documents(customer_id, round_):
                 return close(customer_id, "documents never completed")
             result = validate(customer_id)
+        if workflow.patched(ASK_CNPJ) and not cnpj_asked:
+            cnpj_asked = ask_for_cnpj_if_missing(customer_id)
         workflow.step(steps.set_status, customer_id, CompanyStatus.IN_REVIEW, atomic=True)
         review += 1
         if workflow.patched(UNDER_REVIEW):
@@ -99,6 +104,17 @@ def receive_documents(customer_id: str, round_: int) -> bool:
         if batch is None:
             return False
     fetch_documents(batch)
+    return True
+
+
+def ask_for_cnpj_if_missing(customer_id: str) -> bool:
+    """The documents are complete but no valid CNPJ was given: ask once, and wait for one
+    (ONBOARDING_CNPJ_WAIT_SECONDS, a day) before the case opens. True when asked. A CNPJ
+    written later still counts at the next review round; none at all keeps the case high risk."""
+    if workflow.step(steps.has_valid_cnpj, customer_id):
+        return False
+    workflow.step(steps.ask_for_cnpj, customer_id, idempotency_key=f"{workflow.id}:ask-cnpj")
+    workflow.wait_for_signal(CNPJ_SIGNAL, timeout=seconds(conf.setting("ONBOARDING_CNPJ_WAIT_SECONDS", 86400)))
     return True
 
 

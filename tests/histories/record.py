@@ -182,6 +182,14 @@ def onboarding_withdrawn_in_review(clock) -> str:
     return drive(run_id).id
 
 
+def onboarding_asked_for_cnpj(clock) -> str:
+    """No CNPJ when the set is complete: asked once; the answer makes the case low risk."""
+    company = _customer("c-hist-cnpj", "5511910000011", "Sorveteria Polar")
+    _send(clock, company, "hello", "contract", "address", "selfie", together=True)
+    run_id = _send(clock, company, "hello", cnpj=CNPJ, again="-cnpj")
+    return _decide(run_id, "ana", "approve").id
+
+
 # --- billing ---
 
 def _invoice(number: str, wa_id: str):
@@ -243,6 +251,7 @@ SCENARIOS = [
     Scenario("onboarding-batch-more-documents", onboarding_batch_more_documents, "completed"),
     Scenario("onboarding-batch-approved", onboarding_batch_approved, "completed"),
     Scenario("onboarding-withdrawn-in-review", onboarding_withdrawn_in_review, "cancelled"),
+    Scenario("onboarding-asked-for-cnpj", onboarding_asked_for_cnpj, "completed"),
     Scenario("billing-paid-early", billing_paid_early, "completed", "paid"),
     Scenario("billing-unpaid-ticket", billing_unpaid_ticket, "completed", "escalated"),
     Scenario("reconcile-completed", reconcile_completed, "completed"),

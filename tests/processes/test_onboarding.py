@@ -82,9 +82,11 @@ def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in
     assert case.summary["findings"] == [{"check": "required documents (rules)", "result": "all present"}]
 
 
-def test_without_a_cnpj_the_case_is_high_risk_and_needs_two_reviewers(customer, ana, bruno):
+def test_without_a_cnpj_the_case_is_high_risk_and_needs_two_reviewers(customer, clock, ana, bruno):
     for message in (CONTRACT, ADDRESS, SELFIE):
         run = customer(message)
+    clock.advance(days(1))   # asked for the CNPJ, never answered
+    run = drive(run.id)
     case = open_case(run.id)
     assert (case.risk, case.required_approvals) == ("high", 2)
     assert "CNPJ not given" in case.title

@@ -3,12 +3,14 @@
 import pytest
 
 from approvals.models import ApprovalRequest, ApprovalStatus
+from durable import days
 from durable.models import JournalEntry, RunStatus
 from durable.testing import drive
 from processes.onboarding.models import Company, CompanyStatus
 from processes.whatsapp.models import InboundMessage, OutboundMessage
 from tests.processes.conftest import (
     ADDRESS,
+    CNPJ,
     CONTRACT,
     HELLO,
     SELFIE,
@@ -117,3 +119,47 @@ def test_a_sentence_that_mentions_cancelling_is_not_a_withdrawal(customer):
     run = customer(says("não quero cancelar, só falta a selfie"))
 
     assert run.status == RunStatus.WAITING
+
+
+NO_CNPJ_HELLO = whatsapp_message("wamid.HI", wa_id=CONTRACT["from"], text="Oi, quero abrir uma conta PJ")
+
+
+def test_a_customer_who_never_gave_a_cnpj_is_asked_once_and_the_answer_makes_the_case_low_risk(customer):
+    customer(NO_CNPJ_HELLO)
+    run = customer(CONTRACT, ADDRESS, SELFIE)
+    assert run.waiting_for == "signal:cnpj_received"
+    assert sent_keys(run.id) == ["greet", "ask-cnpj"]
+
+    run = customer(says(f"o CNPJ é {CNPJ}"))
+
+    case = ApprovalRequest.objects.get(run_id=run.id)
+    assert (case.risk, case.required_approvals, case.summary["cnpj"]) == ("low", 1, CNPJ)
+
+
+def test_a_cnpj_that_never_comes_is_asked_for_once_and_the_case_stays_high_risk(customer, clock, ana):
+    customer(NO_CNPJ_HELLO)
+    run = customer(CONTRACT, ADDRESS, SELFIE)
+    customer(says("o CNPJ é 11.222.333/0001-82"))           # wrong check digits: not a CNPJ
+
+    clock.advance(days(1))
+    run = drive(run.id)
+    decide(ana, run.id, "more_documents", "Envie o contrato social atualizado")
+    run = customer(LATE_CONTRACT)
+
+    cases = ApprovalRequest.objects.filter(run_id=run.id).order_by("pk")
+    assert [(c.risk, c.summary["cnpj"]) for c in cases] == [("high", "not given"), ("high", "not given")]
+    assert sent_keys(run.id).count("ask-cnpj") == 1
+
+
+def test_a_cnpj_written_during_the_review_counts_at_the_next_round(customer, clock, ana):
+    customer(NO_CNPJ_HELLO)
+    run = customer(CONTRACT, ADDRESS, SELFIE)
+    clock.advance(days(1))
+    drive(run.id)                                           # opened high risk
+    customer(says(f"desculpe, o CNPJ: {CNPJ}"))
+
+    decide(ana, run.id, "more_documents", "Envie o contrato social atualizado")
+    run = customer(LATE_CONTRACT)
+
+    second = ApprovalRequest.objects.filter(run_id=run.id).latest("pk")
+    assert (second.risk, second.summary["cnpj"]) == ("low", CNPJ)

@@ -99,6 +99,8 @@ def test_the_model_is_asked_inside_a_step_so_a_replay_does_not_ask_again(fake_ht
         services.signal_send(run.id, "documents_received", {"document_id": document.pk})
     drive(run.id)
     clock.advance(31)   # the quiet period: the batch closes
+    drive(run.id)
+    clock.advance(86400)   # asked for the CNPJ, never answered
 
     drive(run.id)
     case = ApprovalRequest.objects.get(run_id=run.id)
