@@ -219,6 +219,31 @@ def billing_unpaid_ticket(clock) -> str:
     return _advance(clock, invoice.run_id, timedelta(days=3)).id
 
 
+def billing_renegotiated_then_voided(clock) -> str:
+    """Reminded once; a new due date restarts the schedule (one reminder from it); voided."""
+    from durable.testing import drive
+    from processes.billing.services import invoice_due_date_change, invoice_void
+
+    invoice = _invoice("NF-HIST-003", "5511920000003")
+    invoice_due_date_change(invoice, due_at=START + timedelta(days=5), actor="record")
+    drive(invoice.run_id)
+    _advance(clock, invoice.run_id, timedelta(days=5))
+    invoice_void(invoice, actor="record", reason="issued twice")
+    return drive(invoice.run_id).id
+
+
+def billing_void_raced_by_payment(clock) -> str:
+    """Voided and paid before the run woke: payment wins, recorded once."""
+    from durable.testing import drive
+    from processes.billing.services import invoice_void, payment_event_receive
+
+    invoice = _invoice("NF-HIST-004", "5511920000004")
+    invoice_void(invoice, actor="record")
+    payment_event_receive({"id": "evt_hist_004", "type": "payment.succeeded",
+                           "data": {"invoice": invoice.number, "amount": "350.00"}})
+    return drive(invoice.run_id).id
+
+
 # --- reconciliation ---
 
 def reconcile_completed(clock) -> str:
@@ -254,6 +279,8 @@ SCENARIOS = [
     Scenario("onboarding-asked-for-cnpj", onboarding_asked_for_cnpj, "completed"),
     Scenario("billing-paid-early", billing_paid_early, "completed", "paid"),
     Scenario("billing-unpaid-ticket", billing_unpaid_ticket, "completed", "escalated"),
+    Scenario("billing-renegotiated-then-voided", billing_renegotiated_then_voided, "completed", "voided"),
+    Scenario("billing-void-raced-by-payment", billing_void_raced_by_payment, "completed", "paid"),
     Scenario("reconcile-completed", reconcile_completed, "completed"),
 ]
 
