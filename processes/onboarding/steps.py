@@ -88,10 +88,12 @@ def ask_for_documents(customer_id: str, missing: list[str], problems: list[str],
 
 
 def has_valid_cnpj(customer_id: str) -> bool:
+    """Whether the company has a CNPJ with valid check digits (journaled: replays agree)."""
     return cnpj_valid(_company(customer_id).cnpj)
 
 
 def ask_for_cnpj(customer_id: str, idempotency_key: str) -> str:
+    """The one question for a missing CNPJ (keyed once per run)."""
     body = ("Recebemos os documentos. Falta o CNPJ da empresa: escreva-o aqui "
             "(por exemplo 11.222.333/0001-81).")
     return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key

@@ -21,8 +21,6 @@ ASK_CNPJ = "ask-cnpj"                  # no valid CNPJ when the set is complete:
 CNPJ_SIGNAL = "cnpj_received"
 UNDER_REVIEW = "under-review-notice"   # the customer hears the set is complete, once per review round
 UNDER_REVIEW_TEXT = "Recebemos todos os documentos. O seu pedido de conta PJ está em análise."
-
-
 GOODBYE_TEXT = "Pedido de conta PJ encerrado, como pediu. Se quiser recomeçar, é só escrever."
 
 
