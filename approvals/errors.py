@@ -36,6 +36,10 @@ class SegregationOfDuties(ApprovalError):
     status_code = 403
 
 
+class ApprovalHeld(ApprovalError):
+    """The process holds the case: it cannot be approved while a reason stands (approvals.holds)."""
+
+
 class ReasonRequired(ApprovalError):
     status_code = 400
 

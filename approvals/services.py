@@ -15,6 +15,7 @@ from django_fsm import ConcurrentTransition
 
 from approvals.duties import approval_conflict
 from approvals.errors import (
+    ApprovalHeld,
     AlreadyClosed,
     ApprovalNotFound,
     ClaimedByOther,
@@ -25,6 +26,7 @@ from approvals.errors import (
     RunEnded,
     SegregationOfDuties,
 )
+from approvals.holds import holds_for
 from approvals.models import (
     CLOSED_STATUSES,
     ApprovalAudit,
@@ -257,6 +259,9 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
             conflict = approval_conflict(case, actor)
             if conflict:
                 raise SegregationOfDuties(conflict)
+        held = holds_for(case) if outcome == Outcome.APPROVE else []
+        if held:
+            raise ApprovalHeld(f"Case #{case.pk} cannot be approved yet: " + "; ".join(held) + ".")
         now = clock.now()
         ApprovalDecision.objects.create(request=case, reviewer=actor, outcome=outcome, reason=reason,
                                         created_at=now)

@@ -15,6 +15,7 @@ from django.views import View
 from approvals import selectors, services
 from approvals.duties import approval_conflict
 from approvals.errors import ApprovalError, ApprovalNotFound
+from approvals.holds import holds_for
 from approvals.models import CLOSED_STATUSES, ApprovalStatus, Outcome, Risk
 from approvals.panels import sections_for
 
@@ -87,6 +88,7 @@ def render_case(request, case, *, error: str = "", reason: str = "", status: int
         "read_only": read_only,
         # Segregation of duties, shown before the reviewer tries: the Approve button is off.
         "approve_refused": "" if read_only else approval_conflict(case, request.user),
+        "approve_holds": [] if read_only else holds_for(case),
         "closed_message": services.closed_message(case) if case.status in CLOSED_STATUSES else "",
         "mine": case.assignee_id == request.user.pk,
         "held_by_other": case.status == ApprovalStatus.CLAIMED and case.assignee_id != request.user.pk,

@@ -277,6 +277,10 @@ WHATSAPP_MEDIA_SCHEMES = ["https"]
 PAYMENTS_WEBHOOK_SECRET = dev_secret("PAYMENTS_WEBHOOK_SECRET", "dev-payments-secret")
 DOCUMENT_CHECKER = os.environ.get("DOCUMENT_CHECKER", "rules")  # rules | llm
 DOCUMENT_MAX_BYTES = int(os.environ.get("DOCUMENT_MAX_BYTES", str(10 * 1024 * 1024)))
+# A round of documents closes once the customer has sent nothing for this long (docs/processes.md).
+ONBOARDING_DOCUMENTS_QUIET_SECONDS = float(os.environ.get("ONBOARDING_DOCUMENTS_QUIET_SECONDS", "30"))
+# With the documents complete and no valid CNPJ, the customer is asked once and given this long.
+ONBOARDING_CNPJ_WAIT_SECONDS = float(os.environ.get("ONBOARDING_CNPJ_WAIT_SECONDS", "86400"))
 # How deeply a JSON value sent to the REST API (signal payload, run input) may nest (docs/api.md).
 DURABLE_API_MAX_PAYLOAD_DEPTH = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_DEPTH", "32"))
 LLM_API_BASE_URL = os.environ.get("LLM_API_BASE_URL", "")

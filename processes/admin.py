@@ -46,8 +46,8 @@ class ProcessWrittenAdmin(admin.ModelAdmin):
 class DocumentInline(admin.TabularInline):
     model = Document
     extra = 0
-    fields = ["kind", "file_name", "mime_type", "size", "stored_file", "created_at"]
-    readonly_fields = ["stored_file", "created_at"]
+    fields = ["kind", "file_name", "mime_type", "size", "fetch_status", "stored_file", "created_at"]
+    readonly_fields = ["fetch_status", "stored_file", "created_at"]
 
     @admin.display(description="file")
     def stored_file(self, document):
@@ -72,12 +72,12 @@ class DocumentAdmin(admin.ModelAdmin):
     """The stored file is served by ``file_view`` (needs the view permission on documents) and
     is never uploaded here: only the WhatsApp download stores files, under names we choose."""
 
-    list_display = ["company", "kind", "file_name", "mime_type", "size", "created_at"]
-    list_filter = ["kind", "mime_type"]
+    list_display = ["company", "kind", "file_name", "mime_type", "size", "fetch_status", "created_at"]
+    list_filter = ["kind", "fetch_status", "mime_type"]
     search_fields = ["company__customer_id", "company__name", "file_name", "media_id", "message_id"]
     raw_id_fields = ["company"]
     exclude = ["file"]
-    readonly_fields = ["stored_file"]
+    readonly_fields = ["stored_file", "fetch_status", "fetch_note"]
 
     @admin.display(description="file")
     def stored_file(self, document):

@@ -6,6 +6,7 @@ class InvoiceStatus(models.TextChoices):
     OPEN = "open", "Open"
     PAID = "paid", "Paid"
     ESCALATED = "escalated", "Escalated to finance"
+    VOIDED = "voided", "Voided"
 
 
 class Invoice(models.Model):

@@ -14,6 +14,10 @@ log = logging.getLogger(__name__)
 PAID_EVENT_TYPES = {"payment.succeeded", "invoice.paid"}
 
 
+class InvoiceSettled(Exception):
+    """The invoice is paid or voided: it cannot be voided or renegotiated any more."""
+
+
 class PaymentPayloadInvalid(ValueError):
     """The body is JSON but not a payment event; the message says what is wrong."""
 
@@ -27,6 +31,43 @@ def invoice_issue(*, number: str, customer_name: str, amount: Decimal, due_at, w
             "company": company})
         services.run_start("billing", invoice.pk, id=invoice.run_id, actor=actor)
     return invoice
+
+
+def invoice_void(invoice: Invoice, *, actor: str, reason: str = "") -> Invoice:
+    """Void an invoice whose reminders are pending: its run ends with no further reminder.
+
+    A paid invoice cannot be voided (InvoiceSettled): payment wins. A payment that lands
+    after the void still wins: the invoice becomes paid and is recorded once.
+    """
+    with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
+        if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.VOIDED):
+            raise InvoiceSettled(f"invoice {invoice.number} is already {invoice.status}")
+        invoice.status = InvoiceStatus.VOIDED
+        invoice.save(update_fields=["status"])
+        _signal_run(invoice, "voided", {"reason": reason}, dedupe_key=f"void:{invoice.pk}", actor=actor)
+    return invoice
+
+
+def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str) -> Invoice:
+    """Renegotiate an open invoice: a new due date restarts the reminder schedule from it
+    (the run reads the date from the invoice row, so the row is the one truth)."""
+    with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
+        if invoice.status != InvoiceStatus.OPEN:   # paid, voided, or finance's ticket decides
+            raise InvoiceSettled(f"invoice {invoice.number} is {invoice.status}: its due date stays")
+        invoice.due_at = due_at
+        invoice.save(update_fields=["due_at"])
+        _signal_run(invoice, "due_date_changed", {"due_at": due_at.isoformat()},
+                    dedupe_key=f"due:{invoice.pk}:{due_at.isoformat()}", actor=actor)
+    return invoice
+
+
+def _signal_run(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str, actor: str) -> None:
+    try:
+        services.signal_send(invoice.run_id, name, payload, dedupe_key=dedupe_key, actor=actor)
+    except (RunNotFound, RunFinished) as exc:
+        log.info("%s for invoice %s: %s", name, invoice.number, exc)
 
 
 def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:

@@ -9,6 +9,18 @@ def invoice_due_at(invoice_id: int) -> datetime:
     return Invoice.objects.get(pk=invoice_id).due_at
 
 
+def invoice_void_settle(invoice_id: int) -> str:
+    """A void reached the run (atomic, under the invoice's lock): "paid" if a payment got
+    there first (payment wins), else the invoice is voided and "voided"."""
+    invoice = Invoice.objects.select_for_update().get(pk=invoice_id)
+    if invoice.status == InvoiceStatus.PAID:
+        return "paid"
+    if invoice.status != InvoiceStatus.VOIDED:
+        invoice.status = InvoiceStatus.VOIDED
+        invoice.save(update_fields=["status"])
+    return "voided"
+
+
 def send_reminder(invoice_id: int, number: int, idempotency_key: str) -> str:
     invoice = Invoice.objects.select_related("company").get(pk=invoice_id)
     body = (f"Lembrete {number}: a fatura {invoice.number} de {invoice.amount} {invoice.currency} "

@@ -1,4 +1,5 @@
-"""Billing reminders (the seed's `cobranca`): remind, wait for `paid`, remind, wait, ticket.
+"""Billing reminders (the seed's `cobranca`): remind, wait for `paid`, remind, wait, ticket;
+an invoice can be voided or given a new due date while reminders are pending.
 
 No I/O here: this code runs again on every replay.
 """
@@ -6,11 +7,58 @@ from durable import days, workflow
 from processes.billing import steps
 
 PAYMENT_WAIT = days(3)
+EVENTS = ["paid", "voided", "due_date_changed"]
+# Change id (docs/versioning.md): waits take `voided` and `due_date_changed` beside `paid`.
+# Runs recorded before it keep waiting for `paid` alone.
+VOID_AND_RENEGOTIATE = "void-and-renegotiate"
 
 
 @workflow(name="billing", version=1)
 def billing(invoice_id: int) -> str:
     due_at = workflow.step(steps.invoice_due_at, invoice_id)
+    if not workflow.patched(VOID_AND_RENEGOTIATE):
+        return remind_until_paid(invoice_id, due_at)
+    schedule = 0
+    while True:
+        outcome = remind_until_settled(invoice_id, due_at, schedule)
+        if isinstance(outcome, str):
+            return outcome
+        due_at, schedule = outcome, schedule + 1   # a new due date: the schedule starts again
+
+
+def remind_until_settled(invoice_id: int, due_at, schedule: int):
+    """One schedule from ``due_at``: the result ("paid", "voided", "escalated"), or the new
+    due date when the invoice was renegotiated. Reminder keys ``<run id>:<n>`` for the first
+    schedule, ``<run id>:due<schedule>:<n>`` after a new due date."""
+    prefix = f"{workflow.id}:" if schedule == 0 else f"{workflow.id}:due{schedule}:"
+    now = workflow.now()
+    if due_at > now:
+        settled = settle(invoice_id, workflow.wait_for_any(EVENTS, timeout=due_at - now))
+        if settled is not None:
+            return settled
+    for number in (1, 2):
+        workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{prefix}{number}")
+        settled = settle(invoice_id, workflow.wait_for_any(EVENTS, timeout=PAYMENT_WAIT))
+        if settled is not None:
+            return settled
+    workflow.step(steps.open_finance_ticket, invoice_id, idempotency_key=workflow.id, atomic=True)
+    return "escalated"
+
+
+def settle(invoice_id: int, got):
+    """What a received event means: None (the deadline passed), a result, or a new due date.
+    A void is checked against the invoice row under its lock: a payment wins over it."""
+    if got is None:
+        return None
+    if got.name == "paid":
+        return "paid"
+    if got.name == "voided":
+        return workflow.step(steps.invoice_void_settle, invoice_id, atomic=True)
+    return workflow.step(steps.invoice_due_at, invoice_id)
+
+
+def remind_until_paid(invoice_id: int, due_at) -> str:
+    """The path of runs recorded before VOID_AND_RENEGOTIATE."""
     now = workflow.now()
     if due_at > now and workflow.wait_for_signal("paid", timeout=due_at - now) is not None:
         return "paid"  # paid before it was due: no reminder at all

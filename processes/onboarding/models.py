@@ -19,12 +19,23 @@ class DocumentKind(models.TextChoices):
 REQUIRED_KINDS = (DocumentKind.ARTICLES, DocumentKind.ADDRESS, DocumentKind.SELFIE)
 
 
+class DocumentFetch(models.TextChoices):
+    """Where a document's bytes stand. Only a ``stored`` document can count for validation."""
+
+    PENDING = "pending", "Not downloaded yet"
+    STORED = "stored", "Downloaded and stored"
+    TOO_LARGE = "too_large", "Refused: larger than the limit"
+    REFUSED = "refused", "Refused: not a PDF, JPEG or PNG, or an address we do not fetch"
+    FAILED = "failed", "Download failed"
+
+
 class CompanyStatus(models.TextChoices):
     COLLECTING = "collecting", "Collecting documents"
     IN_REVIEW = "in_review", "In compliance review"
     APPROVED = "approved", "Approved (account open)"
     REJECTED = "rejected", "Rejected"
     CLOSED = "closed", "Closed (deadline passed)"
+    WITHDRAWN = "withdrawn", "Withdrawn by the customer"
 
 
 class Company(models.Model):
@@ -75,6 +86,9 @@ class Document(models.Model):
     caption = models.CharField(max_length=500, blank=True)
     size = models.PositiveBigIntegerField(null=True, blank=True)
     file = models.FileField(upload_to="documents/%Y/%m/", blank=True)
+    fetch_status = models.CharField(max_length=16, choices=DocumentFetch.choices,
+                                    default=DocumentFetch.PENDING)
+    fetch_note = models.CharField(max_length=300, blank=True)
     message_id = models.CharField("WhatsApp message id", max_length=128, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from django.urls import reverse
 
 from approvals.duties import register_case_subject
+from approvals.holds import register_approval_hold
 from approvals.panels import Section, register_case_panel
 from durable.models import EntryStatus, JournalEntry
-from processes.onboarding.models import Company, Document
+from processes.onboarding.models import Company, Document, DocumentFetch
 from processes.whatsapp.selectors import conversation_for
 
 PREVIEWABLE_TYPES = {"application/pdf", "image/jpeg", "image/png"}
@@ -67,6 +68,25 @@ def onboarding_panels(case) -> list[Section]:
     ]
 
 
+def documents_not_viewable(case) -> list[str]:
+    """A counted (stored) document the reviewer cannot open holds the approval: nobody
+    approves an account on a file they could not see."""
+    reasons = []
+    for document in case_company(case).documents.filter(fetch_status=DocumentFetch.STORED):
+        label = document.file_name or document.get_kind_display()
+        if not document.file:
+            reasons.append(f"{label} cannot be viewed: no file is stored")
+            continue
+        try:
+            found = document.file.storage.exists(document.file.name)
+        except Exception:   # a name outside MEDIA_ROOT, storage unreachable: not viewable either
+            found = False
+        if not found:
+            reasons.append(f"{label} cannot be viewed: the stored file is missing")
+    return reasons
+
+
 register_case_panel("onboarding", onboarding_panels)
 # Whoever changed the company in the admin may not approve its case (docs/approvals.md).
 register_case_subject("onboarding", lambda case: Company.objects.filter(customer_id=case.subject_id).first())
+register_approval_hold("onboarding", documents_not_viewable)

@@ -1,12 +1,13 @@
 """Writes of onboarding outside the workflow: find or create the sender's company, start
 its run, and turn a document message into a ``documents_received`` signal."""
 import logging
+import unicodedata
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
 from durable import services
-from durable.errors import RunFinished
+from durable.errors import RunFinished, RunNotFound
 from processes.billing.models import Invoice
 from processes.onboarding.cnpj import cnpj_find
 from processes.onboarding.models import Company, Document
@@ -16,6 +17,27 @@ from processes.whatsapp.models import InboundMessage, InboundStatus
 log = logging.getLogger(__name__)
 
 DOCUMENT_TYPES = {"document", "image"}
+# A text that is one of these words alone (case, accents and end punctuation ignored) withdraws.
+WITHDRAWAL_WORDS = {"cancelar", "cancel", "desistir"}
+
+
+def is_withdrawal(text: str) -> bool:
+    plain = unicodedata.normalize("NFKD", str(text or "")).encode("ascii", "ignore").decode()
+    return plain.strip().strip(".!?¡¿ ").casefold() in WITHDRAWAL_WORDS
+
+
+def onboarding_withdraw(company: Company, *, message_id: str) -> str:
+    """The customer withdrew: cancel their run gracefully, so the workflow says goodbye once
+    and the engine cancels any open case (approvals' run_cancelled receiver). A note."""
+    try:
+        services.run_cancel(company.run_id, reason="customer withdrew", actor="customer", graceful=True,
+                            audit={"message_id": message_id, "wa_id": company.wa_id or "",
+                                   "user_id": company.user_id or ""})
+    except RunNotFound:
+        return "withdrawal: no onboarding to cancel"
+    except RunFinished as exc:
+        return f"withdrawal: nothing to cancel ({exc})"
+    return f"withdrawal: {company.run_id} cancelled gracefully"
 
 
 def company_for_sender(*, wa_id: str = "", user_id: str = "", profile_name: str = "",
@@ -68,6 +90,11 @@ def company_cnpj_from_text(company: Company, text: str) -> str:
     return cnpj
 
 
+def _text_body(message: InboundMessage) -> str:
+    text = message.payload["message"].get("text")
+    return str(text.get("body") or "") if isinstance(text, dict) else ""
+
+
 def onboarding_start(company: Company, *, actor: str = "system", audit: dict | None = None):
     """Start the company's onboarding run; idempotent on its id ``onboarding:<customer id>``."""
     return services.run_start("onboarding", company.customer_id, id=company.run_id, actor=actor,
@@ -86,6 +113,10 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
     if not wa_id and not user_id:
         return InboundStatus.UNMATCHED, "the message names no sender (no wa_id, no user id)", None
     known = company_for_sender(wa_id=wa_id, user_id=user_id)
+    if message.message_type == "text" and is_withdrawal(_text_body(message)):
+        if known is None:
+            return InboundStatus.KEPT, "withdrawal from an unknown sender: nothing to cancel", None
+        return InboundStatus.KEPT, onboarding_withdraw(known, message_id=message.wamid), known
     if message.message_type not in {"text", *DOCUMENT_TYPES}:
         return InboundStatus.UNSUPPORTED, f"{message.message_type!r} messages are not handled", known
     if known is None and wa_id and Invoice.objects.filter(wa_id=wa_id).exists():
@@ -95,9 +126,14 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
     run = onboarding_start(company, actor=f"whatsapp:{wa_id or user_id}",
                            audit={"message_id": message.wamid})
     if message.message_type == "text":
-        text = message.payload["message"].get("text")
-        cnpj = company_cnpj_from_text(company, text.get("body", "") if isinstance(text, dict) else "")
+        cnpj = company_cnpj_from_text(company, _text_body(message))
         note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"
+        if cnpj:
+            try:   # the run re-reads the company: a case not yet open becomes low risk
+                services.signal_send(run.id, "cnpj_received", {"cnpj": cnpj}, dedupe_key=message.wamid,
+                                     actor=f"whatsapp:{wa_id or user_id}", audit={"message_id": message.wamid})
+            except RunFinished:
+                note += f" (onboarding {run.id} is {run.status})"
         return InboundStatus.KEPT, f"text message: stored, {note}", company
     body = message.payload["message"].get(message.message_type)
     body = body if isinstance(body, dict) else {}   # a document of the wrong shape is still kept

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 
 from durable import clock
 from processes.onboarding.cnpj import cnpj_valid
-from processes.onboarding.models import Account, Company, CompanyStatus, Document, DocumentKind
+from processes.onboarding.models import (
+    Account,
+    Company,
+    CompanyStatus,
+    Document,
+    DocumentFetch,
+    DocumentKind,
+)
 from processes.onboarding.validation import (
     DocumentFacts,
     ValidationResult,
@@ -41,15 +48,24 @@ def greet(customer_id: str, idempotency_key: str) -> str:
 
 
 def store_document_media(document_id: int) -> dict:
-    """Download the document's bytes (Cloud API backend); the console backend has none."""
+    """Download the document's bytes and record the outcome on it (``fetch_status``)."""
     document = Document.objects.get(pk=document_id)
     stored = media_download(document)
-    return {"document_id": document_id, "stored": stored, "size": document.size}
+    return {"document_id": document_id, "stored": stored, "size": document.size,
+            "fetch_status": document.fetch_status}
+
+
+def document_fetch_failed(document_id: int, error: str) -> str:
+    """The download kept failing (its retries are spent): recorded (atomic), so the checker
+    asks the customer to send the document again instead of counting it."""
+    Document.objects.filter(pk=document_id).exclude(fetch_status=DocumentFetch.STORED).update(
+        fetch_status=DocumentFetch.FAILED, fetch_note=error[:300])
+    return DocumentFetch.FAILED
 
 
 def _facts(customer_id: str) -> list[DocumentFacts]:
     return [DocumentFacts(kind=doc.kind, mime_type=doc.mime_type, file_name=doc.file_name,
-                          caption=doc.caption, size=doc.size)
+                          caption=doc.caption, size=doc.size, fetch_status=doc.fetch_status)
             for doc in Document.objects.filter(company__customer_id=customer_id)]
 
 
@@ -65,9 +81,21 @@ def validate_documents_by_rules(customer_id: str) -> ValidationResult:
 
 def ask_for_documents(customer_id: str, missing: list[str], problems: list[str],
                       idempotency_key: str) -> str:
-    body = f"Ainda falta: {_names(missing)}."
+    body = f"Ainda falta: {_names(missing)}." if missing else "Precisamos de um documento de novo."
     if problems:
         body += " Problemas: " + "; ".join(problems) + "."
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+
+
+def has_valid_cnpj(customer_id: str) -> bool:
+    """Whether the company has a CNPJ with valid check digits (journaled: replays agree)."""
+    return cnpj_valid(_company(customer_id).cnpj)
+
+
+def ask_for_cnpj(customer_id: str, idempotency_key: str) -> str:
+    """The one question for a missing CNPJ (keyed once per run)."""
+    body = ("Recebemos os documentos. Falta o CNPJ da empresa: escreva-o aqui "
+            "(por exemplo 11.222.333/0001-81).")
     return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
 
 

@@ -33,11 +33,22 @@ class CheckerError(Exception):
 
 @dataclass
 class DocumentFacts:
+    """What a checker knows of a document. ``fetch_status`` is the document's
+    (``DocumentFetch``); a checker counts only a ``stored`` one."""
+
     kind: str
     mime_type: str
     file_name: str = ""
     caption: str = ""
     size: int | None = None
+    fetch_status: str = "stored"
+
+
+NOT_COUNTED = {
+    "pending": "not downloaded yet",
+    "failed": "could not be downloaded, send it again",
+    "refused": "the file is not a PDF, JPEG or PNG",
+}
 
 
 @dataclass
@@ -75,10 +86,15 @@ class RulesChecker:
         self.max_bytes = max_bytes
 
     def check(self, documents: list[DocumentFacts]) -> ValidationResult:
-        problems, valid_kinds = [], set()
+        problems, valid_kinds, unfetched = [], set(), False
         for doc in documents:
             label = doc.file_name or doc.kind
-            if doc.kind not in ALLOWED_MIME_TYPES:
+            if doc.fetch_status == "too_large" or (doc.size is not None and doc.size > self.max_bytes):
+                problems.append(f"{label}: larger than {_size(self.max_bytes)}")
+            elif doc.fetch_status != "stored":
+                problems.append(f"{label}: {NOT_COUNTED.get(doc.fetch_status, doc.fetch_status)}")
+                unfetched = unfetched or doc.fetch_status == "pending"
+            elif doc.kind not in ALLOWED_MIME_TYPES:
                 problems.append(f"{label}: could not tell which document this is")
             elif doc.mime_type not in ALLOWED_MIME_TYPES[doc.kind]:
                 problems.append(f"{label}: {doc.mime_type or 'unknown format'} is not accepted")
@@ -87,7 +103,9 @@ class RulesChecker:
             else:
                 valid_kinds.add(doc.kind)
         missing = [str(kind) for kind in REQUIRED_KINDS if kind not in valid_kinds]
-        return ValidationResult(ok=not missing, missing=missing, problems=problems, checker=self.name)
+        # A document still being fetched may be the one that decides: no verdict without it.
+        return ValidationResult(ok=not missing and not unfetched, missing=missing, problems=problems,
+                                checker=self.name)
 
 
 class LanguageModelChecker:

@@ -4,7 +4,8 @@ No I/O here: this code runs again on every replay. Every effect is a step, every
 has a deadline and an action when it passes.
 """
 from approvals.workflow import Decision, request_approval
-from durable import StepFailed, days, workflow
+from durable import StepFailed, days, seconds, workflow
+from processes import conf
 from processes.onboarding import steps
 from processes.onboarding.models import CompanyStatus
 from processes.onboarding.validation import ValidationResult
@@ -12,26 +13,56 @@ from processes.onboarding.validation import ValidationResult
 DOCUMENTS_DEADLINE = days(7)      # the seed's deadline; then one reminder...
 DOCUMENTS_GRACE = days(3)         # ...and the case closes if nothing comes in these days
 DECISION_DEADLINE = days(3)       # compliance decides in 3 days, else escalation (repeated)
+DOCUMENTS_SIGNAL = "documents_received"
+# Change id (docs/versioning.md): a round takes the whole batch the customer sent, and what is
+# buffered is drained before every ask. Runs whose journal predates it keep the one-signal path.
+BATCHES = "documents-in-batches"
+ASK_CNPJ = "ask-cnpj"                  # no valid CNPJ when the set is complete: ask once, wait a while
+CNPJ_SIGNAL = "cnpj_received"
+UNDER_REVIEW = "under-review-notice"   # the customer hears the set is complete, once per review round
+UNDER_REVIEW_TEXT = "Recebemos todos os documentos. O seu pedido de conta PJ está em análise."
+GOODBYE_TEXT = "Pedido de conta PJ encerrado, como pediu. Se quiser recomeçar, é só escrever."
 
 
 @workflow(name="onboarding", version=1)
 def onboarding(customer_id: str) -> str:
+    """The customer may withdraw at any wait (a graceful cancel, processes/onboarding/services.py):
+    one goodbye, the company marked withdrawn; the engine then cancels any open case."""
+    try:
+        return onboard(customer_id)
+    except workflow.Cancelled as cancelled:
+        workflow.step(steps.set_status, customer_id, CompanyStatus.WITHDRAWN, cancelled.reason, atomic=True)
+        workflow.step(steps.notify, customer_id, GOODBYE_TEXT, idempotency_key=f"{workflow.id}:bye")
+        return "withdrawn"   # the run still ends cancelled: the cancel was asked for
+
+
+def onboard(customer_id: str) -> str:
     workflow.step(steps.greet, customer_id, idempotency_key=f"{workflow.id}:greet")
     round_ = 0
     if not receive_documents(customer_id, round_):
         return close(customer_id, "no documents")
     review = 0
+    cnpj_asked = False
     while True:
         result = validate(customer_id)
         while not result.ok:
+            if workflow.patched(BATCHES):
+                result = take_late_documents(customer_id, result)
+                if result.ok:
+                    break
             round_ += 1
             workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
                           idempotency_key=f"{workflow.id}:ask:{round_}")
             if not receive_documents(customer_id, round_):
                 return close(customer_id, "documents never completed")
             result = validate(customer_id)
+        if workflow.patched(ASK_CNPJ) and not cnpj_asked:
+            cnpj_asked = ask_for_cnpj_if_missing(customer_id)
         workflow.step(steps.set_status, customer_id, CompanyStatus.IN_REVIEW, atomic=True)
         review += 1
+        if workflow.patched(UNDER_REVIEW):
+            workflow.step(steps.notify, customer_id, UNDER_REVIEW_TEXT,
+                          idempotency_key=f"{workflow.id}:under-review:{review}")
         decision = wait_for_compliance_decision(customer_id, result, review)
         if decision.approved:
             break
@@ -45,6 +76,8 @@ def onboarding(customer_id: str) -> str:
         round_ += 1
         workflow.step(steps.set_status, customer_id, CompanyStatus.COLLECTING, decision.reason,
                       atomic=True)
+        if workflow.patched(BATCHES):
+            take_late_documents(customer_id, None)   # sent during the review: not an answer to this ask
         workflow.step(steps.request_more_documents, customer_id, decision.reason,
                       idempotency_key=f"{workflow.id}:more:{review}")
         if not receive_documents(customer_id, round_):
@@ -57,12 +90,66 @@ def onboarding(customer_id: str) -> str:
 
 
 def receive_documents(customer_id: str, round_: int) -> bool:
-    """Wait for a document; remind once at the deadline; False when the grace also passes."""
-    received = workflow.wait_for_signal("documents_received", timeout=DOCUMENTS_DEADLINE)
+    """One round: what the customer sends together; remind once at the deadline; False when
+    the grace also passes."""
+    if not workflow.patched(BATCHES):
+        return receive_one_document(customer_id, round_)
+    batch = collect_batch(DOCUMENTS_DEADLINE)
+    if batch is None:
+        workflow.step(steps.remind_documents, customer_id,
+                      idempotency_key=f"{workflow.id}:remind:{round_}")
+        batch = collect_batch(DOCUMENTS_GRACE)
+        if batch is None:
+            return False
+    fetch_documents(batch)
+    return True
+
+
+def ask_for_cnpj_if_missing(customer_id: str) -> bool:
+    """The documents are complete but no valid CNPJ was given: ask once, and wait for one
+    (ONBOARDING_CNPJ_WAIT_SECONDS, a day) before the case opens. True when asked. A CNPJ
+    written later still counts at the next review round; none at all keeps the case high risk."""
+    if workflow.step(steps.has_valid_cnpj, customer_id):
+        return False
+    workflow.step(steps.ask_for_cnpj, customer_id, idempotency_key=f"{workflow.id}:ask-cnpj")
+    workflow.wait_for_signal(CNPJ_SIGNAL, timeout=seconds(conf.setting("ONBOARDING_CNPJ_WAIT_SECONDS", 86400)))
+    return True
+
+
+def collect_batch(timeout) -> list | None:
+    """The documents sent together: closed once none has arrived for the quiet period
+    (ONBOARDING_DOCUMENTS_QUIET_SECONDS, 30 s), so a batch is validated and answered once."""
+    quiet = seconds(conf.setting("ONBOARDING_DOCUMENTS_QUIET_SECONDS", 30))
+    return workflow.collect_signals(DOCUMENTS_SIGNAL, quiet=quiet, timeout=timeout)
+
+
+def fetch_documents(batch: list) -> None:
+    """Download every document of a batch, one step each, before anything validates it. A
+    download that keeps failing is recorded as such: the checker never counts it."""
+    for received in batch:
+        try:
+            workflow.step(steps.store_document_media, received["document_id"])
+        except StepFailed as failed:
+            workflow.step(steps.document_fetch_failed, received["document_id"], str(failed), atomic=True)
+
+
+def take_late_documents(customer_id: str, result: ValidationResult | None) -> ValidationResult | None:
+    """Before an ask: take what arrived since the batch closed (fetched, and validated again
+    when ``result`` is given), so nothing stale answers the next ask and the ask is current."""
+    late = workflow.drain_signals(DOCUMENTS_SIGNAL)
+    if not late:
+        return result
+    fetch_documents(late)
+    return validate(customer_id) if result is not None else None
+
+
+def receive_one_document(customer_id: str, round_: int) -> bool:
+    """The path of runs recorded before BATCHES: one signal per round."""
+    received = workflow.wait_for_signal(DOCUMENTS_SIGNAL, timeout=DOCUMENTS_DEADLINE)
     if received is None:
         workflow.step(steps.remind_documents, customer_id,
                       idempotency_key=f"{workflow.id}:remind:{round_}")
-        received = workflow.wait_for_signal("documents_received", timeout=DOCUMENTS_GRACE)
+        received = workflow.wait_for_signal(DOCUMENTS_SIGNAL, timeout=DOCUMENTS_GRACE)
         if received is None:
             return False
     workflow.step(steps.store_document_media, received["document_id"])

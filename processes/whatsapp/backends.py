@@ -99,8 +99,19 @@ class ConsoleBackend:
                  outgoing.body)
         return f"console.{hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]}"
 
-    def download_media(self, media_id: str, *, max_bytes: int | None = None) -> Media | None:
-        return None  # nothing to fetch in development: the document keeps its metadata only
+    def download_media(self, media_id: str, *, max_bytes: int | None = None, mime_type: str = "") -> Media:
+        """No provider to fetch from in development: a placeholder of the type the message
+        claims (a one-page PDF, a PNG for an image, else bytes of no accepted type), so the
+        flow, the checks and the reviewer's preview work as they do with real media."""
+        from processes.whatsapp.samples import sample_pdf, sample_png
+
+        if mime_type.startswith("image/"):
+            content = sample_png()
+        elif mime_type == "application/pdf":
+            content = sample_pdf(f"media {media_id}")
+        else:
+            content = b"development placeholder of type " + mime_type.encode("ascii", "replace")
+        return Media(content=content, mime_type=mime_type, sha256=hashlib.sha256(content).hexdigest())
 
 
 class CloudAPIBackend:
@@ -149,8 +160,9 @@ class CloudAPIBackend:
         except (KeyError, IndexError, TypeError):
             raise ProviderError(f"unexpected answer to a send: {answer!r:.300}") from None
 
-    def download_media(self, media_id: str, *, max_bytes: int | None = None) -> Media:
+    def download_media(self, media_id: str, *, max_bytes: int | None = None, mime_type: str = "") -> Media:
         """Media id -> a short-lived URL -> the bytes, checked against the provider's sha256.
+        (``mime_type``, what the message claims, is not needed: the provider says its own.)
 
         The id is quoted into one path segment; the URL must pass ``media_url_check``; a
         file the provider says (``file_size``), the server says (Content-Length) or the

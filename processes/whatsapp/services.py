@@ -17,7 +17,7 @@ from django.db import IntegrityError, connection, transaction
 
 from durable import clock
 from processes import conf
-from processes.whatsapp.backends import MediaTooLarge, Outgoing, get_backend
+from processes.whatsapp.backends import MediaRefused, MediaTooLarge, Outgoing, get_backend
 from processes.whatsapp.models import (
     STATUS_RANK,
     InboundMessage,
@@ -425,27 +425,47 @@ def stored_extension(content: bytes) -> str:
     return next((extension for magic, extension in MAGIC_EXTENSIONS if content.startswith(magic)), ".bin")
 
 
+DETECTED_TYPES = {".pdf": "application/pdf", ".jpg": "image/jpeg", ".png": "image/png"}
+
+
 def media_download(document) -> bool:
-    """Fetch a document's bytes through the backend; False when the backend has none or the
-    file is larger than DOCUMENT_MAX_BYTES (its size is recorded, so the checker asks for a
-    smaller one; retrying could not help)."""
-    if document.file:
+    """Fetch a document's bytes through the backend and record the outcome on the document
+    (``fetch_status``); True when a file of an accepted type is stored.
+
+    Too large (its size is recorded) or refused (an address we do not fetch) is final: a
+    retry could not help, so the checker asks the customer for another file. Bytes that are
+    not a PDF, JPEG or PNG are stored as ``.bin`` for the record and refused. The type is
+    what the bytes are, never what the message claims. Other provider errors raise, for the
+    step's retry policy.
+    """
+    from processes.onboarding.models import DocumentFetch
+
+    if document.file and document.fetch_status == DocumentFetch.STORED:
         return True
     max_bytes = conf.setting("DOCUMENT_MAX_BYTES", 10 * 1024 * 1024)
     try:
-        media = get_backend().download_media(document.media_id, max_bytes=max_bytes)
-    except MediaTooLarge as exc:
+        media = get_backend().download_media(document.media_id, max_bytes=max_bytes,
+                                             mime_type=document.mime_type)
+    except (MediaTooLarge, MediaRefused) as exc:
         log.warning("document %s not stored: %s", document.pk, exc)
-        document.size = exc.size
-        document.save(update_fields=["size"])
-        return False
-    if media is None:
+        too_large = isinstance(exc, MediaTooLarge)
+        document.size = exc.size if too_large else document.size
+        document.fetch_status = DocumentFetch.TOO_LARGE if too_large else DocumentFetch.REFUSED
+        document.fetch_note = str(exc)[:300]
+        document.save(update_fields=["size", "fetch_status", "fetch_note"])
         return False
     # Stored under a name we choose: the customer's file name ("../x.pdf", "a/b.pdf") is
     # kept in file_name for display and download only.
     safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", str(document.media_id))[:100] or "media"
-    document.file.save(f"{safe_id}{stored_extension(media.content)}", ContentFile(media.content), save=False)
+    extension = stored_extension(media.content)
+    document.file.save(f"{safe_id}{extension}", ContentFile(media.content), save=False)
     document.size, document.sha256 = len(media.content), media.sha256
-    document.mime_type = document.mime_type or media.mime_type
-    document.save(update_fields=["file", "size", "sha256", "mime_type"])
-    return True
+    detected = DETECTED_TYPES.get(extension)
+    if detected:
+        document.mime_type, document.fetch_status, document.fetch_note = detected, DocumentFetch.STORED, ""
+    else:
+        document.fetch_status = DocumentFetch.REFUSED
+        document.fetch_note = "the file is not a PDF, JPEG or PNG"
+    document.save(update_fields=["file", "size", "sha256", "mime_type", "fetch_status", "fetch_note"])
+    return detected is not None
+

@@ -4,10 +4,13 @@ from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
+
+from django.test.utils import override_settings
+
 from approvals.models import ApprovalRequest, ApprovalStatus
 from durable.models import RunStatus
 from durable.testing import drive
-from processes.onboarding.models import Account, Company
+from processes.onboarding.models import Account, Company, Document, DocumentKind
 from processes.whatsapp.services import inbound_process, webhook_receive
 from tests.approvals.conftest import PASSWORD, make_user, start_case
 from tests.browser import browser  # noqa: F401 (a fixture)
@@ -37,9 +40,11 @@ def open_page(browser, live_server):
         context.close()
 
 
+@override_settings(ONBOARDING_DOCUMENTS_QUIET_SECONDS=0)
 def onboarding_waiting_for_compliance():
     """A company that wrote its CNPJ and sent its three documents over WhatsApp (through the
-    webhook's services), its run driven until it waits for the reviewer."""
+    webhook's services), its run driven until it waits for the reviewer (a scripted
+    customer: each message is its own batch, no quiet period to wait out)."""
     for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
         for message_id in webhook_receive(whatsapp_webhook(message)).new_message_ids:
             inbound_process(message_id)
@@ -72,6 +77,27 @@ def test_a_reviewer_opens_an_onboarding_case_rejects_without_a_reason_then_appro
     assert case.status == ApprovalStatus.APPROVED
     assert run.status == RunStatus.COMPLETED
     assert list(Account.objects.values_list("number", "approved_by")) == [(run.result, "ana")]
+
+
+def test_approve_is_disabled_with_the_reason_while_a_counted_document_cannot_be_viewed(open_page):
+    make_user("ana", reviewer=True)
+    case = onboarding_waiting_for_compliance()
+    contract = Document.objects.get(kind=DocumentKind.ARTICLES)
+    contract.file.storage.delete(contract.file.name)     # the stored file is lost
+
+    page = open_page("ana")
+    page.get_by_role("link", name=case.title).click()
+    approve_disabled = page.get_by_role("button", name="Approve").is_disabled()
+    holds = page.get_by_test_id("approve-holds").inner_text()
+    page.fill("textarea[name=reason]", "Envie o contrato social de novo")
+    page.get_by_role("button", name="Request more documents").click()
+    closed = page.get_by_test_id("closed").inner_text()
+
+    assert approve_disabled
+    assert "contrato.pdf cannot be viewed: the stored file is missing" in holds
+    assert "returned" in closed.lower() or "more documents" in closed.lower()
+    case.refresh_from_db()
+    assert case.status == ApprovalStatus.RETURNED
 
 
 def test_a_second_reviewer_on_the_same_case_sees_it_already_decided(open_page):

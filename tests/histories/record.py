@@ -48,16 +48,23 @@ def _customer(customer_id: str, wa_id: str, name: str):
     return company
 
 
-def _send(company, *what: str, cnpj: str = "", again: str = "") -> str:
-    """The customer sends messages (demo payloads: hello, contract, address, selfie)."""
+QUIET = timedelta(seconds=31)   # past ONBOARDING_DOCUMENTS_QUIET_SECONDS: a batch closes
+
+
+def _send(clock, company, *what: str, cnpj: str = "", again: str = "", together: bool = False) -> str:
+    """The customer sends messages (demo payloads: hello, contract, address, selfie), one
+    delivery each with the quiet period after it, or ``together`` in one go."""
     from durable.testing import drive
     from processes.demo import receive, whatsapp_payload
 
     for item in what:
         wamid = f"wamid.{company.customer_id}.{item}{again}"
         receive(whatsapp_payload(company.wa_id, company.name, wamid, item, cnpj))
-        run = drive(company.run_id)
-    return run.id
+        drive(company.run_id)
+        if not together:
+            clock.advance(QUIET)
+    clock.advance(QUIET)
+    return drive(company.run_id).id
 
 
 def _reviewer(username: str):
@@ -92,31 +99,31 @@ CNPJ = "11.222.333/0001-81"
 
 def onboarding_approved_after_missing_documents(clock) -> str:
     company = _customer("c-hist-approved", "5511910000001", "Padaria Boa Massa")
-    run_id = _send(company, "hello", "contract", cnpj=CNPJ)
+    run_id = _send(clock, company, "hello", "contract", cnpj=CNPJ)
     clock.advance(timedelta(days=2))
-    run_id = _send(company, "address", "selfie")           # asked twice, then complete
+    run_id = _send(clock, company, "address", "selfie")           # asked twice, then complete
     return _decide(run_id, "ana", "approve").id
 
 
 def onboarding_rejected(clock) -> str:
     company = _customer("c-hist-rejected", "5511910000002", "Oficina Dois Irmãos")
-    run_id = _send(company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
+    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
     return _decide(run_id, "ana", "reject", "CNPJ inapto na Receita Federal").id
 
 
 def onboarding_more_documents(clock) -> str:
     company = _customer("c-hist-more", "5511910000003", "Café Aurora")
-    run_id = _send(company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
+    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
     _decide(run_id, "ana", "more_documents", "Envie o contrato social com a última alteração")
     clock.advance(timedelta(days=1))
-    _send(company, "contract", again="-2")                 # back in review: a new case
+    _send(clock, company, "contract", again="-2")                 # back in review: a new case
     return _decide(run_id, "bruno", "approve").id
 
 
 def onboarding_escalated_then_approved(clock) -> str:
     """No CNPJ: high risk, four eyes; nobody decides for six days (two escalations)."""
     company = _customer("c-hist-escalated", "5511910000004", "Transportes Veloz")
-    run_id = _send(company, "hello", "contract", "address", "selfie")
+    run_id = _send(clock, company, "hello", "contract", "address", "selfie")
     _advance(clock, run_id, timedelta(days=3))
     _advance(clock, run_id, timedelta(days=3))
     _decide(run_id, "ana", "approve")
@@ -126,7 +133,7 @@ def onboarding_escalated_then_approved(clock) -> str:
 def onboarding_expired(clock) -> str:
     """Greeted, never sends a document: a reminder at 7 days, closed 3 days later."""
     company = _customer("c-hist-expired", "5511910000005", "Mercado Sol")
-    run_id = _send(company, "hello", cnpj=CNPJ)
+    run_id = _send(clock, company, "hello", cnpj=CNPJ)
     _advance(clock, run_id, timedelta(days=7))
     return _advance(clock, run_id, timedelta(days=3)).id
 
@@ -134,7 +141,53 @@ def onboarding_expired(clock) -> str:
 def onboarding_waiting_for_compliance(clock) -> str:
     """In flight: the case is open, the run waits for the reviewer."""
     company = _customer("c-hist-waiting", "5511910000006", "Livraria Página")
-    return _send(company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
+    return _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
+
+
+def onboarding_batch_asked_once(clock) -> str:
+    """Two documents in one batch: one validation, one ask (the selfie); then the selfie."""
+    company = _customer("c-hist-batch", "5511910000007", "Floricultura Ipê")
+    _send(clock, company, "hello", cnpj=CNPJ)
+    _send(clock, company, "contract", "address", together=True)
+    return _send(clock, company, "selfie")
+
+
+def onboarding_batch_more_documents(clock) -> str:
+    """A document sent during the review is drained before the reviewer's request; the
+    answer to it opens the second case, approved."""
+    company = _customer("c-hist-batch-more", "5511910000008", "Ótica Visão")
+    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True)
+    _send(clock, company, "contract", again="-early")
+    _decide(run_id, "ana", "more_documents", "Envie o contrato social com a última alteração")
+    _send(clock, company, "contract", again="-2")
+    return _decide(run_id, "ana", "approve").id
+
+
+def onboarding_batch_approved(clock) -> str:
+    """The whole set in one batch: each document fetched, one validation, the customer told
+    the case is under review, approved."""
+    company = _customer("c-hist-batch-approved", "5511910000009", "Papelaria Lápis")
+    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True)
+    return _decide(run_id, "ana", "approve").id
+
+
+def onboarding_withdrawn_in_review(clock) -> str:
+    """The customer writes "cancelar" while the case is open: a graceful cancel, one goodbye."""
+    from durable.testing import drive
+    from processes.onboarding.services import onboarding_withdraw
+
+    company = _customer("c-hist-withdrawn", "5511910000010", "Bazar Central")
+    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True)
+    onboarding_withdraw(company, message_id=f"wamid.{company.customer_id}.cancelar")
+    return drive(run_id).id
+
+
+def onboarding_asked_for_cnpj(clock) -> str:
+    """No CNPJ when the set is complete: asked once; the answer makes the case low risk."""
+    company = _customer("c-hist-cnpj", "5511910000011", "Sorveteria Polar")
+    _send(clock, company, "hello", "contract", "address", "selfie", together=True)
+    run_id = _send(clock, company, "hello", cnpj=CNPJ, again="-cnpj")
+    return _decide(run_id, "ana", "approve").id
 
 
 # --- billing ---
@@ -166,6 +219,31 @@ def billing_unpaid_ticket(clock) -> str:
     return _advance(clock, invoice.run_id, timedelta(days=3)).id
 
 
+def billing_renegotiated_then_voided(clock) -> str:
+    """Reminded once; a new due date restarts the schedule (one reminder from it); voided."""
+    from durable.testing import drive
+    from processes.billing.services import invoice_due_date_change, invoice_void
+
+    invoice = _invoice("NF-HIST-003", "5511920000003")
+    invoice_due_date_change(invoice, due_at=START + timedelta(days=5), actor="record")
+    drive(invoice.run_id)
+    _advance(clock, invoice.run_id, timedelta(days=5))
+    invoice_void(invoice, actor="record", reason="issued twice")
+    return drive(invoice.run_id).id
+
+
+def billing_void_raced_by_payment(clock) -> str:
+    """Voided and paid before the run woke: payment wins, recorded once."""
+    from durable.testing import drive
+    from processes.billing.services import invoice_void, payment_event_receive
+
+    invoice = _invoice("NF-HIST-004", "5511920000004")
+    invoice_void(invoice, actor="record")
+    payment_event_receive({"id": "evt_hist_004", "type": "payment.succeeded",
+                           "data": {"invoice": invoice.number, "amount": "350.00"}})
+    return drive(invoice.run_id).id
+
+
 # --- reconciliation ---
 
 def reconcile_completed(clock) -> str:
@@ -194,8 +272,15 @@ SCENARIOS = [
     Scenario("onboarding-escalated-then-approved", onboarding_escalated_then_approved, "completed"),
     Scenario("onboarding-expired", onboarding_expired, "completed", "expired"),
     Scenario("onboarding-waiting-for-compliance", onboarding_waiting_for_compliance, "waiting"),
+    Scenario("onboarding-batch-asked-once", onboarding_batch_asked_once, "waiting"),
+    Scenario("onboarding-batch-more-documents", onboarding_batch_more_documents, "completed"),
+    Scenario("onboarding-batch-approved", onboarding_batch_approved, "completed"),
+    Scenario("onboarding-withdrawn-in-review", onboarding_withdrawn_in_review, "cancelled"),
+    Scenario("onboarding-asked-for-cnpj", onboarding_asked_for_cnpj, "completed"),
     Scenario("billing-paid-early", billing_paid_early, "completed", "paid"),
     Scenario("billing-unpaid-ticket", billing_unpaid_ticket, "completed", "escalated"),
+    Scenario("billing-renegotiated-then-voided", billing_renegotiated_then_voided, "completed", "voided"),
+    Scenario("billing-void-raced-by-payment", billing_void_raced_by_payment, "completed", "paid"),
     Scenario("reconcile-completed", reconcile_completed, "completed"),
 ]
 

@@ -147,6 +147,22 @@ def fake_http():
         server.server.server_close()
 
 
+@pytest.fixture
+def cloud_api(fake_http, settings):
+    """The Cloud API backend, talking to the fake Graph API on 127.0.0.1."""
+    settings.WHATSAPP_BACKEND = "cloud_api"
+    settings.WHATSAPP_API_BASE_URL = fake_http.url + "/v21.0"
+    settings.WHATSAPP_ACCESS_TOKEN = "test-token"
+    settings.WHATSAPP_PHONE_NUMBER_ID = "PHONE-ID"
+    settings.WHATSAPP_TEMPLATE_NAME = "account_update"
+    # The fake Graph API speaks plain http on 127.0.0.1: allowed here explicitly, never in production.
+    settings.WHATSAPP_MEDIA_SCHEMES = ["http"]
+    settings.WHATSAPP_MEDIA_HOSTS = ["127.0.0.1"]
+    fake_http.route_sequence("POST", "/v21.0/PHONE-ID/messages",
+                             lambda n: {"messaging_product": "whatsapp", "messages": [{"id": f"wamid.OUT{n}"}]})
+    return fake_http
+
+
 REVIEWER_PASSWORD = "correct-horse-battery"
 
 
@@ -185,13 +201,22 @@ NEW_CONTRACT = document("wamid.CONTRACT2", "Contrato social atualizado", filenam
                         wa_id=PHONE)
 
 
-@pytest.fixture
-def customer(signed_post):
-    """Plays the customer: each message goes through the signed webhook, then the run advances."""
+QUIET = 30   # ONBOARDING_DOCUMENTS_QUIET_SECONDS: a round of documents closes after it
 
-    def send(message):
-        assert signed_post(whatsapp_webhook(message)).status_code == 200
-        return drive(Company.objects.get(wa_id=PHONE).run_id)
+
+@pytest.fixture
+def customer(signed_post, clock):
+    """Plays the customer: each call is one delivery through the signed webhook (one message,
+    or several sent together); then the quiet period passes and the run advances."""
+
+    def send(*messages):
+        assert signed_post(whatsapp_webhook(*messages)).status_code == 200
+        run_id = Company.objects.get(wa_id=PHONE).run_id
+        drive(run_id)
+        clock.advance(QUIET + 1)
+        run = drive(run_id)
+        clock.advance(1)   # the customer reads the answer before writing again
+        return run
 
     return send
 

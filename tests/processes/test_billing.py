@@ -8,7 +8,7 @@ from durable import days
 from durable.models import RunStatus, Signal
 from durable.testing import drive
 from processes.billing.models import FinanceTicket, InvoiceStatus, PaymentEvent
-from processes.billing.services import invoice_issue
+from processes.billing.services import InvoiceSettled, invoice_due_date_change, invoice_issue, invoice_void
 from processes.whatsapp.models import OutboundMessage
 from tests.processes.conftest import PAYMENTS_URL
 
@@ -148,3 +148,53 @@ def test_a_payment_event_is_kept_raw_before_it_is_parsed(signed_post):
     signed_post({"type": "payment.succeeded"}, url=PAYMENTS_URL)
 
     assert WebhookDelivery.objects.get().source == "payments"
+
+
+def test_a_voided_invoice_ends_its_run_with_no_further_reminder(invoice, clock):
+    invoice_void(invoice, actor="ops", reason="issued twice")
+
+    run = drive(invoice.run_id)
+    clock.advance(days(7))
+    drive(invoice.run_id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, "voided")
+    assert reminders(invoice) == [f"{invoice.run_id}:1"]    # the one sent before the void
+    assert not FinanceTicket.objects.exists()
+
+
+def test_a_new_due_date_restarts_the_schedule_from_it(invoice, clock):
+    invoice_due_date_change(invoice, due_at=clock.now() + days(10), actor="ops")
+    drive(invoice.run_id)
+
+    clock.advance(days(9))
+    drive(invoice.run_id)
+    assert reminders(invoice) == [f"{invoice.run_id}:1"]    # nothing before the new date
+    clock.advance(days(1))
+    drive(invoice.run_id)
+    clock.advance(days(3))
+    run = drive(invoice.run_id)
+
+    assert reminders(invoice) == [f"{invoice.run_id}:1", f"{invoice.run_id}:due1:1", f"{invoice.run_id}:due1:2"]
+    assert run.status == RunStatus.WAITING
+
+
+def test_a_payment_racing_a_void_wins_and_is_recorded_once(invoice, signed_post):
+    invoice_void(invoice, actor="ops", reason="renegotiated off-line")
+    signed_post(payment("evt_race"), url=PAYMENTS_URL)        # both land before the run wakes
+    signed_post(payment("evt_race"), url=PAYMENTS_URL)        # and the provider retries
+
+    run = drive(invoice.run_id)
+
+    invoice.refresh_from_db()
+    assert (run.result, invoice.status) == ("paid", InvoiceStatus.PAID)
+    assert PaymentEvent.objects.filter(invoice=invoice).count() == 1
+
+
+def test_a_paid_invoice_cannot_be_voided(invoice, signed_post):
+    signed_post(payment("evt_first"), url=PAYMENTS_URL)
+
+    with pytest.raises(InvoiceSettled, match="already paid"):
+        invoice_void(invoice, actor="ops")
+
+    invoice.refresh_from_db()
+    assert invoice.status == InvoiceStatus.PAID

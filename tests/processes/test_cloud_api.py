@@ -9,26 +9,11 @@ from processes.onboarding.models import Company, Document
 from processes.whatsapp.backends import MediaRefused, MediaTooLarge, ProviderError, get_backend
 from processes.whatsapp.models import OutboundMessage, OutboundStatus
 from processes.whatsapp.services import media_download, message_send
-from tests.processes.conftest import document, whatsapp_webhook
+from tests.processes.conftest import QUIET, document, whatsapp_webhook
 
 pytestmark = pytest.mark.django_db
 
 PDF = b"%PDF-1.4 contrato social da Padaria Boa Massa"
-
-
-@pytest.fixture
-def cloud_api(fake_http, settings):
-    settings.WHATSAPP_BACKEND = "cloud_api"
-    settings.WHATSAPP_API_BASE_URL = fake_http.url + "/v21.0"
-    settings.WHATSAPP_ACCESS_TOKEN = "test-token"
-    settings.WHATSAPP_PHONE_NUMBER_ID = "PHONE-ID"
-    settings.WHATSAPP_TEMPLATE_NAME = "account_update"
-    # The fake Graph API speaks plain http on 127.0.0.1: allowed here explicitly, never in production.
-    settings.WHATSAPP_MEDIA_SCHEMES = ["http"]
-    settings.WHATSAPP_MEDIA_HOSTS = ["127.0.0.1"]
-    fake_http.route_sequence("POST", "/v21.0/PHONE-ID/messages",
-                             lambda n: {"messaging_product": "whatsapp", "messages": [{"id": f"wamid.OUT{n}"}]})
-    return fake_http
 
 
 def test_inside_the_24_hour_window_a_free_text_goes_out_with_the_bearer_token(cloud_api, signed_post, clock):
@@ -75,6 +60,8 @@ def test_a_received_document_is_downloaded_as_a_step_of_the_run(cloud_api, signe
     company = Company.objects.get()
 
     drive(company.run_id)
+    clock.advance(QUIET + 1)   # the batch closes: its documents are fetched
+    drive(company.run_id)
 
     stored = Document.objects.get(media_id="MEDIA-1")
     assert stored.file.read() == PDF
@@ -91,6 +78,8 @@ def test_a_customer_file_name_with_directories_is_not_where_the_file_is_stored(c
     signed_post(whatsapp_webhook(document("wamid.DOC3", "contrato social", media_id="MEDIA-3",
                                           filename="../../etc/contrato.pdf", sha256=digest)))
 
+    drive(Company.objects.get().run_id)
+    clock.advance(QUIET + 1)
     drive(Company.objects.get().run_id)
 
     stored = Document.objects.get(media_id="MEDIA-3")

@@ -65,7 +65,7 @@ def test_full_onboarding_asks_for_each_missing_document_then_a_reviewer_opens_th
     assert run.result == company.account.number
     assert Account.objects.count() == 1
     assert (company.status, company.account.approved_by) == (CompanyStatus.APPROVED, "ana")
-    assert sent_keys(run.id) == ["greet", "ask:1", "ask:2", "welcome"]
+    assert sent_keys(run.id) == ["greet", "ask:1", "ask:2", "under-review:1", "welcome"]
     asks = OutboundMessage.objects.filter(idempotency_key__contains=":ask:").order_by("pk")
     assert ["comprovante de endereço" in m.body and "selfie" in m.body for m in asks] == [True, False]
 
@@ -82,9 +82,11 @@ def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in
     assert case.summary["findings"] == [{"check": "required documents (rules)", "result": "all present"}]
 
 
-def test_without_a_cnpj_the_case_is_high_risk_and_needs_two_reviewers(customer, ana, bruno):
+def test_without_a_cnpj_the_case_is_high_risk_and_needs_two_reviewers(customer, clock, ana, bruno):
     for message in (CONTRACT, ADDRESS, SELFIE):
         run = customer(message)
+    clock.advance(days(1))   # asked for the CNPJ, never answered
+    run = drive(run.id)
     case = open_case(run.id)
     assert (case.risk, case.required_approvals) == ("high", 2)
     assert "CNPJ not given" in case.title
@@ -224,6 +226,8 @@ def test_a_document_an_operator_attached_and_signalled_through_the_api_completes
     response = api.post(f"/api/runs/{run.id}/signals/",
                         {"name": "documents_received", "payload": {"document_id": selfie.pk}},
                         format="json", HTTP_IDEMPOTENCY_KEY="email-2026-12-01")
+    drive(run.id)
+    clock.advance(31)   # the quiet period: the batch closes
     run = drive(run.id)
 
     assert response.status_code == 201, response.content

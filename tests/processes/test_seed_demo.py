@@ -37,7 +37,8 @@ def test_seed_demo_leaves_runs_waiting_at_different_points_and_is_idempotent(
             ApprovalRequest.objects.count()) == counts
     assert sorted(w for w in first.values() if w) == [
         "signal:compliance_decision", "signal:compliance_decision", "signal:documents_received",
-        "signal:documents_received", "signal:paid", "signal:paid", "sleep"]
+        "signal:documents_received", "signal:paid|voided|due_date_changed",
+        "signal:paid|voided|due_date_changed", "sleep"]
     assert InboundMessage.objects.filter(status="unsupported").count() == 1
     assert list(Account.objects.values_list("approved_by", flat=True)) == ["ana"]
 

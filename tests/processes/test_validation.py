@@ -95,7 +95,12 @@ def test_the_model_is_asked_inside_a_step_so_a_replay_does_not_ask_again(fake_ht
         Document.objects.create(company=company, kind=kind, mime_type=mime, media_id=kind)
     run = services.run_start("onboarding", company.customer_id, id=company.run_id)
     drive(run.id)
-    services.signal_send(run.id, "documents_received", {"document_id": company.documents.first().pk})
+    for document in company.documents.all():
+        services.signal_send(run.id, "documents_received", {"document_id": document.pk})
+    drive(run.id)
+    clock.advance(31)   # the quiet period: the batch closes
+    drive(run.id)
+    clock.advance(86400)   # asked for the CNPJ, never answered
 
     drive(run.id)
     case = ApprovalRequest.objects.get(run_id=run.id)
@@ -117,6 +122,8 @@ def test_when_the_model_never_answers_the_rules_decide(fake_http, settings, cloc
     run = services.run_start("onboarding", company.customer_id, id=company.run_id)
     drive(run.id)
     services.signal_send(run.id, "documents_received", {"document_id": company.documents.get().pk})
+    drive(run.id)
+    clock.advance(31)   # the quiet period: the batch closes
 
     for _ in range(3):   # three attempts, with back-off between them
         drive(run.id)

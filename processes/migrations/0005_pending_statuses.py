@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('processes', '0002_webhook_deliveries_and_long_sender_ids'),
+        ('processes', '0004_invoice_voided'),
     ]
 
     operations = [

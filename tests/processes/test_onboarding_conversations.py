@@ -1,0 +1,165 @@
+"""Onboarding under real conversations: documents sent together, late, or during a review
+(issue 13), played through the signed WhatsApp webhook and driven in-process."""
+import pytest
+
+from approvals.models import ApprovalRequest, ApprovalStatus
+from durable import days
+from durable.models import JournalEntry, RunStatus
+from durable.testing import drive
+from processes.onboarding.models import Company, CompanyStatus
+from processes.whatsapp.models import InboundMessage, OutboundMessage
+from tests.processes.conftest import (
+    ADDRESS,
+    CNPJ,
+    CONTRACT,
+    HELLO,
+    SELFIE,
+    document,
+    whatsapp_message,
+    whatsapp_webhook,
+)
+from tests.processes.test_onboarding import decide, sent_keys
+
+pytestmark = pytest.mark.django_db
+
+LATE_CONTRACT = document("wamid.LATE", "Contrato social", filename="contrato-late.pdf",
+                         wa_id=CONTRACT["from"])
+
+
+def validations(run_id: str) -> int:
+    return JournalEntry.objects.filter(run_id=run_id, name__startswith="validate_documents").count()
+
+
+def test_documents_sent_together_are_validated_once_and_answered_with_one_ask(customer):
+    customer(HELLO)
+
+    run = customer(CONTRACT, ADDRESS)
+
+    assert validations(run.id) == 1
+    assert sent_keys(run.id) == ["greet", "ask:1"]
+    ask = OutboundMessage.objects.get(idempotency_key=f"{run.id}:ask:1")
+    assert "selfie" in ask.body and "comprovante" not in ask.body
+
+
+def test_documents_sent_seconds_apart_are_one_batch(customer, signed_post, clock):
+    run = customer(HELLO)
+    signed_post(whatsapp_webhook(CONTRACT))
+    drive(run.id)
+    clock.advance(5)
+
+    run = customer(ADDRESS)
+
+    assert validations(run.id) == 1
+    assert sent_keys(run.id) == ["greet", "ask:1"]
+
+
+def test_the_whole_set_in_one_delivery_goes_to_review_without_an_ask(customer):
+    customer(HELLO)
+
+    run = customer(CONTRACT, ADDRESS, SELFIE)
+
+    assert run.waiting_for == "signal:compliance_decision"
+    assert validations(run.id) == 1
+    assert ":ask:" not in " ".join(sent_keys(run.id))
+
+
+def test_a_document_sent_during_the_review_does_not_answer_the_reviewers_request(
+        customer, in_review, signed_post, ana):
+    signed_post(whatsapp_webhook(LATE_CONTRACT))      # buffered: the run waits for compliance
+    drive(in_review.id)
+
+    run = decide(ana, in_review.id, "more_documents", "Envie o contrato social atualizado")
+
+    assert run.waiting_for == "signal:documents_received"
+    assert ApprovalRequest.objects.filter(run_id=run.id, status=ApprovalStatus.PENDING).count() == 0
+    assert Company.objects.get().documents.get(media_id="media-wamid.LATE")   # kept, not lost
+
+
+def test_a_complete_set_tells_the_customer_the_case_is_under_review_once_per_review_round(
+        customer, in_review, ana):
+    drive(in_review.id)                                   # a replay sends nothing again
+    run = decide(ana, in_review.id, "more_documents", "Envie o contrato social atualizado")
+    customer(LATE_CONTRACT)
+
+    notices = OutboundMessage.objects.filter(idempotency_key__contains=":under-review:").order_by("pk")
+    assert [n.idempotency_key.removeprefix(run.id) for n in notices] == [":under-review:1", ":under-review:2"]
+    assert "em análise" in notices[0].body
+
+
+def says(text: str, n: int = 1) -> dict:
+    return whatsapp_message(f"wamid.SAYS{n}", wa_id=CONTRACT["from"], text=text)
+
+
+@pytest.mark.parametrize("word", ["cancelar", "CANCELAR", "Cancel", "desistir", "Desistír!"])
+def test_a_withdrawal_word_at_the_documents_wait_ends_the_run_cancelled_with_one_goodbye(customer, word):
+    customer(HELLO)
+    customer(CONTRACT)
+
+    run = customer(says(word))
+
+    assert run.status == RunStatus.CANCELLED
+    assert sent_keys(run.id) == ["greet", "ask:1", "bye"]
+    assert Company.objects.get().status == CompanyStatus.WITHDRAWN
+
+
+def test_a_withdrawal_during_the_review_cancels_the_open_case_and_says_goodbye_once(customer, in_review):
+    customer(says("cancelar"))
+
+    run = customer(says("cancelar", 2))                     # said twice: nothing more happens
+
+    assert run.status == RunStatus.CANCELLED
+    assert ApprovalRequest.objects.get(run_id=run.id).status == ApprovalStatus.CANCELLED
+    assert sent_keys(run.id).count("bye") == 1 and sent_keys(run.id)[-1] == "bye"
+    assert InboundMessage.objects.get(wamid="wamid.SAYS2").note.startswith("withdrawal: nothing to cancel")
+
+
+def test_a_sentence_that_mentions_cancelling_is_not_a_withdrawal(customer):
+    customer(HELLO)
+
+    run = customer(says("não quero cancelar, só falta a selfie"))
+
+    assert run.status == RunStatus.WAITING
+
+
+NO_CNPJ_HELLO = whatsapp_message("wamid.HI", wa_id=CONTRACT["from"], text="Oi, quero abrir uma conta PJ")
+
+
+def test_a_customer_who_never_gave_a_cnpj_is_asked_once_and_the_answer_makes_the_case_low_risk(customer):
+    customer(NO_CNPJ_HELLO)
+    run = customer(CONTRACT, ADDRESS, SELFIE)
+    assert run.waiting_for == "signal:cnpj_received"
+    assert sent_keys(run.id) == ["greet", "ask-cnpj"]
+
+    run = customer(says(f"o CNPJ é {CNPJ}"))
+
+    case = ApprovalRequest.objects.get(run_id=run.id)
+    assert (case.risk, case.required_approvals, case.summary["cnpj"]) == ("low", 1, CNPJ)
+
+
+def test_a_cnpj_that_never_comes_is_asked_for_once_and_the_case_stays_high_risk(customer, clock, ana):
+    customer(NO_CNPJ_HELLO)
+    run = customer(CONTRACT, ADDRESS, SELFIE)
+    customer(says("o CNPJ é 11.222.333/0001-82"))           # wrong check digits: not a CNPJ
+
+    clock.advance(days(1))
+    run = drive(run.id)
+    decide(ana, run.id, "more_documents", "Envie o contrato social atualizado")
+    run = customer(LATE_CONTRACT)
+
+    cases = ApprovalRequest.objects.filter(run_id=run.id).order_by("pk")
+    assert [(c.risk, c.summary["cnpj"]) for c in cases] == [("high", "not given"), ("high", "not given")]
+    assert sent_keys(run.id).count("ask-cnpj") == 1
+
+
+def test_a_cnpj_written_during_the_review_counts_at_the_next_round(customer, clock, ana):
+    customer(NO_CNPJ_HELLO)
+    run = customer(CONTRACT, ADDRESS, SELFIE)
+    clock.advance(days(1))
+    drive(run.id)                                           # opened high risk
+    customer(says(f"desculpe, o CNPJ: {CNPJ}"))
+
+    decide(ana, run.id, "more_documents", "Envie o contrato social atualizado")
+    run = customer(LATE_CONTRACT)
+
+    second = ApprovalRequest.objects.filter(run_id=run.id).latest("pk")
+    assert (second.risk, second.summary["cnpj"]) == ("low", CNPJ)
