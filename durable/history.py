@@ -18,7 +18,7 @@ from django.utils.dateparse import parse_datetime
 
 from durable import registry
 from durable.context import Diverged, Raised, ReplayContext, Suspended, describe, replay
-from durable.errors import ControlFlow, Divergence, JournalMismatch, RunNotFound, WorkflowNotFound
+from durable.errors import Cancelled, ControlFlow, Divergence, JournalMismatch, RunNotFound, WorkflowNotFound
 from durable.models import JournalEntry, Signal, WorkflowRun
 from durable.store import Store
 
@@ -292,6 +292,9 @@ def history_replay(history: History) -> ReplayReport:
     if isinstance(outcome, Raised):
         exc = outcome.error
         recorded = (history.run.error or {}).get("type")
+        if history.run.status == "cancelled" and isinstance(exc, Cancelled):
+            return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; "
+                                               "the code ends cancelled as the run did")
         if history.run.status == "failed" and recorded == type(exc).__name__:
             return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; "
                                                f"the code fails as the run did ({type(exc).__name__})")

@@ -130,3 +130,25 @@ def test_a_graceful_cancel_waits_for_the_body_even_after_a_crash_mid_cleanup(clo
 
     assert run.status == RunStatus.WAITING
     assert JournalEntry.objects.filter(run_id=run.id, status=EntryStatus.CANCELLED).count() == 1
+
+
+def test_a_cleanup_that_re_raises_cancelled_replays_from_its_history(clock):
+    run = services.run_start("cleanup_then_reraise", id="cancel:reraise")
+    drive(run.id)
+    services.run_cancel(run.id, reason="stop", graceful=True)
+    assert drive(run.id).status == RunStatus.CANCELLED
+
+    report = history.history_replay(history.history_parse(history.history_export(run.id)))
+
+    assert report.ok, report.summary
+    assert "ends cancelled as the run did" in report.summary
+
+
+def test_a_body_that_cancelled_itself_replays_from_its_history(clock):
+    run = services.run_start("withdraws", id="cancel:self-replay")
+    services.signal_send(run.id, "reply", {"text": "cancelar"})
+    drive(run.id)
+
+    report = history.history_replay(history.history_parse(history.history_export(run.id)))
+
+    assert report.ok, report.summary

@@ -323,3 +323,13 @@ def staged(cnpj: str) -> str:
     documents = workflow.wait_for_signal("documents", timeout=days(7))
     workflow.set_attributes(stage="in review")
     return documents["kind"]
+
+
+@workflow(name="cleanup_then_reraise")
+def cleanup_then_reraise() -> str:
+    try:
+        workflow.wait_for_signal("never", timeout=days(7))
+        return "unreachable"
+    except workflow.Cancelled:
+        workflow.step(record, "cleanup")
+        raise
