@@ -3,11 +3,11 @@ from datetime import timedelta
 
 import pytest
 
-from durable import days, dispatch, minutes, services
+from durable import days, dispatch, minutes, seconds, services, workflow
 from durable.models import JournalEntry, RunStatus
-from durable.testing import drive
+from durable.testing import drive, override_workflow
 from durable.timers import sweep_due
-from tests.durable.workflows import CALLS
+from tests.durable.workflows import CALLS, record
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +87,35 @@ def test_a_timer_due_before_the_next_tick_is_sent_now_with_a_countdown(
 
     assert picked == ["nap:lookahead"]
     assert dispatch.delays["nap:lookahead"] == pytest.approx(0.4)
+
+
+def test_a_zero_length_sleep_completes_without_waiting(clock):
+    def naps_for_nothing():
+        workflow.sleep(seconds(0))
+        return workflow.step(record, "after the nap")
+
+    with override_workflow(naps_for_nothing, name="zero_nap"):
+        run = services.run_start("zero_nap", id="nap:zero")
+
+        run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, "after the nap")
+
+
+def test_a_sleep_replayed_before_its_end_keeps_waiting_for_the_same_time(clock):
+    run = services.run_start("nap", id="nap:early")
+    wake_at = drive(run.id).wake_at
+    clock.advance(minutes(30))
+
+    run = drive(run.id)
+
+    assert (run.status, run.waiting_for, run.wake_at) == (RunStatus.WAITING, "sleep", wake_at)
+
+
+def test_a_sleeps_entry_records_when_it_began(clock):
+    run = services.run_start("nap", id="nap:started")
+    began = clock.now()
+
+    drive(run.id)
+
+    assert JournalEntry.objects.get(run_id=run.id, position=0).started_at == began
