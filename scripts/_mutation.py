@@ -5,6 +5,7 @@ live there, never in the worktree), so a run leaves `git status` clean and keeps
 results between runs: a second full run only tests what changed.
 """
 import argparse
+import fnmatch
 import json
 import os
 import random
@@ -29,7 +30,10 @@ TEST_PATHS = ["tests/durable"]
 TEST_MARKERS = "not slow"
 # Copied beside the mutated package so the tests import and configure as usual.
 ALSO_COPY = ["config", "processes", "approvals", "templates", "manage.py", "pytest.ini"]
-CHILDREN = 2
+# One mutant at a time: the test database is a file (var/test_db.sqlite3, shared with worker
+# subprocesses), so two mutmut children would create and drop it under each other and
+# kill mutants that changed nothing. One child also keeps the shared machine usable.
+CHILDREN = 1
 EQUIVALENT_LIST = ROOT / "docs" / "testing.md"  # lines "- `mutant name`: why it is equivalent"
 
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
@@ -64,7 +68,16 @@ def sync_work_copy() -> None:
         "only_mutate =", *(f"    {m}" for m in MODULES),
         "also_copy =", *(f"    {p}" for p in ALSO_COPY),
         "pytest_add_cli_args_test_selection =", *(f"    {p}" for p in TEST_PATHS),
-        "pytest_add_cli_args =", "    -m", f"    {TEST_MARKERS}", "    -p", "    no:cacheprovider",
+        # -s: Django configures logging once per process, inside the first pytest session;
+        # with capture on, its console handler keeps that session's (later closed) stream and
+        # a logging test fails in every later session, killing mutants that changed nothing.
+        # --reuse-db: one child at a time, so the test database is migrated once, not per mutant.
+        "pytest_add_cli_args =", "    -m", f"    {TEST_MARKERS}", "    -p", "    no:cacheprovider", "    -s",
+        "    --reuse-db",
+        # Each mutant's tests run in a process forked from a server that has collected the
+        # tests but never opened a database: forking mutmut's own process, which has run the
+        # suite, hands every child the parent's SQLite handle ("disk I/O error", lost tables).
+        "process_isolation = forkserver",
         "use_git_change_detection = false",
         "",
     ]))
@@ -120,7 +133,8 @@ def equivalent_mutants() -> set[str]:
 
 
 def module_of(name: str) -> str:
-    return name.split(".x")[0].split(".x\u01c1")[0].replace(".", "/") + ".py"
+    """durable.context.xǁReplayContextǁstep__mutmut_3 -> durable/context.py (mutmut's naming)."""
+    return re.match(r"(.*?)\.x(?:_|\u01c1)", name).group(1).replace(".", "/") + ".py"
 
 
 def diff_of(names: list[str]) -> dict[str, str]:
@@ -179,16 +193,19 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true", help="forget all earlier results")
     parser.add_argument("--diffs", action="store_true", help="print each surviving mutant's diff")
     parser.add_argument("--report", action="store_true", help="only print the last results")
+    parser.add_argument("--only", help="only the mutants whose names match this glob (e.g. '*insert*')")
     args = parser.parse_args()
 
     if args.fresh and (WORK / "mutants").exists():
         shutil.rmtree(WORK / "mutants")
     sync_work_copy()
     names = all_mutant_names()
+    if args.only:
+        names = [n for n in names if fnmatch.fnmatch(n, args.only)]
     if args.sample:
         names = sorted(random.Random(args.seed).sample(names, min(args.sample, len(names))))
     if not args.report:
-        selected = names if args.sample else []
+        selected = names if args.sample or args.only else []
         if args.rerun:
             statuses = results()
             selected = [n for n in names if statuses.get(n) not in KILLED]
