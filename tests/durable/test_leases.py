@@ -122,18 +122,30 @@ def test_a_stale_holders_heartbeat_does_not_extend_the_new_holders_lease(clock, 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it(clock):
     run = services.run_start(three_steps, 1, id="lease:heartbeat")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=3)
     clock.advance(timedelta(seconds=10))  # the claim's expiry is long past on the engine's clock
-    extended = clock.now() + timedelta(seconds=0.6)
+    extended = clock.now() + timedelta(seconds=3)
 
     beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
     beat.IDLE_EXIT_SECONDS = 0  # its thread (and its database connection) ends with the test
 
     with beat.hold(lease):  # a step that runs for a while, in real time
-        give_up = time.monotonic() + 5
+        give_up = time.monotonic() + 3  # due after a third of the lease, well before its end
         while time.monotonic() < give_up and WorkflowRun.objects.get(pk=run.id).lease_expires_at != extended:
             time.sleep(0.05)
     for thread in set(threading.enumerate()) - threads_before:
         thread.join(timeout=5)
 
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == extended
+
+
+def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
+    mine = services.run_start(three_steps, 1, id="lease:mine")
+    other = services.run_start(three_steps, 2, id="lease:other")
+    _, lease = leases.claim(mine.id, owner="a")
+    leases.claim(other.id, owner="b")  # same fencing token number: both runs' first claim
+    expires = WorkflowRun.objects.get(pk=other.id).lease_expires_at
+    clock.advance(timedelta(seconds=5))
+
+    assert lease.extend() is True
+    assert WorkflowRun.objects.get(pk=other.id).lease_expires_at == expires

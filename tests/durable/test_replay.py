@@ -144,3 +144,22 @@ def test_a_fenced_advance_is_logged_with_the_runs_id(clock, caplog):
         drive(run.id)
 
     assert "run logged:fenced: fenced" in caplog.text
+
+
+class Notifier:
+    """A callable without a ``__name__``: its step is named by its repr."""
+
+    def __call__(self, text: str) -> str:
+        return text
+
+    def __repr__(self) -> str:
+        return "notifier"
+
+
+def test_a_step_of_a_callable_without_a_name_is_journaled_under_its_repr(clock):
+    with override_workflow(lambda: workflow.step(Notifier(), "hello"), name="nameless_step"):
+        run = services.run_start("nameless_step", id="nameless:1")
+
+        run = drive(run.id)
+
+    assert JournalEntry.objects.get(run_id=run.id, position=0).name == "notifier"

@@ -123,3 +123,28 @@ def test_a_failed_steps_entry_keeps_the_traceback(clock):
 
     assert "Flaky: the provider is down" in entry.error["traceback"]
     assert "in always_fails" in entry.error["traceback"]
+
+
+def test_a_failed_steps_traceback_reads_as_python_prints_it(clock):
+    run = services.run_start("gives_up", id="retry:traceback-format")
+    drive(run.id)
+
+    traceback = JournalEntry.objects.get(run_id=run.id, position=0).error["traceback"]
+
+    assert traceback.startswith("Traceback (most recent call last):\n  File ")
+    assert traceback.endswith("Flaky: the provider is down\n")
+
+
+def fails_with_a_long_message() -> None:
+    raise Flaky("x" * 5000)
+
+
+def test_a_long_traceback_is_cut_to_its_last_4000_characters(clock):
+    body = lambda: workflow.step(fails_with_a_long_message, retry=Retry(max_attempts=1))  # noqa: E731
+    with override_workflow(body, name="long_failure"):
+        run = services.run_start("long_failure", id="retry:long-traceback")
+        drive(run.id)
+
+    traceback = JournalEntry.objects.get(run_id=run.id, position=0).error["traceback"]
+
+    assert traceback == "x" * 3999 + "\n"

@@ -120,3 +120,21 @@ def test_a_typed_wait_returns_the_dataclass_on_the_first_delivery(clock):
         run = drive(run.id)
 
     assert run.result == ["Decision", True]
+
+
+def waits_for_a_typed_decision_then_for_go():
+    decision = workflow.wait_for_signal("decision", type=Decision)
+    workflow.wait_for_signal("go")
+    return [type(decision).__name__, decision.approved]
+
+
+def test_a_typed_wait_returns_the_dataclass_again_on_replay(clock):
+    with override_workflow(waits_for_a_typed_decision_then_for_go, name="typed_decision_replayed"):
+        run = services.run_start("typed_decision_replayed", id="signals:typed-replay")
+        services.signal_send(run.id, "decision", {"approved": True})
+        drive(run.id)
+        services.signal_send(run.id, "go", {})
+
+        run = drive(run.id)
+
+    assert run.result == ["Decision", True]

@@ -119,3 +119,34 @@ def test_a_sleeps_entry_records_when_it_began(clock):
     drive(run.id)
 
     assert JournalEntry.objects.get(run_id=run.id, position=0).started_at == began
+
+
+def test_a_sub_second_sleep_still_waits(clock):
+    def naps_briefly():
+        workflow.sleep(seconds(0.5))
+        return workflow.step(record, "after the nap")
+
+    with override_workflow(naps_briefly, name="brief_nap"):
+        run = services.run_start("brief_nap", id="nap:brief")
+
+        run = drive(run.id)
+
+    assert (run.status, run.wake_at) == (RunStatus.WAITING, clock.now() + seconds(0.5))
+
+
+def test_a_sleeping_run_says_it_waits_for_its_sleep(clock):
+    run = services.run_start("nap", id="nap:waiting-for")
+
+    run = drive(run.id)
+
+    assert run.waiting_for == "sleep"
+
+
+def test_a_finished_sleep_is_journaled_as_completed(clock):
+    run = services.run_start("nap", id="nap:completed")
+    drive(run.id)
+    clock.advance(minutes(60))
+
+    drive(run.id)
+
+    assert JournalEntry.objects.get(run_id=run.id, position=0).status == "completed"
