@@ -163,3 +163,20 @@ def test_a_step_of_a_callable_without_a_name_is_journaled_under_its_repr(clock):
         run = drive(run.id)
 
     assert JournalEntry.objects.get(run_id=run.id, position=0).name == "notifier"
+
+
+def validates_then_waits():
+    result = workflow.step(validate, ["articles"])
+    workflow.wait_for_signal("go")
+    return type(result).__name__
+
+
+def test_a_steps_dataclass_result_is_that_dataclass_again_on_replay(clock):
+    with override_workflow(validates_then_waits, name="typed_step_replayed"):
+        run = services.run_start("typed_step_replayed", id="typed:replayed")
+        drive(run.id)
+        services.signal_send(run.id, "go", {})
+
+        run = drive(run.id)
+
+    assert run.result == "Validation"

@@ -99,7 +99,7 @@ def fails_then_reports_after_a_wait():
     try:
         workflow.step(always_fails, retry=Retry(max_attempts=1))
     except StepFailed as failure:
-        caught = f"{failure.error_type}: {failure.message} after {failure.attempts}"
+        caught = f"{failure.step_name}: {failure.error_type}: {failure.message} after {failure.attempts}"
     workflow.wait_for_signal("go")
     return caught
 
@@ -112,7 +112,7 @@ def test_a_replayed_failure_carries_the_recorded_message(clock):
 
         run = drive(run.id)
 
-    assert run.result == "Flaky: the provider is down after 1"
+    assert run.result == "always_fails: Flaky: the provider is down after 1"
 
 
 def test_a_failed_steps_entry_keeps_the_traceback(clock):

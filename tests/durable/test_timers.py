@@ -150,3 +150,14 @@ def test_a_finished_sleep_is_journaled_as_completed(clock):
     drive(run.id)
 
     assert JournalEntry.objects.get(run_id=run.id, position=0).status == "completed"
+
+
+def test_a_wait_that_timed_out_is_journaled_as_completed_by_its_deadline(clock):
+    run = services.run_start("wait_with_deadline", id="deadline:journaled")
+    drive(run.id)
+    clock.advance(days(7))
+
+    drive(run.id)
+
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert (entry.status, entry.result) == ("completed", {"timed_out": True})
