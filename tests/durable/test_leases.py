@@ -1,14 +1,16 @@
 """Leases and fencing: one advance per run; a worker that lost its lease writes nothing."""
+import threading
+import time
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from durable import leases, services
+from durable import leases, services, workflow
 from durable.errors import Fenced
 from durable.models import JournalEntry, RunStatus, WorkflowRun
-from durable.testing import drive
+from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps
 
 pytestmark = pytest.mark.django_db
@@ -102,3 +104,78 @@ def test_a_connection_the_database_dropped_while_idle_is_reopened_for_the_claim(
     claimed = leases.claim(run.id, owner="a")
 
     assert claimed is not None and claimed[0].status == RunStatus.RUNNING
+
+
+def test_a_parked_run_names_no_lease_owner(clock):
+    run = services.run_start("collect_two", id="lease:parked-owner")
+
+    run = drive(run.id, owner="worker-1")
+
+    assert (run.status, run.lease_owner, run.lease_expires_at) == (RunStatus.WAITING, "", None)
+
+
+def test_a_run_that_parks_with_no_new_signal_replays_its_body_once(clock):
+    replays = []
+
+    def counts_its_replays():
+        replays.append(1)
+        workflow.wait_for_signal("go")
+
+    with override_workflow(counts_its_replays, name="counts_replays"):
+        run = services.run_start("counts_replays", id="lease:one-replay")
+
+        drive(run.id)
+
+    assert len(replays) == 1
+
+
+def test_a_workflows_own_lease_length_keeps_another_worker_out_while_a_step_runs(clock):
+    run = services.run_start("long_lease", id="lease:long")
+
+    run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, RunStatus.RUNNING)
+
+
+def test_a_stale_holders_heartbeat_does_not_extend_the_new_holders_lease(clock, settings):
+    run = services.run_start(three_steps, 1, id="lease:stale-heartbeat")
+    _, stale = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    leases.claim(run.id, owner="b")
+    expires = WorkflowRun.objects.get(pk=run.id).lease_expires_at
+    clock.advance(timedelta(seconds=5))
+
+    assert stale.extend() is False
+    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == expires
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it(clock):
+    run = services.run_start(three_steps, 1, id="lease:heartbeat")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=3)
+    clock.advance(timedelta(seconds=10))  # the claim's expiry is long past on the engine's clock
+    extended = clock.now() + timedelta(seconds=3)
+
+    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
+    beat.IDLE_EXIT_SECONDS = 0  # its thread (and its database connection) ends with the test
+
+    with beat.hold(lease):  # a step that runs for a while, in real time
+        give_up = time.monotonic() + 3  # due after a third of the lease, well before its end
+        while time.monotonic() < give_up and WorkflowRun.objects.get(pk=run.id).lease_expires_at != extended:
+            time.sleep(0.05)
+    for thread in set(threading.enumerate()) - threads_before:
+        thread.join(timeout=5)
+
+    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == extended
+
+
+def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
+    mine = services.run_start(three_steps, 1, id="lease:mine")
+    other = services.run_start(three_steps, 2, id="lease:other")
+    _, lease = leases.claim(mine.id, owner="a")
+    leases.claim(other.id, owner="b")  # same fencing token number: both runs' first claim
+    expires = WorkflowRun.objects.get(pk=other.id).lease_expires_at
+    clock.advance(timedelta(seconds=5))
+
+    assert lease.extend() is True
+    assert WorkflowRun.objects.get(pk=other.id).lease_expires_at == expires

@@ -3,10 +3,10 @@ from datetime import timedelta
 
 import pytest
 
-from durable import Retry, StepFailed, services, workflow
+from durable import Retry, StepFailed, seconds, services, workflow
 from durable.models import EntryStatus, JournalEntry, RunStatus
 from durable.testing import drive, override_workflow
-from tests.durable.workflows import CALLS, always_fails
+from tests.durable.workflows import CALLS, Flaky, always_fails, effect
 
 pytestmark = pytest.mark.django_db
 
@@ -66,3 +66,85 @@ def test_an_operator_retry_gives_a_failed_step_a_fresh_budget(clock):
     assert run.status == RunStatus.FAILED  # the body still raises: the code was not fixed
     assert CALLS["before"] == 1
     assert run.audit_events.filter(action="retry", actor="ops@example.com").exists()
+
+
+def fails_once() -> str:
+    effect("fails_once")
+    if CALLS["fails_once"] == 1:
+        raise Flaky("the provider is down")
+    return "sent"
+
+
+def succeeds_on_retry_then_waits():
+    sent = workflow.step(fails_once, retry=Retry(max_attempts=2, initial_interval=seconds(5)))
+    workflow.wait_for_signal("go")
+    return sent
+
+
+def test_a_step_that_succeeds_on_its_retry_is_not_run_again_on_replay(clock):
+    with override_workflow(succeeds_on_retry_then_waits, name="succeeds_on_retry"):
+        run = services.run_start("succeeds_on_retry", id="retry:then-replay")
+        drive(run.id)
+        clock.advance(seconds(5))
+        drive(run.id)  # attempt 2 succeeds; the run waits for "go"
+        services.signal_send(run.id, "go", {})
+
+        run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, "sent")
+    assert CALLS["fails_once"] == 2
+
+
+def fails_then_reports_after_a_wait():
+    try:
+        workflow.step(always_fails, retry=Retry(max_attempts=1))
+    except StepFailed as failure:
+        caught = f"{failure.step_name}: {failure.error_type}: {failure.message} after {failure.attempts}"
+    workflow.wait_for_signal("go")
+    return caught
+
+
+def test_a_replayed_failure_carries_the_recorded_message(clock):
+    with override_workflow(fails_then_reports_after_a_wait, name="reports_failure"):
+        run = services.run_start("reports_failure", id="retry:message")
+        drive(run.id)
+        services.signal_send(run.id, "go", {})
+
+        run = drive(run.id)
+
+    assert run.result == "always_fails: Flaky: the provider is down after 1"
+
+
+def test_a_failed_steps_entry_keeps_the_traceback(clock):
+    run = services.run_start("gives_up", id="retry:traceback")
+    drive(run.id)
+
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+
+    assert "Flaky: the provider is down" in entry.error["traceback"]
+    assert "in always_fails" in entry.error["traceback"]
+
+
+def test_a_failed_steps_traceback_reads_as_python_prints_it(clock):
+    run = services.run_start("gives_up", id="retry:traceback-format")
+    drive(run.id)
+
+    traceback = JournalEntry.objects.get(run_id=run.id, position=0).error["traceback"]
+
+    assert traceback.startswith("Traceback (most recent call last):\n  File ")
+    assert traceback.endswith("Flaky: the provider is down\n")
+
+
+def fails_with_a_long_message() -> None:
+    raise Flaky("x" * 5000)
+
+
+def test_a_long_traceback_is_cut_to_its_last_4000_characters(clock):
+    body = lambda: workflow.step(fails_with_a_long_message, retry=Retry(max_attempts=1))  # noqa: E731
+    with override_workflow(body, name="long_failure"):
+        run = services.run_start("long_failure", id="retry:long-traceback")
+        drive(run.id)
+
+    traceback = JournalEntry.objects.get(run_id=run.id, position=0).error["traceback"]
+
+    assert traceback == "x" * 3999 + "\n"

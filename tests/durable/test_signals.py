@@ -1,9 +1,11 @@
 """Signals: kept until a wait takes them, in order, once per dedupe key."""
+from dataclasses import dataclass
+
 import pytest
 
-from durable import RunFinished, RunNotFound, services
-from durable.models import RunStatus, Signal
-from durable.testing import drive
+from durable import RunFinished, RunNotFound, services, workflow
+from durable.models import JournalEntry, RunStatus, Signal
+from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps
 
 pytestmark = pytest.mark.django_db
@@ -68,3 +70,71 @@ def test_the_payload_reads_as_keys_and_as_attributes(clock):
     run = drive(run.id)
 
     assert run.result[1] == {"approved": True}
+
+
+def signal_own_run(name: str) -> None:
+    services.signal_send(workflow.id, name, {"from": "a webhook that landed mid-advance"})
+
+
+def waits_signals_itself_then_waits():
+    workflow.wait_for_signal("first")  # loads the run's pending signals
+    workflow.step(signal_own_run, "second")
+    return workflow.wait_for_signal("second")["from"]
+
+
+def test_a_signal_sent_while_the_run_is_advancing_is_taken_before_it_parks(clock):
+    with override_workflow(waits_signals_itself_then_waits, name="signal_mid_advance"):
+        run = services.run_start("signal_mid_advance", id="signals:mid-advance")
+        services.signal_send(run.id, "first", {})
+
+        run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, "a webhook that landed mid-advance")
+
+
+def test_the_wait_that_consumed_a_signal_records_which_signal_it_was(clock):
+    run = services.run_start("collect_two", id="signals:recorded")
+    signal = services.signal_send(run.id, "item", {"n": 1})
+
+    drive(run.id)
+
+    assert JournalEntry.objects.get(run_id=run.id, position=0).result == {
+        "signal_id": signal.pk, "payload": {"n": 1}}
+
+
+@dataclass
+class Decision:
+    approved: bool
+
+
+def waits_for_a_typed_decision():
+    decision = workflow.wait_for_signal("decision", type=Decision)
+    return [type(decision).__name__, decision.approved]
+
+
+def test_a_typed_wait_returns_the_dataclass_on_the_first_delivery(clock):
+    with override_workflow(waits_for_a_typed_decision, name="typed_decision"):
+        run = services.run_start("typed_decision", id="signals:typed")
+        services.signal_send(run.id, "decision", {"approved": True})
+
+        run = drive(run.id)
+
+    assert run.result == ["Decision", True]
+
+
+def waits_for_a_typed_decision_then_for_go():
+    decision = workflow.wait_for_signal("decision", type=Decision)
+    workflow.wait_for_signal("go")
+    return [type(decision).__name__, decision.approved]
+
+
+def test_a_typed_wait_returns_the_dataclass_again_on_replay(clock):
+    with override_workflow(waits_for_a_typed_decision_then_for_go, name="typed_decision_replayed"):
+        run = services.run_start("typed_decision_replayed", id="signals:typed-replay")
+        services.signal_send(run.id, "decision", {"approved": True})
+        drive(run.id)
+        services.signal_send(run.id, "go", {})
+
+        run = drive(run.id)
+
+    assert run.result == ["Decision", True]

@@ -3,11 +3,11 @@ from datetime import timedelta
 
 import pytest
 
-from durable import days, minutes, services, testing
+from durable import days, minutes, seconds, services, testing, workflow
 from durable.models import JournalEntry, RunStatus
-from durable.testing import drive
+from durable.testing import drive, override_workflow
 from durable.timers import sweep_due
-from tests.durable.workflows import CALLS
+from tests.durable.workflows import CALLS, record
 
 pytestmark = pytest.mark.django_db
 
@@ -87,3 +87,78 @@ def test_a_timer_due_before_the_next_tick_is_sent_now_with_a_countdown(
 
     assert picked == ["nap:lookahead"]
     assert testing.dispatch_delays["nap:lookahead"] == pytest.approx(0.4)
+
+
+
+def test_a_zero_length_sleep_completes_without_waiting(clock):
+    def naps_for_nothing():
+        workflow.sleep(seconds(0))
+        return workflow.step(record, "after the nap")
+
+    with override_workflow(naps_for_nothing, name="zero_nap"):
+        run = services.run_start("zero_nap", id="nap:zero")
+
+        run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, "after the nap")
+
+
+def test_a_sleep_replayed_before_its_end_keeps_waiting_for_the_same_time(clock):
+    run = services.run_start("nap", id="nap:early")
+    wake_at = drive(run.id).wake_at
+    clock.advance(minutes(30))
+
+    run = drive(run.id)
+
+    assert (run.status, run.waiting_for, run.wake_at) == (RunStatus.WAITING, "sleep", wake_at)
+
+
+def test_a_sleeps_entry_records_when_it_began(clock):
+    run = services.run_start("nap", id="nap:started")
+    began = clock.now()
+
+    drive(run.id)
+
+    assert JournalEntry.objects.get(run_id=run.id, position=0).started_at == began
+
+
+def test_a_sub_second_sleep_still_waits(clock):
+    def naps_briefly():
+        workflow.sleep(seconds(0.5))
+        return workflow.step(record, "after the nap")
+
+    with override_workflow(naps_briefly, name="brief_nap"):
+        run = services.run_start("brief_nap", id="nap:brief")
+
+        run = drive(run.id)
+
+    assert (run.status, run.wake_at) == (RunStatus.WAITING, clock.now() + seconds(0.5))
+
+
+def test_a_sleeping_run_says_it_waits_for_its_sleep(clock):
+    run = services.run_start("nap", id="nap:waiting-for")
+
+    run = drive(run.id)
+
+    assert run.waiting_for == "sleep"
+
+
+def test_a_finished_sleep_is_journaled_as_completed(clock):
+    run = services.run_start("nap", id="nap:completed")
+    drive(run.id)
+    clock.advance(minutes(60))
+
+    drive(run.id)
+
+    assert JournalEntry.objects.get(run_id=run.id, position=0).status == "completed"
+
+
+def test_a_wait_that_timed_out_is_journaled_as_completed_by_its_deadline(clock):
+    run = services.run_start("wait_with_deadline", id="deadline:journaled")
+    drive(run.id)
+    clock.advance(days(7))
+
+    drive(run.id)
+
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert (entry.status, entry.result) == ("completed", {"timed_out": True})

@@ -120,3 +120,47 @@ def test_a_run_whose_input_no_longer_fits_the_code_is_blocked_with_the_reason(cl
     assert run.status == RunStatus.BLOCKED
     assert run.error["type"] == "InputMismatch"
     assert "expected an object for Validation" in run.error["message"]
+
+
+def test_a_run_that_took_the_patched_path_keeps_it_on_replay(clock):
+    with override_workflow(after_patch, name="greeting"):
+        run = services.run_start("greeting", id="greeting:replayed")
+        drive(run.id)
+        services.signal_send(run.id, "go", {})
+
+        run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert (CALLS["new"], CALLS["old"]) == (1, 0)
+
+
+def test_a_run_of_an_unregistered_version_is_blocked_as_workflow_not_found(clock):
+    with override_workflow(a_then_b, name="gone", version=1):
+        run = services.run_start("gone", id="gone:type")
+
+    run = drive(run.id)
+
+    assert run.error["type"] == "WorkflowNotFound"
+
+
+def after_another_patch():
+    workflow.step(record, "a", name="a")
+    if workflow.patched("newer-greeting"):
+        workflow.step(record, "newer", name="newer")
+    else:
+        workflow.step(record, "old", name="old")
+    workflow.wait_for_signal("go")
+    return "finished"
+
+
+def test_a_patch_marker_of_another_change_is_not_taken_for_this_one(clock):
+    with override_workflow(after_patch, name="greeting"):
+        run = services.run_start("greeting", id="greeting:other-patch")
+        drive(run.id)
+    services.signal_send(run.id, "go", {})
+
+    with override_workflow(after_another_patch, name="greeting"):
+        run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert CALLS["newer"] == 0

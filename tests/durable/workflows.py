@@ -3,8 +3,10 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import timedelta
 
-from durable import Retry, StepFailed, current_step, days, seconds, workflow
+from durable import Retry, StepFailed, clock, current_step, days, seconds, workflow
+from durable.testing import drive, fake_clock
 from tests.effects.models import Effect, Once
 
 CALLS: Counter = Counter()
@@ -333,3 +335,17 @@ def cleanup_then_reraise() -> str:
     except workflow.Cancelled:
         workflow.step(record, "cleanup")
         raise
+
+
+def another_worker_tries_the_run(seconds_later: float) -> str:
+    """Stands in for a second worker trying the run while this step is still running."""
+    effect("another_worker_tries_the_run")
+    if CALLS["another_worker_tries_the_run"] > 1:
+        return "ran twice"
+    with fake_clock(clock.now() + timedelta(seconds=seconds_later)):
+        return drive(current_step().run_id, owner="another-worker").status
+
+
+@workflow(name="long_lease", lease_seconds=60)
+def long_lease() -> str:
+    return workflow.step(another_worker_tries_the_run, 30)
