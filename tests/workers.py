@@ -98,7 +98,8 @@ def empty_broker() -> None:
     elif settings.CELERY_BROKER_URL.startswith("amqp"):
         from config.celery import app
 
-        app.control.purge()
+        with app.connection_for_write() as connection:  # a new one: a pooled one may predate a restart
+            app.control.purge(connection=connection)
     else:
         queue = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
         shutil.rmtree(queue, ignore_errors=True)
