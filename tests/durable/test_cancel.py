@@ -152,3 +152,15 @@ def test_a_body_that_cancelled_itself_replays_from_its_history(clock):
     report = history.history_replay(history.history_parse(history.history_export(run.id)))
 
     assert report.ok, report.summary
+
+
+def test_a_cleanup_that_fails_still_ends_the_run_cancelled_and_says_why(clock):
+    run = services.run_start("cleanup_fails", id="cancel:broken-cleanup")
+    drive(run.id)
+    services.run_cancel(run.id, reason="stop", graceful=True)
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert run.error["message"] == "stop"
+    assert run.error["cleanup_error"]["type"] == "StepFailed"

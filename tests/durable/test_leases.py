@@ -150,23 +150,22 @@ def test_a_stale_holders_heartbeat_does_not_extend_the_new_holders_lease(clock, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it(clock):
+def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it():
     run = services.run_start(three_steps, 1, id="lease:heartbeat")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=3)
-    clock.advance(timedelta(seconds=10))  # the claim's expiry is long past on the engine's clock
-    extended = clock.now() + timedelta(seconds=3)
+    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
 
     beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
     beat.IDLE_EXIT_SECONDS = 0  # its thread (and its database connection) ends with the test
 
-    with beat.hold(lease):  # a step that runs for a while, in real time
-        give_up = time.monotonic() + 3  # due after a third of the lease, well before its end
-        while time.monotonic() < give_up and WorkflowRun.objects.get(pk=run.id).lease_expires_at != extended:
+    with beat.hold(lease):  # a step that runs for a while, in real time (the heartbeat's thread
+        give_up = time.monotonic() + 3  # never sees a test's fake clock)
+        while time.monotonic() < give_up and WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until:
             time.sleep(0.05)
     for thread in set(threading.enumerate()) - threads_before:
         thread.join(timeout=5)
 
-    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == extended
+    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at >= claimed_until + timedelta(seconds=0.9)
 
 
 def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
@@ -179,3 +178,39 @@ def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
 
     assert lease.extend() is True
     assert WorkflowRun.objects.get(pk=other.id).lease_expires_at == expires
+
+
+def test_an_extended_lease_is_also_when_the_sweep_looks_at_the_run_again(clock):
+    run = services.run_start(three_steps, 1, id="lease:extend-wake")
+    _, lease = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=1))
+
+    assert lease.extend() is True
+
+    row = WorkflowRun.objects.get(pk=run.id)
+    assert row.wake_at == row.lease_expires_at == clock.now() + timedelta(seconds=lease.seconds)
+
+
+def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_crash_loop(clock, settings):
+    settings.DURABLE_CRASH_LOOP_LIMIT = 3
+    run = services.run_start(three_steps, 1, id="lease:crash-loop")
+    WorkflowRun.objects.filter(pk=run.id).update(  # two takeovers already happened at position 0
+        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+
+    run = drive(run.id)  # the third
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["type"] == "CrashLoop"
+    assert run.error["message"].startswith("crash loop at step 'add_one' (position 0)")
+    assert not JournalEntry.objects.filter(run_id=run.id).exists()
+
+
+def test_a_takeover_after_progress_counts_its_recoveries_from_one_again(clock, settings):
+    settings.DURABLE_CRASH_LOOP_LIMIT = 3
+    run = services.run_start(three_steps, 1, id="lease:crash-progress")
+    WorkflowRun.objects.filter(pk=run.id).update(  # earlier takeovers were at another position
+        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=5, recovery_position=7)
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED

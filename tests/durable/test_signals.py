@@ -99,7 +99,7 @@ def test_the_wait_that_consumed_a_signal_records_which_signal_it_was(clock):
     drive(run.id)
 
     assert JournalEntry.objects.get(run_id=run.id, position=0).result == {
-        "signal_id": signal.pk, "payload": {"n": 1}}
+        "signal_id": signal.pk, "name": "item", "payload": {"n": 1}, "at": signal.created_at.isoformat()}
 
 
 @dataclass

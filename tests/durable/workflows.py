@@ -349,3 +349,17 @@ def another_worker_tries_the_run(seconds_later: float) -> str:
 @workflow(name="long_lease", lease_seconds=60)
 def long_lease() -> str:
     return workflow.step(another_worker_tries_the_run, 30)
+
+
+def broken_cleanup() -> None:
+    raise ValueError("the goodbye could not be sent")
+
+
+@workflow(name="cleanup_fails")
+def cleanup_fails() -> str:
+    try:
+        workflow.wait_for_signal("never", timeout=days(7))
+        return "unreachable"
+    except workflow.Cancelled:
+        workflow.step(broken_cleanup, retry=Retry(max_attempts=1))
+        return "unreachable"
