@@ -164,3 +164,16 @@ def test_a_cleanup_that_fails_still_ends_the_run_cancelled_and_says_why(clock):
     assert run.status == RunStatus.CANCELLED
     assert run.error["message"] == "stop"
     assert run.error["cleanup_error"]["type"] == "StepFailed"
+
+
+def test_a_replayed_cancel_carries_the_same_reason_and_actor(clock):
+    run = services.run_start("cleanup_after_a_nap", id="cancel:replayed")
+    drive(run.id)
+    services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
+    assert drive(run.id).status == RunStatus.WAITING
+    clock.advance(timedelta(seconds=2))
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert run.result == "customer withdrew / ops"

@@ -363,3 +363,13 @@ def cleanup_fails() -> str:
     except workflow.Cancelled:
         workflow.step(broken_cleanup, retry=Retry(max_attempts=1))
         return "unreachable"
+
+
+@workflow(name="cleanup_after_a_nap")
+def cleanup_after_a_nap() -> str:
+    try:
+        workflow.wait_for_signal("never", timeout=days(7))
+        return "unreachable"
+    except workflow.Cancelled as cancelled:
+        workflow.sleep(seconds(1))  # the next advance replays the delivered cancel
+        return f"{cancelled.reason} / {cancelled.actor}"
