@@ -22,6 +22,16 @@ CNPJ_SIGNAL = "cnpj_received"
 UNDER_REVIEW = "under-review-notice"   # the customer hears the set is complete, once per review round
 UNDER_REVIEW_TEXT = "Recebemos todos os documentos. O seu pedido de conta PJ está em análise."
 GOODBYE_TEXT = "Pedido de conta PJ encerrado, como pediu. Se quiser recomeçar, é só escrever."
+# The run publishes its human status and the company's CNPJ as search attributes, so
+# operators find a customer's run by CNPJ in the admin and the API. Each publication is
+# guarded where it stands: a run whose journal has something else there keeps its old path.
+STAGES = "stage-attributes"
+
+
+def publish_stage(stage: str, **more) -> None:
+    """``stage`` is what operators read as the run's status ("awaiting selfie", "in review")."""
+    if workflow.patched(STAGES):
+        workflow.set_attributes(stage=stage, **more)
 
 
 @workflow(name="onboarding", version=1)
@@ -33,11 +43,13 @@ def onboarding(customer_id: str) -> str:
     except workflow.Cancelled as cancelled:
         workflow.step(steps.set_status, customer_id, CompanyStatus.WITHDRAWN, cancelled.reason, atomic=True)
         workflow.step(steps.notify, customer_id, GOODBYE_TEXT, idempotency_key=f"{workflow.id}:bye")
+        publish_stage("withdrawn")
         return "withdrawn"   # the run still ends cancelled: the cancel was asked for
 
 
 def onboard(customer_id: str) -> str:
     workflow.step(steps.greet, customer_id, idempotency_key=f"{workflow.id}:greet")
+    publish_stage("awaiting documents")
     round_ = 0
     if not receive_documents(customer_id, round_):
         return close(customer_id, "no documents")
@@ -53,6 +65,7 @@ def onboard(customer_id: str) -> str:
             round_ += 1
             workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
                           idempotency_key=f"{workflow.id}:ask:{round_}")
+            publish_stage("awaiting " + ", ".join(result.missing or ["valid documents"]))
             if not receive_documents(customer_id, round_):
                 return close(customer_id, "documents never completed")
             result = validate(customer_id)
@@ -71,6 +84,7 @@ def onboard(customer_id: str) -> str:
                           atomic=True)
             workflow.step(steps.notify, customer_id, "Não foi possível abrir a sua conta PJ agora.",
                           idempotency_key=f"{workflow.id}:rejected")
+            publish_stage("rejected")
             return "rejected"
         # Compliance wants more: tell the customer what, then back to the documents loop.
         round_ += 1
@@ -80,12 +94,14 @@ def onboard(customer_id: str) -> str:
             take_late_documents(customer_id, None)   # sent during the review: not an answer to this ask
         workflow.step(steps.request_more_documents, customer_id, decision.reason,
                       idempotency_key=f"{workflow.id}:more:{review}")
+        publish_stage("awaiting more documents")
         if not receive_documents(customer_id, round_):
             return close(customer_id, "documents never completed")
     number = workflow.step(steps.create_account, customer_id, ", ".join(decision.by),
                            idempotency_key=workflow.id, atomic=True)
     workflow.step(steps.notify, customer_id, f"Conta PJ aberta: {number}.",
                   idempotency_key=f"{workflow.id}:welcome")
+    publish_stage("approved", account=number)
     return number
 
 
@@ -112,6 +128,7 @@ def ask_for_cnpj_if_missing(customer_id: str) -> bool:
     if workflow.step(steps.has_valid_cnpj, customer_id):
         return False
     workflow.step(steps.ask_for_cnpj, customer_id, idempotency_key=f"{workflow.id}:ask-cnpj")
+    publish_stage("awaiting CNPJ")
     workflow.wait_for_signal(CNPJ_SIGNAL, timeout=seconds(conf.setting("ONBOARDING_CNPJ_WAIT_SECONDS", 86400)))
     return True
 
@@ -167,6 +184,7 @@ def close(customer_id: str, reason: str) -> str:
     workflow.step(steps.set_status, customer_id, CompanyStatus.CLOSED, reason, atomic=True)
     workflow.step(steps.notify, customer_id, "O seu pedido de conta PJ foi encerrado por falta de documentos.",
                   idempotency_key=f"{workflow.id}:closed")
+    publish_stage("expired")
     return "expired"
 
 
@@ -196,6 +214,7 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
     new case opens; the workflow never decides on the reviewer's behalf.
     """
     facts = workflow.step(steps.describe_for_review, customer_id)
+    publish_stage("in review", cnpj=facts.cnpj or None, company=facts.name or None)
     risk, reasons = review_risk(facts, result)
     level = 0
     while True:
