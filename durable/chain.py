@@ -51,16 +51,24 @@ class ChainedAudit(models.Model):
     class Meta:
         abstract = True
 
-    def save(self, *args, **kwargs):
+    def save(self, *args, parent_locked: bool = False, first_in_chain: bool = False, **kwargs):
+        """Append the row to its parent's chain. Callers that already hold the parent's row
+        lock say ``parent_locked``; a parent created in the caller's transaction has nothing
+        before this row (``first_in_chain``), so neither read is needed. The unique (parent,
+        chain_seq) constraint still refuses a row whose caller was wrong."""
         if not self._state.adding:
             raise AppendOnly("audit rows are never changed")
         parent_field = self._meta.get_field(self.chain_parent)
         parent_id = getattr(self, parent_field.attname)
-        with transaction.atomic(using=kwargs.get("using")):
-            list(parent_field.related_model._base_manager.select_for_update()
-                 .filter(pk=parent_id).values_list("pk"))
-            last = (type(self)._default_manager.filter(**{parent_field.attname: parent_id})
-                    .order_by("-chain_seq").values_list("chain_seq", "row_hash").first())
+        # No savepoint: joins the caller's transaction as it is (an error fails it whole).
+        with transaction.atomic(using=kwargs.get("using"), savepoint=False):
+            last = None
+            if not first_in_chain:
+                if not parent_locked:
+                    list(parent_field.related_model._base_manager.select_for_update()
+                         .filter(pk=parent_id).values_list("pk"))
+                last = (type(self)._default_manager.filter(**{parent_field.attname: parent_id})
+                        .order_by("-chain_seq").values_list("chain_seq", "row_hash").first())
             self.chain_seq, self.prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS)
             self.row_hash = row_digest(self, self.prev_hash, parent=self.chain_parent,
                                        fields=self.chained_fields)

@@ -27,9 +27,14 @@ from durable.models import (
 log = logging.getLogger(__name__)
 
 
-def _audit(run_id: str, action: str, actor: str, detail: dict | None = None) -> AuditEvent:
-    return AuditEvent.objects.create(run_id=run_id, action=action, actor=actor or "system",
-                                     detail=detail or {}, created_at=clock.now())
+def _audit(run_id: str, action: str, actor: str, detail: dict | None = None, *,
+           first: bool = False) -> AuditEvent:
+    """Every caller holds the run's row lock already (it inserted, updated or locked the
+    row in this transaction); ``first`` when it created the run just now."""
+    event = AuditEvent(run_id=run_id, action=action, actor=actor or "system", detail=detail or {},
+                       created_at=clock.now())
+    event.save(parent_locked=True, first_in_chain=first)
+    return event
 
 
 def _grace():
@@ -66,7 +71,7 @@ def run_start(workflow, *args, id: str | None = None, actor: str = "system",
         inserted = sql.insert_unless_exists(run)
         if inserted:
             _audit(run_id, "start", actor, {"workflow": definition.name, "version": definition.version,
-                                            **(audit or {})})
+                                            **(audit or {})}, first=True)
     if not inserted:
         existing = WorkflowRun.objects.get(pk=run_id)
         if existing.workflow_name != definition.name or existing.input != encoded:
