@@ -65,7 +65,7 @@ def onboard(customer_id: str) -> str:
             round_ += 1
             workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
                           idempotency_key=f"{workflow.id}:ask:{round_}")
-            publish_stage("awaiting " + ", ".join(result.missing or ["valid documents"]))
+            publish_stage(f"awaiting {result.missing[0]}" if len(result.missing) == 1 else "awaiting documents")
             if not receive_documents(customer_id, round_):
                 return close(customer_id, "documents never completed")
             result = validate(customer_id)

@@ -3,7 +3,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 
 from durable.models import WorkflowRun
-from tests.processes.conftest import ADDRESS, CNPJ, HELLO
+from tests.processes.conftest import ADDRESS, CNPJ, CONTRACT, HELLO
 from tests.processes.test_onboarding import decide
 
 pytestmark = pytest.mark.django_db
@@ -19,12 +19,12 @@ def test_a_new_customer_is_awaiting_documents(customer):
     assert attributes(run.id)["stage"] == "awaiting documents"
 
 
-def test_a_missing_document_is_the_stage_the_customer_is_asked_for(customer):
+def test_the_one_document_still_missing_is_the_stage(customer):
     customer(HELLO)
+    customer(CONTRACT)
     run = customer(ADDRESS)
 
-    assert attributes(run.id)["stage"].startswith("awaiting ")
-    assert attributes(run.id)["stage"] != "awaiting documents"
+    assert attributes(run.id)["stage"].startswith("awaiting selfie")
 
 
 def test_a_case_in_review_carries_the_companys_cnpj_and_the_api_finds_it(in_review, client):
