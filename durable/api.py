@@ -244,7 +244,8 @@ class RunCollectionView(DurableAPIView):
     @extend_schema(
         operation_id="runs_list",
         parameters=[RunFilterSerializer, OpenApiParameter(
-            "attr.stage", OpenApiTypes.STR, OpenApiParameter.QUERY, required=False,
+            "attr.stage", {"type": "string", "pattern": r"^[^\x00]*$"}, OpenApiParameter.QUERY,
+            required=False,
             description="Filter on a search attribute: any `attr.<name>=<value>` (here `stage`) "
                         "keeps runs whose attribute `<name>`, written as a JSON scalar, is "
                         "`<value>` (`attr.n=42` matches 42 and \"42\", `attr.ok=true` matches "
