@@ -15,6 +15,8 @@ _EXPORTS = {
     "StepInfo": "durable.context",
     "current_step": "durable.context",
     "Cancelled": "durable.errors",
+    "ChildFailed": "durable.errors",
+    "ChildHandle": "durable.context",
     "Received": "durable.context",
     "StepFailed": "durable.errors",
     "StepTimeout": "durable.errors",

@@ -17,7 +17,7 @@ from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from durable import selectors, services, validation
 from durable.audit import request_audit
@@ -33,6 +33,13 @@ STATUS_COLOURS = {
     RunStatus.BLOCKED: "#8b008b",
     EntryStatus.RETRYING: "#fd7e14",
 }
+
+
+CHILDREN_SHOWN = 20
+
+
+def run_admin_url(run_id: str) -> str:
+    return reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
 
 
 def badge(status: str):
@@ -128,6 +135,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         (None, {"fields": ["id", "workflow", "status_badge", "waiting_for", "wake_at_stamp", "advances",
                            "created_at_stamp", "updated_at_stamp", "finished_at_stamp"]}),
         ("Search attributes", {"fields": ["attributes_json"]}),
+        ("Parent and children", {"fields": ["parent_link", "children_links"]}),
         ("Input, result, error", {"fields": ["input_json", "result_json", "error_json"]}),
         ("Lease", {"fields": ["lease_owner", "lease_expires_at_stamp", "fencing_token", "signal_seq"],
                    "classes": ["collapse"]}),
@@ -136,7 +144,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                        "wake_at_stamp", "advances",
                        "created_at_stamp", "updated_at_stamp", "finished_at_stamp", "input_json",
                        "result_json", "error_json", "lease_owner", "lease_expires_at_stamp",
-                       "fencing_token", "signal_seq"]
+                       "fencing_token", "signal_seq", "parent_link", "children_links"]
 
     # --- nothing is edited, added or deleted here: repairs are the actions below ---
 
@@ -145,6 +153,10 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(attributes_text=Cast("attributes", TextField()))
+
+    def lookup_allowed(self, lookup, value, request=None):
+        # "all children" links to the list of one parent's children
+        return lookup == "parent__id__exact" or super().lookup_allowed(lookup, value, request)
 
     # --- columns ---
 
@@ -177,6 +189,26 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
     @admin.display(description="attributes")
     def attributes_json(self, run):
         return format_html("<pre>{}</pre>", pretty_json(run.attributes)) if run.attributes else "-"
+
+    @admin.display(description="parent")
+    def parent_link(self, run):
+        if not run.parent_id:
+            return "-"
+        return format_html('<a href="{}">{}</a>', run_admin_url(run.parent_id), run.parent_id)
+
+    @admin.display(description="children")
+    def children_links(self, run):
+        rows = list(run.children.order_by("created_at", "id").values_list("id", "status")[:CHILDREN_SHOWN + 1])
+        if not rows:
+            return "-"
+        links = format_html_join(
+            "", '<li><a href="{}">{}</a> {}</li>',
+            ((run_admin_url(child_id), child_id, badge(status)) for child_id, status in rows[:CHILDREN_SHOWN]))
+        more = ""
+        if len(rows) > CHILDREN_SHOWN:
+            more = format_html('<li><a href="{}?parent__id__exact={}">all children</a></li>',
+                               reverse("admin:durable_workflowrun_changelist"), run.id)
+        return format_html('<ul class="durable-children">{}{}</ul>', links, more)
 
     @admin.display(description="input")
     def input_json(self, run):

@@ -256,7 +256,8 @@ class RunCollectionView(DurableAPIView):
         filters = RunFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         runs = WorkflowRun.objects.all().order_by("-created_at", "id")
-        lookups = {"status": "status", "workflow": "workflow_name", "version": "workflow_version"}
+        lookups = {"status": "status", "workflow": "workflow_name", "version": "workflow_version",
+                   "parent": "parent_id"}
         for field, lookup in lookups.items():
             if field in filters.validated_data:
                 runs = runs.filter(**{lookup: filters.validated_data[field]})

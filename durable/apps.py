@@ -14,9 +14,10 @@ class DurableConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from durable import checks, conf, strict
+        from durable import checks, children, conf, strict
 
         checks.register()
+        children.reserve()
         if strict.enabled():  # before workflow modules import `from time import time` & co.
             strict.install()
         autodiscover_modules("workflows")

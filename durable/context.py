@@ -19,8 +19,8 @@ from datetime import datetime
 
 from durable import clock, codec
 from durable.durations import as_timedelta
-from durable.errors import (Cancelled, CrashLoop, Divergence, JournalMismatch, PayloadError,
-                            StepFailed, StepTimeout, Suspend)
+from durable.errors import (Cancelled, ChildFailed, CrashLoop, Divergence, JournalMismatch,
+                            PayloadError, StepFailed, StepTimeout, Suspend)
 from durable.models import EntryKind, EntryStatus, JournalEntry
 from durable.retry import DEFAULT_RETRY, Retry
 
@@ -61,6 +61,14 @@ class Received:
 
     name: str
     payload: object
+
+
+@dataclass(frozen=True)
+class ChildHandle:
+    """What ``start_child`` returns: the child run's id and workflow, to wait on."""
+
+    id: str
+    workflow: str
 
 
 @functools.lru_cache(maxsize=4096)
@@ -433,6 +441,56 @@ class ReplayContext:
         entry.status = EntryStatus.COMPLETED
         self._record(entry, insert=False, fields=("status",))
         return None
+
+    # --- child runs ---
+
+    def start_child(self, workflow, args, kwargs, *, id: str | None = None) -> ChildHandle:
+        """Start a child run in the transaction that journals it (so a crash neither loses
+        nor doubles it); on replay return the recorded handle."""
+        from durable import children, registry
+
+        definition = registry.resolve(workflow)
+        position, entry = self._next(EntryKind.CHILD, definition.name)
+        if entry is None:
+            self._begin(position, EntryKind.CHILD, definition.name)
+            child_id = id or f"{self.run.id}:child:{position}"
+            entry = self._new_entry(position, EntryKind.CHILD, definition.name,
+                                    status=EntryStatus.COMPLETED,
+                                    result={"id": child_id, "workflow": definition.name})
+            self._record(entry, insert=True, perform=lambda: children.start(
+                self.run.id, definition, args, kwargs, child_id))
+        return ChildHandle(entry.result["id"], entry.result["workflow"])
+
+    def wait_for_child(self, handle: ChildHandle, *, timeout=None, deadline=None):
+        """The child's result once it completed; ChildFailed if it failed or was cancelled;
+        None at the deadline (the child goes on: cancel it if it must stop)."""
+        from durable import children, registry
+
+        received = self._wait([children.signal_name(handle.id)], timeout=timeout, deadline=deadline)
+        if received is None:
+            return None
+        outcome = received[1]
+        if outcome.get("status") != "completed":
+            error = outcome.get("error") or {}
+            raise ChildFailed(handle.id, error.get("type", "Error"), error.get("message", ""),
+                              outcome.get("status", "failed"))
+        try:
+            hint = codec.return_hint(registry.resolve(handle.workflow).fn)
+        except Exception:  # the child's code is gone: its result comes back as plain JSON
+            hint = None
+        return codec.decode(outcome.get("result"), hint)
+
+    def wait_for_children(self, handles, *, timeout=None) -> list:
+        """Each child's result in ``handles``' order, under one deadline: the first failure
+        raises ChildFailed; at the deadline, None stands for each child not finished."""
+        results, deadline = [], None
+        for handle in handles:
+            if deadline is None:
+                results.append(self.wait_for_child(handle, timeout=timeout))
+                deadline = self.journal[self.position - 1].wake_at
+            else:
+                results.append(self.wait_for_child(handle, deadline=deadline))
+        return results
 
     # --- search attributes ---
 

@@ -70,6 +70,21 @@ class Cancelled(Exception):
         super().__init__(reason or "cancelled")
 
 
+class ChildFailed(Exception):
+    """A child run failed or was cancelled; raised into the parent by ``wait_for_child``.
+
+    Like ``StepFailed`` it carries the child's error type and message, not an exception
+    object, so the parent sees the same value live and on replay.
+    """
+
+    def __init__(self, child_id: str, error_type: str, message: str, status: str = "failed"):
+        self.child_id = child_id
+        self.error_type = error_type
+        self.message = message
+        self.status = status
+        super().__init__(f"child run {child_id!r} {status}: {error_type}: {message}")
+
+
 class StepTimeout(Exception):
     """A step attempt ran longer than its ``timeout``: the attempt counts as failed."""
 

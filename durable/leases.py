@@ -235,11 +235,24 @@ class Lease(Store):
         if status in FINISHED_STATUSES:
             values["finished_at"] = now
         with store_errors():
-            persisted = self._persist(values, check_signal_seq)
+            if run.parent_id and status in FINISHED_STATUSES:
+                persisted = self._finish_child(run, values)
+            else:
+                persisted = self._persist(values, check_signal_seq)
         if persisted:
             getattr(run, transition)()
             self.done = True
         return persisted
+
+    def _finish_child(self, run: WorkflowRun, values: dict) -> bool:
+        """A child's end and the signal that tells its parent commit together."""
+        from durable import children
+
+        with transaction.atomic():
+            self._persist(values, False)
+            children.notify_parent(run, status=values["status"], result=values.get("result"),
+                                   error=values.get("error"))
+        return True
 
     def _persist(self, values: dict, check_signal_seq: bool) -> bool:
         query = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)

@@ -53,6 +53,10 @@ class WorkflowRun(FSMModelMixin, models.Model):
     # Search attributes the body set (workflow.set_attributes): JSON scalars by name, merged
     # key by key; "stage" is the human status operators see. GIN-indexed on PostgreSQL.
     attributes = models.JSONField(default=dict, blank=True)
+    # The run that started this one with workflow.start_child: told when this one finishes,
+    # and cancelling it cancels this one. No database constraint: either may be archived.
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
+                               db_constraint=False, related_name="children")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -152,6 +156,7 @@ class EntryKind(models.TextChoices):
     PATCH = "patch"
     DRAIN = "drain"
     ATTRIBUTES = "attributes"
+    CHILD = "child"
 
 
 class EntryStatus(models.TextChoices):

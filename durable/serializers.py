@@ -76,25 +76,34 @@ class RunSerializer(serializers.ModelSerializer):
     attributes = serializers.DictField(
         child=serializers.JSONField(allow_null=True), read_only=True,
         help_text="Search attributes the workflow set (JSON scalars); `stage` is its human status.")
+    parent = serializers.CharField(source="parent_id", read_only=True, allow_null=True,
+                                   help_text="The run that started this one as a child, if any.")
 
     class Meta:
         model = WorkflowRun
         fields = ["id", "workflow", "version", "status", "input", "result", "error", "waiting_for",
-                  "wake_at", "advances", "attributes", "created_at", "updated_at", "finished_at"]
+                  "wake_at", "advances", "attributes", "parent", "created_at", "updated_at",
+                  "finished_at"]
 
 
 class RunDetailSerializer(RunSerializer):
     journal = JournalEntrySerializer(many=True, read_only=True)
     signals = SignalSerializer(many=True, read_only=True)
+    children = serializers.SerializerMethodField(help_text="Ids of the runs this one started as children.")
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "journal", "signals"]
+        fields = [*RunSerializer.Meta.fields, "children", "journal", "signals"]
+
+    def get_children(self, run) -> list[str]:
+        return list(run.children.order_by("created_at", "id").values_list("id", flat=True))
 
 
 class RunFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
     workflow = serializers.CharField(required=False, max_length=200, validators=[StorableText("workflow")])
     version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    parent = serializers.CharField(required=False, max_length=255, validators=[StorableText("parent")],
+                                   help_text="Only the children of this run.")
 
     def validate(self, attrs):
         # DRF reads an empty query value of an optional field as absent: ?workflow= would list

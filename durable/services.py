@@ -54,7 +54,7 @@ def _get_locked(run_id: str) -> WorkflowRun:
 
 
 def run_start(workflow, *args, id: str | None = None, actor: str = "system",
-              audit: dict | None = None, **kwargs) -> WorkflowRun:
+              audit: dict | None = None, parent: str | None = None, **kwargs) -> WorkflowRun:
     """Create a run and dispatch it once the caller's transaction commits.
 
     Starting an id that exists returns the existing run (a retried request or a
@@ -66,7 +66,8 @@ def run_start(workflow, *args, id: str | None = None, actor: str = "system",
     run_id = id or f"{definition.name}:{uuid.uuid4()}"
     now = clock.now()
     run = WorkflowRun(id=run_id, workflow_name=definition.name, workflow_version=definition.version,
-                      input=encoded, created_at=now, updated_at=now, wake_at=_grace())
+                      input=encoded, created_at=now, updated_at=now, wake_at=_grace(),
+                      parent_id=parent)
     with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
         inserted = sql.insert_unless_exists(run)
         if inserted:
@@ -158,7 +159,20 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str = "system", graceful
                 setattr(run, name, value)
         _audit(run_id, "cancel", actor, {"reason": reason, **(audit or {})})
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run_id, reason=reason, actor=actor)
+        _cancel_children(run_id, reason=reason, actor=actor, graceful=False)
+        if run.parent_id:
+            from durable import children
+
+            children.notify_parent(run, status=run.status, result=None, error=run.error)
     return run
+
+
+def _cancel_children(run_id: str, *, reason: str, actor: str, graceful: bool) -> None:
+    """A cancelled parent's unfinished children are cancelled too, the same way."""
+    for child_id in WorkflowRun.objects.filter(parent_id=run_id).exclude(
+            status__in=FINISHED_STATUSES).values_list("id", flat=True):
+        run_cancel(child_id, reason=f"its parent {run_id} was cancelled: {reason or 'cancelled'}",
+                   actor=actor, graceful=graceful, audit={"parent": run_id})
 
 
 def _cancel_gracefully(run: WorkflowRun, *, reason: str, actor: str, now, audit, cleanup) -> WorkflowRun:
@@ -171,6 +185,7 @@ def _cancel_gracefully(run: WorkflowRun, *, reason: str, actor: str, now, audit,
             wake_at=Least(Coalesce("wake_at", Value(now)), Value(now)))
         _audit(run.id, "cancel", actor, {"reason": reason, "graceful": True,
                                          "cleanup_until": run.cancel_request["deadline"], **(audit or {})})
+        _cancel_children(run.id, reason=reason, actor=actor, graceful=True)
         dispatch(run.id)
     return run
 

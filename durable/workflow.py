@@ -6,7 +6,7 @@ without a run.
 import functools
 
 from durable import context, registry
-from durable.errors import Cancelled, NotInWorkflow
+from durable.errors import Cancelled, ChildFailed, NotInWorkflow
 
 
 def _ctx() -> context.ReplayContext:
@@ -18,6 +18,8 @@ def _ctx() -> context.ReplayContext:
 
 class WorkflowAPI:
     Cancelled = Cancelled
+    ChildFailed = ChildFailed
+
     def __call__(self, fn=None, *, name: str | None = None, version: int = 1,
                  lease_seconds: float | None = None):
         """``@workflow`` or ``@workflow(name="onboarding", version=2)``."""
@@ -69,6 +71,24 @@ class WorkflowAPI:
     def drain_signals(self, name: str, type=None) -> list:
         """Every signal ``name`` buffered right now (oldest first, consumed); never waits."""
         return _ctx().drain_signals(name, type=type)
+
+    def start_child(self, workflow, *args, id: str | None = None, **kwargs):
+        """Start ``workflow`` as a child run; returns a ``ChildHandle`` to wait on.
+
+        Journaled and idempotent on the child's id (default ``<parent id>:child:<position>``):
+        a replay or a crash never starts it twice. Cancelling the parent cancels the child.
+        """
+        return _ctx().start_child(workflow, args, kwargs, id=id)
+
+    def wait_for_child(self, handle, timeout=None):
+        """The child's result; ``ChildFailed`` (its error's type and message) if it failed or
+        was cancelled; None once ``timeout`` passes."""
+        return _ctx().wait_for_child(handle, timeout=timeout)
+
+    def wait_for_children(self, handles, timeout=None) -> list:
+        """Fan-in: the children's results in order, under one ``timeout`` (None in place of
+        each child not finished by then); the first failed child raises ``ChildFailed``."""
+        return _ctx().wait_for_children(list(handles), timeout=timeout)
 
     def sleep(self, duration) -> None:
         return _ctx().sleep(duration)

@@ -373,3 +373,79 @@ def cleanup_after_a_nap() -> str:
     except workflow.Cancelled as cancelled:
         workflow.sleep(seconds(1))  # the next advance replays the delivered cancel
         return f"{cancelled.reason} / {cancelled.actor}"
+
+
+# --- child runs (tests/durable/test_children.py) ---
+
+
+@dataclass
+class Correction:
+    entry: str
+    amount: int
+
+
+def correct(entry: str, amount: int) -> Correction:
+    effect(f"correct:{entry}")
+    if amount < 0:
+        raise ValueError(f"entry {entry} cannot be corrected by {amount}")
+    return Correction(entry, amount)
+
+
+@workflow(name="correction")
+def correction(entry: str, amount: int) -> Correction:
+    return workflow.step(correct, entry, amount, retry=Retry(max_attempts=1))
+
+
+@workflow(name="awaits_approval")
+def awaits_approval(entry: str) -> str:
+    decision = workflow.wait_for_signal("decision", timeout=days(3))
+    return f"{entry}: {decision}"
+
+
+@workflow(name="reconcile_disputes")
+def reconcile_disputes(disputes: list) -> list:
+    handles = [workflow.start_child(correction, entry, amount) for entry, amount in disputes]
+    try:
+        results = workflow.wait_for_children(handles, timeout=days(1))
+    except workflow.ChildFailed as failed:
+        return [f"failed: {failed.child_id}: {failed.error_type}: {failed.message}"]
+    return [None if r is None else f"{r.entry}={r.amount}" for r in results]
+
+
+@workflow(name="one_child")
+def one_child(entry: str, child_id: str = "") -> str:
+    handle = workflow.start_child(awaits_approval, entry, id=child_id or None)
+    result = workflow.wait_for_child(handle, timeout=days(5))
+    return "no decision in time" if result is None else result
+
+
+@workflow(name="parent_cleans_up")
+def parent_cleans_up(entry: str) -> str:
+    handle = workflow.start_child(awaits_approval, entry)
+    try:
+        return workflow.wait_for_child(handle, timeout=days(5))
+    except workflow.ChildFailed as failed:
+        workflow.step(record, "parent_saw_child_cancelled")
+        return f"child {failed.status}"
+    except workflow.Cancelled:
+        workflow.step(record, "parent_cleanup")
+        return "parent cancelled"
+
+
+def book_once(entry: str, idempotency_key: str) -> int:
+    """An atomic effect that a worker killed after it would repeat: unique on its key."""
+    time.sleep(0.05)
+    return Once.objects.create(key=f"booked:{entry}").pk
+
+
+@workflow(name="booked_correction")
+def booked_correction(entry: str) -> str:
+    workflow.step(book_once, entry, atomic=True)
+    workflow.sleep(seconds(0.2))
+    return entry
+
+
+@workflow(name="fan_out_bookings")
+def fan_out_bookings(count: int) -> list:
+    handles = [workflow.start_child(booked_correction, f"e{n}") for n in range(count)]
+    return workflow.wait_for_children(handles, timeout=days(1))

@@ -1,0 +1,231 @@
+"""Child runs: started once with the parent's journal, waited on, cancelled with the parent."""
+import pytest
+from django.contrib.admin.utils import quote
+from django.urls import reverse
+
+from durable import children, history, services
+from durable.errors import RunConflict, SignalConflict
+from durable.models import EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.testing import drive
+from tests.durable.workflows import CALLS
+
+pytestmark = pytest.mark.django_db
+
+
+def drive_children(parent_id: str) -> None:
+    for child in WorkflowRun.objects.filter(parent_id=parent_id):
+        drive(child.id)
+
+
+def test_fan_out_and_fan_in_returns_each_childs_result_in_order(clock):
+    parent = services.run_start("reconcile_disputes", [("e1", 10), ("e2", 20), ("e3", 30)], id="recon:d1")
+    drive(parent.id)
+
+    drive_children(parent.id)
+    parent = drive(parent.id)
+
+    assert parent.status == RunStatus.COMPLETED
+    assert parent.result == ["e1=10", "e2=20", "e3=30"]
+    assert sorted(WorkflowRun.objects.filter(parent_id=parent.id).values_list("id", flat=True)) == [
+        "recon:d1:child:0", "recon:d1:child:1", "recon:d1:child:2"]
+
+
+def test_a_child_that_finishes_before_the_parent_waits_is_not_missed(clock):
+    parent = services.run_start("reconcile_disputes", [("e1", 1)], id="recon:early")
+    drive(parent.id)                   # starts the child and waits
+    drive("recon:early:child:0")       # the child ends while the parent is parked
+
+    parent = drive(parent.id)
+
+    assert parent.result == ["e1=1"]
+
+
+def test_the_parents_wait_returns_the_childs_typed_result(clock):
+    parent = services.run_start("one_child", "e9", id="typed")
+    drive(parent.id)
+    child_id = "typed:child:0"
+    drive(child_id)
+
+    services.signal_send(child_id, "decision", "approved")
+    drive(child_id)
+    parent = drive(parent.id)
+
+    assert parent.status == RunStatus.COMPLETED
+    assert parent.result == "e9: approved"
+
+
+def test_a_failed_child_raises_child_failed_in_the_parent_with_its_type_and_message(clock):
+    parent = services.run_start("reconcile_disputes", [("good", 1), ("bad", -5)], id="recon:fail")
+    drive(parent.id)
+
+    drive_children(parent.id)
+    parent = drive(parent.id)
+
+    assert parent.status == RunStatus.COMPLETED
+    assert parent.result == ["failed: recon:fail:child:1: StepFailed: step 'correct' failed after "
+                             "1 attempt(s): ValueError: entry bad cannot be corrected by -5"]
+    assert WorkflowRun.objects.get(pk="recon:fail:child:1").status == RunStatus.FAILED
+
+
+def test_the_wait_for_a_child_returns_none_at_its_deadline_and_the_child_goes_on(clock):
+    parent = services.run_start("one_child", "slow", id="late")
+    drive(parent.id)
+    drive("late:child:0")
+
+    clock.advance(5 * 24 * 3600 + 1)
+    parent = drive(parent.id)
+
+    assert parent.result == "no decision in time"
+    assert WorkflowRun.objects.get(pk="late:child:0").status == RunStatus.WAITING
+
+
+def test_a_child_that_outlives_its_parent_finishes_without_error(clock):
+    parent = services.run_start("one_child", "orphan", id="gone")
+    drive(parent.id)
+    drive("gone:child:0")
+    clock.advance(5 * 24 * 3600 + 1)
+    drive(parent.id)
+
+    services.signal_send("gone:child:0", "decision", "late yes")
+    child = drive("gone:child:0")
+
+    assert child.status == RunStatus.COMPLETED
+    assert not Signal.objects.filter(run_id=parent.id, name__startswith=children.SIGNAL_PREFIX).exists()
+
+
+def test_cancelling_the_parent_cancels_its_unfinished_children(clock):
+    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:cancel")
+    drive(parent.id)
+    drive("recon:cancel:child:0")   # this one completes; the other has not run yet
+
+    services.run_cancel(parent.id, reason="wrong day", actor="ops")
+
+    statuses = dict(WorkflowRun.objects.filter(parent_id=parent.id).values_list("id", "status"))
+    assert statuses == {"recon:cancel:child:0": RunStatus.COMPLETED,
+                        "recon:cancel:child:1": RunStatus.CANCELLED}
+    cancelled = WorkflowRun.objects.get(pk="recon:cancel:child:1")
+    assert "wrong day" in cancelled.error["message"]
+    assert cancelled.audit_events.filter(action="cancel", actor="ops").exists()
+
+
+def test_a_graceful_cancel_of_the_parent_cancels_the_children_gracefully_and_the_parent_cleans_up(clock):
+    parent = services.run_start("parent_cleans_up", "e1", id="polite")
+    drive(parent.id)
+    drive("polite:child:0")
+
+    services.run_cancel(parent.id, reason="customer left", actor="ops", graceful=True)
+    child = WorkflowRun.objects.get(pk="polite:child:0")
+    assert child.cancel_request["reason"].endswith("customer left")
+    child = drive(child.id)
+    parent = drive(parent.id)
+
+    assert child.status == RunStatus.CANCELLED
+    assert parent.status == RunStatus.CANCELLED
+    assert parent.result == "parent cancelled"
+    assert CALLS["parent_cleanup"] == 1
+
+
+def test_a_cancelled_child_raises_child_failed_in_a_parent_that_goes_on(clock):
+    parent = services.run_start("parent_cleans_up", "e2", id="solo")
+    drive(parent.id)
+    drive("solo:child:0")
+
+    services.run_cancel("solo:child:0", reason="duplicate entry", actor="ops")
+    parent = drive(parent.id)
+
+    assert parent.status == RunStatus.COMPLETED
+    assert parent.result == "child cancelled"
+
+
+def test_a_child_id_taken_by_another_parent_is_a_conflict_in_the_body(clock):
+    first = services.run_start("one_child", "e1", "shared-child", id="first")
+    drive(first.id)
+
+    second = services.run_start("one_child", "e1", "shared-child", id="second")
+    second = drive(second.id)
+
+    assert first.id != second.id
+    assert second.status == RunStatus.FAILED
+    assert second.error["type"] == RunConflict.__name__
+    assert WorkflowRun.objects.get(pk="shared-child").parent_id == "first"
+
+
+def test_an_existing_finished_run_with_the_childs_id_is_adopted_and_its_result_delivered(clock):
+    existing = services.run_start("awaits_approval", "e7", id="adopt-me")
+    drive(existing.id)
+    services.signal_send(existing.id, "decision", "yes")
+    drive(existing.id)
+
+    parent = services.run_start("one_child", "e7", "adopt-me", id="adopter")
+    parent = drive(parent.id)
+
+    assert parent.result == "e7: yes"
+    assert WorkflowRun.objects.get(pk="adopt-me").parent_id == "adopter"
+
+
+def test_nobody_but_the_engine_may_send_a_childs_outcome_with_its_key(clock):
+    parent = services.run_start("one_child", "e1", id="spoofed")
+    drive(parent.id)
+
+    with pytest.raises(SignalConflict):
+        services.signal_send(parent.id, children.signal_name("spoofed:child:0"),
+                             {"status": "completed", "result": "forged"},
+                             dedupe_key=f"{children.DEDUPE_PREFIX}spoofed:child:0")
+
+
+def test_a_parent_with_children_replays_from_its_history_without_starting_them_again(clock):
+    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:hist")
+    drive(parent.id)
+    drive_children(parent.id)
+    drive(parent.id)
+
+    report = history.history_replay(history.history_parse(history.history_export(parent.id)))
+
+    assert report.ok, report.summary
+
+
+def test_a_long_child_id_still_names_a_storable_signal():
+    name = children.signal_name("x" * 300)
+
+    assert len(name) <= 255
+    assert name != children.signal_name("x" * 299 + "y")
+
+
+# --- operators see the family ---
+
+
+@pytest.fixture
+def family(clock):
+    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:family")
+    drive(parent.id)
+    return parent
+
+
+def test_the_admin_links_a_parent_to_its_children_and_each_child_back(client, family):
+    from tests.durable.test_admin import staff_with
+
+    staff_with(client, "view_workflowrun")
+    parent_page = client.get(reverse("admin:durable_workflowrun_change", args=[quote(family.id)]))
+    child_page = client.get(reverse("admin:durable_workflowrun_change", args=[quote("recon:family:child:1")]))
+    children_list = client.get(reverse("admin:durable_workflowrun_changelist"),
+                               {"parent__id__exact": family.id})
+
+    assert reverse("admin:durable_workflowrun_change", args=[quote("recon:family:child:1")]) in \
+        parent_page.content.decode()
+    assert reverse("admin:durable_workflowrun_change", args=[quote(family.id)]) in child_page.content.decode()
+    assert children_list.status_code == 200
+    assert children_list.context["cl"].result_count == 2
+
+
+def test_the_api_names_a_runs_parent_and_children_and_lists_one_parents_children(family):
+    from tests.durable.test_api import client_for, user_with
+
+    api = client_for(user_with("view_workflowrun"))
+
+    detail = api.get(f"/api/runs/{family.id}/").json()
+    child = api.get("/api/runs/recon:family:child:0/").json()
+    listed = api.get("/api/runs/", {"parent": family.id}).json()
+
+    assert detail["children"] == ["recon:family:child:0", "recon:family:child:1"]
+    assert child["parent"] == family.id
+    assert sorted(run["id"] for run in listed["results"]) == ["recon:family:child:0", "recon:family:child:1"]
