@@ -80,6 +80,15 @@ def _accepts_idempotency_key(fn) -> bool:
     return "idempotency_key" in params
 
 
+def step_name(fn) -> str:
+    """A step's default journal name, the same in every process: never a repr, which would
+    carry a memory address (a ``functools.partial`` is named after the function it wraps,
+    a callable object after its class)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__name__", None) or type(fn).__qualname__
+
+
 def error_of(exc: BaseException) -> dict:
     return {
         "type": type(exc).__name__,
@@ -250,7 +259,7 @@ class ReplayContext:
 
     def step(self, fn, *args, idempotency_key=None, name=None, retry: Retry | None = None,
              atomic: bool = False, timeout=None, **kwargs):
-        name = name or getattr(fn, "__name__", None) or repr(fn)
+        name = name or step_name(fn)
         position, entry = self._next(EntryKind.STEP, name)
         hint = codec.return_hint(fn)
         policy = retry or DEFAULT_RETRY

@@ -1,4 +1,6 @@
 """Replay: recorded steps return their recorded results and never run again."""
+import functools
+
 import pytest
 
 from durable import Retry, current_step, seconds, services, workflow
@@ -147,7 +149,7 @@ def test_a_fenced_advance_is_logged_with_the_runs_id(clock, caplog):
 
 
 class Notifier:
-    """A callable without a ``__name__``: its step is named by its repr."""
+    """A callable without a ``__name__``: its step is named after its class, not its repr."""
 
     def __call__(self, text: str) -> str:
         return text
@@ -156,13 +158,23 @@ class Notifier:
         return "notifier"
 
 
-def test_a_step_of_a_callable_without_a_name_is_journaled_under_its_repr(clock):
+def test_a_step_of_a_callable_without_a_name_is_journaled_under_its_class(clock):
     with override_workflow(lambda: workflow.step(Notifier(), "hello"), name="nameless_step"):
         run = services.run_start("nameless_step", id="nameless:1")
 
         run = drive(run.id)
 
-    assert JournalEntry.objects.get(run_id=run.id, position=0).name == "notifier"
+    assert JournalEntry.objects.get(run_id=run.id, position=0).name == "Notifier"
+
+
+def test_a_step_of_a_partial_is_journaled_under_the_wrapped_function_so_any_process_replays_it(clock):
+    with override_workflow(lambda: workflow.step(functools.partial(functools.partial(validate), ["id"])),
+                           name="partial_step"):
+        run = services.run_start("partial_step", id="partial:1")
+
+        run = drive(run.id)
+
+    assert JournalEntry.objects.get(run_id=run.id, position=0).name == "validate"
 
 
 def validates_then_waits():
