@@ -28,6 +28,14 @@ def handle(options, out) -> int:
     out.write(f"wake at   {when(run.wake_at) or '-'}")
     out.write(f"advances  {run.advances}")
     out.write(f"created   {when(run.created_at)}   updated {when(run.updated_at)}")
+    if run.attributes:
+        out.write(f"attrs     {short(run.attributes, 200)}")
+    if run.parent_id:
+        out.write(f"parent    {run.parent_id}")
+    children = list(run.children.order_by("created_at", "id").values_list("id", "status")[:11])
+    if children:
+        listed = ", ".join(f"{child_id} ({status})" for child_id, status in children[:10])
+        out.write(f"children  {listed}{', ...' if len(children) > 10 else ''}")
     out.write(f"input     {short(run.input, 200)}")
     if run.result is not None:
         out.write(f"result    {short(run.result, 200)}")

@@ -100,6 +100,19 @@ def test_status_shows_the_run_its_journal_and_its_signals(waiting_run):
     assert "later" in output and "pending" in output
 
 
+def test_status_names_a_runs_parent_children_and_search_attributes(clock):
+    parent = drive(services.run_start("reconcile_disputes", [("e1", 1)], id="recon:cli").id)
+    child = drive("recon:cli:child:0")
+    WorkflowRun.objects.filter(pk=parent.id).update(attributes={"stage": "correcting"})
+
+    parent_output = durable("status", parent.id)
+    child_output = durable("status", child.id)
+
+    assert "children  recon:cli:child:0 (completed)" in parent_output
+    assert "attrs     " in parent_output and "correcting" in parent_output
+    assert f"parent    {parent.id}" in child_output
+
+
 def test_list_filters_by_status_and_workflow(waiting_run):
     services.run_start("three_steps", 1, id="three:list")
 
