@@ -44,6 +44,8 @@ def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_t
 
     with fake_clock(STARTED) as clock:
         batch = reconciliation_start(batch_date=DAY)
+        drive(batch.run_id)
+        drive_corrections(batch.run_id)
         run = drive(batch.run_id)
         assert run.waiting_for == "sleep"
         clock.advance(days(1) / 4)      # 06:30, past the closing window
@@ -53,8 +55,23 @@ def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_t
     assert run.result == {"batch": "2026-05-05", "posted": ["e2", "e4", "e5"]}
     assert corrections() == ["e2", "e4", "e5"]
     assert (batch.status, batch.corrections_posted) == (BatchStatus.RECONCILED, 3)
-    steps = JournalEntry.objects.filter(run_id=run.id, kind="step").order_by("position")
-    assert [s.name for s in steps][2:5] == ["post_e2", "post_e4", "post_e5"]
+
+
+@pytest.mark.django_db
+def test_each_missing_entry_is_a_child_run_named_after_the_entry(statement, clock):
+    batch = reconciliation_start(batch_date=DAY)
+
+    drive(batch.run_id)
+
+    children = WorkflowRun.objects.filter(parent_id=batch.run_id).order_by("id")
+    assert [c.id for c in children] == [f"{batch.run_id}:post_e{n}" for n in (2, 4, 5)]
+    assert {c.workflow_name for c in children} == {"reconcile_correction"}
+    assert WorkflowRun.objects.get(pk=batch.run_id).waiting_for.startswith("signal:durable.child:")
+
+
+def drive_corrections(run_id: str) -> None:
+    for child_id in WorkflowRun.objects.filter(parent_id=run_id).order_by("id").values_list("id", flat=True):
+        drive(child_id)
 
 
 @pytest.mark.django_db
@@ -72,7 +89,11 @@ def test_a_worker_killed_during_corrections_posts_each_correction_once(statement
     batch = reconciliation_start(batch_date=DAY)
     env = subprocess_env(DURABLE_LEASE_SECONDS="1", SLOW_LEDGER_SECONDS="60",
                          RECONCILIATION_LEDGER_CLIENT="tests.processes.slow_ledger.SlowLedger")
-    code = f"import django; django.setup(); from durable.testing import drive; drive({batch.run_id!r})"
+    code = ("import django; django.setup(); from durable.testing import drive; "
+            "from durable.models import WorkflowRun; "
+            f"drive({batch.run_id!r}); "
+            f"[drive(c) for c in WorkflowRun.objects.filter(parent_id={batch.run_id!r}).order_by('id')"
+            ".values_list('id', flat=True)]")
     worker = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -89,10 +110,11 @@ def test_a_worker_killed_during_corrections_posts_each_correction_once(statement
 
     time.sleep(1.1)   # the dead worker's 1-second lease expires
     connection.close()
+    drive_corrections(batch.run_id)
     run = drive(batch.run_id)
 
     batch.refresh_from_db()
     assert run.status in (RunStatus.WAITING, RunStatus.COMPLETED)
     assert corrections() == ["e2", "e4", "e5"]
     assert batch.corrections_posted == 3      # a counter that a repeated step would have bumped twice
-    assert JournalEntry.objects.get(run_id=run.id, name="post_e2").attempt == 1
+    assert JournalEntry.objects.get(run_id=f"{batch.run_id}:post_e2", name="post_e2").attempt == 1
