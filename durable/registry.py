@@ -37,6 +37,9 @@ class WorkflowDefinition:
         args = [codec.decode(value, positional[i] if i < len(positional) else None)
                 for i, value in enumerate(stored.get("args", []))]
         kwargs = {key: codec.decode(value, hints.get(key)) for key, value in stored.get("kwargs", {}).items()}
+        # A signature that no longer takes these arguments blocks the run (repairable), rather
+        # than failing it with a TypeError from the body's first line.
+        inspect.signature(self.fn).bind(*args, **kwargs)
         return args, kwargs
 
 

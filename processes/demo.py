@@ -14,6 +14,7 @@ from django.test.utils import override_settings
 from approvals.models import OPEN_STATUSES, ApprovalRequest
 from approvals.services import COMPLIANCE_GROUP, approval_decide
 from durable import clock
+from durable.models import WorkflowRun
 from durable.testing import drive
 from processes.billing.services import invoice_issue, payment_event_receive
 from processes.onboarding.models import Company
@@ -133,5 +134,8 @@ def seed_reconciliation(out) -> None:
             LedgerEntry.objects.get_or_create(entry_id=entry_id, defaults={
                 "date": today, "amount": Decimal(amount), "description": f"PIX recebido {n}"})
     batch = reconciliation_start(batch_date=today, actor="seed_demo")
+    drive(batch.run_id)
+    for child in WorkflowRun.objects.filter(parent_id=batch.run_id).order_by("id"):
+        drive(child.id)   # each correction is a child run
     run = drive(batch.run_id)
     out(f"  batch {today}         {run.id:<32} {run.status:<10} {run.waiting_for or run.result or ''}")

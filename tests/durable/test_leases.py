@@ -1,4 +1,5 @@
 """Leases and fencing: one advance per run; a worker that lost its lease writes nothing."""
+import logging
 import threading
 import time
 from datetime import timedelta
@@ -214,3 +215,40 @@ def test_a_takeover_after_progress_counts_its_recoveries_from_one_again(clock, s
     run = drive(run.id)
 
     assert run.status == RunStatus.COMPLETED
+
+
+def _beat_until(beat, lease, predicate, seconds: float = 3) -> None:
+    threads_before = set(threading.enumerate())
+    beat.IDLE_EXIT_SECONDS = 0
+    with beat.hold(lease):
+        give_up = time.monotonic() + seconds
+        while time.monotonic() < give_up and not predicate():
+            time.sleep(0.05)
+    for thread in set(threading.enumerate()) - threads_before:
+        thread.join(timeout=5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_logs_which_run_lost_its_lease_while_a_step_ran(caplog):
+    run = services.run_start(three_steps, 1, id="lease:lost-log")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    services.run_cancel(run.id, reason="operator", actor="ops")   # bumps the token under the step
+
+    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+        _beat_until(leases.Heartbeat(), lease, lambda: "lease lost" in caplog.text)
+
+    assert f"run {run.id}: lease lost while a step was running" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_lease(caplog):
+    run = services.run_start(three_steps, 1, id="lease:timeout-log")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
+    lease.step_deadline = time.monotonic()           # the step's timeout has passed
+
+    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+        _beat_until(leases.Heartbeat(), lease, lambda: "past its timeout" in caplog.text)
+
+    assert f"run {run.id}: a step ran past its timeout; its lease is left to expire" in caplog.text
+    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until

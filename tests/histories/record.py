@@ -259,7 +259,12 @@ def reconcile_completed(clock) -> str:
                                          description=f"PIX recebido {n}")
         if n in (1, 3):
             LedgerEntry.objects.create(entry_id=f"hist-{n}", date=day, amount=Decimal(amount))
+    from durable.models import WorkflowRun
+
     batch = reconciliation_start(batch_date=day, actor="record")
+    drive(batch.run_id)
+    for child_id in WorkflowRun.objects.filter(parent_id=batch.run_id).order_by("id").values_list("id", flat=True):
+        drive(child_id)   # each correction is a child run
     drive(batch.run_id)
     return _advance(clock, batch.run_id, timedelta(hours=21)).id
 

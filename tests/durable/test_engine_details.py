@@ -1,0 +1,109 @@
+"""Details of the engine that operators and bodies rely on: error texts, typed results, the
+kinds of failures an atomic step can have."""
+import logging
+from datetime import timedelta
+
+import pytest
+from django.db import IntegrityError
+
+from durable import Retry, clock as durable_clock, seconds, services, workflow
+from durable.context import check_attribute_name
+from durable.models import EntryStatus, JournalEntry, RunStatus
+from durable.testing import drive, override_workflow
+from tests.durable.workflows import CALLS, Correction, effect
+from tests.effects.models import Once
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_bad_attribute_name_is_refused_with_the_rule_it_broke():
+    with pytest.raises(ValueError, match="must be an identifier of at most 64 characters without a "
+                                         "double underscore"):
+        check_attribute_name("not an identifier")
+
+
+def test_a_delivered_graceful_cancel_is_journaled_as_a_cancelled_error_with_its_reason_and_actor(clock):
+    run = services.run_start("polite_cancel", "c-9", id="cancel:entry")
+    drive(run.id)
+    services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
+
+    drive(run.id)
+
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert entry.status == EntryStatus.CANCELLED
+    assert entry.error == {"type": "Cancelled", "message": "customer withdrew", "actor": "ops"}
+
+
+def duplicate_booking(idempotency_key: str) -> int:
+    effect("duplicate_booking")
+    Once.objects.create(key="taken")
+    return Once.objects.create(key="taken").pk     # the step's own IntegrityError
+
+
+def test_an_atomic_steps_own_integrity_error_is_a_step_failure_not_a_lost_lease(clock):
+    def books_twice():
+        return workflow.step(duplicate_booking, atomic=True, retry=Retry(max_attempts=1))
+
+    with override_workflow(books_twice, name="books_twice"):
+        run = drive(services.run_start("books_twice", id="atomic:integrity").id)
+
+    assert run.status == RunStatus.FAILED
+    assert "IntegrityError" in run.error["message"]
+    assert not Once.objects.exists()        # the failed attempt's first write rolled back too
+    assert CALLS["duplicate_booking"] == 1
+
+
+def slow_lookup(idempotency_key: str) -> str:
+    effect("slow_lookup")
+    return "found"
+
+
+def test_an_attempt_found_running_past_its_timeout_counts_as_failed_and_is_retried(clock):
+    def looks_up():
+        return workflow.step(slow_lookup, timeout=seconds(30), retry=Retry(max_attempts=3))
+
+    with override_workflow(looks_up, name="looks_up"):
+        run = services.run_start("looks_up", id="timeout:found")
+        # A worker journaled the attempt as started, then died inside it.
+        JournalEntry.objects.create(run_id=run.id, position=0, kind="step", name="slow_lookup",
+                                    status=EntryStatus.STARTED, attempt=1, started_at=durable_clock.now(),
+                                    wake_at=durable_clock.now() + timedelta(seconds=30),
+                                    created_at=durable_clock.now(), updated_at=durable_clock.now())
+        clock.advance(seconds(31))
+
+        run = drive(run.id)
+        entry = JournalEntry.objects.get(run_id=run.id, position=0)
+        assert (run.status, entry.status, entry.attempt) == (RunStatus.WAITING, EntryStatus.RETRYING, 1)
+        assert entry.error["type"] == "StepTimeout"
+        assert "was still running 0:00:30 after it started (attempt 1)" in entry.error["message"]
+
+        clock.advance(seconds(5))
+        run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert (run.result, CALLS["slow_lookup"]) == ("found", 1)
+
+
+def test_a_childs_result_reaches_the_parent_as_the_type_the_child_declares(clock):
+    def checks_type():
+        handle = workflow.start_child("correction", "e1", 5)
+        result = workflow.wait_for_child(handle)
+        return [type(result).__name__, isinstance(result, Correction)]
+
+    with override_workflow(checks_type, name="checks_child_type"):
+        parent = drive(services.run_start("checks_child_type", id="typed:child").id)
+        drive(f"{parent.id}:child:0")
+        parent = drive(parent.id)
+
+    assert parent.result == ["Correction", True]
+
+
+def test_a_run_whose_arguments_the_new_code_no_longer_takes_is_blocked_saying_why(clock):
+    with override_workflow(lambda text: text, name="input_error_type"):
+        run = services.run_start("input_error_type", "plain text", id="input:type")
+    with override_workflow(lambda: "no arguments now", name="input_error_type"):
+        run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["type"] == "InputMismatch"
+    assert "TypeError: too many positional arguments" in run.error["message"]
