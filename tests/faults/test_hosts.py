@@ -7,6 +7,7 @@ workers run with a 2 s lease and a 0.5 s sweep tick (tests/faults/conftest.py), 
 "lease + two ticks" is 3 s here.
 """
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -85,6 +87,16 @@ def via(url: str, address: str, port: int) -> str:
     return urlunsplit(parts._replace(netloc=f"{auth}@{address}:{port}" if auth else f"{address}:{port}"))
 
 
+def remove_leftovers() -> None:
+    """Namespaces an earlier test process made and could not remove (it was SIGKILLed);
+    their veth links go with them."""
+    for line in ip("netns", "list").splitlines():
+        name = line.split()[0]
+        match = re.fullmatch(r"dur-(\d+)-.*", name)
+        if match and not Path(f"/proc/{match[1]}").exists():
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
 def namespaces_or_skip(prefix: str) -> None:
     if os.geteuid() != 0:
         pytest.skip("network namespaces need root")
@@ -96,6 +108,7 @@ def namespaces_or_skip(prefix: str) -> None:
     except RuntimeError as exc:
         pytest.skip(f"network namespaces cannot be made here: {exc}")
     ip("netns", "del", probe)
+    remove_leftovers()
 
 
 @pytest.fixture
