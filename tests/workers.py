@@ -23,12 +23,15 @@ class CeleryProcesses:
         self.env = subprocess_env(DURABLE_DISPATCHER="celery", **env)
         self.procs: dict[str, subprocess.Popen] = {}
 
-    def _start(self, name: str, args: list[str], ready: str | None) -> subprocess.Popen:
+    def _start(self, name: str, args: list[str], ready: str | None, *, prefix: tuple[str, ...] = (),
+               env: dict[str, str] | None = None) -> subprocess.Popen:
+        """``prefix`` runs the process through another command (``ip netns exec <ns>``), which
+        must exec it in place; ``env`` overrides this process's variables only."""
         log_path = self.log_dir / f"{name}.log"
         log = open(log_path, "ab")
-        proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *args],
-                                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen([*prefix, sys.executable, "-m", "celery", "-A", "config", *args],
+                                cwd=ROOT, env={**self.env, **(env or {})}, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         self.procs[name] = proc
         if ready:
@@ -41,15 +44,15 @@ class CeleryProcesses:
                 time.sleep(0.1)
         return proc
 
-    def start_worker(self, name: str = "worker", concurrency: int = 2) -> subprocess.Popen:
+    def start_worker(self, name: str = "worker", concurrency: int = 2, **options) -> subprocess.Popen:
         return self._start(name, ["worker", "--loglevel", "INFO", "--concurrency", str(concurrency),
                                   "--hostname", f"{name}-{os.getpid()}@%h", "--without-gossip",
-                                  "--without-mingle", "--without-heartbeat"], ready="ready.")
+                                  "--without-mingle", "--without-heartbeat"], ready="ready.", **options)
 
-    def start_beat(self, name: str = "beat") -> subprocess.Popen:
+    def start_beat(self, name: str = "beat", **options) -> subprocess.Popen:
         schedule = self.log_dir / f"{name}-schedule"
         return self._start(name, ["beat", "--loglevel", "INFO", "--schedule", str(schedule)],
-                           ready="maxinterval")
+                           ready="maxinterval", **options)
 
     def kill(self, name: str) -> None:
         """SIGKILL the process and every child in its group: the machine lost power."""

@@ -136,3 +136,42 @@ def hang(n: int, seconds_: float) -> str:
 def fault_timeout(n: int, hang_for: float) -> str:
     return workflow.step(hang, n, hang_for, timeout=seconds(1),
                          retry=Retry(max_attempts=3, initial_interval=seconds(0.1)))
+
+
+# --- several hosts (tests/faults/test_hosts.py): each worker is told its host in FAULT_HOST
+# and every step returns it, so the journal says whose attempt was recorded. ---
+
+def this_host() -> str:
+    return os.environ.get("FAULT_HOST", "")
+
+
+def arrive(n: int, idempotency_key: str) -> str:
+    Effect.objects.create(run_id=f"hosts:{n}", name="arrive", idempotency_key=idempotency_key,
+                          worker=this_host())
+    return this_host()
+
+
+def book(n: int, idempotency_key: str) -> str:
+    """Ours, atomic: the row commits with the journal entry, so it exists once whoever ran it,
+    and a cut lands inside the transaction often enough to matter."""
+    Effect.objects.create(run_id=f"hosts:{n}", name="book", idempotency_key=idempotency_key,
+                          worker=this_host())
+    time.sleep(0.2)
+    return this_host()
+
+
+def ship(n: int, idempotency_key: str) -> str:
+    """External: at least once, at most twice across one takeover."""
+    Effect.objects.create(run_id=f"hosts:{n}", name="ship", idempotency_key=idempotency_key,
+                          worker=this_host())
+    time.sleep(0.2)
+    return this_host()
+
+
+@workflow(name="fault_hosts")
+def fault_hosts(n: int) -> dict:
+    arrived = workflow.step(arrive, n, idempotency_key=f"{workflow.id}:arrive", retry=PATIENT)
+    go = workflow.wait_for_signal("go", timeout=minutes(10))
+    booked = workflow.step(book, n, idempotency_key=f"{workflow.id}:book", atomic=True, retry=PATIENT)
+    shipped = workflow.step(ship, n, idempotency_key=f"{workflow.id}:ship", retry=PATIENT)
+    return {"n": n, "token": go["token"], "hosts": [arrived, booked, shipped]}
