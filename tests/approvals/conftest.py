@@ -1,6 +1,7 @@
 """Fixtures for the approvals tests: reviewers, an outsider, and runs waiting on a case."""
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from approvals.models import ApprovalRequest
 from approvals.services import compliance_group_ensure
@@ -11,10 +12,12 @@ from tests.approvals import workflows  # noqa: F401  (registers the test workflo
 PASSWORD = "correct-horse-battery"
 
 
-def make_user(username: str, *, reviewer: bool):
+def make_user(username: str, *, reviewer: bool, groups: tuple[str, ...] = ()):
+    """A user; a reviewer is in the compliance group, and in ``groups`` (routing: kyc, ...)."""
     user = get_user_model().objects.create_user(username=username, password=PASSWORD)
     if reviewer:
         user.groups.add(compliance_group_ensure())
+    user.groups.add(*[Group.objects.get_or_create(name=name)[0] for name in groups])
     return user
 
 

@@ -72,8 +72,10 @@ def _reviewer(username: str):
 
     from approvals.services import compliance_group_ensure
 
+    from django.contrib.auth.models import Group
+
     user, _ = get_user_model().objects.get_or_create(username=username)
-    user.groups.add(compliance_group_ensure())
+    user.groups.add(compliance_group_ensure(), Group.objects.get_or_create(name="kyc-senior")[0])
     return user
 
 
