@@ -67,3 +67,9 @@ class InvalidDate(ApprovalError):
     """A deadline or follow-up date that is missing, in the past, or earlier than the current one."""
 
     status_code = 400
+
+
+class ReviewerRequired(ApprovalError):
+    """A reassignment that names nobody (or nobody who exists)."""
+
+    status_code = 400

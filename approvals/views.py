@@ -21,7 +21,8 @@ from django.views import View
 
 from approvals import figures, selectors, services
 from approvals.duties import approval_conflict
-from approvals.errors import ApprovalError, ApprovalNotFound, InvalidDate, NotAllowed, NotEligible
+from approvals.errors import (ApprovalError, ApprovalNotFound, InvalidDate, NotAllowed, NotEligible,
+                              ReviewerRequired)
 from approvals.holds import holds_for
 from approvals.models import CLOSED_STATUSES, ApprovalStatus, Outcome, Risk
 from approvals.panels import sections_for
@@ -204,7 +205,7 @@ class SupervisorActionView(SupervisorView):
                 chosen = request.POST.get("to", "")
                 to_user = get_user_model().objects.filter(pk=chosen).first() if chosen.isdigit() else None
                 if to_user is None:
-                    raise NotEligible(_("Choose the reviewer to hand the case to."))
+                    raise ReviewerRequired(_("Choose the reviewer to hand the case to."))
                 services.approval_reassign(pk, actor=request.user, to_user=to_user, reason=reason, meta=meta)
                 messages.success(request, _("Case #%(case)s is now with %(user)s.")
                                  % {"case": pk, "user": to_user.get_username()})
