@@ -91,9 +91,12 @@ def approvals_mine(user) -> QuerySet:
     return _with_counts(cases).order_by("due_at", "id")
 
 
-def approvals_archive(*, query: str = "", status: str = "") -> QuerySet:
-    """Closed cases (decided, expired, cancelled), latest first."""
+def approvals_archive(*, query: str = "", status: str = "", user=None) -> QuerySet:
+    """Closed cases (decided, expired, cancelled), latest first; only those routed to ``user``'s
+    groups when given (a supervisor's archive is everything)."""
     cases = ApprovalRequest.objects.filter(status__in=CLOSED_STATUSES)
+    if user is not None:
+        cases = routed_to(cases, user)
     if status in CLOSED_STATUSES:
         cases = cases.filter(status=status)
     return _with_counts(_search(cases, query)).order_by("-closed_at", "-id")

@@ -89,7 +89,8 @@ class MineView(ReviewerView):
 class ArchiveView(ReviewerView):
     def get(self, request):
         query, status = request.GET.get("q", "")[:200], request.GET.get("status", "")
-        cases = selectors.approvals_archive(query=query, status=status)
+        cases = selectors.approvals_archive(
+            query=query, status=status, user=None if services.is_supervisor(request.user) else request.user)
         return render(request, "approvals/archive.html", {
             "page": _page(request, cases), "query": query, "status": status,
             "statuses": [(s, s) for s in CLOSED_STATUSES], "section": "archive"})

@@ -55,3 +55,20 @@ def test_a_supervisor_outside_the_groups_opens_the_case_but_cannot_claim_it(supe
 
     assert 'data-testid="not-routed"' in page and 'data-testid="supervisor"' in page
     assert reverse("approval_claim", args=[senior_case.pk]) not in page
+
+
+def test_a_junior_archive_leaves_out_closed_senior_cases(junior, senior, senior_case, supervisor):
+    services.approval_cancel(senior_case.pk, actor="ops", reason="customer withdrew")
+
+    junior_page = signed_in(junior).get(reverse("approval_archive")).content.decode()
+    supervisor_page = signed_in(supervisor).get(reverse("approval_archive")).content.decode()
+
+    assert f'data-case="{senior_case.pk}"' not in junior_page
+    assert f'data-case="{senior_case.pk}"' in supervisor_page
+
+
+def test_the_admin_shows_a_case_routing_read_only(admin_client, senior_case):
+    page = admin_client.get(reverse("admin:approvals_approvalrequest_change", args=[senior_case.pk])).content.decode()
+
+    assert "kyc-senior" in page
+    assert 'name="candidate_groups"' not in page
