@@ -52,16 +52,19 @@ def _sorted(cases: QuerySet, sort: str) -> QuerySet:
 
 def approvals_open_for(user, *, risk: str = "", workflow_name: str = "", status: str = "",
                        overdue: bool = False, query: str = "", assignee: str = "", group: str = "",
-                       sort: str = "deadline", following_up: bool = False) -> QuerySet:
+                       sort: str = "deadline", following_up: bool = False,
+                       every_group: bool = False) -> QuerySet:
     """Open cases this reviewer can act on, soonest deadline first (or ``sort``: risk, age).
 
-    Only cases routed to the reviewer's groups. Cases the reviewer already approved
+    Only cases routed to the reviewer's groups (``every_group``: all, for a supervisor). Cases the reviewer already approved
     (waiting for a second pair of eyes) are left out: they cannot act on them again. A
     case with a follow-up date ahead is hidden unless ``following_up`` asks for those only.
     ``assignee`` is "me", "none" or a username; ``group`` a candidate group's name.
     """
     now = clock.now()
-    cases = routed_to(ApprovalRequest.objects.filter(status__in=OPEN_STATUSES), user).exclude(decisions__reviewer=user)
+    cases = ApprovalRequest.objects.filter(status__in=OPEN_STATUSES).exclude(decisions__reviewer=user)
+    if not every_group:
+        cases = routed_to(cases, user)
     if following_up:
         cases = cases.filter(follow_up_at__gt=now)
     else:

@@ -67,7 +67,9 @@ class QueueView(ReviewerView):
             "sort": request.GET.get("sort", "") if request.GET.get("sort") in selectors.SORTS else "deadline",
             "following_up": request.GET.get("following_up") == "1",
         }
-        cases = selectors.approvals_open_for(request.user, **filters)
+        # A supervisor balances the whole queue, not only what their own groups may take.
+        cases = selectors.approvals_open_for(request.user, every_group=services.is_supervisor(request.user),
+                                             **filters)
         return render(request, "approvals/queue.html", {
             "page": _page(request, cases), "filters": filters, "risks": Risk.choices,
             "workflows": selectors.approval_workflow_names(), "section": "queue",
@@ -186,7 +188,10 @@ def _refused(request, pk, exc: ApprovalError, reason: str):
 
 def _posted_datetime(request, name: str):
     """A datetime-local field, read in the current time zone; a clear 400 when it is not one."""
-    value = parse_datetime(request.POST.get(name, "").strip())
+    try:
+        value = parse_datetime(request.POST.get(name, "").strip())
+    except ValueError:   # well-formed but impossible, e.g. month 13
+        value = None
     if value is None:
         raise InvalidDate(_("Give a date and time (YYYY-MM-DD HH:MM)."))
     return timezone.make_aware(value) if timezone.is_naive(value) else value

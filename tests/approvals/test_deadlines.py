@@ -119,9 +119,10 @@ def test_the_extend_form_takes_a_local_date_and_time(junior_case, supervisor):
     assert junior_case.due_at == new.replace(second=0, microsecond=0)
 
 
-def test_a_malformed_date_is_a_400_naming_the_format(junior_case, supervisor):
+@pytest.mark.parametrize("typed", ["next tuesday", "2026-13-01T10:00"])
+def test_a_malformed_date_is_a_400_naming_the_format(junior_case, supervisor, typed):
     response = signed_in(supervisor).post(reverse("approval_extend", args=[junior_case.pk]),
-                                          {"due_at": "next tuesday", "reason": "customer travelling"})
+                                          {"due_at": typed, "reason": "customer travelling"})
 
     assert response.status_code == 400
     assert "YYYY-MM-DD HH:MM" in response.content.decode()

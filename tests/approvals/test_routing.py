@@ -72,3 +72,9 @@ def test_the_admin_shows_a_case_routing_read_only(admin_client, senior_case):
 
     assert "kyc-senior" in page
     assert 'name="candidate_groups"' not in page
+
+
+def test_a_supervisor_queue_lists_every_open_case_whatever_its_groups(supervisor, junior_case, senior_case):
+    page = signed_in(supervisor).get(reverse("approval_queue")).content.decode()
+
+    assert f'data-case="{junior_case.pk}"' in page and f'data-case="{senior_case.pk}"' in page
