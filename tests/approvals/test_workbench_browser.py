@@ -1,18 +1,24 @@
 """The reviewer workbench in headless Chromium: routing, reassignment, an extended deadline."""
+import io
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
+from django.core.management import call_command
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest, ApprovalStatus
 from durable import days
 from durable.models import RunStatus
 from durable.testing import drive
-from tests.approvals.conftest import make_user, start_routed_case
+from tests.approvals.conftest import PASSWORD, make_user, start_routed_case
 from tests.approvals.test_browser import open_page  # noqa: F401 (a fixture)
 from tests.browser import browser  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+# CI artifacts, never committed (var/ is ignored).
+SCREENSHOTS = settings.VAR_DIR / "screenshots" / "workbench"
 
 
 @pytest.fixture
@@ -111,3 +117,33 @@ def test_pressing_the_question_mark_shows_the_shortcuts_help_and_escape_hides_it
 
     assert "Claim the case" in shown and "Approve" in shown
     assert page.locator("#shortcuts-help").is_hidden()
+
+
+
+@pytest.fixture
+def seeded_week(team, django_capture_on_commit_callbacks):
+    """The demo's week of cases (sofia keeps the test password: the seed leaves it unchanged)."""
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_approvals_demo", stdout=io.StringIO())
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+@pytest.mark.parametrize("path", ["/approvals/dashboard/", "/approvals/team/"])
+def test_the_supervisor_pages_do_not_scroll_sideways(browser, live_server, seeded_week, path, width):  # noqa: F811
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.goto(live_server.url + "/login/")
+    page.fill("input[name=username]", "sofia")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+
+    response = page.goto(live_server.url + path)
+    widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{path.strip('/').replace('/', '-')}-{width}.png"), full_page=True)
+    context.close()
+
+    assert response.status == 200
+    assert widths[0] <= widths[1]
