@@ -123,3 +123,11 @@ def test_the_case_page_offers_the_supervisor_only_eligible_reviewers(claimed, su
     assert f'<option value="{junior2.pk}">jonas</option>' in page
     assert f'<option value="{senior.pk}">sara</option>' in page
     assert ">joana</option>" not in page   # already holds it
+
+
+def test_the_case_audit_trail_shows_from_whom_to_whom_a_case_was_reassigned(claimed, supervisor, junior2):
+    services.approval_reassign(claimed.pk, actor=supervisor, to_user=junior2, reason="joana is on leave")
+
+    page = signed_in(supervisor).get(reverse("approval_case", args=[claimed.pk])).content.decode()
+
+    assert "from joana to jonas" in page and "joana is on leave" in page
