@@ -98,6 +98,8 @@ def test_pressing_c_on_the_case_page_claims_the_case(open_page, team):
     case = start_routed_case("keys", groups=("kyc",))
     page = open_page("joana")
     page.get_by_role("link", name=case.title).click()
+    page.wait_for_url(f"**/approvals/{case.pk}/")
+    page.wait_for_load_state("load")   # the deferred shortcuts script has run
 
     page.keyboard.press("c")
     page.wait_for_selector("[role=status]")
@@ -110,6 +112,8 @@ def test_pressing_the_question_mark_shows_the_shortcuts_help_and_escape_hides_it
     case = start_routed_case("help", groups=("kyc",))
     page = open_page("joana")
     page.get_by_role("link", name=case.title).click()
+    page.wait_for_url(f"**/approvals/{case.pk}/")
+    page.wait_for_load_state("load")   # the deferred shortcuts script has run
 
     page.keyboard.press("?")
     shown = page.get_by_role("dialog").inner_text()
