@@ -37,12 +37,13 @@ class AuditInline(ReadOnlyInline):
 @admin.register(ApprovalRequest)
 class ApprovalRequestAdmin(admin.ModelAdmin):
     list_display = ["id", "title", "workflow_name", "risk", "status", "due_at", "assignee", "closed_by"]
-    list_filter = ["status", "risk", "workflow_name"]
+    list_filter = ["status", "risk", "workflow_name", "candidate_groups"]
     search_fields = ["title", "subject_id", "run__id", "closed_by"]
     date_hierarchy = "created_at"
     inlines = [DecisionInline, AuditInline]
     actions = ["cancel_selected"]
-    readonly_fields = [f.name for f in ApprovalRequest._meta.fields]
+    # Routing is the workflow's, changed only by reopening the case: read-only here too.
+    readonly_fields = [f.name for f in ApprovalRequest._meta.fields] + ["candidate_groups"]
 
     def has_add_permission(self, request):
         return False

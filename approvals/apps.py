@@ -8,8 +8,11 @@ class ApprovalsConfig(AppConfig):
     def ready(self):
         from approvals import receivers  # noqa: F401  (connects to durable's hooks)
         from approvals.services import SIGNAL_KEY_OWNER, SIGNAL_KEY_PREFIX
+        from approvals.metrics import ApprovalsCollector
         from durable import reserve_dedupe_prefix
+        from durable.metrics import register_collector
 
         # A decision's signal key is ours alone: a hand-sent signal with it would turn the
         # reviewer's real decision into a silent duplicate.
         reserve_dedupe_prefix(SIGNAL_KEY_PREFIX, owner=SIGNAL_KEY_OWNER)
+        register_collector(ApprovalsCollector())

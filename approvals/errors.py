@@ -50,3 +50,26 @@ class InvalidOutcome(ApprovalError):
 
 class RunEnded(ApprovalError):
     """The run this case answers has finished: no decision can reach it any more."""
+
+
+class ClaimRevoked(ApprovalError):
+    """A supervisor released or reassigned this reviewer's claim: their decision, made from a
+    page opened before that, must not go through. Says who took it, when and why."""
+
+
+class NotEligible(ApprovalError):
+    """The case is routed to groups this person is not in (or they already voted on it)."""
+
+    status_code = 403
+
+
+class InvalidDate(ApprovalError):
+    """A deadline or follow-up date that is missing, in the past, or earlier than the current one."""
+
+    status_code = 400
+
+
+class ReviewerRequired(ApprovalError):
+    """A reassignment that names nobody (or nobody who exists)."""
+
+    status_code = 400

@@ -5,7 +5,9 @@ conditional on the status the row had when it was loaded (ConcurrentTransitionMi
 two reviewers racing on one case can never both move it.
 """
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from django_fsm import ConcurrentTransitionMixin, FSMField, transition
 
 from durable.chain import AppendOnly, ChainedAudit  # noqa: F401  (AppendOnly: raised by audit rows)
@@ -59,6 +61,12 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
     status = FSMField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING,
                       protected=True, db_index=True)
     due_at = models.DateTimeField(db_index=True)
+    # Routing: only members of one of these groups may see, open and take the case. None
+    # named means any compliance reviewer (cases opened before routing existed).
+    candidate_groups = models.ManyToManyField(Group, blank=True, related_name="approval_requests",
+                                              verbose_name=_("candidate groups"))
+    # Hidden from the queue until then ("waiting for the customer's bank letter").
+    follow_up_at = models.DateTimeField(_("follow-up date"), null=True, blank=True)
     assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                  on_delete=models.PROTECT, related_name="approval_requests_claimed")
     claimed_at = models.DateTimeField(null=True, blank=True)
@@ -95,6 +103,10 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
     @transition(field=status, source=ApprovalStatus.CLAIMED, target=ApprovalStatus.PENDING)
     def release(self):
         """Also taken after the first of two approvals: the case waits for the second reviewer."""
+
+    @transition(field=status, source=OPEN_STATUSES, target=ApprovalStatus.CLAIMED)
+    def reassign(self):
+        """A supervisor hands the case (claimed or not) to another eligible reviewer."""
 
     @transition(field=status, source=OPEN_STATUSES, target=ApprovalStatus.APPROVED)
     def approve(self):

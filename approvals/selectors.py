@@ -1,8 +1,13 @@
 """Reads on approval requests for the reviewer UI, the admin and tests."""
-from django.db.models import Count, Q, QuerySet
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Value, When
 
 from approvals.errors import ApprovalNotFound
-from approvals.models import CLOSED_STATUSES, OPEN_STATUSES, ApprovalRequest, ApprovalStatus, Outcome
+from approvals.models import (CLOSED_STATUSES, OPEN_STATUSES, ApprovalDecision, ApprovalRequest, ApprovalStatus,
+                              Outcome, Risk)
 from durable import clock
 from durable.models import JournalEntry
 
@@ -23,14 +28,55 @@ def _search(cases: QuerySet, query: str) -> QuerySet:
     return cases.filter(match)
 
 
-def approvals_open_for(user, *, risk: str = "", workflow_name: str = "", status: str = "",
-                       overdue: bool = False, query: str = "") -> QuerySet:
-    """Open cases this reviewer can act on, soonest deadline first.
+SORTS = {
+    "deadline": ("due_at", "id"),
+    "risk": ("risk_rank", "due_at", "id"),   # high first
+    "age": ("created_at", "id"),             # oldest first
+}
 
-    Cases the reviewer already approved (waiting for a second pair of eyes) are left out:
-    they cannot act on them again.
+
+def _routes():
+    return ApprovalRequest.candidate_groups.through.objects.filter(approvalrequest_id=OuterRef("pk"))
+
+
+def routed_to(cases: QuerySet, user) -> QuerySet:
+    """Only the cases routed to one of ``user``'s groups, or to nobody in particular."""
+    return cases.filter(~Exists(_routes()) | Exists(_routes().filter(group__in=user.groups.all())))
+
+
+def _sorted(cases: QuerySet, sort: str) -> QuerySet:
+    cases = cases.annotate(risk_rank=Case(When(risk=Risk.HIGH, then=Value(0)), When(risk=Risk.MEDIUM, then=Value(1)),
+                                          default=Value(2), output_field=IntegerField()))
+    return cases.order_by(*SORTS.get(sort, SORTS["deadline"]))
+
+
+def approvals_open_for(user, *, risk: str = "", workflow_name: str = "", status: str = "",
+                       overdue: bool = False, query: str = "", assignee: str = "", group: str = "",
+                       sort: str = "deadline", following_up: bool = False,
+                       every_group: bool = False) -> QuerySet:
+    """Open cases this reviewer can act on, soonest deadline first (or ``sort``: risk, age).
+
+    Only cases routed to the reviewer's groups (``every_group``: all, for a supervisor). Cases the reviewer already approved
+    (waiting for a second pair of eyes) are left out: they cannot act on them again. A
+    case with a follow-up date ahead is hidden unless ``following_up`` asks for those only.
+    ``assignee`` is "me", "none" or a username; ``group`` a candidate group's name.
     """
+    now = clock.now()
     cases = ApprovalRequest.objects.filter(status__in=OPEN_STATUSES).exclude(decisions__reviewer=user)
+    if not every_group:
+        cases = routed_to(cases, user)
+    if following_up:
+        cases = cases.filter(follow_up_at__gt=now)
+    else:
+        cases = cases.filter(Q(follow_up_at__isnull=True) | Q(follow_up_at__lte=now))
+    if assignee == "me":
+        cases = cases.filter(assignee=user)
+    elif assignee == "none":
+        cases = cases.filter(assignee__isnull=True)
+    elif assignee:
+        cases = cases.filter(assignee__username=assignee)
+    if group:
+        cases = cases.filter(Exists(_routes().filter(group__name=group)))
     if risk:
         cases = cases.filter(risk=risk)
     if workflow_name:
@@ -38,8 +84,8 @@ def approvals_open_for(user, *, risk: str = "", workflow_name: str = "", status:
     if status in OPEN_STATUSES:
         cases = cases.filter(status=status)
     if overdue:
-        cases = cases.filter(due_at__lte=clock.now())
-    return _with_counts(_search(cases, query)).order_by("due_at", "id")
+        cases = cases.filter(due_at__lte=now)
+    return _sorted(_with_counts(_search(cases, query)), sort)
 
 
 def approvals_mine(user) -> QuerySet:
@@ -48,9 +94,12 @@ def approvals_mine(user) -> QuerySet:
     return _with_counts(cases).order_by("due_at", "id")
 
 
-def approvals_archive(*, query: str = "", status: str = "") -> QuerySet:
-    """Closed cases (decided, expired, cancelled), latest first."""
+def approvals_archive(*, query: str = "", status: str = "", user=None) -> QuerySet:
+    """Closed cases (decided, expired, cancelled), latest first; only those routed to ``user``'s
+    groups when given (a supervisor's archive is everything)."""
     cases = ApprovalRequest.objects.filter(status__in=CLOSED_STATUSES)
+    if user is not None:
+        cases = routed_to(cases, user)
     if status in CLOSED_STATUSES:
         cases = cases.filter(status=status)
     return _with_counts(_search(cases, query)).order_by("-closed_at", "-id")
@@ -81,3 +130,52 @@ def approval_audit(case: ApprovalRequest):
 def approval_workflow_names() -> list[str]:
     return list(ApprovalRequest.objects.filter(status__in=OPEN_STATUSES)
                 .order_by("workflow_name").values_list("workflow_name", flat=True).distinct())
+
+
+def approval_group_names() -> list[str]:
+    """Groups open cases are routed to, for the queue's filter."""
+    through = ApprovalRequest.candidate_groups.through.objects
+    return sorted(set(through.filter(approvalrequest__status__in=OPEN_STATUSES)
+                      .values_list("group__name", flat=True)))
+
+
+def approval_assignee_names() -> list[str]:
+    return sorted(set(ApprovalRequest.objects.filter(status=ApprovalStatus.CLAIMED)
+                      .values_list("assignee__username", flat=True)))
+
+
+def stale_claim_age() -> timedelta:
+    return timedelta(hours=getattr(settings, "APPROVALS_STALE_CLAIM_HOURS", 4))
+
+
+def sla_age() -> timedelta:
+    return timedelta(hours=getattr(settings, "APPROVALS_SLA_HOURS", 24))
+
+
+def approvals_claimed() -> QuerySet:
+    """Every claimed case, oldest claim first, for the supervisor (``stale`` marks those
+    held longer than APPROVALS_STALE_CLAIM_HOURS)."""
+    stale_before = clock.now() - stale_claim_age()
+    cases = ApprovalRequest.objects.filter(status=ApprovalStatus.CLAIMED).annotate(
+        stale=Case(When(claimed_at__lte=stale_before, then=Value(True)), default=Value(False)))
+    return _with_counts(cases).order_by("claimed_at", "id")
+
+
+def approval_is_stale(case: ApprovalRequest) -> bool:
+    return bool(case.status == ApprovalStatus.CLAIMED and case.claimed_at
+                and case.claimed_at <= clock.now() - stale_claim_age())
+
+
+def approval_eligible_reviewers(case: ApprovalRequest):
+    """Who a supervisor may hand the case to: active reviewers routed to it who did not vote on
+    it, and not the current holder."""
+    from approvals.services import COMPLIANCE_GROUP
+
+    users = get_user_model().objects.filter(is_active=True, groups__name=COMPLIANCE_GROUP)
+    groups = list(case.candidate_groups.all())
+    if groups:
+        users = users.filter(pk__in=get_user_model().objects.filter(groups__in=groups).values("pk"))
+    users = users.exclude(pk__in=ApprovalDecision.objects.filter(request=case).values("reviewer_id"))
+    if case.assignee_id:
+        users = users.exclude(pk=case.assignee_id)
+    return list(users.distinct().order_by("username"))

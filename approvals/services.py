@@ -1,4 +1,5 @@
-"""Writes on approval requests: create, claim, release, decide, expire, cancel.
+"""Writes on approval requests: create, claim, release, decide, expire, cancel, and the
+supervisor's reassign, unclaim, deadline extension and follow-up date.
 
 Every write locks the case row, checks its state, applies an FSM transition and appends
 its audit row in one transaction. A final decision also sends the run's signal in that
@@ -11,6 +12,7 @@ from datetime import datetime
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 from django_fsm import ConcurrentTransition
 
 from approvals.duties import approval_conflict
@@ -19,9 +21,12 @@ from approvals.errors import (
     AlreadyClosed,
     ApprovalNotFound,
     ClaimedByOther,
+    ClaimRevoked,
     FourEyes,
+    InvalidDate,
     InvalidOutcome,
     NotAllowed,
+    NotEligible,
     ReasonRequired,
     RunEnded,
     SegregationOfDuties,
@@ -43,7 +48,12 @@ from durable.models import WorkflowRun
 
 DECIDE_PERMISSION = "approvals.decide_approvalrequest"
 COMPLIANCE_GROUP = "compliance"
+# Balances the queue: reassigns and unclaims cases, moves deadlines, sees the dashboard.
+SUPERVISOR_GROUP = "compliance-supervisor"
 SYSTEM = "system"
+# Sent (under the case's own signal name) when a supervisor moves a deadline: the payload
+# says so, and request_approval's wait re-reads the due date and waits until then.
+DEADLINE_EXTENDED = "deadline_extended"
 # A decision's signal goes out under "approval:<case id>", a prefix reserved for this app
 # (see ApprovalsConfig.ready): nobody else can send a signal that pre-empts a decision.
 SIGNAL_KEY_PREFIX = "approval:"
@@ -90,6 +100,67 @@ def _require_reviewer(user) -> None:
     if not is_reviewer(user):
         raise NotAllowed("Only members of the compliance group may act on approval requests "
                          "(being a superuser or an operator is not enough).")
+
+
+def is_supervisor(user) -> bool:
+    """An active member of the supervisors' group (membership, never superuser status)."""
+    return bool(user and user.is_authenticated and user.is_active
+                and user.groups.filter(name=SUPERVISOR_GROUP).exists())
+
+
+def _require_supervisor(user) -> None:
+    if not is_supervisor(user):
+        raise NotAllowed(_("Only members of the %(group)s group may reassign, unclaim or extend cases.")
+                         % {"group": SUPERVISOR_GROUP})
+
+
+def case_group_names(case: ApprovalRequest) -> list[str]:
+    return sorted(case.candidate_groups.values_list("name", flat=True))
+
+
+def may_take(case: ApprovalRequest, user) -> bool:
+    """A reviewer in one of the case's candidate groups (any reviewer when none is named)."""
+    if not is_reviewer(user):
+        return False
+    groups = case_group_names(case)
+    return not groups or user.groups.filter(name__in=groups).exists()
+
+
+def may_open(case: ApprovalRequest, user) -> bool:
+    """Who may see the case page: whoever may take it, and the supervisors."""
+    return may_take(case, user) or is_supervisor(user)
+
+
+def _require_eligible(case: ApprovalRequest, user) -> None:
+    _require_reviewer(user)
+    if not may_take(case, user):
+        raise NotEligible(_("Case #%(case)s is routed to %(groups)s; you are in none of them.")
+                          % {"case": case.pk, "groups": ", ".join(case_group_names(case))})
+
+
+def _revocation(case: ApprovalRequest, username: str) -> ApprovalAudit | None:
+    """The supervisor's unclaim or reassignment that took ``username``'s claim, unless they
+    claimed the case again since."""
+    taken = (case.audit.filter(action__in=("unclaim", "reassign"), detail__from=username)
+             .order_by("-chain_seq").first())
+    if taken is None or case.audit.filter(action="claim", actor=username, chain_seq__gt=taken.chain_seq).exists():
+        return None
+    return taken
+
+
+def _refuse_if_revoked(case: ApprovalRequest, username: str) -> None:
+    taken = _revocation(case, username)
+    if taken is None:
+        return
+    values = {"case": case.pk, "who": taken.actor, "when": f"{taken.created_at:%Y-%m-%d %H:%M} UTC",
+              "reason": taken.reason, "to": taken.detail.get("to") or ""}
+    if taken.action == "reassign":
+        message = _("Your claim on case #%(case)s was reassigned to %(to)s by %(who)s at %(when)s "
+                    "(%(reason)s); your decision was not recorded.") % values
+    else:
+        message = _("Your claim on case #%(case)s was released by %(who)s at %(when)s (%(reason)s); "
+                    "your decision was not recorded. Claim the case again to decide it.") % values
+    raise ClaimRevoked(message)
 
 
 def _audit(case: ApprovalRequest, action: str, actor: str, from_status: str, *, reason: str = "",
@@ -141,11 +212,13 @@ def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: s
                             due_at: datetime, summary: dict | None = None, subject_type: str = "",
                             subject_id: str = "", risk: str = Risk.LOW,
                             required_approvals: int | None = None,
+                            candidate_groups: list[str] | None = None,
                             actor: str = SYSTEM) -> ApprovalRequest:
-    """Open a case for a waiting run.
+    """Open a case for a waiting run, routed to ``candidate_groups`` (names; any reviewer if none).
 
     Idempotent on ``idempotency_key``: the workflow step that calls this may run twice
-    after a crash, and must find the case it already opened.
+    after a crash, and must find the case it already opened. A group named before anyone
+    created it is created empty: the case waits for a supervisor rather than going to all.
     """
     existing = ApprovalRequest.objects.filter(idempotency_key=idempotency_key).first()
     if existing is not None:
@@ -169,8 +242,11 @@ def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: s
                 idempotency_key=idempotency_key, title=title[:300], summary=summary or {},
                 subject_type=subject_type, subject_id=subject_id, risk=risk,
                 required_approvals=required_approvals, due_at=due_at, created_at=now, updated_at=now)
+            groups = sorted(set(candidate_groups or []))
+            if groups:
+                case.candidate_groups.set([Group.objects.get_or_create(name=name)[0] for name in groups])
             _audit(case, "create", actor, "", detail={"risk": risk, "required_approvals": required_approvals,
-                                                      "due_at": due_at.isoformat()})
+                                                      "due_at": due_at.isoformat(), "candidate_groups": groups})
     except IntegrityError:
         existing = ApprovalRequest.objects.filter(idempotency_key=idempotency_key).first()
         if existing is None:
@@ -183,7 +259,7 @@ def approval_claim(request_id: int, *, actor, meta: RequestMeta | None = None) -
     """Take a case so that colleagues see someone is on it. Claiming your own claim is a no-op."""
     with transaction.atomic():
         case = _locked(request_id)
-        _require_reviewer(actor)
+        _require_eligible(case, actor)
         _refuse_if_closed(case)
         if case.status == ApprovalStatus.CLAIMED:
             if case.assignee_id == actor.pk:
@@ -249,8 +325,10 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
         raise ReasonRequired(f"Give a reason to {what}: the customer and the auditors will read it.")
     with transaction.atomic():
         case = _locked(request_id)
-        _require_reviewer(actor)
+        _require_eligible(case, actor)
         _refuse_if_closed(case)
+        if case.assignee_id != actor.pk:
+            _refuse_if_revoked(case, actor.get_username())
         if case.status == ApprovalStatus.CLAIMED and case.assignee_id != actor.pk:
             raise ClaimedByOther(f"Case #{case.pk} is claimed by {case.assignee.get_username()}.")
         if case.decisions.filter(reviewer=actor).exists():
@@ -321,4 +399,116 @@ def approval_cancel(request_id: int, *, actor: str, reason: str = "",
         case.closed_at, case.closed_by = clock.now(), actor
         _save(case, ["closed_at", "closed_by"])
         _audit(case, "cancel", actor, from_status, reason=reason, meta=meta)
+    return case
+
+
+# --- The supervisor's actions: every one needs a reason and names from whom and to whom. ---
+
+def _require_reason(reason: str, what: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReasonRequired(_("Give a reason to %(what)s: it goes into the case's audit trail.") % {"what": what})
+    return reason
+
+
+def approval_reassign(request_id: int, *, actor, to_user, reason: str,
+                      meta: RequestMeta | None = None) -> ApprovalRequest:
+    """Hand a case to another eligible reviewer (claimed by them from now on).
+
+    The previous holder's decision, sent from a page opened before this, is refused with
+    ClaimRevoked naming the supervisor: nobody decides a case they no longer hold.
+    """
+    reason = _require_reason(reason, _("reassign a case"))
+    with transaction.atomic():
+        case = _locked(request_id)
+        _require_supervisor(actor)
+        _refuse_if_closed(case)
+        _require_eligible(case, to_user)
+        if case.decisions.filter(reviewer=to_user).exists():
+            raise FourEyes(_("%(user)s already approved case #%(case)s; a different reviewer must decide it.")
+                           % {"user": to_user.get_username(), "case": case.pk})
+        if case.assignee_id == to_user.pk:
+            raise ClaimedByOther(_("Case #%(case)s is already claimed by %(user)s.")
+                                 % {"case": case.pk, "user": to_user.get_username()})
+        from_status, previous = case.status, case.assignee.get_username() if case.assignee else ""
+        case.reassign()
+        case.assignee, case.claimed_at = to_user, clock.now()
+        _save(case, ["assignee", "claimed_at"])
+        _audit(case, "reassign", actor.get_username(), from_status, reason=reason, meta=meta,
+               detail={"from": previous, "to": to_user.get_username()})
+    return case
+
+
+def approval_unclaim(request_id: int, *, actor, reason: str, meta: RequestMeta | None = None) -> ApprovalRequest:
+    """Put a claimed case (a stale claim, say) back in the queue, whoever holds it."""
+    reason = _require_reason(reason, _("release someone's claim"))
+    with transaction.atomic():
+        case = _locked(request_id)
+        _require_supervisor(actor)
+        _refuse_if_closed(case)
+        if case.status != ApprovalStatus.CLAIMED:
+            raise ClaimedByOther(_("Case #%(case)s is not claimed by anyone.") % {"case": case.pk})
+        from_status, previous = case.status, case.assignee.get_username()
+        case.release()
+        case.assignee, case.claimed_at = None, None
+        _save(case, ["assignee", "claimed_at"])
+        _audit(case, "unclaim", actor.get_username(), from_status, reason=reason, meta=meta,
+               detail={"from": previous, "to": ""})
+    return case
+
+
+def approval_extend_deadline(request_id: int, *, actor, due_at: datetime, reason: str,
+                             meta: RequestMeta | None = None) -> ApprovalRequest:
+    """Move a case's deadline later, and tell its run so that its wait honours the new one.
+
+    The signal carries nothing the workflow trusts: request_approval re-reads the case's
+    due date in a step (the row decides, as with decisions).
+    """
+    reason = _require_reason(reason, _("extend a deadline"))
+    with transaction.atomic():
+        case = _locked(request_id)
+        _require_supervisor(actor)
+        _refuse_if_closed(case)
+        if due_at is None or due_at <= case.due_at:
+            raise InvalidDate(_("The new deadline must be later than the current one (%(due)s UTC).")
+                              % {"due": f"{case.due_at:%Y-%m-%d %H:%M}"})
+        previous = case.due_at
+        case.due_at = due_at
+        _save(case, ["due_at"])
+        username = actor.get_username()
+        _audit(case, "extend_deadline", username, case.status, reason=reason, meta=meta,
+               detail={"from": previous.isoformat(), "to": due_at.isoformat()})
+        try:
+            durable_services.signal_send(
+                case.run_id, case.signal_name, {"request_id": case.pk, DEADLINE_EXTENDED: due_at.isoformat()},
+                dedupe_key=f"{SIGNAL_KEY_PREFIX}{case.pk}:deadline:{due_at.isoformat()}",
+                reserved_by=SIGNAL_KEY_OWNER, actor=f"supervisor:{username}",
+                audit={"approval_request": case.pk, "ip": (meta or RequestMeta()).ip})
+        except RunFinished as exc:
+            raise RunEnded(_("Case #%(case)s cannot be extended: its process has ended (%(error)s).")
+                           % {"case": case.pk, "error": exc}) from exc
+    return case
+
+
+def approval_follow_up(request_id: int, *, actor, until: datetime | None, reason: str = "",
+                       meta: RequestMeta | None = None) -> ApprovalRequest:
+    """Hide a case from the queue until ``until`` (None shows it again). The deadline stays.
+
+    For a reviewer who may take the case, or a supervisor.
+    """
+    with transaction.atomic():
+        case = _locked(request_id)
+        if not is_supervisor(actor):
+            _require_eligible(case, actor)
+        _refuse_if_closed(case)
+        if until is not None:
+            reason = _require_reason(reason, _("set a follow-up date"))
+            if until <= clock.now():
+                raise InvalidDate(_("The follow-up date must be in the future."))
+        previous = case.follow_up_at
+        case.follow_up_at = until
+        _save(case, ["follow_up_at"])
+        _audit(case, "follow_up", actor.get_username(), case.status, reason=(reason or "").strip(), meta=meta,
+               detail={"from": previous.isoformat() if previous else None,
+                       "until": until.isoformat() if until else None})
     return case

@@ -1,33 +1,52 @@
-"""The compliance reviewer's pages: queue, my cases, archive, case page and its actions.
+"""The compliance reviewer's pages: queue, my cases, archive, case page and its actions, and
+the supervisor's team page, dashboard and actions.
 
 Thin: every write goes through approvals.services, every read through selectors. Only
-users with the decide permission get in; anyone else signed in gets 403.
+reviewers (the decide permission) and supervisors get in; anyone else signed in gets 403,
+and so does a reviewer opening a case routed to groups they are not in.
 """
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 from django.views import View
 
-from approvals import selectors, services
+from approvals import figures, selectors, services
 from approvals.duties import approval_conflict
-from approvals.errors import ApprovalError, ApprovalNotFound
+from approvals.errors import (ApprovalError, ApprovalNotFound, InvalidDate, NotAllowed, NotEligible,
+                              ReviewerRequired)
 from approvals.holds import holds_for
 from approvals.models import CLOSED_STATUSES, ApprovalStatus, Outcome, Risk
 from approvals.panels import sections_for
+from durable import clock
 
 PAGE_SIZE = 50
 
 
 class ReviewerView(LoginRequiredMixin, View):
-    """Anonymous -> login page; signed in without the decide permission -> 403."""
+    """Anonymous -> login page; signed in without the decide permission (nor a supervisor) -> 403."""
 
     def dispatch(self, request, *args, **kwargs):
-        if request.user.is_authenticated and not services.is_reviewer(request.user):
+        if request.user.is_authenticated and not (services.is_reviewer(request.user)
+                                                  or services.is_supervisor(request.user)):
             raise PermissionDenied("Only compliance reviewers may see approval requests.")
+        return super().dispatch(request, *args, **kwargs)
+
+
+class SupervisorView(LoginRequiredMixin, View):
+    """The compliance-supervisor group only; anyone else signed in -> 403."""
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and not services.is_supervisor(request.user):
+            raise PermissionDenied(_("Only compliance supervisors may see this page."))
         return super().dispatch(request, *args, **kwargs)
 
 
@@ -43,12 +62,24 @@ class QueueView(ReviewerView):
             "status": request.GET.get("status", ""),
             "overdue": request.GET.get("overdue") == "1",
             "query": request.GET.get("q", "")[:200],
+            "assignee": request.GET.get("assignee", "")[:150],
+            "group": request.GET.get("group", "")[:150],
+            "sort": request.GET.get("sort", "") if request.GET.get("sort") in selectors.SORTS else "deadline",
+            "following_up": request.GET.get("following_up") == "1",
         }
-        cases = selectors.approvals_open_for(request.user, **filters)
+        # A supervisor balances the whole queue, not only what their own groups may take.
+        cases = selectors.approvals_open_for(request.user, every_group=services.is_supervisor(request.user),
+                                             **filters)
         return render(request, "approvals/queue.html", {
             "page": _page(request, cases), "filters": filters, "risks": Risk.choices,
             "workflows": selectors.approval_workflow_names(), "section": "queue",
+            "groups": selectors.approval_group_names(), "assignees": selectors.approval_assignee_names(),
+            "sorts": QUEUE_SORTS,
         })
+
+
+QUEUE_SORTS = [("deadline", _lazy("deadline")), ("risk", _lazy("risk, highest first")),
+               ("age", _lazy("age, oldest first"))]
 
 
 class MineView(ReviewerView):
@@ -60,7 +91,8 @@ class MineView(ReviewerView):
 class ArchiveView(ReviewerView):
     def get(self, request):
         query, status = request.GET.get("q", "")[:200], request.GET.get("status", "")
-        cases = selectors.approvals_archive(query=query, status=status)
+        cases = selectors.approvals_archive(
+            query=query, status=status, user=None if services.is_supervisor(request.user) else request.user)
         return render(request, "approvals/archive.html", {
             "page": _page(request, cases), "query": query, "status": status,
             "statuses": [(s, s) for s in CLOSED_STATUSES], "section": "archive"})
@@ -73,13 +105,23 @@ def _case_or_404(pk):
         raise Http404(str(exc)) from None
 
 
+def _openable_or_403(request, pk):
+    """The case, if this user may open it: routed to one of their groups, or a supervisor."""
+    case = _case_or_404(pk)
+    if not services.may_open(case, request.user):
+        raise PermissionDenied(_("Case #%(case)s is routed to %(groups)s; you are in none of them.")
+                               % {"case": case.pk, "groups": ", ".join(services.case_group_names(case))})
+    return case
+
+
 class CaseView(ReviewerView):
     def get(self, request, pk):
-        return render_case(request, _case_or_404(pk))
+        return render_case(request, _openable_or_403(request, pk))
 
 
 def render_case(request, case, *, error: str = "", reason: str = "", status: int = 200):
     votes = selectors.approval_decisions(case)
+    supervisor = services.is_supervisor(request.user)
     voted = any(vote.reviewer_id == request.user.pk for vote in votes)
     read_only = case.status in CLOSED_STATUSES
     return render(request, "approvals/case.html", {
@@ -93,6 +135,10 @@ def render_case(request, case, *, error: str = "", reason: str = "", status: int
         "mine": case.assignee_id == request.user.pk,
         "held_by_other": case.status == ApprovalStatus.CLAIMED and case.assignee_id != request.user.pk,
         "already_voted": voted, "outcomes": Outcome, "section": "case",
+        "may_take": services.may_take(case, request.user), "candidate_groups": services.case_group_names(case),
+        "supervisor": supervisor, "stale": selectors.approval_is_stale(case),
+        "eligible_reviewers": selectors.approval_eligible_reviewers(case) if supervisor and not read_only else [],
+        "following_up": bool(case.follow_up_at and case.follow_up_at > clock.now()),
     }, status=status)
 
 
@@ -112,17 +158,95 @@ class CaseActionView(ReviewerView):
             elif self.action == "release":
                 services.approval_release(pk, actor=request.user, meta=meta)
                 messages.success(request, f"Case #{pk} is back in the queue.")
+            elif self.action == "follow_up":
+                until = None if request.POST.get("clear") else _posted_datetime(request, "follow_up_at")
+                services.approval_follow_up(pk, actor=request.user, until=until, reason=reason, meta=meta)
+                if until is None:
+                    messages.success(request, _("Case #%(case)s is back in the queue.") % {"case": pk})
+                else:
+                    messages.success(request, _("Case #%(case)s is hidden from the queue until %(until)s.")
+                                     % {"case": pk, "until": f"{until:%Y-%m-%d %H:%M}"})
             else:
                 outcome = request.POST.get("outcome", "")
                 case = services.approval_decide(pk, actor=request.user, outcome=outcome,
                                                 reason=reason, meta=meta)
                 messages.success(request, _decided_message(case, outcome))
         except ApprovalError as exc:
-            if isinstance(exc, ApprovalNotFound):
-                raise Http404(str(exc)) from None
-            return render_case(request, _case_or_404(pk), error=str(exc), reason=reason,
-                               status=exc.status_code)
+            return _refused(request, pk, exc, reason)
         return redirect(reverse("approval_case", args=[pk]))
+
+
+def _refused(request, pk, exc: ApprovalError, reason: str):
+    """The case page with the refusal, unless this user may not see the case at all (403)."""
+    if isinstance(exc, ApprovalNotFound):
+        raise Http404(str(exc)) from None
+    case = _case_or_404(pk)
+    if isinstance(exc, (NotEligible, NotAllowed)) and not services.may_open(case, request.user):
+        raise PermissionDenied(str(exc))
+    return render_case(request, case, error=str(exc), reason=reason, status=exc.status_code)
+
+
+def _posted_datetime(request, name: str):
+    """A datetime-local field, read in the current time zone; a clear 400 when it is not one."""
+    try:
+        value = parse_datetime(request.POST.get(name, "").strip())
+    except ValueError:   # well-formed but impossible, e.g. month 13
+        value = None
+    if value is None:
+        raise InvalidDate(_("Give a date and time (YYYY-MM-DD HH:MM)."))
+    return timezone.make_aware(value) if timezone.is_naive(value) else value
+
+
+class SupervisorActionView(SupervisorView):
+    """Reassign, unclaim, extend: POST only, refused actions re-render the case with the reason."""
+
+    http_method_names = ["post"]
+    action = ""
+
+    def post(self, request, pk):
+        meta = services.RequestMeta.from_http(request)
+        reason = request.POST.get("reason", "")
+        try:
+            if self.action == "reassign":
+                chosen = request.POST.get("to", "")
+                to_user = get_user_model().objects.filter(pk=chosen).first() if chosen.isdigit() else None
+                if to_user is None:
+                    raise ReviewerRequired(_("Choose the reviewer to hand the case to."))
+                services.approval_reassign(pk, actor=request.user, to_user=to_user, reason=reason, meta=meta)
+                messages.success(request, _("Case #%(case)s is now with %(user)s.")
+                                 % {"case": pk, "user": to_user.get_username()})
+            elif self.action == "unclaim":
+                services.approval_unclaim(pk, actor=request.user, reason=reason, meta=meta)
+                messages.success(request, _("Case #%(case)s is back in the queue.") % {"case": pk})
+            else:
+                due_at = _posted_datetime(request, "due_at")
+                services.approval_extend_deadline(pk, actor=request.user, due_at=due_at, reason=reason, meta=meta)
+                messages.success(request, _("Case #%(case)s is now due %(due)s.")
+                                 % {"case": pk, "due": f"{due_at:%Y-%m-%d %H:%M}"})
+        except ApprovalError as exc:
+            return _refused(request, pk, exc, reason)
+        return redirect(request.POST.get("next") if request.POST.get("next") == reverse("approval_team")
+                        else reverse("approval_case", args=[pk]))
+
+
+class TeamView(SupervisorView):
+    """Every claimed case, stale claims flagged, with the supervisor's unclaim at hand."""
+
+    def get(self, request):
+        return render(request, "approvals/team.html", {
+            "page": _page(request, selectors.approvals_claimed()), "section": "team",
+            "stale_hours": selectors.stale_claim_age().total_seconds() / 3600})
+
+
+class DashboardView(SupervisorView):
+    def get(self, request):
+        weeks = figures.weekly_time_to_decision()
+        return render(request, "approvals/dashboard.html", {
+            "backlog": figures.backlog(), "buckets": [label for label, _key, _bound in figures.AGE_BUCKETS],
+            "past_sla": figures.past_sla(), "sla_hours": selectors.sla_age().total_seconds() / 3600,
+            "tallies": figures.decisions_per_reviewer(), "outcomes": Outcome.choices,
+            "weeks": weeks, "chart": figures.chart(weeks), "stale_claims": figures.stale_claims(),
+            "section": "dashboard"})
 
 
 def _decided_message(case, outcome: str) -> str:

@@ -9,6 +9,10 @@ from durable import clock, days, workflow
 from durable.durations import as_timedelta
 
 DEFAULT_SIGNAL = "compliance_decision"
+# A supervisor's deadline extension wakes the wait with the case's own signal (no decision
+# on the row yet); runs patched for it re-read the due date before waiting again. Runs
+# journaled before keep their fixed deadline (durable's patched()).
+EXTENSIBLE_DEADLINES = "approval-deadline-extension"
 
 
 @dataclass
@@ -37,6 +41,8 @@ class Ticket:
 class Expiry:
     expired: bool
     decision: Decision | None = None
+    # Set when a supervisor moved the deadline after the wait timed out: wait again.
+    due_at: datetime | None = None
 
 
 def _subject(subject) -> tuple[str, str]:
@@ -52,14 +58,16 @@ def _subject(subject) -> tuple[str, str]:
 
 def open_approval_request(run_id: str, signal_name: str, title: str, summary: dict, subject_type: str,
                           subject_id: str, risk: str, timeout_seconds: float,
-                          required_approvals: int | None, idempotency_key: str) -> Ticket:
+                          required_approvals: int | None, idempotency_key: str,
+                          candidate_groups: list[str] | None = None) -> Ticket:
     """Step: open the case in the transaction that journals the step (exactly once)."""
     from approvals import services
 
     case = services.approval_request_create(
         run_id=run_id, signal_name=signal_name, idempotency_key=idempotency_key, title=title,
         summary=summary, subject_type=subject_type, subject_id=subject_id, risk=risk,
-        required_approvals=required_approvals, due_at=clock.now() + timedelta(seconds=timeout_seconds))
+        required_approvals=required_approvals, due_at=clock.now() + timedelta(seconds=timeout_seconds),
+        candidate_groups=candidate_groups)
     return Ticket(request_id=case.pk, due_at=case.due_at)
 
 
@@ -76,11 +84,23 @@ def read_decision(request_id: int) -> Decision | None:
     return Decision(**payload)
 
 
-def expire_approval_request(request_id: int) -> Expiry:
-    """Step: the deadline passed. A decision that committed just before it still counts."""
-    from approvals import services
-    from approvals.models import DECIDED_STATUSES
+def read_due_at(request_id: int) -> datetime:
+    """Step: the case's deadline as the row records it (a supervisor may have moved it)."""
+    from approvals.models import ApprovalRequest
 
+    return ApprovalRequest.objects.get(pk=request_id).due_at
+
+
+def expire_approval_request(request_id: int, extensible: bool = False) -> Expiry:
+    """Step: the deadline passed. A decision that committed just before it still counts, and
+    so does an extension (``extensible`` runs only: older ones cannot hear of it)."""
+    from approvals import services
+    from approvals.models import DECIDED_STATUSES, OPEN_STATUSES
+
+    if extensible:
+        case = services._locked(request_id)  # the run, then the case: the order every writer takes
+        if case.status in OPEN_STATUSES and case.due_at > clock.now():
+            return Expiry(expired=False, due_at=case.due_at)
     case = services.approval_expire(request_id, actor="system (deadline)")
     if case.status in DECIDED_STATUSES:
         payload = services.decision_payload(case)
@@ -92,7 +112,8 @@ def expire_approval_request(request_id: int) -> Expiry:
 def request_approval(*, title: str, summary: dict | None = None, subject=None, risk: str = "low",
                      timeout=days(3), signal_name: str = DEFAULT_SIGNAL,
                      required_approvals: int | None = None,
-                     idempotency_key: str | None = None) -> Decision | None:
+                     idempotency_key: str | None = None,
+                     candidate_groups: list[str] | None = None) -> Decision | None:
     """Open a case for compliance, wait for its decision until ``timeout``, and return it.
 
     ``None`` means nobody decided in time (the case is marked expired), so the caller can
@@ -100,22 +121,36 @@ def request_approval(*, title: str, summary: dict | None = None, subject=None, r
     ``required_approvals`` says otherwise. ``subject`` names what the case is about:
     ``"company:42"`` or ``("company", "42")``. ``idempotency_key`` names the case (unique);
     by default it is the opening step's key, ``<run id>:<position>:open_approval_request``.
+    ``candidate_groups`` names the groups whose reviewers may take the case (any reviewer
+    when empty). A supervisor who extends the deadline moves this wait's timeout too.
     """
     timeout = as_timedelta(timeout)
     subject_type, subject_id = _subject(subject)
+    groups = sorted(set(candidate_groups or []))
     ticket = workflow.step(open_approval_request, workflow.id, signal_name, title, summary or {},
                            subject_type, subject_id, risk, timeout.total_seconds(), required_approvals,
-                           atomic=True, idempotency_key=idempotency_key)
+                           atomic=True, idempotency_key=idempotency_key,
+                           **({"candidate_groups": groups} if groups else {}))
     signal = workflow.wait_for_signal(signal_name, timeout=timeout)
-    while signal is not None:
-        # The case row decides, not the signal's payload: a signal sent by hand (an
-        # operator's form, the API) cannot approve what no reviewer approved.
-        decision = workflow.step(read_decision, ticket.request_id)
-        if decision is not None:
-            return decision
-        remaining = max(ticket.due_at - workflow.now(), timedelta(0))
-        signal = workflow.wait_for_signal(signal_name, timeout=remaining)
-    expiry = workflow.step(expire_approval_request, ticket.request_id, atomic=True)
+    while True:
+        while signal is not None:
+            # The case row decides, not the signal's payload: a signal sent by hand (an
+            # operator's form, the API) cannot approve what no reviewer approved.
+            decision = workflow.step(read_decision, ticket.request_id)
+            if decision is not None:
+                return decision
+            due_at = ticket.due_at
+            if workflow.patched(EXTENSIBLE_DEADLINES):  # the row's deadline, maybe extended
+                due_at = workflow.step(read_due_at, ticket.request_id)
+            remaining = max(due_at - workflow.now(), timedelta(0))
+            signal = workflow.wait_for_signal(signal_name, timeout=remaining)
+        extensible = workflow.patched(EXTENSIBLE_DEADLINES)
+        expiry = workflow.step(expire_approval_request, ticket.request_id, *([True] if extensible else []),
+                               atomic=True)
+        if expiry.due_at is None:
+            break
+        # Extended in the instant the wait timed out: wait for the new deadline.
+        signal = workflow.wait_for_signal(signal_name, timeout=max(expiry.due_at - workflow.now(), timedelta(0)))
     if expiry.expired:
         return None
     # Decided in the instant before the deadline: its signal is waiting; consume it so a

@@ -281,6 +281,10 @@ DOCUMENT_MAX_BYTES = int(os.environ.get("DOCUMENT_MAX_BYTES", str(10 * 1024 * 10
 ONBOARDING_DOCUMENTS_QUIET_SECONDS = float(os.environ.get("ONBOARDING_DOCUMENTS_QUIET_SECONDS", "30"))
 # With the documents complete and no valid CNPJ, the customer is asked once and given this long.
 ONBOARDING_CNPJ_WAIT_SECONDS = float(os.environ.get("ONBOARDING_CNPJ_WAIT_SECONDS", "86400"))
+# The reviewer workbench (docs/approvals.md): a claim older than this is flagged as stale
+# for the supervisor; a case open longer than the SLA counts as past SLA on the dashboard.
+APPROVALS_STALE_CLAIM_HOURS = float(os.environ.get("APPROVALS_STALE_CLAIM_HOURS", "4"))
+APPROVALS_SLA_HOURS = float(os.environ.get("APPROVALS_SLA_HOURS", "24"))
 # How deeply a JSON value sent to the REST API (signal payload, run input) may nest (docs/api.md).
 DURABLE_API_MAX_PAYLOAD_DEPTH = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_DEPTH", "32"))
 LLM_API_BASE_URL = os.environ.get("LLM_API_BASE_URL", "")

@@ -114,9 +114,21 @@ class DurableCollector:
                                     "Unix time of the last sweep.", value=sweep["at"])
 
 
+_app_collectors: list = []
+
+
+def register_collector(collector) -> None:
+    """Add an app's collector to /metrics (approvals registers its figures); idempotent by class,
+    so an AppConfig.ready() that runs twice registers once. The engine imports no app."""
+    if not any(type(existing) is type(collector) for existing in _app_collectors):
+        _app_collectors.append(collector)
+
+
 def render() -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DurableCollector())
+    for collector in _app_collectors:
+        registry.register(collector)
     return generate_latest(registry)
 
 

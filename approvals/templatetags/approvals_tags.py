@@ -39,3 +39,11 @@ def as_text(value) -> str:
 @register.filter
 def is_mapping(value) -> bool:
     return isinstance(value, dict)
+
+
+@register.simple_tag
+def supervises(user) -> bool:
+    """Whether to show the supervisor's pages in the navigation (the views check again)."""
+    from approvals.services import is_supervisor
+
+    return is_supervisor(user)

@@ -8,10 +8,11 @@ import logging
 import os
 import re
 
-from django.core.exceptions import SuspiciousFileOperation
+from django.core.exceptions import PermissionDenied, SuspiciousFileOperation
 from django.http import FileResponse, Http404
 
 from approvals.models import ApprovalRequest
+from approvals.services import may_open
 from approvals.views import ReviewerView
 from processes.onboarding.models import Document
 from processes.onboarding.panels import PREVIEWABLE_TYPES
@@ -29,10 +30,14 @@ def download_name(document: Document) -> str:
     return name[:150]
 
 
-def case_document(case_pk: int, document_pk: int) -> Document:
+def case_document(case_pk: int, document_pk: int, user) -> Document:
+    """The document, if ``user`` may open its case: a case routed to other groups is a 403,
+    as its page is (approvals routing)."""
     case = ApprovalRequest.objects.filter(pk=case_pk, workflow_name="onboarding", subject_type="company").first()
     if case is None:
         raise Http404("no onboarding case with this id")
+    if not may_open(case, user):
+        raise PermissionDenied("this case is routed to groups you are not in")
     document = (Document.objects.select_related("company")
                 .filter(pk=document_pk, company__customer_id=case.subject_id).first())
     if document is None:
@@ -47,7 +52,8 @@ class DocumentFileView(ReviewerView):
     disposition = "download"
 
     def get(self, request, case_pk: int, pk: int):
-        response = document_file_response(case_document(case_pk, pk), preview=self.disposition == "preview")
+        response = document_file_response(case_document(case_pk, pk, request.user),
+                                          preview=self.disposition == "preview")
         log.info("reviewer %s %s document %s of case %s", request.user.get_username(), self.disposition,
                  pk, case_pk)
         return response

@@ -13,6 +13,9 @@ from processes.onboarding.validation import ValidationResult
 DOCUMENTS_DEADLINE = days(7)      # the seed's deadline; then one reminder...
 DOCUMENTS_GRACE = days(3)         # ...and the case closes if nothing comes in these days
 DECISION_DEADLINE = days(3)       # compliance decides in 3 days, else escalation (repeated)
+# Who may take a review: juniors (kyc) the low-risk ones, seniors (kyc-senior) every one.
+KYC_GROUP, KYC_SENIOR_GROUP = "kyc", "kyc-senior"
+REVIEW_GROUPS = {"low": [KYC_GROUP, KYC_SENIOR_GROUP], "high": [KYC_SENIOR_GROUP]}
 DOCUMENTS_SIGNAL = "documents_received"
 # Change id (docs/versioning.md): a round takes the whole batch the customer sent, and what is
 # buffered is drained before every ask. Runs whose journal predates it keep the one-signal path.
@@ -227,7 +230,7 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
                      "risk": "; ".join(reasons) or "low: valid CNPJ, no validator problems",
                      "review_round": review, "escalation_level": level},
             subject=("company", customer_id), risk=risk, timeout=DECISION_DEADLINE,
-            idempotency_key=f"{workflow.id}:review:{review}:{level}")
+            idempotency_key=f"{workflow.id}:review:{review}:{level}", candidate_groups=REVIEW_GROUPS[risk])
         if decision is not None:
             return decision
         level += 1

@@ -53,7 +53,7 @@ def onboarding_waiting_for_compliance():
 
 
 def test_a_reviewer_opens_an_onboarding_case_rejects_without_a_reason_then_approves(open_page):
-    make_user("ana", reviewer=True)
+    make_user("ana", reviewer=True, groups=("kyc",))
     case = onboarding_waiting_for_compliance()
 
     page = open_page("ana")
@@ -80,7 +80,7 @@ def test_a_reviewer_opens_an_onboarding_case_rejects_without_a_reason_then_appro
 
 
 def test_approve_is_disabled_with_the_reason_while_a_counted_document_cannot_be_viewed(open_page):
-    make_user("ana", reviewer=True)
+    make_user("ana", reviewer=True, groups=("kyc",))
     case = onboarding_waiting_for_compliance()
     contract = Document.objects.get(kind=DocumentKind.ARTICLES)
     contract.file.storage.delete(contract.file.name)     # the stored file is lost

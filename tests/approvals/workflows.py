@@ -19,6 +19,13 @@ def needs_approval(company: str, risk: str = "low") -> dict:
             "typed": isinstance(decision, Decision), "decided_at": decision.decided_at}
 
 
+@workflow(name="approval_routed_test")
+def routed_approval(company: str, risk: str = "low", groups: list | None = None) -> str:
+    decision = request_approval(title=f"Raise the limit of {company}", subject=("customer", company), risk=risk,
+                                timeout=days(3), candidate_groups=groups)
+    return "expired" if decision is None else decision.outcome
+
+
 @workflow(name="approval_loop_test")
 def until_documents_suffice(company: str) -> list:
     outcomes = []

@@ -72,8 +72,10 @@ def _reviewer(username: str):
 
     from approvals.services import compliance_group_ensure
 
+    from django.contrib.auth.models import Group
+
     user, _ = get_user_model().objects.get_or_create(username=username)
-    user.groups.add(compliance_group_ensure())
+    user.groups.add(compliance_group_ensure(), Group.objects.get_or_create(name="kyc-senior")[0])
     return user
 
 
@@ -136,6 +138,28 @@ def onboarding_expired(clock) -> str:
     run_id = _send(clock, company, "hello", cnpj=CNPJ)
     _advance(clock, run_id, timedelta(days=7))
     return _advance(clock, run_id, timedelta(days=3)).id
+
+
+def onboarding_deadline_extended_then_approved(clock) -> str:
+    """A supervisor moves the case's deadline two days later; past the old one the case is
+    still open (the wait re-read the due date), and a reviewer approves it."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from approvals.models import OPEN_STATUSES, ApprovalRequest
+    from approvals.services import SUPERVISOR_GROUP, approval_extend_deadline
+    from durable.testing import drive
+
+    company = _customer("c-hist-extended", "5511910000012", "Gráfica Tinta Viva")
+    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
+    supervisor, _ = get_user_model().objects.get_or_create(username="sofia")
+    supervisor.groups.add(Group.objects.get_or_create(name=SUPERVISOR_GROUP)[0])
+    case = ApprovalRequest.objects.get(run_id=run_id, status__in=OPEN_STATUSES)
+    approval_extend_deadline(case.pk, actor=supervisor, due_at=case.due_at + timedelta(days=2),
+                             reason="the customer's bank letter is late")
+    drive(run_id)
+    _advance(clock, run_id, timedelta(days=3, hours=1))   # past the old deadline
+    return _decide(run_id, "ana", "approve").id
 
 
 def onboarding_waiting_for_compliance(clock) -> str:
@@ -276,6 +300,8 @@ SCENARIOS = [
     Scenario("onboarding-more-documents", onboarding_more_documents, "completed"),
     Scenario("onboarding-escalated-then-approved", onboarding_escalated_then_approved, "completed"),
     Scenario("onboarding-expired", onboarding_expired, "completed", "expired"),
+    Scenario("onboarding-deadline-extended-then-approved", onboarding_deadline_extended_then_approved,
+             "completed"),
     Scenario("onboarding-waiting-for-compliance", onboarding_waiting_for_compliance, "waiting"),
     Scenario("onboarding-batch-asked-once", onboarding_batch_asked_once, "waiting"),
     Scenario("onboarding-batch-more-documents", onboarding_batch_more_documents, "completed"),

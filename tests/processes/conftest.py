@@ -171,9 +171,15 @@ def make_reviewer(username: str, *, reviewer: bool = True):
 
     from approvals.services import compliance_group_ensure
 
+    from django.contrib.auth.models import Group
+
+    from processes.onboarding.workflow import KYC_GROUP, KYC_SENIOR_GROUP
+
     user = get_user_model().objects.create_user(username=username, password=REVIEWER_PASSWORD)
     if reviewer:
-        user.groups.add(compliance_group_ensure())
+        # A senior reviewer: onboarding routes every case, low or high risk, to kyc-senior too.
+        user.groups.add(compliance_group_ensure(), Group.objects.get_or_create(name=KYC_SENIOR_GROUP)[0],
+                        Group.objects.get_or_create(name=KYC_GROUP)[0])
     return user
 
 

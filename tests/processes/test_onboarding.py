@@ -82,6 +82,23 @@ def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in
     assert case.summary["findings"] == [{"check": "required documents (rules)", "result": "all present"}]
 
 
+def test_a_low_risk_review_is_routed_to_kyc_and_kyc_senior(in_review):
+    case = open_case(in_review.id)
+
+    assert sorted(case.candidate_groups.values_list("name", flat=True)) == ["kyc", "kyc-senior"]
+
+
+def test_a_high_risk_review_is_routed_to_kyc_senior_only(customer, clock):
+    for message in (CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+    clock.advance(days(1))   # asked for the CNPJ, never answered
+
+    case = open_case(drive(run.id).id)
+
+    assert case.risk == "high"
+    assert list(case.candidate_groups.values_list("name", flat=True)) == ["kyc-senior"]
+
+
 def test_without_a_cnpj_the_case_is_high_risk_and_needs_two_reviewers(customer, clock, ana, bruno):
     for message in (CONTRACT, ADDRESS, SELFIE):
         run = customer(message)

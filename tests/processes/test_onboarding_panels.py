@@ -1,5 +1,6 @@
 """The onboarding sections of a compliance case page, and the permission-checked document files."""
 import pytest
+from django.contrib.auth.models import Group
 from django.core.files.base import ContentFile
 
 from approvals.models import ApprovalRequest
@@ -59,6 +60,17 @@ def test_a_reviewer_downloads_a_document_as_an_attachment(client, ana, case, con
     assert response["Content-Type"] == "application/pdf"
     assert response["Content-Disposition"] == 'attachment; filename="contrato.pdf"'
     assert response["X-Content-Type-Options"] == "nosniff"
+
+
+def test_a_reviewer_outside_the_case_groups_gets_403_on_its_documents(client, case, contract):
+    ApprovalRequest.objects.get(pk=case.pk).candidate_groups.set([Group.objects.get(name="kyc-senior")])
+    junior = make_reviewer("joana", reviewer=False)
+    junior.groups.add(Group.objects.get(name="compliance"), Group.objects.get(name="kyc"))
+    client.force_login(junior)
+
+    response = client.get(file_url(case, contract))
+
+    assert response.status_code == 403
 
 
 def test_a_reviewer_previews_a_pdf_inline(client, ana, case, contract):

@@ -1,0 +1,160 @@
+"""The supervisor dashboard's figures, read from the database: one source for the page and /metrics.
+
+Reads only. Percentiles are computed here (nearest rank) rather than in SQL, so SQLite and
+PostgreSQL give the same answer; the number of cases decided in a few weeks is small.
+"""
+import math
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from django.db.models import Count
+from django.utils.translation import gettext_lazy as _
+
+from approvals.models import DECIDED_STATUSES, OPEN_STATUSES, ApprovalDecision, ApprovalRequest, Outcome
+from approvals.selectors import sla_age, stale_claim_age
+from durable import clock
+
+# (label for the page, Prometheus label, upper bound of the age in hours; None: no bound)
+AGE_BUCKETS = [(_("under 4 h"), "lt_4h", 4), (_("4 to 24 h"), "4h_24h", 24),
+               (_("1 to 3 days"), "1d_3d", 72), (_("over 3 days"), "gt_3d", None)]
+ANY_GROUP = "(any reviewer)"
+WEEKS = 8
+
+
+@dataclass
+class BacklogRow:
+    group: str
+    counts: list[int]              # one per AGE_BUCKETS entry
+    past_sla: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+
+@dataclass
+class Week:
+    start: date
+    decided: int
+    p50: float | None              # seconds from opening to decision
+    p90: float | None
+
+    @property
+    def p50_hours(self) -> float | None:
+        return None if self.p50 is None else round(self.p50 / 3600, 1)
+
+    @property
+    def p90_hours(self) -> float | None:
+        return None if self.p90 is None else round(self.p90 / 3600, 1)
+
+
+@dataclass
+class ReviewerTally:
+    reviewer: str
+    by_outcome: dict = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_outcome.values())
+
+
+def _bucket(age: timedelta) -> int:
+    hours = age.total_seconds() / 3600
+    for index, (_label, _key, bound) in enumerate(AGE_BUCKETS):
+        if bound is None or hours < bound:
+            return index
+    return len(AGE_BUCKETS) - 1
+
+
+def _groups_of(case_ids) -> dict[int, list[str]]:
+    groups: dict[int, list[str]] = {}
+    rows = ApprovalRequest.candidate_groups.through.objects.filter(approvalrequest_id__in=case_ids)
+    for case_id, name in rows.values_list("approvalrequest_id", "group__name"):
+        groups.setdefault(case_id, []).append(name)
+    return groups
+
+
+def backlog(now: datetime | None = None) -> list[BacklogRow]:
+    """Open cases by candidate group and age (a case routed to two groups counts in both)."""
+    now = now or clock.now()
+    cases = list(ApprovalRequest.objects.filter(status__in=OPEN_STATUSES).values_list("pk", "created_at"))
+    groups = _groups_of([pk for pk, _created in cases])
+    rows: dict[str, BacklogRow] = {}
+    for pk, created_at in cases:
+        for group in groups.get(pk) or [ANY_GROUP]:
+            row = rows.setdefault(group, BacklogRow(group, [0] * len(AGE_BUCKETS)))
+            row.counts[_bucket(now - created_at)] += 1
+            if now - created_at >= sla_age():
+                row.past_sla += 1
+    return [rows[name] for name in sorted(rows)]
+
+
+def past_sla(now: datetime | None = None):
+    """Open cases older than APPROVALS_SLA_HOURS, oldest first."""
+    now = now or clock.now()
+    return list(ApprovalRequest.objects.filter(status__in=OPEN_STATUSES, created_at__lte=now - sla_age())
+                .select_related("assignee").order_by("created_at", "id"))
+
+
+def stale_claims(now: datetime | None = None) -> int:
+    now = now or clock.now()
+    return ApprovalRequest.objects.filter(status="claimed", claimed_at__lte=now - stale_claim_age()).count()
+
+
+def decisions_per_reviewer() -> list[ReviewerTally]:
+    """Every vote recorded, by reviewer and outcome (a first of two approvals counts)."""
+    tallies: dict[str, ReviewerTally] = {}
+    rows = (ApprovalDecision.objects.order_by().values("reviewer__username", "outcome")
+            .annotate(n=Count("id")))
+    for row in rows:
+        tally = tallies.setdefault(row["reviewer__username"], ReviewerTally(row["reviewer__username"],
+                                                                          dict.fromkeys(Outcome.values, 0)))
+        tally.by_outcome[row["outcome"]] = row["n"]
+    return sorted(tallies.values(), key=lambda tally: (-tally.total, tally.reviewer))
+
+
+def percentile(values: list[float], fraction: float) -> float | None:
+    """Nearest-rank percentile: the smallest value with at least ``fraction`` of them at or below."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)]
+
+
+def weekly_time_to_decision(now: datetime | None = None, weeks: int = WEEKS) -> list[Week]:
+    """Time from opening to decision, p50 and p90, per ISO week (Monday) of the decision,
+    for the last ``weeks`` weeks, oldest first; a week with no decision has no percentiles."""
+    now = now or clock.now()
+    this_monday = now.date() - timedelta(days=now.weekday())
+    first = this_monday - timedelta(weeks=weeks - 1)
+    durations: dict[date, list[float]] = {first + timedelta(weeks=n): [] for n in range(weeks)}
+    decided = ApprovalRequest.objects.filter(status__in=DECIDED_STATUSES, closed_at__date__gte=first)
+    for created_at, closed_at in decided.values_list("created_at", "closed_at"):
+        monday = closed_at.date() - timedelta(days=closed_at.weekday())
+        if monday in durations:
+            durations[monday].append((closed_at - created_at).total_seconds())
+    return [Week(start, len(values), percentile(values, 0.5), percentile(values, 0.9))
+            for start, values in sorted(durations.items())]
+
+
+def chart(weeks: list[Week], *, width: int = 640, height: int = 220) -> dict:
+    """Bar geometry for the server-rendered SVG: p50 and p90 (hours) side by side per week."""
+    left, bottom, top = 48, 28, 12
+    plot_height = height - bottom - top
+    peak = max([w.p90 or 0 for w in weeks] + [w.p50 or 0 for w in weeks] + [3600]) / 3600
+    slot = (width - left) / max(len(weeks), 1)
+    bar = max(slot / 3, 2)
+    bars = []
+    for index, week in enumerate(weeks):
+        for offset, (kind, value) in enumerate((("p50", week.p50), ("p90", week.p90))):
+            hours = (value or 0) / 3600
+            bar_height = plot_height * hours / peak
+            bars.append({"kind": kind, "x": round(left + index * slot + slot / 6 + offset * bar, 1),
+                         "y": round(top + plot_height - bar_height, 1), "width": round(bar, 1),
+                         "height": round(bar_height, 1), "hours": round(hours, 1), "week": week.start})
+    labels = [{"x": round(left + index * slot + slot / 2, 1), "text": f"{week.start:%m-%d}"}
+              for index, week in enumerate(weeks)]
+    ticks = [{"y": round(top + plot_height - plot_height * n / 4, 1), "text": f"{peak * n / 4:.0f} h"}
+             for n in range(5)]
+    return {"width": width, "height": height, "bars": bars, "labels": labels, "ticks": ticks,
+            "axis_x": left, "axis_y": top + plot_height, "label_y": height - 8}

@@ -1,0 +1,151 @@
+"""The supervisor dashboard and the queue's sorting and filters: figures on the page and in /metrics."""
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from prometheus_client.parser import text_string_to_metric_families
+
+from approvals import figures, selectors, services
+from durable import days
+from tests.approvals.conftest import start_routed_case
+from tests.approvals.test_views import signed_in
+
+pytestmark = pytest.mark.django_db
+
+TOKEN = "approvals-scrape-secret"
+HOUR = timedelta(hours=1)
+
+
+@pytest.fixture
+def scrape(client, settings):
+    settings.METRICS_TOKEN = TOKEN
+
+    def get() -> dict:
+        response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+        assert response.status_code == 200
+        return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(response.content.decode())
+                for sample in family.samples}
+    return get
+
+
+@pytest.fixture
+def decided_week(clock, junior, senior):
+    """Three cases decided on one Wednesday, after 2 h, 4 h and 10 h."""
+    start = clock.now()
+    clock.advance(timedelta(days=(2 - start.weekday()) % 7 + 7))   # next week's Wednesday
+    opened = clock.now()
+    cases = [start_routed_case(f"c{hours}", groups=("kyc",)) for hours in (2, 4, 10)]
+    for hours, case in zip((2, 4, 10), cases):
+        clock.advance(opened + hours * HOUR - clock.now())
+        services.approval_decide(case.pk, actor=junior, outcome="approve")
+    return opened
+
+
+def test_the_weekly_time_to_decision_gives_the_nearest_rank_p50_and_p90(decided_week):
+    week = figures.weekly_time_to_decision()[-1]
+
+    assert (week.decided, week.p50, week.p90) == (3, 4 * 3600, 10 * 3600)
+
+
+def test_the_nearest_rank_percentile_of_ten_values_is_the_ninth_for_p90():
+    assert figures.percentile([float(n) for n in range(1, 11)], 0.9) == 9.0
+
+
+def test_the_backlog_counts_open_cases_by_group_and_age(clock):
+    start_routed_case("old", groups=("kyc",))
+    clock.advance(days(2))
+    start_routed_case("new", groups=("kyc", "kyc-senior"))
+
+    rows = {row.group: row.counts for row in figures.backlog()}
+
+    assert rows == {"kyc": [1, 0, 1, 0], "kyc-senior": [1, 0, 0, 0]}
+
+
+def test_a_case_open_longer_than_the_sla_is_past_sla(clock, settings):
+    settings.APPROVALS_SLA_HOURS = 24
+    late = start_routed_case("late", groups=("kyc",))
+    clock.advance(days(1))
+    start_routed_case("fresh", groups=("kyc",))
+
+    assert figures.past_sla() == [late]
+
+
+def test_decisions_are_tallied_per_reviewer_and_outcome(decided_week):
+    tallies = figures.decisions_per_reviewer()
+
+    assert [(t.reviewer, t.by_outcome["approve"], t.total) for t in tallies] == [("joana", 3, 3)]
+
+
+def test_metrics_carry_the_dashboard_figures(decided_week, scrape, clock):
+    start_routed_case("waiting", groups=("kyc-senior",))
+
+    metrics = scrape()
+
+    monday = (decided_week - timedelta(days=decided_week.weekday())).date().isoformat()
+    assert metrics[("approvals_backlog", (("age", "lt_4h"), ("group", "kyc-senior")))] == 1
+    assert metrics[("approvals_decisions_total", (("outcome", "approve"), ("reviewer", "joana")))] == 3
+    assert metrics[("approvals_time_to_decision_seconds", (("quantile", "0.9"), ("week", monday)))] == 36000
+    assert metrics[("approvals_claims_stale", ())] == 0
+
+
+def test_the_dashboard_shows_a_supervisor_the_figures_and_an_svg_chart(decided_week, supervisor):
+    page = signed_in(supervisor).get(reverse("approval_dashboard")).content.decode()
+
+    assert '<svg class="chart"' in page and '<rect class="p90"' in page
+    assert 'data-reviewer="joana"' in page and "10.0 h" in page
+
+
+# --- the queue's ergonomics ---
+
+def test_the_queue_sorted_by_risk_puts_high_risk_first(senior, clock):
+    low = start_routed_case("low", risk="low", groups=("kyc-senior",))
+    high = start_routed_case("high", risk="high", groups=("kyc-senior",))
+
+    assert list(selectors.approvals_open_for(senior, sort="risk")) == [high, low]
+
+
+def test_the_queue_sorted_by_age_puts_the_oldest_first_whatever_its_deadline(senior, supervisor, clock):
+    old = start_routed_case("old", groups=("kyc-senior",))
+    clock.advance(HOUR)
+    new = start_routed_case("new", groups=("kyc-senior",))
+    services.approval_extend_deadline(old.pk, actor=supervisor, due_at=old.due_at + days(5),
+                                      reason="customer abroad")
+
+    assert (list(selectors.approvals_open_for(senior, sort="age")),
+            list(selectors.approvals_open_for(senior, sort="deadline"))) == ([old, new], [new, old])
+
+
+def test_the_queue_filters_by_assignee_me_and_nobody(junior, clock):
+    mine = start_routed_case("mine", groups=("kyc",))
+    free = start_routed_case("free", groups=("kyc",))
+    services.approval_claim(mine.pk, actor=junior)
+
+    assert (list(selectors.approvals_open_for(junior, assignee="me")),
+            list(selectors.approvals_open_for(junior, assignee="none"))) == ([mine], [free])
+
+
+def test_the_queue_filters_by_group(senior, clock):
+    start_routed_case("both", groups=("kyc", "kyc-senior"))
+    only = start_routed_case("only", groups=("kyc-senior",))
+
+    listed = list(selectors.approvals_open_for(senior, group="kyc-senior"))
+    narrowed = list(selectors.approvals_open_for(senior, group="kyc"))
+
+    assert len(listed) == 2 and only not in narrowed and len(narrowed) == 1
+
+
+def test_the_queue_page_keeps_its_sort_and_filters_in_the_form(junior, clock):
+    start_routed_case("one", groups=("kyc",))
+
+    page = signed_in(junior).get(reverse("approval_queue"), {"sort": "age", "assignee": "none"}).content.decode()
+
+    assert '<option value="age" selected>' in page and '<option value="none" selected>' in page
+
+
+def test_the_case_page_offers_the_keyboard_shortcuts_help(junior, clock):
+    case = start_routed_case("keys", groups=("kyc",))
+
+    page = signed_in(junior).get(reverse("approval_case", args=[case.pk])).content.decode()
+
+    assert 'id="shortcuts-help"' in page and "shortcuts.js" in page

@@ -1,0 +1,153 @@
+"""The reviewer workbench in headless Chromium: routing, reassignment, an extended deadline."""
+import io
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.utils import timezone
+
+from approvals.models import ApprovalRequest, ApprovalStatus
+from durable import days
+from durable.models import RunStatus
+from durable.testing import drive
+from tests.approvals.conftest import PASSWORD, make_user, start_routed_case
+from tests.approvals.test_browser import open_page  # noqa: F401 (a fixture)
+from tests.browser import browser  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+# CI artifacts, never committed (var/ is ignored).
+SCREENSHOTS = settings.VAR_DIR / "screenshots" / "workbench"
+
+
+@pytest.fixture
+def team():
+    return {"joana": make_user("joana", reviewer=True, groups=("kyc",)),
+            "jonas": make_user("jonas", reviewer=True, groups=("kyc",)),
+            "sofia": make_user("sofia", reviewer=False, groups=("compliance-supervisor",))}
+
+
+def test_a_junior_cannot_open_a_senior_case(open_page, live_server, team):
+    case = start_routed_case("globex", risk="high", groups=("kyc-senior",))
+
+    page = open_page("joana")
+    queue = page.content()
+    response = page.goto(f"{live_server.url}/approvals/{case.pk}/")
+
+    assert case.title not in queue
+    assert response.status == 403
+    assert case.title not in page.content()
+
+
+def test_a_supervisor_reassigns_a_claimed_case_and_the_old_holder_cannot_decide_it(open_page, live_server, team):
+    case = start_routed_case("padaria", groups=("kyc",))
+    joana = open_page("joana")
+    joana.get_by_role("link", name=case.title).click()
+    joana.get_by_role("button", name="Claim").click()
+
+    sofia = open_page("sofia")
+    sofia.goto(f"{live_server.url}/approvals/team/")
+    sofia.get_by_role("link", name=case.title).click()
+    sofia.select_option("#reassign_to", label="jonas")
+    sofia.fill("#reassign_reason", "joana is on leave this week")
+    sofia.get_by_role("button", name="Reassign").click()
+    notice = sofia.get_by_role("status").inner_text()
+
+    joana.get_by_role("button", name="Approve").click()
+    refused = joana.get_by_test_id("error").inner_text()
+
+    jonas = open_page("jonas")
+    jonas.goto(f"{live_server.url}/approvals/mine/")
+    jonas.get_by_role("link", name=case.title).click()
+    jonas.get_by_role("button", name="Approve").click()
+    closed = jonas.get_by_test_id("closed").inner_text()
+
+    assert "now with jonas" in notice
+    assert "reassigned to jonas by sofia" in refused and "joana is on leave this week" in refused
+    assert "approved by jonas" in closed
+    case.refresh_from_db()
+    assert (case.status, case.closed_by) == (ApprovalStatus.APPROVED, "jonas")
+    assert case.audit.get(action="reassign").detail == {"from": "joana", "to": "jonas"}
+
+
+def test_an_extended_deadline_prevents_expiry_under_the_fake_clock(open_page, live_server, team, clock):
+    case = start_routed_case("tiny", groups=("kyc",))
+    new_deadline = (case.due_at + days(2)).replace(second=0, microsecond=0)
+
+    sofia = open_page("sofia")
+    sofia.goto(f"{live_server.url}/approvals/{case.pk}/")
+    sofia.fill("#due_at", f"{timezone.localtime(new_deadline):%Y-%m-%dT%H:%M}")
+    sofia.fill("#extend_reason", "the customer's bank is on strike")
+    sofia.get_by_role("button", name="Extend the deadline").click()
+    notice = sofia.get_by_role("status").inner_text()
+    drive(case.run_id)                                   # the run hears of the extension
+    clock.advance(days(3) + timedelta(minutes=1))        # past the old deadline
+    at_old_deadline = drive(case.run_id)
+    case_at_old_deadline = ApprovalRequest.objects.get(pk=case.pk).status
+    clock.advance(days(2))                               # past the new one
+    at_new_deadline = drive(case.run_id)
+
+    assert f"Case #{case.pk} is now due" in notice
+    assert (at_old_deadline.status, case_at_old_deadline) == (RunStatus.WAITING, ApprovalStatus.PENDING)
+    assert at_new_deadline.result == "expired"
+    assert ApprovalRequest.objects.get(pk=case.pk).status == ApprovalStatus.EXPIRED
+
+
+def test_pressing_c_on_the_case_page_claims_the_case(open_page, team):
+    case = start_routed_case("keys", groups=("kyc",))
+    page = open_page("joana")
+    page.get_by_role("link", name=case.title).click()
+    page.wait_for_url(f"**/approvals/{case.pk}/")
+    page.wait_for_load_state("load")   # the deferred shortcuts script has run
+
+    page.keyboard.press("c")
+    page.wait_for_selector("[role=status]")
+
+    case.refresh_from_db()
+    assert (case.status, case.assignee.username) == (ApprovalStatus.CLAIMED, "joana")
+
+
+def test_pressing_the_question_mark_shows_the_shortcuts_help_and_escape_hides_it(open_page, team):
+    case = start_routed_case("help", groups=("kyc",))
+    page = open_page("joana")
+    page.get_by_role("link", name=case.title).click()
+    page.wait_for_url(f"**/approvals/{case.pk}/")
+    page.wait_for_load_state("load")   # the deferred shortcuts script has run
+
+    page.keyboard.press("?")
+    shown = page.get_by_role("dialog").inner_text()
+    page.keyboard.press("Escape")
+
+    assert "Claim the case" in shown and "Approve" in shown
+    assert page.locator("#shortcuts-help").is_hidden()
+
+
+
+@pytest.fixture
+def seeded_week(team, django_capture_on_commit_callbacks):
+    """The demo's week of cases (sofia keeps the test password: the seed leaves it unchanged)."""
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("seed_approvals_demo", stdout=io.StringIO())
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+@pytest.mark.parametrize("path", ["/approvals/dashboard/", "/approvals/team/"])
+def test_the_supervisor_pages_do_not_scroll_sideways(browser, live_server, seeded_week, path, width):  # noqa: F811
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.goto(live_server.url + "/login/")
+    page.fill("input[name=username]", "sofia")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+
+    response = page.goto(live_server.url + path)
+    widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{path.strip('/').replace('/', '-')}-{width}.png"), full_page=True)
+    context.close()
+
+    assert response.status == 200
+    assert widths[0] <= widths[1]
