@@ -25,7 +25,7 @@ import time
 QUEUE = "bench"
 # DBOS's default queue polling interval is 1 s; a worker fetches new work at most once per
 # interval, so that default would measure the interval, not DBOS.
-QUEUE_POLLING_S = float(os.environ.get("BENCH_DBOS_QUEUE_POLLING_S", "0.01"))
+QUEUE_POLLING_S = float(os.environ.get("BENCH_DBOS_QUEUE_POLLING_S", "0.05"))
 # Workflows one worker process runs at once from the queue (DBOS runs them in threads).
 QUEUE_WORKER_CONCURRENCY = 4
 
