@@ -1,5 +1,11 @@
-"""Trials, targets, the table and the SVG chart of a benchmark run: pure functions, no I/O but the chart file."""
+"""Trials, targets, the table and the SVG chart of a benchmark run: pure functions.
+
+    .venv/bin/python benchmarks/report.py benchmarks/results/<time>.json   # the table and <time>.svg again
+"""
+import json
 import statistics
+import sys
+from pathlib import Path
 from html import escape
 
 # A figure (or ratio) whose trials spread more than this around their median is unstable.
@@ -35,7 +41,15 @@ def verdict(met: bool, *evidence: dict) -> str:
 
 
 def targets(r: dict) -> list[tuple[str, str, str]]:
-    """Issue 17's targets, as (target, measured, verdict); peer targets need --peers."""
+    """Issue 17's targets, as (target, measured, verdict); peer targets need --peers. A --quick
+    run's verdicts are marked smoke: too few, too short trials to call a target met."""
+    rows = _targets(r)
+    if r.get("quick"):
+        rows = [(target, measured, f"{verdict} (smoke)") for target, measured, verdict in rows]
+    return rows
+
+
+def _targets(r: dict) -> list[tuple[str, str, str]]:
     main = r["layouts"][str(r["workers"])]
     rows = []
     if "dbos_direct" in main:
@@ -131,12 +145,23 @@ SERIES = [("ours", "ours (durable)", "#1f77b4"), ("chain", "plain Celery chain",
           ("dbos_direct", "DBOS direct", "#d62728"), ("dbos_queue", "DBOS queue", "#ff7f0e")]
 
 
-def chart_svg(r: dict, caption: str) -> str:
+def caption(r: dict) -> str:
+    """What kind of run, when, and how loaded the machine was: a chart is read with these."""
+    machine = r["machine"]
+    load = f"load average {machine['load_average'][0]:.1f}"
+    if "load_average_after" in machine:
+        load += f" at start, {machine['load_average_after'][0]:.1f} at end"
+    return (f"{'--quick smoke run' if r.get('quick') else 'full run'}{' --peers' if r.get('peers') else ''}, "
+            f"{r['when'][:16].replace('T', ' ')} UTC, {machine['cores']} cores, {load}; "
+            f"median of {r['trials']} trials, bars min..max")
+
+
+def chart_svg(r: dict) -> str:
     """Runs/s against worker processes (median, min..max bar), and latency percentiles."""
     width, height = 900, 420
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="12">', f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="14">{escape(caption)}</text>']
+           f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="13">{escape(caption(r))}</text>']
     out += _throughput_panel(r, x0=60, y0=50, w=360, h=300)
     out += _latency_panel(r, x0=520, y0=50, w=340, h=300)
     out.append("</svg>")
@@ -153,7 +178,7 @@ def _axis(x0, y0, w, h, top, ylabel, title):
         value = top * i / 4
         y = y0 + h - h * i / 4
         out.append(f'<line x1="{x0 - 4}" y1="{y}" x2="{x0 + w}" y2="{y}" stroke="#ddd"/>')
-        out.append(f'<text x="{x0 - 6}" y="{y + 4}" text-anchor="end">{value:.0f}</text>')
+        out.append(f'<text x="{x0 - 6}" y="{y + 4}" text-anchor="end">{value:g}</text>')
     return out
 
 
@@ -211,3 +236,12 @@ def _latency_panel(r, x0, y0, w, h):
         out.append(f'<rect x="{x0 + 8}" y="{y0 + 6 + n * 16}" width="10" height="10" fill="{colour}"/>')
         out.append(f'<text x="{x0 + 22}" y="{y0 + 15 + n * 16}">{escape(label)}</text>')
     return out
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        path = Path(name)
+        run = json.loads(path.read_text())
+        print(table(run))
+        path.with_suffix(".svg").write_text(chart_svg(run))
+        print(f"\nwrote {path.with_suffix('.svg')}")

@@ -560,10 +560,7 @@ def main():
     stamp = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
     path = out / f"{stamp}.json"
     path.write_text(json.dumps(results, indent=2))
-    load = results["machine"]["load_average"][0]
-    caption = (f"{'--quick smoke run' if options.quick else 'full run'}, {results['when'][:16]} UTC, "
-               f"{os.cpu_count()} cores, load average {load:.1f}, median of {options.trials} trials (bars: min..max)")
-    (out / f"{stamp}.svg").write_text(report.chart_svg(results, caption))
+    (out / f"{stamp}.svg").write_text(report.chart_svg(results))
     print(f"\nwrote {path.relative_to(ROOT)} and {stamp}.svg")
 
 
