@@ -58,6 +58,7 @@ from durable import executor, services, timers  # noqa: E402
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun  # noqa: E402
 
 from benchmarks import report  # noqa: E402
+from benchmarks.peer import Peer, peer_url  # noqa: E402
 from benchmarks.report import pct, ratio, summary  # noqa: E402
 
 BROKER = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
@@ -293,56 +294,10 @@ def database_bytes_per_run(count: int) -> float:
         return cursor.fetchone()[0] / count
 
 
-# --- the peer ------------------------------------------------------------------------------
-
-
-class Peer:
-    """DBOS in its own virtualenv and processes (benchmarks/peers/dbos_bench.py), driven by JSON lines."""
-
-    def __init__(self, python: str, url: str, workers: int):
-        ensure_database(url)
-        self.proc = subprocess.Popen([python, str(ROOT / "benchmarks" / "peers" / "dbos_bench.py"),
-                                      "--database-url", url, "--workers", str(workers)],
-                                     cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     start_new_session=True)
-        hello = self._read()
-        self.worker_pids = hello["pids"]
-
-    def _read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError("the DBOS bench process ended (see its stderr above)")
-        return json.loads(line)
-
-    def call(self, op: str, **arguments) -> dict:
-        self.proc.stdin.write(json.dumps({"op": op, **arguments}) + "\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def stop(self):
-        try:
-            self.call("quit")
-            self.proc.wait(15)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired):
-            pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-
-
-def peer_url() -> str:
-    """The peer's own database on our server (BENCH_PEERS_DATABASE_URL overrides it)."""
-    import dj_database_url
-
-    if os.environ.get("BENCH_PEERS_DATABASE_URL"):
-        return os.environ["BENCH_PEERS_DATABASE_URL"]
-    db = dj_database_url.parse(os.environ["DATABASE_URL"])
-    auth = db["USER"] or "postgres"
-    if db["PASSWORD"]:
-        auth += ":" + db["PASSWORD"]
-    return f"postgresql://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/dbos_bench"
+def start_peer(python: str, workers: int) -> Peer:
+    url = peer_url(os.environ["DATABASE_URL"])
+    ensure_database(url)
+    return Peer(python, url, workers)
 
 
 # --- trials ----------------------------------------------------------------------------------
@@ -369,7 +324,7 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
     procs.worker(workers)
     procs.beat()
     procs.wait_ready()
-    peer = Peer(peer_python, peer_url(), workers) if peer_python else None
+    peer = start_peer(peer_python, workers) if peer_python else None
     try:
         measures = {"chain": lambda n: bench_chain_floor(n, 3), "ours": lambda n: bench_durable_throughput(n, 3)}
         if peer:
@@ -491,7 +446,7 @@ def main():
     parser.add_argument("--profile", action="store_true", help="py-spy a worker and the producer during throughput")
     parser.add_argument("--workers", type=int, default=2, help="the layout of the main figures")
     parser.add_argument("--layouts", default="1,2,4", help="worker processes to measure throughput with")
-    parser.add_argument("--trials", type=int, default=None)
+    parser.add_argument("--trials", type=int, default=None, help="trials per figure (5; 3 with --quick)")
     parser.add_argument("--idle-runs", type=int, default=None)
     options = parser.parse_args()
     options.trials = options.trials or (3 if options.quick else 5)
@@ -523,7 +478,7 @@ def main():
         procs.worker(options.workers)
         procs.beat()
         procs.wait_ready()
-        peer = Peer(peer_python, peer_url(), options.workers) if peer_python else None
+        peer = start_peer(peer_python, options.workers) if peer_python else None
         try:
             print("per step: bare insert+commit, ours" + (", DBOS" if peer else "") + " ...", flush=True)
             results["per_step"] = per_step_trials(options, n_steps, peer)
