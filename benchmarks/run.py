@@ -1,10 +1,11 @@
-"""Benchmarks against the floor, on PostgreSQL + Redis with Celery workers in subprocesses.
+"""Benchmarks against the floor and the peers, on PostgreSQL + Redis with Celery workers in subprocesses.
 
-    ./scripts/bench [--quick]
+    ./scripts/bench [--quick] [--peers] [--profile]
 
-Prints a table and writes benchmarks/results/<time>.json. Each figure is measured in
-the same run as the floor it is compared with. Nothing here is asserted: targets are
-reported, met or not.
+Prints a table, writes benchmarks/results/<time>.json and <time>.svg. Each figure is the
+median of several trials, taken in turn with the floor or peer it is compared with
+(A B A B ...), so that both see the same machine. Nothing here is asserted: targets are
+reported as met, missed or unstable.
 """
 import argparse
 import json
@@ -31,18 +32,18 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ["BENCH_COUNTER_URL"] = os.environ["CELERY_BROKER_URL"]
 
 
-def ensure_database():
+def ensure_database(url: str):
     import dj_database_url
     import psycopg
 
-    db = dj_database_url.parse(os.environ["DATABASE_URL"])
+    db = dj_database_url.parse(url)
     with psycopg.connect(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"] or "postgres",
                          password=db["PASSWORD"] or None, dbname="postgres", autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
             conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
 
 
-ensure_database()
+ensure_database(os.environ["DATABASE_URL"])
 
 import django  # noqa: E402
 
@@ -56,12 +57,11 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from durable import executor, services, timers  # noqa: E402
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun  # noqa: E402
 
+from benchmarks import report  # noqa: E402
+from benchmarks.peer import Peer, peer_url  # noqa: E402
+from benchmarks.report import pct, ratio, summary  # noqa: E402
+
 BROKER = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
-
-
-def pct(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 class Processes:
@@ -70,6 +70,7 @@ class Processes:
         self.env = dict(os.environ)
 
     def worker(self, concurrency: int):
+        self.worker_proc = None
         self._start(["worker", "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
                      "--without-heartbeat", "-I", "benchmarks.tasks", "--loglevel", "WARNING"])
 
@@ -81,6 +82,13 @@ class Processes:
                                 env=self.env, start_new_session=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.procs.append(proc)
+        if args[0] == "worker":
+            self.worker_proc = proc
+
+    def worker_children(self) -> list[int]:
+        """The pids of the worker's pool processes (the ones that run tasks)."""
+        out = subprocess.run(["pgrep", "-P", str(self.worker_proc.pid)], capture_output=True, text=True).stdout
+        return [int(pid) for pid in out.split()]
 
     def wait_ready(self):
         # A worker is ready when it answers: push a no-op chain through it.
@@ -278,45 +286,208 @@ def bench_timer_lateness(count: int, rng) -> list[float]:
     return [(woke[r] - due[r]).total_seconds() for r in ids]
 
 
+
+
+def database_bytes_per_run(count: int) -> float:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_total_relation_size('durable_workflowrun') + pg_total_relation_size('durable_journalentry')")
+        return cursor.fetchone()[0] / count
+
+
+def start_peer(python: str, workers: int) -> Peer:
+    url = peer_url(os.environ["DATABASE_URL"])
+    ensure_database(url)
+    return Peer(python, url, workers)
+
+
+# --- trials ----------------------------------------------------------------------------------
+
+
+def alternate(measures: dict, count: int) -> dict[str, list[float]]:
+    """A B C A B C ...: trial i of every measure is taken before trial i + 1 of any."""
+    taken = {name: [] for name in measures}
+    for _ in range(count):
+        for name, measure in measures.items():
+            taken[name].append(measure())
+    return taken
+
+
+def sized(rate_of, seconds: float, smallest: int = 30, largest: int = 50_000) -> int:
+    """How many runs make a trial of about `seconds` at steady state, from a warm-up trial
+    (which also warms the workers, the connections and PostgreSQL's caches)."""
+    rate = rate_of(smallest)
+    return max(smallest, min(largest, int(rate * seconds)))
+
+
+def throughput_layout(workers: int, options, procs: Processes, peer_python: str | None) -> dict:
+    procs.stop()
+    procs.worker(workers)
+    procs.beat()
+    procs.wait_ready()
+    peer = start_peer(peer_python, workers) if peer_python else None
+    try:
+        measures = {"chain": lambda n: bench_chain_floor(n, 3), "ours": lambda n: bench_durable_throughput(n, 3)}
+        if peer:
+            measures["dbos_direct"] = lambda n: n / peer.call("direct", runs=n, steps=3)["seconds"]
+            measures["dbos_queue"] = lambda n: n / peer.call("queue", runs=n, steps=3)["seconds"]
+        sizes = {name: sized(measure, options.trial_seconds) for name, measure in measures.items()}
+        print(f"  {workers} worker processes, runs per trial: {sizes}", flush=True)
+        taken = alternate({name: (lambda m=measure, n=sizes[name]: m(n)) for name, measure in measures.items()},
+                          options.trials)
+        if options.profile and workers == options.workers:
+            profile_throughput(procs, peer, sizes, options)
+    finally:
+        if peer:
+            peer.stop()
+    layout = {name: summary(values) for name, values in taken.items()}
+    layout["runs_per_trial"] = sizes
+    for name in ("chain", "dbos_direct", "dbos_queue"):
+        if name in taken:
+            layout[f"ours_vs_{name}"] = ratio(taken["ours"], taken[name])
+    return layout
+
+
+def per_step_trials(options, n_steps: int, peer: Peer | None) -> dict:
+    sql = []
+
+    def ours():
+        measured = bench_per_step(n_steps)
+        sql.append(measured["sql_per_step"])
+        return measured["ms_per_step"]
+
+    measures = {"floor": lambda: bench_floor_insert(n_steps), "ours": ours}
+    if peer:
+        measures["dbos"] = lambda: peer.call("per_step", steps=n_steps)["ms_per_step"]
+    taken = alternate(measures, options.trials)
+    result = {"floor_ms": summary(taken["floor"]), "ours_ms": summary(taken["ours"]), "sql_per_step": max(sql),
+              "over_floor_ms": summary([o - f for o, f in zip(taken["ours"], taken["floor"])])}
+    if peer:
+        result["dbos_ms"] = summary(taken["dbos"])
+        result["ours_vs_dbos"] = ratio(taken["ours"], taken["dbos"])
+    return result
+
+
+def signal_trials(options, n_signals: int, peer: Peer | None) -> dict:
+    samples = {"ours": [], "send": [], "dbos": [], "dbos_send": []}
+
+    def ours():
+        reset_database()
+        resume, send = bench_signal_resume(n_signals, f"sig-{secrets.token_hex(4)}")
+        samples["ours"].append(resume)
+        samples["send"].append(send)
+
+    def dbos():
+        measured = peer.call("signal", samples=n_signals)
+        samples["dbos"].append(measured["resume_ms"])
+        samples["dbos_send"].append(measured["send_ms"])
+
+    alternate({"ours": ours, "dbos": dbos} if peer else {"ours": ours}, options.trials)
+
+    def per_trial(name, q):
+        return [pct(trial, q) for trial in samples[name]]
+
+    def pooled(name):
+        values = [v for trial in samples[name] for v in trial]
+        return {"p50": pct(values, 50), "p95": pct(values, 95), "p99": pct(values, 99)}
+
+    result = {"ours_p50": summary(per_trial("ours", 50)), "ours_p99": summary(per_trial("ours", 99)),
+              "send_p50": summary(per_trial("send", 50)),
+              "ours_p99_over_p50": ratio(per_trial("ours", 99), per_trial("ours", 50)),
+              "ours_percentiles": pooled("ours"), "send_percentiles": pooled("send")}
+    if peer:
+        result.update({
+            "dbos_resume_p50": summary(per_trial("dbos", 50)), "dbos_resume_p99": summary(per_trial("dbos", 99)),
+            "dbos_send_p50": summary(per_trial("dbos_send", 50)),
+            "resume_p50_vs_dbos": ratio(per_trial("ours", 50), per_trial("dbos", 50)),
+            "resume_p99_vs_dbos": ratio(per_trial("ours", 99), per_trial("dbos", 99)),
+            "send_p50_vs_dbos": ratio(per_trial("send", 50), per_trial("dbos_send", 50)),
+            "dbos_percentiles": pooled("dbos"), "dbos_send_percentiles": pooled("dbos_send")})
+    return result
+
+
+# --- profiling ---------------------------------------------------------------------------------
+
+
+def profile_throughput(procs: Processes, peer: Peer | None, sizes: dict, options) -> None:
+    """py-spy on one worker pool process and on this producer during one more trial of ours
+    (and on one DBOS worker during a DBOS direct trial): flame graphs and collapsed stacks in var/profile/."""
+    py_spy = Path(os.environ["BENCH_PEERS_PYTHON"]).parent / "py-spy"
+    out = ROOT / "var" / "profile"
+    out.mkdir(parents=True, exist_ok=True)
+
+    def record(targets: dict, run):
+        spies = []
+        for name, pid in targets.items():
+            for fmt, suffix in (("flamegraph", "svg"), ("raw", "txt")):
+                spies.append(subprocess.Popen([str(py_spy), "record", "--pid", str(pid), "--rate", "200", "--nonblocking",
+                                               "--format", fmt, "-o", str(out / f"{name}.{suffix}")],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(1.0)  # py-spy attaches
+        run()
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)
+        for spy in spies:
+            spy.wait(30)
+
+    n = sizes["ours"] * 2
+    record({"ours-worker": procs.worker_children()[0], "ours-producer": os.getpid()},
+           lambda: bench_durable_throughput(n, 3))
+    if peer:
+        record({"dbos-worker": peer.worker_pids[0]}, lambda: peer.call("direct", runs=sizes["dbos_direct"] * 2, steps=3))
+    print(f"  profiles in {out.relative_to(ROOT)}/ (summarize with benchmarks/profile_top.py)", flush=True)
+
+
 def main():
     import random
 
     parser = argparse.ArgumentParser(description="Durable engine benchmarks")
-    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: fewer, shorter trials")
+    parser.add_argument("--peers", action="store_true", help="measure DBOS beside us (needs ./scripts/bench)")
+    parser.add_argument("--profile", action="store_true", help="py-spy a worker and the producer during throughput")
+    parser.add_argument("--workers", type=int, default=2, help="the layout of the main figures")
+    parser.add_argument("--layouts", default="1,2,4", help="worker processes to measure throughput with")
+    parser.add_argument("--trials", type=int, default=None, help="trials per figure (5; 3 with --quick)")
     parser.add_argument("--idle-runs", type=int, default=None)
     options = parser.parse_args()
-    n_runs = 100 if options.quick else 500
-    n_steps = 200 if options.quick else 1000
+    options.trials = options.trials or (3 if options.quick else 5)
+    options.trial_seconds = 1.0 if options.quick else 5.0
+    layouts = sorted({int(w) for w in options.layouts.split(",")} | {options.workers})
+    n_steps = 200 if options.quick else 2000
     n_signals = 50 if options.quick else 200
     n_idle = options.idle_runs or (10_000 if options.quick else 100_000)
     n_timers = 30 if options.quick else 100
     rng = random.Random(7)
+    peer_python = os.environ.get("BENCH_PEERS_PYTHON") if options.peers else None
+    if options.peers and not peer_python:
+        parser.error("--peers needs the peers' virtualenv: run it through ./scripts/bench")
 
     call_command("migrate", verbosity=0)
     reset_database()
-    results = {"machine": {"cores": os.cpu_count()}, "when": datetime.now(timezone.utc).isoformat(),
-               "workers": options.workers}
+    results = {"machine": {"cores": os.cpu_count(), "load_average": os.getloadavg()},
+               "when": datetime.now(timezone.utc).isoformat(), "workers": options.workers, "quick": options.quick,
+               "trials": options.trials, "trial_seconds": options.trial_seconds, "peers": bool(peer_python),
+               "layouts": {}}
     procs = Processes()
     try:
-        print("floor: bare insert+commit ...", flush=True)
-        results["floor_insert_commit_ms"] = bench_floor_insert(2000)
-        print("per-step overhead ...", flush=True)
-        results["per_step"] = bench_per_step(n_steps)
+        print("throughput: plain Celery chain, ours" + (", DBOS direct and queue" if peer_python else "")
+              + f", {options.trials} trials each in turn ...", flush=True)
+        for workers in layouts:
+            results["layouts"][str(workers)] = throughput_layout(workers, options, procs, peer_python)
 
+        procs.stop()
         procs.worker(options.workers)
         procs.beat()
         procs.wait_ready()
-        print("throughput: plain Celery chain vs durable runs ...", flush=True)
-        results["chain_floor_per_s"] = bench_chain_floor(n_runs, 3)
-        results["durable_runs_per_s"] = bench_durable_throughput(n_runs, 3)
-        results["durable_steps_per_s"] = results["durable_runs_per_s"] * 3
-
-        print("signal to resume (empty database) ...", flush=True)
+        peer = start_peer(peer_python, options.workers) if peer_python else None
+        try:
+            print("per step: bare insert+commit, ours" + (", DBOS" if peer else "") + " ...", flush=True)
+            results["per_step"] = per_step_trials(options, n_steps, peer)
+            print("signal to resume and the sender's call" + (", DBOS send -> recv" if peer else "") + " ...", flush=True)
+            results["signal"] = signal_trials(options, n_signals, peer)
+        finally:
+            if peer:
+                peer.stop()
         reset_database()
-        empty, send_ms = bench_signal_resume(n_signals, "sig-empty")
-        results["signal_resume_empty_ms"] = {"p50": pct(empty, 50), "p95": pct(empty, 95), "p99": pct(empty, 99)}
-        results["signal_send_ms"] = {"p50": pct(send_ms, 50), "p99": pct(send_ms, 99)}
         results["sweep_tick_empty"] = bench_sweep_tick()
 
         print("timer lateness ...", flush=True)
@@ -326,53 +497,26 @@ def main():
         print(f"idle scale: creating {n_idle} waiting runs ...", flush=True)
         reset_database()
         create_idle_runs(n_idle)
-        results["idle_runs"] = n_idle
-        results["sweep_tick_idle"] = bench_sweep_tick()
         idle, _ = bench_signal_resume(n_signals, "sig-idle")
-        results["signal_resume_idle_ms"] = {"p50": pct(idle, 50), "p95": pct(idle, 95), "p99": pct(idle, 99)}
+        results["idle"] = {"runs": n_idle, "sweep_tick": bench_sweep_tick(),
+                           "resume_ms": {"p50": pct(idle, 50), "p95": pct(idle, 95), "p99": pct(idle, 99)},
+                           "bytes_per_run": database_bytes_per_run(n_idle)}
+        results["idle"]["resume_vs_empty"] = results["idle"]["resume_ms"]["p50"] / results["signal"]["ours_p50"]["median"]
         results["worker_rss_mib"] = procs.rss_mib()
+        results["machine"]["load_average_after"] = os.getloadavg()
     finally:
         procs.stop()
         reset_database()
 
-    print_table(results)
+    print()
+    print(report.table(results))
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
+    stamp = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
+    path = out / f"{stamp}.json"
     path.write_text(json.dumps(results, indent=2))
-    print(f"\nwrote {path.relative_to(ROOT)}")
-
-
-def print_table(r: dict) -> None:
-    floor = r["floor_insert_commit_ms"]
-    per_step = r["per_step"]
-    ratio = r["durable_runs_per_s"] / r["chain_floor_per_s"]
-    idle_vs_empty = r["signal_resume_idle_ms"]["p50"] / r["signal_resume_empty_ms"]["p50"]
-    rows = [
-        ("bare insert+commit (floor)", f"{floor:.3f} ms", ""),
-        ("per-step time", f"{per_step['ms_per_step']:.3f} ms",
-         f"{per_step['ms_per_step'] - floor:+.3f} ms vs floor (target <= +1 ms)"),
-        ("per-step SQL statements", f"{per_step['sql_per_step']:.2f}", "target <= 2"),
-        ("plain Celery chain of 3 (floor)", f"{r['chain_floor_per_s']:.0f} chains/s", ""),
-        ("durable 3-step runs", f"{r['durable_runs_per_s']:.0f} runs/s ({r['durable_steps_per_s']:.0f} steps/s)",
-         f"{ratio:.0%} of the chain (target >= 75%)"),
-        ("signal to resume p50/p95/p99", "{p50:.1f} / {p95:.1f} / {p99:.1f} ms".format(**r["signal_resume_empty_ms"]),
-         "target p50 <= 10, p99 <= 30 ms"),
-        ("signal_send (the sender's transaction)", "{p50:.1f} / {p99:.1f} ms (p50 / p99)".format(**r["signal_send_ms"]), ""),
-        ("timer lateness p50/p99", "{p50:.2f} / {p99:.2f} s".format(**r["timer_lateness_s"]),
-         "target p50 <= 0.6, p99 <= 1.5 s"),
-        ("sweep tick, empty", f"{r['sweep_tick_empty']['p50_ms']:.2f} ms", ""),
-        (f"sweep tick, {r['idle_runs']:,} waiting", f"{r['sweep_tick_idle']['p50_ms']:.2f} ms", "target <= 20 ms"),
-        (f"signal to resume, {r['idle_runs']:,} waiting",
-         "{p50:.1f} / {p95:.1f} / {p99:.1f} ms".format(**r["signal_resume_idle_ms"]),
-         f"p50 {idle_vs_empty:.0%} of empty (target <= 120%)"),
-        ("worker memory (RSS, all processes)", f"{r['worker_rss_mib']:.0f} MiB", ""),
-    ]
-    width = max(len(row[0]) for row in rows)
-    value_width = max(len(row[1]) for row in rows)
-    print()
-    for name, value, note in rows:
-        print(f"{name:<{width}}  {value:<{value_width}}  {note}")
+    (out / f"{stamp}.svg").write_text(report.chart_svg(results))
+    print(f"\nwrote {path.relative_to(ROOT)} and {stamp}.svg")
 
 
 if __name__ == "__main__":
