@@ -373,3 +373,28 @@ def cleanup_after_a_nap() -> str:
     except workflow.Cancelled as cancelled:
         workflow.sleep(seconds(1))  # the next advance replays the delivered cancel
         return f"{cancelled.reason} / {cancelled.actor}"
+
+
+def wait_on_io(n: int, seconds_to_wait: float) -> int:
+    """Stands for an HTTP call or a model's answer: the thread waits, the CPU does not."""
+    effect("wait_on_io")
+    time.sleep(seconds_to_wait)
+    return n
+
+
+@workflow(name="io_bound")
+def io_bound(n: int, seconds_to_wait: float) -> int:
+    return workflow.step(wait_on_io, n, seconds_to_wait)
+
+
+def book_once(n: int, seconds_to_wait: float, idempotency_key: str) -> int:
+    """Atomic: the effect row and the unique booking commit with the journal entry, or neither."""
+    effect("book_once")
+    Once.objects.create(key=idempotency_key)
+    time.sleep(seconds_to_wait)
+    return n
+
+
+@workflow(name="io_bound_atomic")
+def io_bound_atomic(n: int, seconds_to_wait: float) -> int:
+    return workflow.step(book_once, n, seconds_to_wait, atomic=True)
