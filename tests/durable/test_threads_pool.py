@@ -47,8 +47,9 @@ def test_500_io_bound_runs_on_one_threads_worker_complete_with_each_step_run_onc
     elapsed = time.monotonic() - started
 
     assert sorted(WorkflowRun.objects.filter(pk__in=run_ids).values_list("result", flat=True)) == list(range(500))
-    assert set(per_run(Effect.objects.filter(name="wait_on_io")).values()) == {1}
-    assert set(per_run(JournalEntry.objects.filter(kind=EntryKind.STEP)).values()) == {1}
+    assert list(per_run(Effect.objects.filter(name="wait_on_io")).values()) == [1] * 500
+    steps = JournalEntry.objects.filter(run_id__in=run_ids, kind=EntryKind.STEP)
+    assert list(steps.values_list("attempt", flat=True)) == [1] * 500  # one entry each, none retried
     print(f"500 runs of one 0.2 s step on --pool threads --concurrency {THREADS}: {elapsed:.1f} s")
 
 
