@@ -275,15 +275,34 @@ class Lease(Store):
             WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
                 recoveries=1, recovery_position=position)
 
-    def extend(self) -> bool:
-        """Heartbeat: push the expiry forward; False if the lease is gone."""
+    def extend(self, *, wait: bool = True) -> bool | None:
+        """Heartbeat: push the expiry forward; False if the lease is gone.
+
+        ``wait=False`` (the heartbeat thread, on PostgreSQL) returns None at once when
+        another transaction holds the run row (a sender's open transaction after
+        ``signal_send``): one thread extends every lease of its process, and must not
+        stall behind one locked row while the others expire.
+        """
         expires = clock.now() + timedelta(seconds=self.seconds)
         # Only while the run is still ours and running: a heartbeat that lands just after
         # the run was parked or finished must not give it a lease (and a wake time) again.
-        updated = WorkflowRun.objects.filter(
-            pk=self.run_id, fencing_token=self.token, status=RunStatus.RUNNING).update(
-            lease_expires_at=expires, wake_at=expires)
-        return bool(updated)
+        ours = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token, status=RunStatus.RUNNING)
+        if wait or not connection.features.has_select_for_update_skip_locked:
+            return bool(ours.update(lease_expires_at=expires, wake_at=expires))
+        dt = WorkflowRun._meta.get_field("lease_expires_at")
+        expires = dt.get_db_prep_save(expires, connection)
+        with connection.cursor() as cursor:  # one statement: atomic without a transaction block
+            cursor.execute(_EXTEND_UNLESS_LOCKED_SQL, [expires, expires, self.run_id, self.token,
+                                                       RunStatus.RUNNING])
+            if cursor.fetchone() is not None:
+                return True
+        return None if ours.exists() else False  # a plain read never waits for a lock
+
+
+_EXTEND_UNLESS_LOCKED_SQL = (
+    f"UPDATE {WorkflowRun._meta.db_table} SET lease_expires_at = %s, wake_at = %s WHERE id = ("
+    f"SELECT id FROM {WorkflowRun._meta.db_table} WHERE id = %s AND fencing_token = %s AND status = %s "
+    f"FOR NO KEY UPDATE SKIP LOCKED) RETURNING 1")
 
 
 _FENCED_INSERT_SQL: dict[int, str] = {}
@@ -375,10 +394,13 @@ def _claim(run_id: str, owner: str, seconds: float):
 class Heartbeat:
     """One daemon thread per process that extends the leases of long-running steps.
 
-    Journal writes extend the lease too, so the thread only writes for an advance that has
-    held its lease for a third of its length: fast steps never cause a heartbeat query. A
-    step past its timeout is not kept: its lease runs out and another worker records the
-    attempt as timed out.
+    It serves every advance of its process (one under the prefork pool, up to
+    ``--concurrency`` under the threads pool) on one database connection of its own. It
+    writes only for an advance that has held or extended its lease for a third of its
+    length: fast steps never cause a heartbeat query. A run row locked by another
+    transaction is passed over until the next tick rather than waited for, so one held
+    row cannot let every other lease of the process expire. A step past its timeout is
+    not kept: its lease runs out and another worker records the attempt as timed out.
     """
 
     IDLE_EXIT_SECONDS = 60.0
@@ -430,10 +452,12 @@ class Heartbeat:
                                         "expire", lease.run_id)
                         continue
                     try:
-                        alive = lease.extend()
+                        alive = lease.extend(wait=False)
                     except Exception as exc:
                         log.warning("run %s: heartbeat failed: %s", lease.run_id, _first_line(exc))
                         connection.close()  # a fresh one next time
+                        continue
+                    if alive is None:  # its row is locked by a transaction: next tick
                         continue
                     if not alive and not lease.done and self._held(key):
                         log.warning("run %s: lease lost while a step was running", lease.run_id)

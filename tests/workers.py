@@ -44,10 +44,12 @@ class CeleryProcesses:
                 time.sleep(0.1)
         return proc
 
-    def start_worker(self, name: str = "worker", concurrency: int = 2, **options) -> subprocess.Popen:
+    def start_worker(self, name: str = "worker", concurrency: int = 2, *, pool: str = "prefork",
+                     **options) -> subprocess.Popen:
         return self._start(name, ["worker", "--loglevel", "INFO", "--concurrency", str(concurrency),
-                                  "--hostname", f"{name}-{os.getpid()}@%h", "--without-gossip",
-                                  "--without-mingle", "--without-heartbeat"], ready="ready.", **options)
+                                  "--pool", pool, "--hostname", f"{name}-{os.getpid()}@%h",
+                                  "--without-gossip", "--without-mingle", "--without-heartbeat"],
+                           ready="ready.", **options)
 
     def start_beat(self, name: str = "beat", **options) -> subprocess.Popen:
         schedule = self.log_dir / f"{name}-schedule"

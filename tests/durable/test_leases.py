@@ -2,10 +2,11 @@
 import logging
 import threading
 import time
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from durable import leases, services, workflow
@@ -179,6 +180,53 @@ def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
 
     assert lease.extend() is True
     assert WorkflowRun.objects.get(pk=other.id).lease_expires_at == expires
+
+
+@contextmanager
+def row_locked_by_a_sender(run_id: str):
+    """Another connection signals the run and keeps its transaction open until the block ends."""
+    locked, release = threading.Event(), threading.Event()
+
+    def sender():
+        try:
+            with transaction.atomic():
+                services.signal_send(run_id, "poke")
+                locked.set()
+                release.wait(timeout=30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=sender)
+    thread.start()
+    assert locked.wait(timeout=30)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(timeout=30)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has no row locks to pass over")
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_passes_over_a_run_row_another_transaction_holds_instead_of_waiting():
+    run = services.run_start(three_steps, 1, id="lease:locked-row")
+    _, lease = leases.claim(run.id, owner="a")
+    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
+
+    with row_locked_by_a_sender(run.id):
+        busy = lease.extend(wait=False)
+
+    assert busy is None
+    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until
+
+
+def test_a_heartbeat_that_does_not_wait_still_reports_a_lost_lease(clock, settings):
+    run = services.run_start(three_steps, 1, id="lease:lost-no-wait")
+    _, stale = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    leases.claim(run.id, owner="b")
+
+    assert stale.extend(wait=False) is False
 
 
 def test_an_extended_lease_is_also_when_the_sweep_looks_at_the_run_again(clock):

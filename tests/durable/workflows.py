@@ -449,3 +449,28 @@ def booked_correction(entry: str) -> str:
 def fan_out_bookings(count: int) -> list:
     handles = [workflow.start_child(booked_correction, f"e{n}") for n in range(count)]
     return workflow.wait_for_children(handles, timeout=days(1))
+
+
+def wait_on_io(n: int, seconds_to_wait: float) -> int:
+    """Stands for an HTTP call or a model's answer: the thread waits, the CPU does not."""
+    effect("wait_on_io")
+    time.sleep(seconds_to_wait)
+    return n
+
+
+@workflow(name="io_bound")
+def io_bound(n: int, seconds_to_wait: float) -> int:
+    return workflow.step(wait_on_io, n, seconds_to_wait)
+
+
+def book_once(n: int, seconds_to_wait: float, idempotency_key: str) -> int:
+    """Atomic: the effect row and the unique booking commit with the journal entry, or neither."""
+    effect("book_once")
+    Once.objects.create(key=idempotency_key)
+    time.sleep(seconds_to_wait)
+    return n
+
+
+@workflow(name="io_bound_atomic")
+def io_bound_atomic(n: int, seconds_to_wait: float) -> int:
+    return workflow.step(book_once, n, seconds_to_wait, atomic=True)
