@@ -1,0 +1,99 @@
+"""The schedules' admin: when each fires next and what it fired; pause and resume, audited.
+
+Nothing is edited here: pausing and resuming go through ``durable.schedules`` (which lock
+the row and write the audit trail) and need ``durable.operate_schedule``. Schedules are
+created with ``manage.py durable schedule create`` or a data migration.
+"""
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
+from django.urls import reverse
+from django.utils.html import format_html
+
+from durable import cron, schedules
+from durable.admin import ReadOnlyAdmin, badge, pretty_json, stamp_column
+from durable.audit import request_audit
+from durable.errors import DurableError
+from durable.schedule_models import Schedule, ScheduleEvent
+
+OPERATE_SCHEDULE_PERMISSION = "durable.operate_schedule"
+
+
+class ScheduleEventInline(admin.TabularInline):
+    model = ScheduleEvent
+    fields = readonly_fields = ["created_at", "action", "actor", "detail_json"]
+    extra = 0
+    can_delete = False
+    ordering = ["-created_at", "-id"]
+    verbose_name_plural = "audit trail (newest first)"
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="detail")
+    def detail_json(self, event):
+        return format_html("<pre>{}</pre>", pretty_json(event.detail, limit=1500))
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(ReadOnlyAdmin):
+    list_display = ["name", "workflow_name", "when", "timezone", "catch_up", "state",
+                    "next_fire_at_stamp", "last_fired_at_stamp", "last_run"]
+    list_filter = ["paused", "catch_up", "workflow_name"]
+    search_fields = ["name", "workflow_name"]
+    actions = ["pause_selected", "resume_selected"]
+    fields = readonly_fields = ["name", "workflow_name", "cron", "when", "timezone", "id_template", "args",
+                                "kwargs", "catch_up", "state", "next_fire_at_stamp", "last_fired_at_stamp",
+                                "last_run", "last_error", "created_at_stamp", "updated_at_stamp"]
+    inlines = [ScheduleEventInline]
+
+    def has_operate_permission(self, request):
+        return request.user.has_perm(OPERATE_SCHEDULE_PERMISSION)
+
+    next_fire_at_stamp = stamp_column("next_fire_at", "next fire at")
+    last_fired_at_stamp = stamp_column("last_fired_at", "last fired (occurrence)")
+    created_at_stamp = stamp_column("created_at", "created at")
+    updated_at_stamp = stamp_column("updated_at", "updated at")
+
+    @admin.display(description="when", ordering="cron")
+    def when(self, schedule):
+        return format_html("<code>{}</code><div>{}</div>", schedule.cron, cron.explain(schedule.cron))
+
+    @admin.display(description="state", ordering="paused")
+    def state(self, schedule):
+        if schedule.paused:
+            return badge("paused")
+        if schedule.last_error:   # a run's "failed" colour: it stays due until fixed or paused
+            return format_html('{}<div class="durable-stage">{}</div>', badge("failed"), schedule.last_error)
+        return badge("active")
+
+    @admin.display(description="last run", ordering="last_run_id")
+    def last_run(self, schedule):
+        if not schedule.last_run_id:
+            return "-"
+        url = reverse("admin:durable_workflowrun_change", args=[quote(schedule.last_run_id)])
+        return format_html('<a href="{}">{}</a>', url, schedule.last_run_id)
+
+    def _each(self, request, queryset, verb: str, call):
+        actor, audit = request_audit(request, via="admin")
+        done = 0
+        for name in queryset.values_list("name", flat=True):
+            try:
+                call(name, actor, audit)
+                done += 1
+            except DurableError as error:
+                self.message_user(request, str(error), messages.WARNING)
+        if done:
+            self.message_user(request, f"{done} schedule(s) {verb}.", messages.SUCCESS)
+
+    @admin.action(description="Pause selected schedules", permissions=["operate"])
+    def pause_selected(self, request, queryset):
+        self._each(request, queryset, "paused", lambda name, actor, audit: schedules.schedule_pause(
+            name, actor=actor, reason="paused from the admin", audit=audit))
+
+    @admin.action(description="Resume selected schedules (from the next occurrence)", permissions=["operate"])
+    def resume_selected(self, request, queryset):
+        self._each(request, queryset, "resumed", lambda name, actor, audit: schedules.schedule_resume(
+            name, actor=actor, audit=audit))
