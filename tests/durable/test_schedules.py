@@ -65,7 +65,7 @@ def test_latest_starts_only_the_most_recent_missed_occurrence():
         sweep_due()
 
     assert report_ids() == ["report:2026-05-08"]
-    assert ScheduleEvent.objects.get(action="fire").detail["skipped_since"] == "2026-05-06T00:00:00+00:00"
+    assert ScheduleEvent.objects.get(schedule__name="report-daily", action="fire").detail["skipped_since"] == "2026-05-06T00:00:00+00:00"
 
 
 def test_skip_starts_no_missed_occurrence_and_fires_the_next_one():
@@ -119,9 +119,10 @@ def test_pause_and_resume_are_audited_with_their_actor():
         schedule_pause("report-daily", actor="bia")     # already paused: nothing changes
         schedule_resume("report-daily", actor="carla")
 
-    assert list(ScheduleEvent.objects.order_by("chain_seq").values_list("action", "actor")) == [
+    assert list(ScheduleEvent.objects.filter(schedule__name="report-daily").order_by("chain_seq")
+                .values_list("action", "actor")) == [
         ("create", "test"), ("pause", "ana"), ("resume", "carla")]
-    assert ScheduleEvent.objects.get(action="pause").detail["reason"] == "bank maintenance"
+    assert ScheduleEvent.objects.get(schedule__name="report-daily", action="pause").detail["reason"] == "bank maintenance"
 
 
 def test_sao_paulo_midnight_is_three_in_the_morning_utc_and_names_its_own_date():
@@ -230,7 +231,7 @@ def test_a_bad_cron_expression_is_refused_with_the_field_at_fault():
     with pytest.raises(ScheduleInvalid, match=r"cron expression '61 0 \* \* \*' is not valid: Bad minute"):
         daily(cron="61 0 * * *")
 
-    assert not Schedule.objects.exists()
+    assert not Schedule.objects.filter(name="report-daily").exists()
 
 
 def test_a_cron_with_the_wrong_number_of_fields_is_refused():
@@ -306,4 +307,4 @@ def test_two_sweeps_racing_fire_each_occurrence_once():
     assert errors == []
     assert len(report_ids()) == rounds
     assert sorted(fired) == report_ids()     # no occurrence was fired by both sweeps
-    assert ScheduleEvent.objects.filter(action="fire").count() == rounds
+    assert ScheduleEvent.objects.filter(schedule__name="report-minutely", action="fire").count() == rounds
