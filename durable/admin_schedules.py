@@ -26,6 +26,10 @@ class ScheduleEventInline(admin.TabularInline):
     ordering = ["-created_at", "-id"]
     verbose_name_plural = "audit trail (newest first)"
 
+    def has_view_permission(self, request, obj=None):
+        """Whoever sees the schedule sees its trail, as a run's page shows its audit events."""
+        return request.user.has_perm("durable.view_schedule")
+
     def has_add_permission(self, request, obj=None):
         return False
 

@@ -20,8 +20,9 @@ def add_arguments(parser):
     create.add_argument("--id-template", required=True,
                         help="the run id of an occurrence, e.g. 'report:{date}'; placeholders: "
                              + ", ".join(f"{{{name}}}" for name in cron.PLACEHOLDERS))
-    create.add_argument("--args", default="[]", help='JSON list of positional input, e.g. \'["{date}"]\'')
-    create.add_argument("--kwargs", default="{}", help="JSON object of keyword input")
+    # dest: Django pops an option named "args" before handle() sees it.
+    create.add_argument("--args", dest="input_args", default="[]", help='JSON list of positional input, e.g. \'["{date}"]\'')
+    create.add_argument("--kwargs", dest="input_kwargs", default="{}", help="JSON object of keyword input")
     create.add_argument("--catch-up", default=CatchUp.ALL, choices=CatchUp.values,
                         help="missed occurrences: all (each once, the default), latest, or skip")
     create.add_argument("--paused", action="store_true", help="create it paused")
@@ -40,7 +41,8 @@ def handle(options, out) -> int:
         schedule = schedules.schedule_create(
             options["name"], options["workflow"], cron_expression=options["cron"],
             timezone=options["timezone"], id_template=options["id_template"],
-            args=_json(options["args"], "--args", list), kwargs=_json(options["kwargs"], "--kwargs", dict),
+            args=_json(options["input_args"], "--args", list),
+            kwargs=_json(options["input_kwargs"], "--kwargs", dict),
             catch_up=options["catch_up"], paused=options["paused"], **audit())
     elif action == "pause":
         schedule = schedules.schedule_pause(options["name"], reason=options["reason"], **audit())
