@@ -150,6 +150,17 @@ def test_the_date_in_the_id_is_the_schedules_zone_not_utc():
     assert report_ids() == ["report:2026-05-05"]
 
 
+def test_a_time_the_clock_skips_at_the_start_of_summer_time_fires_when_the_clock_jumps():
+    with fake_clock(datetime(2026, 3, 7, 12, tzinfo=timezone.utc)) as clock:   # New York: 8 March, 02:00 -> 03:00
+        daily(cron="30 2 * * *", tz="America/New_York")
+        clock.advance(days(1))
+        sweep_due()
+
+    assert report_ids() == ["report:2026-03-08"]
+    start = AuditEvent.objects.get(run_id="report:2026-03-08", action="start")
+    assert start.detail["occurrence"] == "2026-03-08T07:00:00+00:00"    # 03:00 EDT
+
+
 def test_an_occurrence_started_by_hand_is_not_started_again():
     from durable import services
 
