@@ -1,21 +1,52 @@
-"""The schedules' admin: when each fires next and what it fired; pause and resume, audited.
+"""The schedules' admin: when each fires next and what it fired; create, change, pause, resume, audited.
 
-Nothing is edited here: pausing and resuming go through ``durable.schedules`` (which lock
-the row and write the audit trail) and need ``durable.operate_schedule``. Schedules are
-created with ``manage.py durable schedule create`` or a data migration.
+Nothing here writes a row directly: every write goes through ``durable.schedules`` (which
+checks the cron, the zone, the templates and the input, locks the row and writes the
+audit trail). Pausing and resuming need ``durable.operate_schedule``; adding and changing
+need Django's add/change permissions on schedules. Nothing is deleted: the trail stays.
 """
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 from django.utils.html import format_html
 
 from durable import cron, schedules
-from durable.admin import ReadOnlyAdmin, badge, pretty_json, stamp_column
+from durable.admin import badge, pretty_json, stamp_column
 from durable.audit import request_audit
 from durable.errors import DurableError
 from durable.schedule_models import Schedule, ScheduleEvent
 
 OPERATE_SCHEDULE_PERMISSION = "durable.operate_schedule"
+EDITABLE = ["name", "workflow_name", "cron", "timezone", "id_template", "args", "kwargs", "catch_up"]
+BOOKKEEPING = ["when", "state", "next_fire_at_stamp", "last_fired_at_stamp", "last_run", "last_error",
+               "created_at_stamp", "updated_at_stamp"]
+
+
+class ScheduleForm(forms.ModelForm):
+    """The fields an operator writes, checked by the service before anything is saved."""
+
+    class Meta:
+        model = Schedule
+        fields = EDITABLE
+        help_texts = {"id_template": "The run id of an occurrence, e.g. 'reconcile:{date}'. Placeholders: "
+                                     + ", ".join(f"{{{name}}}" for name in cron.PLACEHOLDERS)
+                                     + ". The run id is the occurrence: it never runs twice.",
+                      "args": 'JSON list; its strings take the same placeholders, e.g. ["{date}"].'}
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        values = {**{field: getattr(self.instance, field) for field in EDITABLE}, **cleaned}
+        try:
+            self.checked = schedules.schedule_check(
+                name=values["name"], workflow=values["workflow_name"], cron_expression=values["cron"],
+                timezone=values["timezone"], id_template=values["id_template"], args=values["args"],
+                kwargs=values["kwargs"], catch_up=values["catch_up"])
+        except DurableError as error:
+            raise forms.ValidationError(str(error)) from None
+        return cleaned
 
 
 class ScheduleEventInline(admin.TabularInline):
@@ -42,16 +73,39 @@ class ScheduleEventInline(admin.TabularInline):
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(ReadOnlyAdmin):
+class ScheduleAdmin(admin.ModelAdmin):
+    form = ScheduleForm
     list_display = ["name", "workflow_name", "when", "timezone", "catch_up", "state",
                     "next_fire_at_stamp", "last_fired_at_stamp", "last_run"]
     list_filter = ["paused", "catch_up", "workflow_name"]
     search_fields = ["name", "workflow_name"]
     actions = ["pause_selected", "resume_selected"]
-    fields = readonly_fields = ["name", "workflow_name", "cron", "when", "timezone", "id_template", "args",
-                                "kwargs", "catch_up", "state", "next_fire_at_stamp", "last_fired_at_stamp",
-                                "last_run", "last_error", "created_at_stamp", "updated_at_stamp"]
     inlines = [ScheduleEventInline]
+
+    def get_fields(self, request, obj=None):
+        return EDITABLE if obj is None else [*EDITABLE, *BOOKKEEPING]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        editable = [] if not self.has_change_permission(request, obj) else EDITABLE[1:]
+        return [field for field in [*EDITABLE, *BOOKKEEPING] if field not in editable]
+
+    def has_delete_permission(self, request, obj=None):
+        return False   # its trail is kept (PROTECT); pause it instead
+
+    def save_model(self, request, obj, form, change):
+        """Through the services, so every write is checked and audited with its actor."""
+        actor, audit = request_audit(request, via="admin")
+        if change:
+            changes = {field: form.checked[field] for field in EDITABLE[1:] if field in form.changed_data}
+            saved = schedules.schedule_update(obj.name, actor=actor, audit=audit, **changes)
+        else:
+            checked = dict(form.checked)
+            saved = schedules.schedule_create(
+                checked.pop("name"), checked.pop("workflow_name"), cron_expression=checked.pop("cron"),
+                **checked, actor=actor, audit=audit)
+        obj.pk, obj._state.adding, obj._state.db = saved.pk, False, saved._state.db
 
     def has_operate_permission(self, request):
         return request.user.has_perm(OPERATE_SCHEDULE_PERMISSION)
@@ -79,6 +133,11 @@ class ScheduleAdmin(ReadOnlyAdmin):
             return "-"
         url = reverse("admin:durable_workflowrun_change", args=[quote(schedule.last_run_id)])
         return format_html('<a href="{}">{}</a>', url, schedule.last_run_id)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
 
     def _each(self, request, queryset, verb: str, call):
         actor, audit = request_audit(request, via="admin")

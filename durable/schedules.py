@@ -13,7 +13,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 
 from durable import clock, cron, registry, services, validation
 from durable.cron import Occurrence, ScheduleInvalid
@@ -23,7 +23,7 @@ from durable.schedule_models import CatchUp, Schedule, ScheduleEvent
 log = logging.getLogger(__name__)
 
 __all__ = ["ScheduleExists", "ScheduleInvalid", "ScheduleNotFound", "fire_due", "schedule_check",
-           "schedule_create", "schedule_pause", "schedule_resume", "schedules_listed"]
+           "schedule_create", "schedule_pause", "schedule_resume", "schedule_update", "schedules_listed"]
 
 
 class ScheduleNotFound(DurableError):
@@ -85,12 +85,47 @@ def schedule_create(name: str, workflow: str, *, cron_expression: str, id_templa
                             catch_up=catch_up)
     now = clock.now()
     next_fire_at = None if paused else cron.after(fields["cron"], timezone, now).at
+    try:
+        with transaction.atomic():
+            schedule = Schedule.objects.create(**fields, paused=paused, next_fire_at=next_fire_at,
+                                               created_at=now, updated_at=now)
+            _audit(schedule, "create", actor, {**fields, "paused": paused, **(audit or {})}, first=True)
+    except IntegrityError:
+        raise ScheduleExists(f"a schedule named {name!r} exists already") from None
+    return schedule
+
+
+EDITABLE = ("workflow_name", "cron", "timezone", "id_template", "args", "kwargs", "catch_up")
+
+
+def schedule_update(name: str, *, actor: str, audit: dict | None = None, **changes) -> Schedule:
+    """Change what a schedule starts or when (``workflow_name``, ``cron``, ``timezone``,
+    ``id_template``, ``args``, ``kwargs``, ``catch_up``), checked like a new one.
+
+    A new cron or zone fires from its first occurrence after now; the trail records each
+    field's old and new value.
+    """
+    unknown = set(changes) - set(EDITABLE)
+    if unknown:
+        raise ScheduleInvalid(f"schedule fields {sorted(unknown)} cannot be changed (only {', '.join(EDITABLE)})")
     with transaction.atomic():
-        if Schedule.objects.filter(name=name).exists():
-            raise ScheduleExists(f"a schedule named {name!r} exists already")
-        schedule = Schedule.objects.create(**fields, paused=paused, next_fire_at=next_fire_at,
-                                           created_at=now, updated_at=now)
-        _audit(schedule, "create", actor, {**fields, "paused": paused, **(audit or {})}, first=True)
+        schedule = _get_locked(name)
+        current = {field: getattr(schedule, field) for field in EDITABLE}
+        merged = {**current, **changes}
+        fields = schedule_check(name=name, workflow=merged["workflow_name"], cron_expression=merged["cron"],
+                                timezone=merged["timezone"], id_template=merged["id_template"],
+                                args=merged["args"], kwargs=merged["kwargs"], catch_up=merged["catch_up"])
+        changed = {field: [current[field], fields[field]] for field in EDITABLE if fields[field] != current[field]}
+        if not changed:
+            return schedule
+        now = clock.now()
+        for field in changed:
+            setattr(schedule, field, fields[field])
+        schedule.updated_at = now
+        if not schedule.paused and {"cron", "timezone"} & set(changed):
+            schedule.next_fire_at = cron.after(schedule.cron, schedule.timezone, now).at
+        schedule.save(update_fields=[*changed, "updated_at", "next_fire_at"])
+        _audit(schedule, "update", actor, {"changed": changed, **(audit or {})})
     return schedule
 
 

@@ -1,11 +1,11 @@
-"""``durable schedule list|create|pause|resume``: schedules from a shell, over durable.schedules."""
+"""``durable schedule list|create|update|pause|resume``: schedules from a shell, over durable.schedules."""
 from django.core.management.base import CommandError
 
 from durable import cron, schedules
 from durable.cli._common import USAGE_ERROR, audit, parse_json, table, when
 from durable.schedule_models import CatchUp
 
-help = "List, create, pause and resume schedules (a workflow started at each occurrence of a cron)."
+help = "List, create, update, pause and resume schedules (a workflow started at each occurrence of a cron)."
 
 
 def add_arguments(parser):
@@ -26,6 +26,15 @@ def add_arguments(parser):
     create.add_argument("--catch-up", default=CatchUp.ALL, choices=CatchUp.values,
                         help="missed occurrences: all (each once, the default), latest, or skip")
     create.add_argument("--paused", action="store_true", help="create it paused")
+    update = actions.add_parser("update", help="change a schedule (a new cron or zone fires from its next occurrence)")
+    update.add_argument("name")
+    update.add_argument("--workflow", dest="workflow_name")
+    update.add_argument("--cron")
+    update.add_argument("--timezone")
+    update.add_argument("--id-template")
+    update.add_argument("--args", dest="input_args", help="JSON list")
+    update.add_argument("--kwargs", dest="input_kwargs", help="JSON object")
+    update.add_argument("--catch-up", choices=CatchUp.values)
     pause = actions.add_parser("pause", help="stop firing; occurrences while paused are skipped")
     pause.add_argument("name")
     pause.add_argument("--reason", default="", help="why, for the audit trail")
@@ -44,6 +53,17 @@ def handle(options, out) -> int:
             args=_json(options["input_args"], "--args", list),
             kwargs=_json(options["input_kwargs"], "--kwargs", dict),
             catch_up=options["catch_up"], paused=options["paused"], **audit())
+    elif action == "update":
+        changes = {field: options[field] for field in ("workflow_name", "cron", "timezone", "id_template", "catch_up")
+                   if options[field] is not None}
+        if options["input_args"] is not None:
+            changes["args"] = _json(options["input_args"], "--args", list)
+        if options["input_kwargs"] is not None:
+            changes["kwargs"] = _json(options["input_kwargs"], "--kwargs", dict)
+        if not changes:
+            raise CommandError("nothing to change: give at least one of --workflow, --cron, --timezone, "
+                               "--id-template, --args, --kwargs, --catch-up", returncode=USAGE_ERROR)
+        schedule = schedules.schedule_update(options["name"], **changes, **audit())
     elif action == "pause":
         schedule = schedules.schedule_pause(options["name"], reason=options["reason"], **audit())
     else:

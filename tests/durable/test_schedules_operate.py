@@ -145,3 +145,62 @@ def test_schedule_audit_chains_verify_including_the_seeded_one(report_schedule):
 
     assert report.broken is None
     assert report.chains == Schedule.objects.count()
+
+
+def schedule_form(**changes) -> dict:
+    return {"name": "report-admin", "workflow_name": "daily_report", "cron": "0 6 * * 1-5",
+            "timezone": "America/Sao_Paulo", "id_template": "report:{date}", "args": '["{date}"]', "kwargs": "{}",
+            "catch_up": "all", "events-TOTAL_FORMS": "0", "events-INITIAL_FORMS": "0", **changes}
+
+
+def test_an_operator_creates_a_schedule_in_the_admin_and_the_trail_names_them(client):
+    staff_with(client, "view_schedule", "add_schedule", username="ana")
+
+    response = client.post(reverse("admin:durable_schedule_add"), schedule_form())
+
+    schedule = Schedule.objects.get(name="report-admin")
+    assert response.status_code == 302
+    assert (schedule.cron, schedule.args, schedule.next_fire_at is not None) == ("0 6 * * 1-5", ["{date}"], True)
+    assert ScheduleEvent.objects.get(schedule=schedule, action="create").actor == "ana"
+
+
+def test_a_bad_cron_in_the_admin_form_is_shown_and_nothing_is_saved(client):
+    staff_with(client, "view_schedule", "add_schedule")
+
+    response = client.post(reverse("admin:durable_schedule_add"), schedule_form(cron="0 6 * * 8"))
+
+    assert response.status_code == 200
+    assert "cron expression &#x27;0 6 * * 8&#x27; is not valid: Bad day-of-week" in response.content.decode()
+    assert not Schedule.objects.filter(name="report-admin").exists()
+
+
+def test_changing_the_cron_in_the_admin_moves_the_next_occurrence_and_audits_old_and_new(client, report_schedule):
+    staff_with(client, "view_schedule", "change_schedule", username="ana")
+
+    with fake_clock(NOON):
+        client.post(reverse("admin:durable_schedule_change", args=[report_schedule.pk]),
+                    schedule_form(name="ignored", cron="30 1 * * *", timezone="America/Sao_Paulo"))
+
+    report_schedule.refresh_from_db()
+    event = ScheduleEvent.objects.get(schedule=report_schedule, action="update")
+    assert report_schedule.name == "report-daily"          # the name is not editable
+    assert report_schedule.next_fire_at == datetime(2026, 5, 6, 4, 30, tzinfo=timezone.utc)   # 01:30 in São Paulo
+    assert (event.actor, event.detail["changed"]) == ("ana", {"cron": ["0 0 * * *", "30 1 * * *"]})
+
+
+def test_cli_update_changes_the_catch_up_policy_and_records_it(report_schedule):
+    durable("schedule", "update", "report-daily", "--catch-up", "skip")
+
+    report_schedule.refresh_from_db()
+    assert report_schedule.catch_up == "skip"
+    assert ScheduleEvent.objects.get(schedule=report_schedule, action="update").detail["changed"] == {
+        "catch_up": ["all", "skip"]}
+
+
+def test_a_schedule_is_never_deleted_from_the_admin(client, report_schedule):
+    user = staff_with(client, "view_schedule", "delete_schedule")
+
+    response = user.post(reverse("admin:durable_schedule_delete", args=[report_schedule.pk]), {"post": "yes"})
+
+    assert response.status_code == 403
+    assert Schedule.objects.filter(pk=report_schedule.pk).exists()
