@@ -9,7 +9,7 @@ sweeps (or a sweep and a test) always agree on which occurrences exist.
 import string
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone as dt_timezone
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
 
@@ -169,7 +169,3 @@ def check_templates(id_template: str, args: list, kwargs: dict, *, expression: s
                 "add {time} or use {datetime} for a cron that fires more than once a day")
         seen[run_id] = occurrence
         moment = occurrence.at
-
-
-def zone_names() -> list[str]:
-    return sorted(available_timezones())

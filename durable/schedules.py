@@ -188,8 +188,8 @@ def _plan(schedule: Schedule, now) -> _Plan:
         return _Plan(fire=occurrences, next_fire_at=cron.after(expression, tz, resume_from).at)
     last = cron.latest(expression, tz, now)
     following = cron.after(expression, tz, now).at
-    if last.at < schedule.next_fire_at:   # nothing of this cron is due yet (it was edited)
-        return _Plan(fire=[], next_fire_at=min(schedule.next_fire_at, following))
+    if last.at < schedule.next_fire_at:   # no occurrence since next_fire_at (set by hand)
+        return _Plan(fire=[], next_fire_at=following)
     missed_since = schedule.next_fire_at if schedule.next_fire_at < last.at else None
     on_time = (now - last.at) <= timedelta(seconds=misfire_grace_seconds())
     if schedule.catch_up == CatchUp.SKIP and not on_time:

@@ -319,3 +319,16 @@ def test_two_sweeps_racing_fire_each_occurrence_once():
     assert len(report_ids()) == rounds
     assert sorted(fired) == report_ids()     # no occurrence was fired by both sweeps
     assert ScheduleEvent.objects.filter(schedule__name="report-minutely", action="fire").count() == rounds
+
+
+def test_a_next_fire_time_that_is_no_occurrence_moves_to_the_next_one_without_firing():
+    with fake_clock(NOON) as clock:
+        schedule = daily("latest")
+        Schedule.objects.filter(pk=schedule.pk).update(next_fire_at=NOON + minutes(1))   # set by hand
+        clock.advance(minutes(2))
+
+        fire_due()
+
+    schedule.refresh_from_db()
+    assert report_ids() == []
+    assert schedule.next_fire_at == datetime(2026, 5, 6, tzinfo=timezone.utc)
