@@ -2,7 +2,6 @@
 import os
 
 from celery import Celery
-from celery.schedules import crontab
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -25,11 +24,8 @@ app.conf.beat_schedule = {
 # durable.tasks closes connections that are broken or past CONN_MAX_AGE instead.
 app.conf["CELERY_DB_REUSE_MAX"] = 1_000_000
 
-# Yesterday's reconciliation, daily; its run id reconcile:<date> makes a repeat harmless.
-app.conf.beat_schedule["processes-reconcile-yesterday"] = {
-    "task": "processes.reconcile_yesterday",
-    "schedule": crontab(hour=int(os.environ.get("RECONCILIATION_START_HOUR", "0")), minute=30),
-}
+# Daily reconciliation is a durable schedule (a row, fired by durable.sweep), not a beat
+# entry: see processes/migrations/0006_reconcile_schedule.py and docs/workflows.md.
 
 # Inbound WhatsApp messages whose on-commit routing was lost with a web process.
 app.conf.beat_schedule["processes-route-stale-inbound"] = {

@@ -385,3 +385,6 @@ class AuditEventAdmin(ReadOnlyAdmin):
     @admin.display(description="detail")
     def detail_json(self, event):
         return format_html("<pre>{}</pre>", pretty_json(event.detail))
+
+
+from durable import admin_schedules  # noqa: E402,F401  (registers the schedules' admin, which uses the helpers above)

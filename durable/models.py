@@ -8,6 +8,7 @@ from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, can_proceed, transition
 
 from durable.chain import ChainedAudit
+from durable.schedule_models import CatchUp, Schedule, ScheduleEvent  # noqa: F401  (schedules are rows of this app)
 
 
 class RunStatus(models.TextChoices):

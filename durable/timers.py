@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from django.db import connection, transaction
 
-from durable import clock, conf, metrics
+from durable import clock, conf, metrics, schedules
 from durable.dispatch import dispatch
 from durable.leases import on_live_connection
 from durable.models import ACTIVE_STATUSES, WorkflowRun
@@ -26,6 +26,8 @@ def sweep_due(*, limit: int | None = None, lookahead: float | None = None) -> li
     run_ids = on_live_connection(lambda: _sweep_due(limit=limit, lookahead=lookahead))
     # For /metrics: workers are other processes, so the duration is stored, not counted.
     metrics.record_sweep(time.monotonic() - started, dispatched=len(run_ids))
+    # Due schedules start their occurrences' runs: one indexed query when none is due.
+    on_live_connection(schedules.fire_due)
     return run_ids
 
 

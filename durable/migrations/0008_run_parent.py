@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('durable', '0005_run_attributes'),
+        ('durable', '0006_schedules'),
     ]
 
     operations = [

@@ -10,6 +10,12 @@ from processes.reconciliation.clients import Line
 from processes.reconciliation.models import BatchStatus, ReconciliationBatch
 
 
+def open_batch(batch_date: str) -> str:
+    """The day's batch, created if nothing opened it yet (atomic step)."""
+    ReconciliationBatch.objects.get_or_create(date=date.fromisoformat(batch_date))
+    return batch_date
+
+
 def fetch_bank_statement(batch_date: str) -> list[Line]:
     return clients.bank().statement(date.fromisoformat(batch_date))
 

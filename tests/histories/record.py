@@ -293,6 +293,34 @@ def reconcile_completed(clock) -> str:
     return _advance(clock, batch.run_id, timedelta(hours=21)).id
 
 
+def reconcile_scheduled(clock) -> str:
+    """The durable schedule starts the day before's batch (the run opens its own batch, behind
+    patched('opens-its-batch')); two corrections, the sleep until the closing window, reconciled."""
+    from durable.schedule_models import Schedule
+    from durable.testing import drive
+    from durable.timers import sweep_due
+    from processes.reconciliation.models import BankStatementLine, LedgerEntry
+
+    day = START.date() - timedelta(days=1)
+    for n, amount in enumerate(["42.00", "18.90", "7.35"], start=1):
+        BankStatementLine.objects.create(entry_id=f"sched-{n}", date=day, amount=Decimal(amount),
+                                         description=f"PIX recebido {n}")
+        if n == 2:
+            LedgerEntry.objects.create(entry_id=f"sched-{n}", date=day, amount=Decimal(amount))
+    # The schedule the processes migration seeded, as if its 00:30 today were still due.
+    Schedule.objects.filter(name="reconcile-daily").update(
+        next_fire_at=datetime.combine(START.date(), datetime.min.time(), tzinfo=timezone.utc) + timedelta(minutes=30))
+    sweep_due()
+    run_id = f"reconcile:{day.isoformat()}"
+    drive(run_id)
+    from durable.models import WorkflowRun
+
+    for child_id in WorkflowRun.objects.filter(parent_id=run_id).order_by("id").values_list("id", flat=True):
+        drive(child_id)   # each correction is a child run
+    drive(run_id)
+    return _advance(clock, run_id, timedelta(hours=21)).id
+
+
 SCENARIOS = [
     Scenario("onboarding-approved-after-missing-documents", onboarding_approved_after_missing_documents,
              "completed"),
@@ -313,6 +341,7 @@ SCENARIOS = [
     Scenario("billing-renegotiated-then-voided", billing_renegotiated_then_voided, "completed", "voided"),
     Scenario("billing-void-raced-by-payment", billing_void_raced_by_payment, "completed", "paid"),
     Scenario("reconcile-completed", reconcile_completed, "completed"),
+    Scenario("reconcile-scheduled", reconcile_scheduled, "completed"),
 ]
 
 

@@ -10,12 +10,13 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from durable import days
-from durable.models import JournalEntry, RunStatus, WorkflowRun
-from durable.testing import drive
+from durable import days, hours
+from durable.models import AuditEvent, JournalEntry, RunStatus, WorkflowRun
+from durable.schedule_models import Schedule
+from durable.testing import drive, fake_clock
+from durable.timers import sweep_due
 from processes.reconciliation.models import BankStatementLine, BatchStatus, LedgerEntry, ReconciliationBatch
 from processes.reconciliation.services import reconciliation_start
-from processes.tasks import reconcile_yesterday
 from tests.support import subprocess_env
 
 DAY = date(2026, 5, 5)
@@ -40,7 +41,6 @@ def corrections() -> list[str]:
 @pytest.mark.django_db
 def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_the_window(statement, settings):
     settings.RECONCILIATION_CLOSING_TIME = "06:00"
-    from durable.testing import fake_clock
 
     with fake_clock(STARTED) as clock:
         batch = reconciliation_start(batch_date=DAY)
@@ -55,6 +55,9 @@ def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_t
     assert run.result == {"batch": "2026-05-05", "posted": ["e2", "e4", "e5"]}
     assert corrections() == ["e2", "e4", "e5"]
     assert (batch.status, batch.corrections_posted) == (BatchStatus.RECONCILED, 3)
+    steps = JournalEntry.objects.filter(run_id=run.id, kind="step").order_by("position")
+    assert [s.name for s in steps] == ["open_batch", "fetch_bank_statement", "fetch_ledger", "closing_window",
+                                       "mark_reconciled"]
 
 
 @pytest.mark.django_db
@@ -74,10 +77,64 @@ def drive_corrections(run_id: str) -> None:
         drive(child_id)
 
 
+@pytest.fixture
+def seeded_schedule():
+    """The schedule processes' migration seeded, as if seeded at STARTED's midnight."""
+    schedule = Schedule.objects.get(name="reconcile-daily")
+    Schedule.objects.filter(pk=schedule.pk).update(next_fire_at=datetime(2026, 5, 6, 0, 30, tzinfo=timezone.utc))
+    return schedule
+
+
 @pytest.mark.django_db
-def test_the_daily_start_is_idempotent(clock):
-    reconcile_yesterday()
-    reconcile_yesterday()    # a second beat, or a redelivered task
+def test_reconciliation_runs_from_a_durable_schedule_not_a_beat_entry():
+    from config.celery import app
+
+    schedule = Schedule.objects.get(name="reconcile-daily")
+
+    assert (schedule.workflow_name, schedule.cron, schedule.timezone, schedule.catch_up) == (
+        "reconcile", "30 0 * * *", "UTC", "all")
+    assert not schedule.paused and schedule.next_fire_at is not None
+    assert [entry["task"] for entry in app.conf.beat_schedule.values()
+            if entry["task"].startswith("processes.reconcile")] == []
+
+
+@pytest.mark.django_db
+def test_three_days_without_a_sweep_reconcile_each_missed_day_once(seeded_schedule):
+    with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=timezone.utc)) as clock:
+        sweep_due()                 # the last sweep before beat goes down: nothing is due yet
+        clock.advance(days(3))      # three days without a sweep
+
+        sweep_due()                 # beat is back
+        sweep_due()
+
+    runs = WorkflowRun.objects.filter(workflow_name="reconcile").order_by("id")
+    assert [run.id for run in runs] == ["reconcile:2026-05-05", "reconcile:2026-05-06", "reconcile:2026-05-07"]
+    assert [run.input["args"] for run in runs] == [["2026-05-05"], ["2026-05-06"], ["2026-05-07"]]
+
+
+@pytest.mark.django_db
+def test_a_missed_day_reconciles_that_day_not_yesterday(statement, seeded_schedule, settings):
+    settings.RECONCILIATION_CLOSING_TIME = "06:00"
+    with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=timezone.utc)) as clock:
+        clock.advance(days(2) + hours(7))      # beat was down on the 6th and the 7th
+        sweep_due()
+
+        drive(f"reconcile:{DAY.isoformat()}")
+        drive_corrections(f"reconcile:{DAY.isoformat()}")
+        run = drive(f"reconcile:{DAY.isoformat()}")
+
+    batch = ReconciliationBatch.objects.get(date=DAY)
+    assert run.result == {"batch": "2026-05-05", "posted": ["e2", "e4", "e5"]}
+    assert (batch.status, batch.corrections_posted) == (BatchStatus.RECONCILED, 3)
+    assert AuditEvent.objects.get(run_id=run.id, action="start").actor == "schedule:reconcile-daily"
+
+
+@pytest.mark.django_db
+def test_a_second_sweep_or_a_manual_start_of_the_same_day_starts_nothing(seeded_schedule):
+    with fake_clock(datetime(2026, 5, 6, 0, 31, tzinfo=timezone.utc)):
+        sweep_due()
+        sweep_due()                  # a second beat
+        reconciliation_start(batch_date=DAY, actor="ops")
 
     assert ReconciliationBatch.objects.count() == 1
     assert WorkflowRun.objects.filter(workflow_name="reconcile").count() == 1
