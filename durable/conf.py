@@ -40,3 +40,18 @@ def crash_loop_limit() -> int:
 def cancel_cleanup_seconds() -> float:
     """How long a graceful cancel lets the body clean up before it becomes immediate."""
     return float(getattr(settings, "DURABLE_CANCEL_CLEANUP_SECONDS", 3600))
+
+
+def bulk_max_runs() -> int:
+    """Runs one bulk operation may act on: a request has to finish within the web timeout."""
+    return int(getattr(settings, "DURABLE_BULK_MAX_RUNS", 5000))
+
+
+def bulk_batch_size() -> int:
+    """Run ids a bulk operation reads at a time (each run is then acted on in its own transaction)."""
+    return int(getattr(settings, "DURABLE_BULK_BATCH", 200))
+
+
+def bulk_confirm_seconds() -> int:
+    """How long a bulk preview's confirmation token stays valid."""
+    return int(getattr(settings, "DURABLE_BULK_CONFIRM_SECONDS", 900))
