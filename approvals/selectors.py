@@ -81,3 +81,8 @@ def approval_audit(case: ApprovalRequest):
 def approval_workflow_names() -> list[str]:
     return list(ApprovalRequest.objects.filter(status__in=OPEN_STATUSES)
                 .order_by("workflow_name").values_list("workflow_name", flat=True).distinct())
+
+
+def approvals_open_of_run(run_id: str) -> QuerySet:
+    """The cases a run waits on right now (a CNPJ change re-checks them)."""
+    return ApprovalRequest.objects.filter(run_id=run_id, status__in=OPEN_STATUSES).order_by("pk")
