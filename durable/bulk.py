@@ -5,6 +5,7 @@ Never writes a run directly: each run is locked, checked and changed by its serv
 its own short transaction, so a bulk of thousands holds no long locks and a run whose
 status changed since the count is skipped, not forced.
 """
+import time
 import uuid
 from datetime import datetime
 from typing import NamedTuple
@@ -66,6 +67,8 @@ class BulkResult(NamedTuple):
     acted: int
     skipped: int
     skipped_runs: list[tuple[str, str]]   # (run id, why), the first SAMPLE_SIZE * 2
+    remaining: int = 0      # targets this pass did not reach (it ran out of time)
+    resume_token: str = ""  # confirms the next pass, when ``remaining``
 
 
 def bulk_targets(operation: BulkOperation, *, as_of: datetime) -> QuerySet:
@@ -95,13 +98,13 @@ def bulk_preview(operation: BulkOperation, *, actor: str) -> BulkPreview:
     _check_size(count)
     matched = runs_filtered(operation.run_filter).filter(created_at__lte=as_of).count()
     sample = list(targets.order_by("id").values_list("id", flat=True)[:SAMPLE_SIZE])
-    token = signing.dumps({**operation.describe(), "actor": actor, "as_of": as_of.isoformat()},
-                          salt=TOKEN_SALT, compress=True)
+    token = _sign(operation, actor=actor, as_of=as_of)
     return BulkPreview(operation, count, matched, sample, token, as_of)
 
 
 def bulk_confirm(token: str, *, actor: str, audit: dict | None = None) -> BulkResult:
-    """Do what a preview counted, for the person it was shown to, within the token's lifetime."""
+    """Do what a preview counted (or go on where the last pass stopped), for the person it
+    was shown to, within the token's lifetime."""
     try:
         signed = signing.loads(token, salt=TOKEN_SALT, max_age=conf.bulk_confirm_seconds())
     except signing.SignatureExpired:
@@ -114,33 +117,42 @@ def bulk_confirm(token: str, *, actor: str, audit: dict | None = None) -> BulkRe
                                "operation yourself")
     operation = BulkOperation(signed["action"], filter_from_params(signed["filter"]),
                               reason=signed.get("reason", ""), graceful=signed.get("graceful", False))
-    return bulk_apply(operation, actor=actor, audit=audit, as_of=datetime.fromisoformat(signed["as_of"]))
+    return bulk_apply(operation, actor=actor, audit=audit, as_of=datetime.fromisoformat(signed["as_of"]),
+                      after=signed.get("after"), bulk_id=signed.get("bulk_id"))
 
 
 def bulk_apply(operation: BulkOperation, *, actor: str, audit: dict | None = None,
-               as_of: datetime | None = None) -> BulkResult:
+               as_of: datetime | None = None, after: str | None = None,
+               bulk_id: str | None = None) -> BulkResult:
     """Act on every target of ``operation`` through its service, one run per transaction.
 
-    Ids are read in batches (keyset on id), so a run acted on is never met twice and a
-    wake, which leaves the status as it was, still visits each run once. A run the
-    service refuses (its status moved on since the count) is skipped and reported.
+    Ids are read in batches in id order (keyset), so a run acted on is never met twice
+    and a wake, which leaves the status as it was, still visits each run once. A run the
+    service refuses (its status moved on since the count) is skipped and reported. A pass
+    stops after DURABLE_BULK_PASS_SECONDS, under the web timeout, and returns a token that
+    goes on after the last run it reached (``after``), under the same ``bulk_id``.
     """
     _check(operation)
-    targets = bulk_targets(operation, as_of=as_of or clock.now())
-    _check_size(targets.count())
-    bulk_id = uuid.uuid4().hex
+    as_of = as_of or clock.now()
+    targets = bulk_targets(operation, as_of=as_of)
+    if after is None:
+        _check_size(targets.count())
+    bulk_id = bulk_id or uuid.uuid4().hex
     detail = {**(audit or {}), "bulk": {"id": bulk_id, **operation.describe()}}
     act = _service(operation)
-    acted, skipped, skipped_runs, after = 0, 0, [], None
-    batch_size, limit = conf.bulk_batch_size(), conf.bulk_max_runs()
-    while acted + skipped < limit:
+    acted, skipped, skipped_runs, out_of_time = 0, 0, [], False
+    stop_at = time.monotonic() + conf.bulk_pass_seconds()
+    while not out_of_time:
         batch = targets.order_by("id")
         if after is not None:
             batch = batch.filter(id__gt=after)
-        run_ids = list(batch.values_list("id", flat=True)[:min(batch_size, limit - acted - skipped)])
+        run_ids = list(batch.values_list("id", flat=True)[:conf.bulk_batch_size()])
         if not run_ids:
             break
         for run_id in run_ids:
+            if (acted or skipped) and time.monotonic() >= stop_at:   # every pass makes progress
+                out_of_time = True
+                break
             try:
                 act(run_id, actor=actor, audit=detail)
             except (InvalidTransition, RunFinished, RunNotFound) as refusal:
@@ -149,8 +161,15 @@ def bulk_apply(operation: BulkOperation, *, actor: str, audit: dict | None = Non
                     skipped_runs.append((run_id, str(refusal)))
             else:
                 acted += 1
-        after = run_ids[-1]
-    return BulkResult(operation, bulk_id, acted, skipped, skipped_runs)
+            after = run_id
+    remaining = targets.filter(id__gt=after).count() if out_of_time else 0
+    resume = _sign(operation, actor=actor, as_of=as_of, after=after, bulk_id=bulk_id) if remaining else ""
+    return BulkResult(operation, bulk_id, acted, skipped, skipped_runs, remaining, resume)
+
+
+def _sign(operation: BulkOperation, *, actor: str, as_of: datetime, **resume) -> str:
+    return signing.dumps({**operation.describe(), "actor": actor, "as_of": as_of.isoformat(), **resume},
+                         salt=TOKEN_SALT, compress=True)
 
 
 def filter_from_params(params: dict) -> RunFilter:

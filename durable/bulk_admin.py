@@ -125,6 +125,8 @@ def _confirm(model_admin, request):
                  f"allowed it). Each has an audit row (bulk {result.bulk_id}).", level)
     for run_id, why in result.skipped_runs:
         model_admin.message_user(request, f"Skipped {run_id}: {why}", messages.WARNING)
+    if result.remaining:   # the pass ran out of time: the operator goes on with one click
+        return _page(model_admin, request, "bulk_continue.html", "Continue the bulk operation", result=result)
     return HttpResponseRedirect(reverse("admin:durable_workflowrun_changelist"))
 
 

@@ -88,7 +88,8 @@ class BulkRequestSerializer(serializers.Serializer):
 
 class BulkConfirmSerializer(serializers.Serializer):
     token = serializers.CharField(max_length=4000, validators=[StorableText("token")],
-                                  help_text="The token a dry run returned (valid 15 minutes, for its user only).")
+                                  help_text="The token a dry run returned, or a pass's resume_token "
+                                            "(valid 15 minutes, for its user only).")
 
 
 class BulkOperationSerializer(serializers.Serializer):
@@ -116,6 +117,10 @@ class BulkResultSerializer(BulkOperationSerializer):
     acted = serializers.IntegerField(help_text="Runs acted on, one audit row each.")
     skipped = serializers.IntegerField(help_text="Runs whose status no longer allowed the action.")
     skipped_runs = SkippedRunSerializer(many=True, help_text="The first 20 skipped, with why.")
+    remaining = serializers.IntegerField(help_text="Runs this pass did not reach: it stops after "
+                                                   "DURABLE_BULK_PASS_SECONDS (20 s), under the web timeout.")
+    resume_token = serializers.CharField(allow_blank=True, help_text="When `remaining`: POST it to "
+                                         "/api/bulk/confirm/ to go on where this pass stopped; empty when done.")
 
 
 def preview_body(preview: bulk.BulkPreview) -> dict:
@@ -127,7 +132,8 @@ def preview_body(preview: bulk.BulkPreview) -> dict:
 def result_body(result: bulk.BulkResult) -> dict:
     return {**result.operation.describe(), "dry_run": False, "bulk_id": result.bulk_id, "acted": result.acted,
             "skipped": result.skipped,
-            "skipped_runs": [{"id": run_id, "reason": why} for run_id, why in result.skipped_runs]}
+            "skipped_runs": [{"id": run_id, "reason": why} for run_id, why in result.skipped_runs],
+            "remaining": result.remaining, "resume_token": result.resume_token}
 
 
 class BulkView(DurableAPIView):

@@ -43,8 +43,15 @@ def cancel_cleanup_seconds() -> float:
 
 
 def bulk_max_runs() -> int:
-    """Runs one bulk operation may act on: a request has to finish within the web timeout."""
-    return int(getattr(settings, "DURABLE_BULK_MAX_RUNS", 5000))
+    """Runs one bulk operation may act on, over all its passes: a guard against a filter
+    that keeps far more than the operator meant."""
+    return int(getattr(settings, "DURABLE_BULK_MAX_RUNS", 10000))
+
+
+def bulk_pass_seconds() -> float:
+    """How long one bulk request acts before it stops and hands back a token to go on:
+    under the web timeout (gunicorn's 30 s in deploy/durable-web.service)."""
+    return float(getattr(settings, "DURABLE_BULK_PASS_SECONDS", 20))
 
 
 def bulk_batch_size() -> int:

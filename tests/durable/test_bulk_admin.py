@@ -139,3 +139,15 @@ def test_the_bulk_form_refuses_a_post_without_the_csrf_token(blocked_v1_and_v2):
 
     assert response.status_code == 403 and "CSRF" in response.content.decode()
     assert set(WorkflowRun.objects.values_list("status", flat=True)) == {RunStatus.BLOCKED}
+
+
+def test_a_pass_that_runs_out_of_time_offers_to_continue_with_the_runs_left(operator, blocked_v1_and_v2, settings):
+    settings.DURABLE_BULK_PASS_SECONDS = 0    # every pass stops after its first run
+    token = token_in(operator.post(BULK, RETRY_V1).content.decode())
+
+    first = operator.post(BULK, {"token": token})
+    second = operator.post(BULK, {"token": token_in(first.content.decode())})
+
+    assert "1 run left." in first.content.decode() and "Continue: retry 1 more" in first.content.decode()
+    assert second.status_code == 302
+    assert sorted(AuditEvent.objects.filter(action="retry").values_list("run_id", flat=True)) == ["reorder:1", "reorder:2"]

@@ -191,3 +191,18 @@ def test_an_unknown_action_is_a_400(operator):
     response = bulk(operator, {"action": "delete", "filter": {"status": "failed"}})
 
     assert response.status_code == 400 and "action" in response.json()["error"]["detail"]
+
+
+def test_a_pass_that_runs_out_of_time_hands_back_a_token_that_goes_on_where_it_stopped(operator, clock, settings):
+    settings.DURABLE_BULK_PASS_SECONDS = 0    # every pass stops after its first run
+    for n in range(3):
+        drive(services.run_start("nap", id=f"nap:{n}").id)
+
+    first = bulk(operator, {"action": "wake", "filter": {"workflow": "nap"}}).json()
+    second = bulk(operator, {"token": first["resume_token"]}, path="/api/bulk/confirm/").json()
+    third = bulk(operator, {"token": second["resume_token"]}, path="/api/bulk/confirm/").json()
+
+    assert [(p["acted"], p["remaining"]) for p in (first, second, third)] == [(1, 2), (1, 1), (1, 0)]
+    assert third["resume_token"] == "" and {first["bulk_id"], second["bulk_id"], third["bulk_id"]} == {first["bulk_id"]}
+    assert sorted(AuditEvent.objects.filter(action="wake").values_list("run_id", flat=True)) == [
+        "nap:0", "nap:1", "nap:2"]
