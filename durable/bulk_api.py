@@ -51,6 +51,13 @@ class RunFilterField(serializers.Field):
         if unknown:
             raise serializers.ValidationError(
                 f"Unknown filter {', '.join(map(repr, unknown))}: use status, workflow, version or attr.<name>.")
+        # JSON types as the schema says (the list's query strings have none): 1 is no workflow name.
+        mistyped = {name: ["A string."] for name in ("status", "workflow")
+                    if name in data and not isinstance(data[name], str)}
+        if "version" in data and (not isinstance(data["version"], int) or isinstance(data["version"], bool)):
+            mistyped["version"] = ["A whole number."]
+        if mistyped:
+            raise serializers.ValidationError(mistyped)
         fields = RunFilterSerializer(data={name: data[name] for name in FILTER_FIELDS if name in data})
         if not fields.is_valid():
             raise serializers.ValidationError(fields.errors)

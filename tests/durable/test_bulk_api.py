@@ -177,6 +177,8 @@ def test_more_runs_than_the_limit_is_a_400_that_says_to_narrow_the_filter(operat
     ({"attr.cnpj": 11222333000181}, "attr.cnpj"),
     ({"workflow": ""}, "workflow"),
     ({"version": 0}, "version"),
+    ({"version": "1"}, "A whole number"),
+    ({"workflow": 1}, "A string"),
     ("status=blocked", "JSON object"),
 ])
 def test_a_bad_filter_is_a_400_naming_what_is_wrong(operator, bad_filter, named):
