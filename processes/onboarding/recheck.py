@@ -5,8 +5,6 @@ data no longer count), whichever way the CNPJ came: the customer's text, an oper
 the admin, or a case that opened on facts read before the change. Until the case shows
 the company's CNPJ, a hold keeps it from being approved.
 """
-import logging
-
 from approvals import services as approvals
 from approvals.hooks import case_opened
 from approvals.holds import register_approval_hold
@@ -16,8 +14,6 @@ from processes.onboarding import steps
 from processes.onboarding.models import Company
 from processes.onboarding.validation import ValidationResult
 from processes.onboarding.workflow import LOW_RISK_TEXT, case_title, review_risk
-
-log = logging.getLogger(__name__)
 
 WORKFLOW = "onboarding"
 NOT_GIVEN = "not given"
