@@ -5,12 +5,14 @@ Never writes a run directly: each run is locked, checked and changed by its serv
 its own short transaction, so a bulk of thousands holds no long locks and a run whose
 status changed since the count is skipped, not forced.
 """
+import hashlib
 import time
 import uuid
 from datetime import datetime
 from typing import NamedTuple
 
 from django.core import signing
+from django.core.cache import caches
 from django.db.models import QuerySet
 
 from durable import clock, conf, services
@@ -115,6 +117,12 @@ def bulk_confirm(token: str, *, actor: str, audit: dict | None = None) -> BulkRe
     if signed.get("actor") != actor:
         raise BulkTokenInvalid("the confirmation token was issued to another user: preview the "
                                "operation yourself")
+    # Once: a double-clicked Confirm must not act twice (a wake would write every audit row
+    # twice). Kept in the cache web processes share (Redis in production).
+    if not caches["durable"].add(f"bulk-token:{hashlib.sha256(token.encode()).hexdigest()}", actor,
+                                 timeout=conf.bulk_confirm_seconds()):
+        raise BulkTokenInvalid("this confirmation token was used already: preview the operation again "
+                               "to repeat it")
     operation = BulkOperation(signed["action"], filter_from_params(signed["filter"]),
                               reason=signed.get("reason", ""), graceful=signed.get("graceful", False))
     return bulk_apply(operation, actor=actor, audit=audit, as_of=datetime.fromisoformat(signed["as_of"]),

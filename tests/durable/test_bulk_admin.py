@@ -151,3 +151,14 @@ def test_a_pass_that_runs_out_of_time_offers_to_continue_with_the_runs_left(oper
     assert "1 run left." in first.content.decode() and "Continue: retry 1 more" in first.content.decode()
     assert second.status_code == 302
     assert sorted(AuditEvent.objects.filter(action="retry").values_list("run_id", flat=True)) == ["reorder:1", "reorder:2"]
+
+
+def test_a_double_clicked_confirm_acts_once(operator, clock):
+    drive(services.run_start("nap", id="nap:twice").id)
+    token = token_in(operator.post(BULK, {"action": "wake", "workflow": "nap"}).content.decode())
+    operator.post(BULK, {"token": token})
+
+    again = operator.post(BULK, {"token": token})
+
+    assert again.status_code == 400 and "used already" in again.content.decode()
+    assert AuditEvent.objects.filter(action="wake").count() == 1

@@ -208,3 +208,14 @@ def test_a_pass_that_runs_out_of_time_hands_back_a_token_that_goes_on_where_it_s
     assert third["resume_token"] == "" and {first["bulk_id"], second["bulk_id"], third["bulk_id"]} == {first["bulk_id"]}
     assert sorted(AuditEvent.objects.filter(action="wake").values_list("run_id", flat=True)) == [
         "nap:0", "nap:1", "nap:2"]
+
+
+def test_a_confirmation_token_acts_once(operator, clock):
+    drive(services.run_start("nap", id="nap:once").id)
+    token = bulk(operator, {"action": "wake", "filter": {"workflow": "nap"}, "dry_run": True}).json()["token"]
+    bulk(operator, {"token": token}, path="/api/bulk/confirm/")
+
+    again = bulk(operator, {"token": token}, path="/api/bulk/confirm/")
+
+    assert again.status_code == 400 and "used already" in again.json()["error"]["message"]
+    assert AuditEvent.objects.filter(action="wake").count() == 1
