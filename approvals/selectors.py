@@ -179,3 +179,8 @@ def approval_eligible_reviewers(case: ApprovalRequest):
     if case.assignee_id:
         users = users.exclude(pk=case.assignee_id)
     return list(users.distinct().order_by("username"))
+
+
+def approvals_open_of_run(run_id: str) -> QuerySet:
+    """The cases a run waits on right now (a CNPJ change re-checks them)."""
+    return ApprovalRequest.objects.filter(run_id=run_id, status__in=OPEN_STATUSES).order_by("pk")

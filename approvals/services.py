@@ -6,6 +6,7 @@ its audit row in one transaction. A final decision also sends the run's signal i
 transaction, under a dedupe key per case: a decision and the signal that resumes the
 run commit together or not at all, and a case can never produce two signals.
 """
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,6 +17,7 @@ from django.utils.translation import gettext as _
 from django_fsm import ConcurrentTransition
 
 from approvals.duties import approval_conflict
+from approvals.hooks import case_opened
 from approvals.errors import (
     ApprovalHeld,
     AlreadyClosed,
@@ -58,6 +60,8 @@ DEADLINE_EXTENDED = "deadline_extended"
 # (see ApprovalsConfig.ready): nobody else can send a signal that pre-empts a decision.
 SIGNAL_KEY_PREFIX = "approval:"
 SIGNAL_KEY_OWNER = "approvals"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -226,7 +230,7 @@ def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: s
     if risk not in Risk.values:
         raise ValueError(f"risk must be one of {Risk.values}, got {risk!r}")
     if required_approvals is None:
-        required_approvals = 2 if risk == Risk.HIGH else 1
+        required_approvals = _default_approvals(risk)
     if required_approvals < 1:
         raise ValueError("a case needs at least one approval")
     from durable.models import WorkflowRun
@@ -247,11 +251,50 @@ def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: s
                 case.candidate_groups.set([Group.objects.get_or_create(name=name)[0] for name in groups])
             _audit(case, "create", actor, "", detail={"risk": risk, "required_approvals": required_approvals,
                                                       "due_at": due_at.isoformat(), "candidate_groups": groups})
+            for receiver, error in case_opened.send_robust(sender=ApprovalRequest, case=case):
+                if error is not None:   # the case still opens; a hold keeps stale data from approval
+                    log.error("case_opened receiver %r failed for case %s", receiver, case.pk, exc_info=error)
     except IntegrityError:
         existing = ApprovalRequest.objects.filter(idempotency_key=idempotency_key).first()
         if existing is None:
             raise
         return existing
+    return case
+
+
+def _default_approvals(risk: str) -> int:
+    return 2 if risk == Risk.HIGH else 1
+
+
+def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, risk: str,
+                     reason: str, meta: RequestMeta | None = None) -> ApprovalRequest:
+    """Bring an open case up to date after its process re-ran its check on changed data
+    (a CNPJ written during the review): new title, summary and risk.
+
+    Approvals given on what the case said before no longer count: they are voided (named
+    in the audit row), so nobody's vote on stale data approves what the case says now.
+    A claim stays with its reviewer; the required approvals follow the new risk.
+    """
+    if risk not in Risk.values:
+        raise ValueError(f"risk must be one of {Risk.values}, got {risk!r}")
+    with transaction.atomic():
+        case = _locked(request_id)
+        _refuse_if_closed(case)
+        before = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
+                  "cnpj": case.summary.get("cnpj")}
+        votes = case.decisions.select_related("reviewer")   # an open case holds approvals only
+        voided = [vote.reviewer.get_username() for vote in votes]
+        votes.delete()
+        if case.required_approvals == _default_approvals(case.risk):   # not set by hand at opening
+            case.required_approvals = _default_approvals(risk)
+        case.title, case.summary, case.risk = title[:300], summary, risk
+        _save(case, ["title", "summary", "risk", "required_approvals"])
+        after = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
+                 "cnpj": case.summary.get("cnpj")}
+        _audit(case, "recheck", actor, case.status, reason=reason, meta=meta,
+               detail={"changed": {name: [before[name], after[name]] for name in before
+                                   if before[name] != after[name]},
+                       "voided_approvals": voided})
     return case
 
 

@@ -173,7 +173,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "durable.models.RunStatus",
-                            "EntryStatusEnum": "durable.models.EntryStatus"},
+                            "EntryStatusEnum": "durable.models.EntryStatus",
+                            "BulkActionEnum": "durable.bulk.ACTIONS"},
 }
 # The API refuses larger request bodies (413) and larger signal payloads or run input (400).
 DURABLE_API_MAX_PAYLOAD_BYTES = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_BYTES", str(64 * 1024)))

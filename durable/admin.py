@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from durable import selectors, services, validation
+from durable import bulk_admin, selectors, services, validation
 from durable.audit import request_audit
 from durable.errors import DurableError
 from durable.models import AuditEvent, EntryStatus, RunStatus, WorkflowRun
@@ -259,6 +259,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     def get_urls(self):
         operate = [
+            path("bulk/", self.admin_site.admin_view(self.bulk_view), name="durable_workflowrun_bulk"),
             path("<path:object_id>/cancel/", self.admin_site.admin_view(self.cancel_view),
                  name="durable_workflowrun_cancel"),
             path("<path:object_id>/retry/", self.admin_site.admin_view(self.retry_view),
@@ -269,6 +270,9 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                  name="durable_workflowrun_signal"),
         ]
         return operate + super().get_urls()
+
+    def bulk_view(self, request):
+        return bulk_admin.bulk_view(self, request)
 
     def _check_operate(self, request):
         if not self.has_operate_permission(request):

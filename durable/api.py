@@ -255,13 +255,9 @@ class RunCollectionView(DurableAPIView):
     def get(self, request):
         filters = RunFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        runs = WorkflowRun.objects.all().order_by("-created_at", "id")
-        lookups = {"status": "status", "workflow": "workflow_name", "version": "workflow_version",
-                   "parent": "parent_id"}
-        for field, lookup in lookups.items():
-            if field in filters.validated_data:
-                runs = runs.filter(**{lookup: filters.validated_data[field]})
-        runs = selectors.runs_with_attributes(runs, attribute_filters(request.query_params))
+        run_filter = selectors.RunFilter(**filters.validated_data,
+                                         attributes=tuple(attribute_filters(request.query_params)))
+        runs = selectors.runs_filtered(run_filter).order_by("-created_at", "id")
         page = self.paginate_queryset(runs)
         return self.get_paginated_response(RunSerializer(page, many=True).data)
 

@@ -40,3 +40,25 @@ def crash_loop_limit() -> int:
 def cancel_cleanup_seconds() -> float:
     """How long a graceful cancel lets the body clean up before it becomes immediate."""
     return float(getattr(settings, "DURABLE_CANCEL_CLEANUP_SECONDS", 3600))
+
+
+def bulk_max_runs() -> int:
+    """Runs one bulk operation may act on, over all its passes: a guard against a filter
+    that keeps far more than the operator meant."""
+    return int(getattr(settings, "DURABLE_BULK_MAX_RUNS", 10000))
+
+
+def bulk_pass_seconds() -> float:
+    """How long one bulk request acts before it stops and hands back a token to go on:
+    under the web timeout (gunicorn's 30 s in deploy/durable-web.service)."""
+    return float(getattr(settings, "DURABLE_BULK_PASS_SECONDS", 20))
+
+
+def bulk_batch_size() -> int:
+    """Run ids a bulk operation reads at a time (each run is then acted on in its own transaction)."""
+    return int(getattr(settings, "DURABLE_BULK_BATCH", 200))
+
+
+def bulk_confirm_seconds() -> int:
+    """How long a bulk preview's confirmation token stays valid."""
+    return int(getattr(settings, "DURABLE_BULK_CONFIRM_SECONDS", 900))

@@ -36,6 +36,46 @@ def run_signals(run_id: str) -> list[Signal]:
     return list(Signal.objects.filter(run_id=run_id).order_by("id"))
 
 
+class RunFilter(NamedTuple):
+    """Which runs a list or a bulk operation means: the run list's filters, parsed.
+
+    ``attributes`` holds ``(name, text)`` pairs as ``attr.<name>=<text>`` gives them.
+    """
+
+    status: str | None = None
+    workflow: str | None = None
+    version: int | None = None
+    parent: str | None = None
+    attributes: tuple[tuple[str, str], ...] = ()
+
+    def is_empty(self) -> bool:
+        return (self.status is None and self.workflow is None and self.version is None
+                and self.parent is None and not self.attributes)
+
+    def as_params(self) -> dict:
+        """The filter as the run list's query parameters (for tokens, audit rows, links)."""
+        params = {name: value for name, value in (("status", self.status), ("workflow", self.workflow),
+                                                   ("version", self.version), ("parent", self.parent))
+                  if value is not None}
+        for name, text in self.attributes:
+            params[f"attr.{name}"] = text
+        return params
+
+
+def runs_filtered(run_filter: RunFilter) -> QuerySet:
+    """The runs ``run_filter`` keeps, unordered: the run list and bulk operations share it."""
+    runs = WorkflowRun.objects.all()
+    if run_filter.status is not None:
+        runs = runs.filter(status=run_filter.status)
+    if run_filter.workflow is not None:
+        runs = runs.filter(workflow_name=run_filter.workflow)
+    if run_filter.version is not None:
+        runs = runs.filter(workflow_version=run_filter.version)
+    if run_filter.parent is not None:
+        runs = runs.filter(parent_id=run_filter.parent)
+    return runs_with_attributes(runs, run_filter.attributes)
+
+
 def runs_with_attributes(runs: QuerySet, filters) -> QuerySet:
     """``runs`` whose search attributes match every ``(name, text)`` of ``filters``.
 

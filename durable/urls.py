@@ -7,7 +7,7 @@ them falls back to the detail of the longer id.
 from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from durable import api, metrics
+from durable import api, bulk_api, metrics
 
 
 class RunIdConverter:
@@ -27,6 +27,8 @@ api_patterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     path("runs/", api.RunCollectionView.as_view(), name="api-runs"),
+    path("bulk/", bulk_api.BulkView.as_view(), name="api-bulk"),
+    path("bulk/confirm/", bulk_api.BulkConfirmView.as_view(), name="api-bulk-confirm"),
     path("runs/<run_id:run_id>/signals/", api.RunSignalView.as_view(), name="api-run-signal"),
     path("runs/<run_id:run_id>/cancel/", api.RunCancelView.as_view(), name="api-run-cancel"),
     path("runs/<run_id:run_id>/retry/", api.RunRetryView.as_view(), name="api-run-retry"),

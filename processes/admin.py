@@ -14,6 +14,7 @@ from django.utils.html import format_html
 from durable import clock
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.onboarding.models import Account, Company, Document
+from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.views import document_file_response
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch
 from processes.webhooks.models import QuarantinedItem, WebhookDelivery
@@ -65,6 +66,13 @@ class CompanyAdmin(admin.ModelAdmin):
     @admin.display(description="onboarding run")
     def run_link(self, company):
         return company.run_id
+
+    def save_model(self, request, obj, form, change):
+        """A CNPJ changed here re-checks the case the company's run waits on (if any)."""
+        super().save_model(request, obj, form, change)
+        if change and "cnpj" in form.changed_data:
+            company_cases_recheck(obj, actor=request.user.get_username(),
+                                  reason="the CNPJ was changed in the admin")
 
 
 @admin.register(Document)

@@ -90,3 +90,4 @@ register_case_panel("onboarding", onboarding_panels)
 # Whoever changed the company in the admin may not approve its case (docs/approvals.md).
 register_case_subject("onboarding", lambda case: Company.objects.filter(customer_id=case.subject_id).first())
 register_approval_hold("onboarding", documents_not_viewable)
+from processes.onboarding import recheck  # noqa: E402,F401  (a CNPJ change re-checks open cases)

@@ -11,6 +11,7 @@ from durable.errors import RunFinished, RunNotFound
 from processes.billing.models import Invoice
 from processes.onboarding.cnpj import cnpj_find
 from processes.onboarding.models import Company, Document
+from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.validation import guess_kind
 from processes.whatsapp.models import InboundMessage, InboundStatus
 
@@ -129,6 +130,10 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         cnpj = company_cnpj_from_text(company, _text_body(message))
         note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"
         if cnpj:
+            # A case open now is checked again at once, not only at the next review round.
+            if company_cases_recheck(company, actor=f"whatsapp:{wa_id or user_id}",
+                                     reason="the customer wrote the CNPJ during the review"):
+                note += ", open case re-checked"
             try:   # the run re-reads the company: a case not yet open becomes low risk
                 services.signal_send(run.id, "cnpj_received", {"cnpj": cnpj}, dedupe_key=message.wamid,
                                      actor=f"whatsapp:{wa_id or user_id}", audit={"message_id": message.wamid})

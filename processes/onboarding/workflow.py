@@ -203,6 +203,15 @@ def review_risk(facts: steps.ReviewFacts, result: ValidationResult) -> tuple[str
     return ("high" if reasons else "low"), reasons
 
 
+LOW_RISK_TEXT = "low: valid CNPJ, no validator problems"
+
+
+def case_title(facts: steps.ReviewFacts, customer_id: str, level: int) -> str:
+    """The case's title: who, and their CNPJ (re-checks of an open case write it the same way)."""
+    title = f"{facts.name or customer_id} — CNPJ {facts.cnpj or 'not given'}"
+    return title + (f" (escalated, level {level})" if level else "")
+
+
 def validator_findings(result: ValidationResult) -> list[dict]:
     findings = [{"check": f"required documents ({result.checker})",
                  "result": "all present" if not result.missing else "missing: " + ", ".join(result.missing)}]
@@ -221,13 +230,12 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
     risk, reasons = review_risk(facts, result)
     level = 0
     while True:
-        title = f"{facts.name or customer_id} — CNPJ {facts.cnpj or 'not given'}"
         decision = request_approval(
-            title=title + (f" (escalated, level {level})" if level else ""),
+            title=case_title(facts, customer_id, level),
             summary={"company": facts.name, "cnpj": facts.cnpj or "not given", "whatsapp": facts.whatsapp,
                      "customer_id": customer_id, "documents_received": "\n".join(facts.documents),
                      "findings": validator_findings(result),
-                     "risk": "; ".join(reasons) or "low: valid CNPJ, no validator problems",
+                     "risk": "; ".join(reasons) or LOW_RISK_TEXT,
                      "review_round": review, "escalation_level": level},
             subject=("company", customer_id), risk=risk, timeout=DECISION_DEADLINE,
             idempotency_key=f"{workflow.id}:review:{review}:{level}", candidate_groups=REVIEW_GROUPS[risk])

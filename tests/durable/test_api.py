@@ -350,13 +350,17 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
     token = Token.objects.create(user=user_with("view_workflowrun", "operate_workflowrun")).key
     auth = {"Authorization": f"Token {token}"}
     drive(services.run_start("step_wait_step", id="orders:st-1").id)
-    # Every check runs. One exception, stated here: a start whose body fits the schema may
+    # Every check runs. Two exceptions, stated here: a start whose body fits the schema may
     # still name no registered workflow or not bind to its parameters (a 400 the schema cannot
-    # express: each workflow has its own signature).
-    config = SchemathesisConfig.from_dict({"operations": [{
-        "include-name": "POST /api/runs/",
-        "checks": {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "403", "404", "409"]}},
-    }]})
+    # express: each workflow has its own signature); a bulk filter's keys other than status,
+    # workflow and version must be attr.<identifier> (OpenAPI 3.0 has no propertyNames); a
+    # confirmation token is valid only if this server signed it for this user.
+    accepted_or_400 = {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "403", "404", "409"]}}
+    config = SchemathesisConfig.from_dict({"operations": [
+        {"include-name": "POST /api/runs/", "checks": accepted_or_400},
+        {"include-name": "POST /api/bulk/", "checks": accepted_or_400},
+        {"include-name": "POST /api/bulk/confirm/", "checks": accepted_or_400},
+    ]})
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application(),
                                             config=config, headers=auth)
     checks = None   # every built-in check schemathesis has, not a chosen few
@@ -371,11 +375,17 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
         ("POST /api/runs/", {}, None, {"workflow": "three_steps", "args": [1]}),
         ("POST /api/runs/{run_id}/signals/", {"run_id": "orders:st-1"}, None, {"name": "go"}),
         ("POST /api/runs/{run_id}/wake/", {"run_id": "orders:st-1"}, None, schemathesis.core.NOT_SET),
+        ("POST /api/bulk/", {}, None, {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True}),
+        ("POST /api/bulk/", {}, None, {"action": "wake", "filter": {"workflow": "step_wait_step"}}),
         ("POST /api/runs/{run_id}/cancel/", {"run_id": "orders:st-1"}, None, {"reason": "test"}),
     ]
     for label, path_parameters, query, body in known:
         case = by_label[label].Case(path_parameters=path_parameters, query=query, body=body)
         assert case.call_and_validate(headers=auth, checks=checks).status_code in (200, 201), label
+    preview = by_label["POST /api/bulk/"].Case(body={"action": "cancel", "filter": {"status": "waiting"},
+                                                     "dry_run": True}).call(headers=auth).json()
+    confirm = by_label["POST /api/bulk/confirm/"].Case(body={"token": preview["token"]})
+    assert confirm.call_and_validate(headers=auth, checks=checks).status_code == 200
 
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):

@@ -1,0 +1,74 @@
+"""A CNPJ written while a compliance case is open re-runs that case's check (issue 13, item 6).
+
+The case is brought up to date at once (CNPJ, title, risk; approvals given on the old
+data no longer count), whichever way the CNPJ came: the customer's text, an operator in
+the admin, or a case that opened on facts read before the change. Until the case shows
+the company's CNPJ, a hold keeps it from being approved.
+"""
+from approvals import services as approvals
+from approvals.hooks import case_opened
+from approvals.holds import register_approval_hold
+from approvals.models import ApprovalRequest
+from approvals.selectors import approvals_open_of_run
+from processes.onboarding import steps
+from processes.onboarding.models import Company
+from processes.onboarding.validation import ValidationResult
+from processes.onboarding.workflow import LOW_RISK_TEXT, case_title, review_risk
+
+WORKFLOW = "onboarding"
+NOT_GIVEN = "not given"
+
+
+def shown_cnpj(cnpj: str) -> str:
+    """A CNPJ as a case's summary writes it."""
+    return cnpj or NOT_GIVEN
+
+
+def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalRequest:
+    """Re-run the check of an open onboarding case if the company's CNPJ is not the one it shows.
+
+    The same rules as the workflow's (``review_risk``, ``case_title``) on the company as it
+    is now and the validator's findings the case recorded; nothing changes when the case
+    is current, so calling it twice is harmless.
+    """
+    if "cnpj" not in case.summary:   # not a case the workflow's review round opened
+        return case
+    facts = steps.describe_for_review(case.subject_id)
+    if case.summary["cnpj"] == shown_cnpj(facts.cnpj):
+        return case
+    problems = [finding.get("result", "") for finding in case.summary.get("findings", [])
+                if finding.get("check") == "problem"]
+    risk, reasons = review_risk(facts, ValidationResult(ok=True, problems=problems))
+    summary = {**case.summary, "company": facts.name, "cnpj": shown_cnpj(facts.cnpj),
+               "risk": "; ".join(reasons) or LOW_RISK_TEXT}
+    title = case_title(facts, case.subject_id, int(case.summary.get("escalation_level") or 0))
+    return approvals.approval_recheck(case.pk, actor=actor, title=title, summary=summary, risk=risk,
+                                      reason=reason)
+
+
+def company_cases_recheck(company: Company, *, actor: str, reason: str) -> list[ApprovalRequest]:
+    """After the company's CNPJ was written: re-check every case its run waits on."""
+    return [case_recheck(case, actor=actor, reason=reason) for case in approvals_open_of_run(company.run_id)]
+
+
+def cnpj_not_checked(case: ApprovalRequest) -> list[str]:
+    """Hold: a case that shows another CNPJ than the company has cannot be approved."""
+    company = Company.objects.filter(customer_id=case.subject_id).first()
+    if company is None or "cnpj" not in case.summary:
+        return []
+    current, shown = shown_cnpj(company.cnpj), case.summary["cnpj"]
+    if current == shown:
+        return []
+    return [f"the company's CNPJ is now {current}, but this case was checked with {shown}: "
+            "it must be re-checked first"]
+
+
+def recheck_on_opening(sender, case: ApprovalRequest, **kwargs) -> None:
+    """A case opened on facts read before a CNPJ change (an escalation reuses its round's facts)."""
+    if case.workflow_name == WORKFLOW:
+        case_recheck(case, actor="system (re-check at opening)",
+                     reason="the CNPJ changed after this review round read the company")
+
+
+register_approval_hold(WORKFLOW, cnpj_not_checked)
+case_opened.connect(recheck_on_opening, dispatch_uid="onboarding.recheck_on_opening")
