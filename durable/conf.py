@@ -40,3 +40,14 @@ def crash_loop_limit() -> int:
 def cancel_cleanup_seconds() -> float:
     """How long a graceful cancel lets the body clean up before it becomes immediate."""
     return float(getattr(settings, "DURABLE_CANCEL_CLEANUP_SECONDS", 3600))
+
+
+def default_queue() -> str:
+    """The Celery queue of advances that ask for none: Celery's own default unless set."""
+    return str(getattr(settings, "DURABLE_DEFAULT_QUEUE", "")
+               or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "") or "celery")
+
+
+def limit_patience_seconds() -> float:
+    """How long past its wake-up a run waiting on a limit keeps its place in line."""
+    return float(getattr(settings, "DURABLE_LIMIT_PATIENCE_SECONDS", 60))
