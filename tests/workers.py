@@ -41,10 +41,13 @@ class CeleryProcesses:
                 time.sleep(0.1)
         return proc
 
-    def start_worker(self, name: str = "worker", concurrency: int = 2) -> subprocess.Popen:
+    def start_worker(self, name: str = "worker", concurrency: int = 2,
+                     queues: list[str] | None = None) -> subprocess.Popen:
+        """``queues``: the Celery queues it consumes (``-Q``); default, Celery's default queue."""
         return self._start(name, ["worker", "--loglevel", "INFO", "--concurrency", str(concurrency),
                                   "--hostname", f"{name}-{os.getpid()}@%h", "--without-gossip",
-                                  "--without-mingle", "--without-heartbeat"], ready="ready.")
+                                  "--without-mingle", "--without-heartbeat",
+                                  *(["-Q", ",".join(queues)] if queues else [])], ready="ready.")
 
     def start_beat(self, name: str = "beat") -> subprocess.Popen:
         schedule = self.log_dir / f"{name}-schedule"

@@ -1,6 +1,7 @@
 """Workflows and limits for the tests of queues and limits; also imported by worker subprocesses."""
-import os
 import time
+
+from celery import current_task
 
 from durable import current_step, limit, seconds, workflow
 from tests.effects.models import Effect
@@ -15,18 +16,26 @@ PER_KEY = limit("test-per-key", concurrency=1)
 
 
 def mark(name: str) -> str:
+    """Record that the step's body ran, when, and on which Celery worker."""
     info = current_step()
+    worker = getattr(current_task.request, "hostname", "") if current_task else ""
     Effect.objects.create(run_id=info.run_id, name=name, idempotency_key=info.idempotency_key,
-                          worker=os.environ.get("TEST_WORKER_NAME", ""))
+                          worker=worker or "")
     return name
 
 
 def busy(seconds_: float) -> str:
     """A step that takes a while: its start and end are recorded, so a test sees overlaps."""
     mark("start")
-    time.sleep(float(os.environ.get("BUSY_STEP_SECONDS", seconds_)))
+    time.sleep(seconds_)
     mark("end")
     return "done"
+
+
+def busy_the_first_time(seconds_: float) -> str:
+    """Long on its first execution only (the one whose worker a test kills), short after."""
+    first = not Effect.objects.filter(run_id=current_step().run_id, name="start").exists()
+    return busy(seconds_ if first else 0)
 
 
 @workflow(name="limited_send")
@@ -42,6 +51,11 @@ def rate_two(n: int) -> str:
 @workflow(name="one_at_a_time")
 def one_at_a_time(n: int) -> str:
     return workflow.step(busy, 0, limit="test-one")
+
+
+@workflow(name="hog_the_slot")
+def hog_the_slot(n: int) -> str:
+    return workflow.step(busy_the_first_time, 60, limit="test-one")
 
 
 @workflow(name="four_at_once")
@@ -79,4 +93,4 @@ def send_now(n: int) -> str:
 
 @workflow(name="slow_llm_check")
 def slow_llm_check() -> str:
-    return workflow.step(busy, 30, queue=LLM_QUEUE)
+    return workflow.step(busy, 12, queue=LLM_QUEUE)
