@@ -2,6 +2,8 @@
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Permission, User
+from django.urls import reverse
 
 from durable import leases, limits, seconds, services, testing
 from durable.models import LimitTicket, RunStatus, TicketState, WorkflowRun
@@ -144,3 +146,31 @@ def test_a_completed_run_leaves_no_slot_held(clock):
 
     assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.COMPLETED
     assert list(LimitTicket.objects.values_list("state", flat=True)) == [TicketState.RELEASED]
+
+
+def staff(client, *codenames: str):
+    user = User.objects.create_user("ops", password="pw-unused-123", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="durable",
+                                                         codename__in=codenames))
+    client.force_login(user)
+    return client
+
+
+def test_an_operator_sees_who_holds_a_limit_and_who_waits_for_it(client, clock):
+    holder, _ = holding("one_at_a_time", 1)
+    waiter, _ = holding("one_at_a_time", 2)
+
+    page = staff(client, "view_limitticket").get(reverse("admin:durable_limitticket_changelist"))
+
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert holder.run_id in text and waiter.run_id in text
+    assert "held" in text and "waiting" in text
+
+
+def test_staff_without_the_view_permission_do_not_see_the_tickets(client, clock):
+    holding("one_at_a_time", 1)
+
+    page = staff(client, "view_workflowrun").get(reverse("admin:durable_limitticket_changelist"))
+
+    assert page.status_code == 403
