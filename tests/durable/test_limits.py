@@ -90,6 +90,18 @@ def test_freeing_the_slot_wakes_the_first_waiter_and_only_it(clock, django_captu
     assert testing.dispatched == [second.run_id]
 
 
+def test_a_cancelled_waiter_does_not_hold_up_the_line(clock, django_capture_on_commit_callbacks):
+    holder, _ = holding("one_at_a_time", 1)
+    cancelled, _ = holding("one_at_a_time", 2)
+    third, _ = holding("one_at_a_time", 3)
+    services.run_cancel(cancelled.run_id, reason="customer withdrew", actor="ops")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        holder.release_limit(ONE_AT_A_TIME, "", 0)
+
+    assert testing.dispatched == [third.run_id]
+
+
 def test_a_newcomer_does_not_take_a_freed_slot_from_a_waiter(clock):
     holder, _ = holding("one_at_a_time", 1)
     holding("one_at_a_time", 2)
