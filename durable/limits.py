@@ -156,7 +156,10 @@ def release(lease, declared: Limit, key: str, position: int) -> None:
         return
     with transaction.atomic():
         _lock(declared.name, key)  # an acquirer sees our release, or we see its waiting ticket
-        mine.update(state=TicketState.RELEASED, released_at=now)
+        if declared.rate is None:  # it counts for nothing once released: no row left behind per key
+            mine.delete()
+        else:
+            mine.update(state=TicketState.RELEASED, released_at=now)
         _wake_next(declared, key, now)
 
 

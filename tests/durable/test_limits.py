@@ -151,13 +151,22 @@ def test_a_step_naming_an_undeclared_limit_blocks_its_run_with_a_clear_message(c
     assert "durable.limit('nobody-declared-this'" in blocked.error["message"]
 
 
-def test_a_completed_run_leaves_no_slot_held(clock):
+def test_a_completed_run_leaves_no_ticket_of_a_concurrency_limit_behind(clock):
     run = services.run_start("one_at_a_time", 1, id="done:1")
 
     drive(run.id)
 
     assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.COMPLETED
-    assert list(LimitTicket.objects.values_list("state", flat=True)) == [TicketState.RELEASED]
+    assert not LimitTicket.objects.exists()
+
+
+def test_a_sent_step_keeps_its_released_ticket_while_it_counts_in_the_rate_window(clock):
+    run = services.run_start(rate_two, 1, id="done:2")
+
+    drive(run.id)
+
+    assert list(LimitTicket.objects.values_list("state", "released_at")) == [
+        (TicketState.RELEASED, clock.now())]
 
 
 def staff(client, *codenames: str):
