@@ -271,6 +271,8 @@ WHATSAPP_BACKEND = os.environ.get("WHATSAPP_BACKEND", "console")  # console | cl
 WHATSAPP_API_BASE_URL = os.environ.get("WHATSAPP_API_BASE_URL", "https://graph.facebook.com/v21.0")
 WHATSAPP_TEMPLATE_NAME = os.environ.get("WHATSAPP_TEMPLATE_NAME", "account_update")
 WHATSAPP_TEMPLATE_LANGUAGE = os.environ.get("WHATSAPP_TEMPLATE_LANGUAGE", "pt_BR")
+# Messages a second the Cloud API takes from our number, across all workers (durable.limit).
+WHATSAPP_SEND_RATE = int(os.environ.get("WHATSAPP_SEND_RATE", "20"))
 # Media URLs named by the provider are fetched only from these hosts, and only over https
 # (tests allow http to 127.0.0.1 explicitly; production never needs another scheme).
 WHATSAPP_MEDIA_HOSTS = env_list("WHATSAPP_MEDIA_HOSTS", "lookaside.fbsbx.com,graph.facebook.com")
@@ -291,6 +293,7 @@ DURABLE_API_MAX_PAYLOAD_DEPTH = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_DEPT
 LLM_API_BASE_URL = os.environ.get("LLM_API_BASE_URL", "")
 LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
 LLM_MODEL = os.environ.get("LLM_MODEL", "")
+LLM_CONCURRENCY = int(os.environ.get("LLM_CONCURRENCY", "4"))  # document checks at once, all workers
 RECONCILIATION_CLOSING_TIME = os.environ.get("RECONCILIATION_CLOSING_TIME", "06:00")
 RECONCILIATION_BANK_CLIENT = os.environ.get(
     "RECONCILIATION_BANK_CLIENT", "processes.reconciliation.clients.FakeBank")

@@ -8,6 +8,8 @@ import importlib
 _EXPORTS = {
     "workflow": "durable.workflow",
     "Retry": "durable.retry",
+    "limit": "durable.limits",
+    "Limit": "durable.limits",
     "days": "durable.durations",
     "hours": "durable.durations",
     "minutes": "durable.durations",

@@ -22,7 +22,7 @@ from django.utils.html import format_html, format_html_join
 from durable import bulk_admin, selectors, services, validation
 from durable.audit import request_audit
 from durable.errors import DurableError
-from durable.models import AuditEvent, EntryStatus, RunStatus, WorkflowRun
+from durable.models import AuditEvent, EntryStatus, LimitTicket, RunStatus, WorkflowRun
 from durable.templatetags.durable_admin import breakable, stamp
 
 OPERATE_PERMISSION = "durable.operate_workflowrun"
@@ -389,6 +389,24 @@ class AuditEventAdmin(ReadOnlyAdmin):
     @admin.display(description="detail")
     def detail_json(self, event):
         return format_html("<pre>{}</pre>", pretty_json(event.detail))
+
+
+@admin.register(LimitTicket)
+class LimitTicketAdmin(ReadOnlyAdmin):
+    """Who holds a limit and who waits in line for it (``durable.limit``), oldest first."""
+
+    list_display = ["limit_name", "limit_key", "state", "run_link", "position", "queue", "queued_at",
+                    "granted_at", "wake_at"]
+    list_filter = ["limit_name", "state"]
+    search_fields = ["=run__id", "=limit_key"]
+    list_select_related = False
+    show_full_result_count = False
+    ordering = ["queued_at", "id"]
+
+    @admin.display(description="run", ordering="run_id")
+    def run_link(self, ticket):
+        url = reverse("admin:durable_workflowrun_change", args=[quote(ticket.run_id)])
+        return format_html('<a href="{}">{}</a>', url, ticket.run_id)
 
 
 from durable import admin_schedules  # noqa: E402,F401  (registers the schedules' admin, which uses the helpers above)

@@ -62,3 +62,14 @@ def bulk_batch_size() -> int:
 def bulk_confirm_seconds() -> int:
     """How long a bulk preview's confirmation token stays valid."""
     return int(getattr(settings, "DURABLE_BULK_CONFIRM_SECONDS", 900))
+
+
+def default_queue() -> str:
+    """The Celery queue of advances that ask for none: Celery's own default unless set."""
+    return str(getattr(settings, "DURABLE_DEFAULT_QUEUE", "")
+               or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "") or "celery")
+
+
+def limit_patience_seconds() -> float:
+    """How long past its wake-up a run waiting on a limit keeps its place in line."""
+    return float(getattr(settings, "DURABLE_LIMIT_PATIENCE_SECONDS", 60))

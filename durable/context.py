@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from durable import clock, codec
+from durable import clock, codec, limits
 from durable.durations import as_timedelta
-from durable.errors import (Cancelled, ChildFailed, CrashLoop, Divergence, JournalMismatch,
+from durable.errors import (Cancelled, ChildFailed, CrashLoop, Divergence, Handoff, JournalMismatch,
                             PayloadError, StepFailed, StepTimeout, Suspend)
 from durable.models import EntryKind, EntryStatus, JournalEntry
 from durable.retry import DEFAULT_RETRY, Retry
@@ -143,7 +143,8 @@ def replay(ctx: "ReplayContext", fn, args, kwargs) -> Returned | Suspended | Div
 
 
 class ReplayContext:
-    def __init__(self, run, store, journal: dict[int, JournalEntry], *, crash_loop: str | None = None):
+    def __init__(self, run, store, journal: dict[int, JournalEntry], *, crash_loop: str | None = None,
+                 queue: str | None = None, default_queue: str | None = None):
         self.run = run
         self.store = store
         self.journal = journal
@@ -156,6 +157,10 @@ class ReplayContext:
         self.cancel_request = getattr(run, "cancel_request", None)
         self.cancel_delivered = False
         self._signals = None
+        # The Celery queue this advance runs on (None: any, as in-process drivers run), and
+        # the one a step asks for when it names none (the workflow's).
+        self.queue = queue
+        self.default_queue = default_queue
 
     # --- bookkeeping ---
 
@@ -258,7 +263,7 @@ class ReplayContext:
     # --- steps ---
 
     def step(self, fn, *args, idempotency_key=None, name=None, retry: Retry | None = None,
-             atomic: bool = False, timeout=None, **kwargs):
+             atomic: bool = False, timeout=None, queue: str | None = None, limit=None, **kwargs):
         name = name or step_name(fn)
         position, entry = self._next(EntryKind.STEP, name)
         hint = codec.return_hint(fn)
@@ -280,6 +285,7 @@ class ReplayContext:
                     f"step {name!r} was still running {as_timedelta(timeout) or ''} after it "
                     f"started (attempt {entry.attempt})"), policy, insert=False)
         self._begin(position, EntryKind.STEP, name, entry)
+        taken = self._take_turn(position, queue, limit)
         key = idempotency_key or f"{self.run.id}:{position}:{name}"
         insert = entry is None
         if insert:
@@ -321,7 +327,24 @@ class ReplayContext:
             _current_step.reset(token)
             if deadline is not None:
                 self.store.step_running(None)
+            if taken is not None:
+                self.store.release_limit(*taken, position)
         return codec.decode(outcome["encoded"], hint)
+
+    def _take_turn(self, position: int, queue: str | None, limit) -> tuple | None:
+        """Before new work at a step: hand the run to the step's queue if this advance runs
+        on another, then take the step's limit, or wait in line for it (a durable timer).
+        Returns what was taken, for the release; nothing costs a statement without a limit."""
+        wanted = queue or self.default_queue
+        if self.queue is not None and wanted != self.queue:
+            raise Handoff(wanted, position)
+        if limit is None:
+            return None
+        declared, key = limits.resolve(limit)
+        wake_at = self.store.acquire_limit(declared, key, position, wanted or "")
+        if wake_at is not None:
+            raise Suspend(wake_at, f"limit:{declared.name}", position)
+        return declared, key
 
     def _failed_attempt(self, entry: JournalEntry, name: str, exc: Exception, policy: Retry, *,
                         insert: bool):

@@ -2,7 +2,10 @@
 
 The message is only a hint: a lost one delays the run until the sweep finds its
 ``wake_at`` due, it never loses the run. Where it goes is ``DURABLE_DISPATCHER``: the
-dotted path of a ``send(run_id, *, delay)`` callable, or one of the short names below.
+dotted path of a ``send(run_id, *, delay, queue=None)`` callable, or one of the short names
+below. ``queue`` is passed only when the advance must go to a queue other than the default
+(``durable.conf.default_queue``), so a sender written before queues existed still works for
+runs that use none.
 """
 import functools
 import logging
@@ -20,10 +23,14 @@ SHORT_NAMES = {
 }
 
 
-def dispatch(run_id: str, *, delay: float = 0.0) -> None:
-    """Send "advance run X" after commit; ``delay`` (under one sweep tick) for timers."""
+def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None) -> None:
+    """Send "advance run X" after commit; ``delay`` (under one sweep tick) for timers,
+    ``queue`` for a run whose next step runs on a queue of its own."""
     send = _sender(conf.dispatcher())
-    transaction.on_commit(lambda: send(run_id, delay=delay), robust=True)
+    if queue and queue != conf.default_queue():
+        transaction.on_commit(lambda: send(run_id, delay=delay, queue=queue), robust=True)
+    else:
+        transaction.on_commit(lambda: send(run_id, delay=delay), robust=True)
 
 
 @functools.lru_cache(maxsize=8)
@@ -32,14 +39,19 @@ def _sender(path: str):
         return import_string(SHORT_NAMES.get(path, path))
     except ImportError as exc:
         raise ValueError(f"DURABLE_DISPATCHER {path!r} is neither {' nor '.join(map(repr, SHORT_NAMES))} "
-                         f"nor the dotted path of a send(run_id, *, delay) function") from exc
+                         f"nor the dotted path of a send(run_id, *, delay, queue=None) function") from exc
 
 
-def send_advance(run_id: str, *, delay: float = 0.0) -> None:
+def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None) -> None:
+    """The message names its queue, so the worker knows where it runs (see ``tasks.advance``)."""
     from durable.tasks import advance
 
     try:
-        advance.apply_async((run_id,), countdown=delay or None, retry=False)
+        if queue:
+            advance.apply_async((run_id,), {"queue": queue}, countdown=delay or None, queue=queue,
+                                retry=False)
+        else:
+            advance.apply_async((run_id,), countdown=delay or None, retry=False)
     except Exception:
         log.warning("run %s: could not send the advance message; the sweep will pick it up",
                     run_id, exc_info=True)

@@ -143,3 +143,19 @@ class StoreUnavailable(ControlFlow):
     until it expires, then the sweep hands it to a worker with a working connection.
     It never fails the run: an outage is not the workflow's fault.
     """
+
+
+class Handoff(ControlFlow):
+    """The next step runs on another Celery queue: the run is released and sent there."""
+
+    def __init__(self, queue: str, position: int):
+        self.queue = queue
+        self.position = position
+        super().__init__(f"queue:{queue}")
+
+
+class LimitNotFound(Divergence):
+    """A step names a limit no code declared (``durable.limit``): blocked until a deploy
+    declares it, then retried."""
+
+    error_type = "LimitNotFound"

@@ -10,7 +10,8 @@ from django.db import connection, transaction
 
 from durable import clock, codec, conf, hooks, leases, registry
 from durable.context import Diverged, Raised, ReplayContext, Returned, Suspended, error_of, replay
-from durable.errors import Cancelled, Fenced, PayloadError, StoreUnavailable, WorkflowNotFound
+from durable.dispatch import dispatch
+from durable.errors import Cancelled, Fenced, Handoff, PayloadError, StoreUnavailable, WorkflowNotFound
 from durable.models import WorkflowRun
 
 log = logging.getLogger(__name__)
@@ -28,16 +29,19 @@ class Outcome:
     INTERRUPTED = "interrupted"  # the database failed under us; the sweep retries later
     RELEASED = "released"
     CANCELLED = "cancelled"  # a graceful cancel ended, or the body cancelled itself
+    HANDED_OFF = "handed off"  # the next step runs on another queue: sent there
 
 
-def advance(run_id: str, *, owner: str | None = None) -> str:
+def advance(run_id: str, *, owner: str | None = None, queue: str | None = None) -> str:
+    """``queue``: the Celery queue this advance runs on; a step that asks for another hands
+    the run there. None (in-process drivers) runs every step here."""
     claimed = leases.claim(run_id, owner=owner)
     if claimed is None:
         return Outcome.SKIPPED
     run, lease = claimed
     try:
         with leases.heartbeat.hold(lease):
-            return _advance_claimed(run, lease)
+            return _advance_claimed(run, lease, queue)
     except Fenced:
         log.info("run %s: fenced (lease taken over or run cancelled)", run_id)
         return Outcome.FENCED
@@ -46,7 +50,7 @@ def advance(run_id: str, *, owner: str | None = None) -> str:
         return Outcome.INTERRUPTED
 
 
-def _advance_claimed(run, lease) -> str:
+def _advance_claimed(run, lease, queue: str | None) -> str:
     try:
         definition = registry.get(run.workflow_name, run.workflow_version)
     except WorkflowNotFound as exc:
@@ -63,12 +67,16 @@ def _advance_claimed(run, lease) -> str:
             "type": "InputMismatch", "message": f"the run's input no longer fits {definition.source}: "
                                                 f"{type(exc).__name__}: {exc}"})
         return Outcome.BLOCKED
-    ctx = ReplayContext(run, lease, journal, crash_loop=_crash_loop(run, lease, len(journal)))
+    ctx = ReplayContext(run, lease, journal, crash_loop=_crash_loop(run, lease, len(journal)),
+                        queue=queue, default_queue=definition.queue or conf.default_queue())
     for _ in range(MAX_REPLAYS_PER_ADVANCE):
         cleanup_until = _cleanup_deadline(ctx.cancel_request)
         if cleanup_until is not None and clock.now() >= cleanup_until:
             return _end_cancelled(run, lease, ctx.cancel_request, note="its cleanup ran out of time")
-        outcome = replay(ctx, definition.fn, args, kwargs)
+        try:
+            outcome = replay(ctx, definition.fn, args, kwargs)
+        except Handoff as handoff:
+            return _hand_on(run, lease, handoff.queue)
         if ctx.cancel_delivered or _cancelled(outcome):
             if isinstance(outcome, Suspended):  # cleanup waits: but never past its deadline
                 outcome.suspend.wake_at = min(filter(None, [outcome.suspend.wake_at, cleanup_until]),
@@ -104,6 +112,15 @@ def _advance_claimed(run, lease) -> str:
         return Outcome.FAILED
     lease.finish(run, transition="release", wake_at=clock.now() + timedelta(seconds=1))
     return Outcome.RELEASED
+
+
+def _hand_on(run, lease, queue: str) -> str:
+    """The next step runs on ``queue``: give the run back and send it there. A lost message
+    is swept after the grace period to the default queue, whose worker hands it on again."""
+    lease.finish(run, transition="release", waiting_for=f"queue:{queue}",
+                 wake_at=clock.now() + timedelta(seconds=conf.dispatch_grace_seconds()))
+    dispatch(run.id, queue=queue)
+    return Outcome.HANDED_OFF
 
 
 def _cancelled(outcome) -> bool:

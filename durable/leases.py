@@ -18,7 +18,7 @@ from django.db import DatabaseError, IntegrityError, InterfaceError, Operational
 from django.db.models import F, JSONField, Value
 from django.db.models.expressions import CombinedExpression
 
-from durable import clock, conf
+from durable import clock, conf, limits
 from durable.errors import Divergence, Fenced, StoreUnavailable
 from durable.models import FINISHED_STATUSES, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.store import Store
@@ -83,6 +83,14 @@ class Lease(Store):
                 time.sleep(delay)
                 if insert and self._landed(entry):
                     return None
+
+    def acquire_limit(self, limit, key: str, position: int, queue: str):
+        with store_errors():
+            return limits.acquire(self, limit, key, position, queue)
+
+    def release_limit(self, limit, key: str, position: int) -> None:
+        with store_errors():
+            limits.release(self, limit, key, position)
 
     # --- writes ---
 

@@ -244,3 +244,42 @@ class AuditEvent(ChainedAudit):
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.run_id}"
+
+
+class TicketState(models.TextChoices):
+    WAITING = "waiting"      # in line: the run sleeps until its wake_at, or a holder wakes it
+    HELD = "held"            # the step runs under it (a slot, a token)
+    RELEASED = "released"    # the step ended; kept while it still counts in a rate window
+
+
+class LimitTicket(models.Model):
+    """A run's place at a limit (``durable.limit``) for the step at ``position``.
+
+    A held ticket is live only while its run is running under ``fencing_token`` with an
+    unexpired lease: a killed worker's slot frees itself when its lease runs out.
+    """
+
+    limit_name = models.CharField(max_length=100)
+    limit_key = models.CharField(max_length=255, blank=True, default="")
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="limit_tickets")
+    position = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=TicketState.choices)
+    fencing_token = models.PositiveBigIntegerField(default=0)
+    # The queue the step runs on: a holder that frees a slot sends the next waiter there.
+    queue = models.CharField(max_length=200, blank=True, default="")
+    queued_at = models.DateTimeField()
+    wake_at = models.DateTimeField(null=True, blank=True)
+    granted_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["queued_at", "id"]
+        indexes = [models.Index(fields=["limit_name", "limit_key", "state"], name="durable_ticket_limit")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="durable_ticket_run_position",
+                                    condition=Q(state__in=["waiting", "held"])),
+        ]
+
+    def __str__(self):
+        key = f"[{self.limit_key}]" if self.limit_key else ""
+        return f"{self.limit_name}{key} {self.run_id}#{self.position} {self.state}"

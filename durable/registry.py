@@ -14,6 +14,8 @@ class WorkflowDefinition:
     version: int
     fn: Callable
     lease_seconds: float | None = None
+    # The Celery queue its advances go to (None: the default queue); a step may ask for another.
+    queue: str | None = None
     _param_hints: list = field(default_factory=list, repr=False)
 
     def __post_init__(self):

@@ -80,7 +80,7 @@ def run_start(workflow, *args, id: str | None = None, actor: str = "system",
                 f"run {run_id!r} already exists as {existing.workflow_name} with input "
                 f"{existing.input!r}; refusing to start {definition.name} with input {encoded!r}")
         return existing
-    dispatch(run_id)
+    dispatch(run_id, queue=definition.queue)
     return run
 
 

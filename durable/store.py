@@ -34,3 +34,12 @@ class Store:
     def step_running(self, deadline) -> None:
         """A step with a timeout started (``deadline``) or ended (None): keep the run only
         that long."""
+
+    def acquire_limit(self, limit, key: str, position: int, queue: str):
+        """Take ``limit`` (a ``durable.limits.Limit``) under ``key`` for the step at
+        ``position``: None when taken, else the time the run should wait until."""
+        raise NotImplementedError
+
+    def release_limit(self, limit, key: str, position: int) -> None:
+        """The step at ``position`` ended: what it took of ``limit`` is given back."""
+        raise NotImplementedError

@@ -3,12 +3,13 @@ from celery import shared_task
 from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 
-from durable import executor, timers
+from durable import conf, executor, timers
 
 
 @shared_task(name="durable.advance", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def advance(run_id: str) -> str:
-    return executor.advance(run_id)
+def advance(run_id: str, queue: str | None = None) -> str:
+    """``queue``: the queue this message was sent to (none: the default queue)."""
+    return executor.advance(run_id, queue=queue or conf.default_queue())
 
 
 @shared_task(name="durable.sweep", ignore_result=True)

@@ -1,29 +1,35 @@
 """In-process driving of runs for tests and scripts: no broker, no worker, a fake clock."""
 from contextlib import contextmanager
 
-from durable import executor, registry
+from durable import conf, executor, registry
 from durable.clock import fake_clock
 from durable.models import WorkflowRun
 
-__all__ = ["dispatched", "drive", "fake_clock", "override_workflow", "record_dispatch"]
+__all__ = ["dispatch_queues", "dispatched", "drive", "fake_clock", "override_workflow", "record_dispatch"]
 
 # What was dispatched with DURABLE_DISPATCHER = "none" (this module's record_dispatch), in
-# order, and each run's last delay: tests read them to know what would have woken.
+# order, and each run's last delay and queue: tests read them to know what would have woken.
 dispatched: list[str] = []
 dispatch_delays: dict[str, float] = {}
+dispatch_queues: dict[str, str] = {}
 
 
-def record_dispatch(run_id: str, *, delay: float = 0.0) -> None:
+def record_dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None) -> None:
     """The dispatcher for tests: records the message instead of sending it."""
     dispatched.append(run_id)
     dispatch_delays[run_id] = delay
+    dispatch_queues[run_id] = queue or conf.default_queue()
 
 
-def drive(run_id: str, *, owner: str = "driver") -> WorkflowRun:
-    """Advance the run in this process until it waits or ends, and return it fresh."""
-    outcome = executor.advance(run_id, owner=owner)
+def drive(run_id: str, *, owner: str = "driver", queue: str | None = None) -> WorkflowRun:
+    """Advance the run in this process until it waits or ends, and return it fresh.
+
+    Without ``queue`` every step runs here, whatever queue it asks for; with one, the
+    advance behaves as a worker on that queue (it hands the run on at a step of another).
+    """
+    outcome = executor.advance(run_id, owner=owner, queue=queue)
     if outcome == executor.Outcome.RELEASED:
-        executor.advance(run_id, owner=owner)
+        executor.advance(run_id, owner=owner, queue=queue)
     return WorkflowRun.objects.get(pk=run_id)
 
 

@@ -21,12 +21,14 @@ class WorkflowAPI:
     ChildFailed = ChildFailed
 
     def __call__(self, fn=None, *, name: str | None = None, version: int = 1,
-                 lease_seconds: float | None = None):
-        """``@workflow`` or ``@workflow(name="onboarding", version=2)``."""
+                 lease_seconds: float | None = None, queue: str | None = None):
+        """``@workflow`` or ``@workflow(name="onboarding", version=2)``; ``queue`` is the
+        Celery queue its advances go to (``celery -A config worker -Q <queue>`` takes them)."""
 
         def register(func):
             definition = registry.WorkflowDefinition(
-                name=name or func.__name__, version=version, fn=func, lease_seconds=lease_seconds)
+                name=name or func.__name__, version=version, fn=func, lease_seconds=lease_seconds,
+                queue=queue or None)
             registry.register(definition)
 
             @functools.wraps(func)
@@ -43,16 +45,19 @@ class WorkflowAPI:
         return _ctx().run.id
 
     def step(self, fn, *args, idempotency_key=None, name=None, retry=None, atomic=False,
-             timeout=None, **kwargs):
+             timeout=None, queue=None, limit=None, **kwargs):
         """Run ``fn`` once and journal its result; on replay return the result without calling it.
 
         ``atomic=True`` runs ``fn`` in the transaction that records its journal entry, so its
         writes to our database happen exactly once. ``timeout`` bounds one attempt: past it
         the attempt fails with ``StepTimeout`` (and follows ``retry``), even if its worker
-        hung on a call that never returns.
+        hung on a call that never returns. ``queue`` runs it on that Celery queue (the run is
+        handed there, and back for the next step); ``limit`` (a name declared with
+        ``durable.limit``, or ``(name, key)``) makes it wait its turn, durably, when the
+        limit is reached.
         """
         return _ctx().step(fn, *args, idempotency_key=idempotency_key, name=name, retry=retry,
-                           atomic=atomic, timeout=timeout, **kwargs)
+                           atomic=atomic, timeout=timeout, queue=queue, limit=limit, **kwargs)
 
     def wait_for_signal(self, name: str, timeout=None, type=None):
         """The oldest unconsumed signal ``name``'s payload, or None once ``timeout`` passes."""

@@ -1,4 +1,8 @@
-"""Start web, Celery worker and Celery beat together, keep them up, and stop them together.
+"""Start web, Celery workers and Celery beat together, keep them up, and stop them together.
+
+Two workers, as in production (docs/operations.md): one for the default queue, and one for
+``llm``, the document checks that wait seconds on a language model, so that they never hold
+up the steps that send messages.
 
 Each child gets its own process group. A child that exits is started again, after a
 back-off that grows while it keeps dying (as systemd's Restart=always would; see
@@ -20,6 +24,7 @@ GRACE_SECONDS = 10
 # waits 1, 2, 4 ... seconds, at most MAX_BACKOFF_SECONDS.
 STABLE_SECONDS = 60
 MAX_BACKOFF_SECONDS = 30
+LLM_QUEUE = "llm"  # processes.whatsapp.limits.LLM_QUEUE (not imported: this script runs without Django)
 
 
 def commands(host: str, port: int, concurrency: int) -> dict[str, list[str]]:
@@ -29,6 +34,8 @@ def commands(host: str, port: int, concurrency: int) -> dict[str, list[str]]:
         "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
         "worker": [*celery, "worker", "--loglevel", "INFO", "--concurrency", str(concurrency),
                    "--hostname", "worker@%h"],
+        "llm-worker": [*celery, "worker", "--loglevel", "INFO", "--concurrency", "1", "-Q", LLM_QUEUE,
+                       "--hostname", "llm@%h"],
         "beat": [*celery, "beat", "--loglevel", "INFO"],
     }
 

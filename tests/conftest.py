@@ -20,6 +20,7 @@ def _fresh_counters():
     CALLS.clear()
     testing.dispatched.clear()
     testing.dispatch_delays.clear()
+    testing.dispatch_queues.clear()
     yield
 
 

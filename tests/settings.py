@@ -12,7 +12,8 @@ from config.settings import *  # noqa: E402,F403
 from config.settings import DURABLE_WORKFLOW_MODULES, INSTALLED_APPS  # noqa: E402
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.effects"]
-DURABLE_WORKFLOW_MODULES = [*DURABLE_WORKFLOW_MODULES, "tests.durable.workflows", "tests.faults.workflows"]
+DURABLE_WORKFLOW_MODULES = [*DURABLE_WORKFLOW_MODULES, "tests.durable.workflows", "tests.faults.workflows",
+                            "tests.durable.limited"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DURABLE_STRICT = True  # workflow bodies that break replay fail the tests
 

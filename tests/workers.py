@@ -45,10 +45,12 @@ class CeleryProcesses:
         return proc
 
     def start_worker(self, name: str = "worker", concurrency: int = 2, *, pool: str = "prefork",
-                     **options) -> subprocess.Popen:
+                     queues: list[str] | None = None, **options) -> subprocess.Popen:
+        """``queues``: the Celery queues it consumes (``-Q``); default, Celery's default queue."""
         return self._start(name, ["worker", "--loglevel", "INFO", "--concurrency", str(concurrency),
                                   "--pool", pool, "--hostname", f"{name}-{os.getpid()}@%h",
-                                  "--without-gossip", "--without-mingle", "--without-heartbeat"],
+                                  "--without-gossip", "--without-mingle", "--without-heartbeat",
+                                  *(["-Q", ",".join(queues)] if queues else [])],
                            ready="ready.", **options)
 
     def start_beat(self, name: str = "beat", **options) -> subprocess.Popen:

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('durable', '0006_schedules'),
+        ('durable', '0007_limits'),
     ]
 
     operations = [

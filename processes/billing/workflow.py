@@ -5,6 +5,7 @@ No I/O here: this code runs again on every replay.
 """
 from durable import days, workflow
 from processes.billing import steps
+from processes.whatsapp.limits import SEND
 
 PAYMENT_WAIT = days(3)
 EVENTS = ["paid", "voided", "due_date_changed"]
@@ -37,7 +38,8 @@ def remind_until_settled(invoice_id: int, due_at, schedule: int):
         if settled is not None:
             return settled
     for number in (1, 2):
-        workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{prefix}{number}")
+        workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{prefix}{number}",
+                      limit=SEND)
         settled = settle(invoice_id, workflow.wait_for_any(EVENTS, timeout=PAYMENT_WAIT))
         if settled is not None:
             return settled
@@ -63,7 +65,8 @@ def remind_until_paid(invoice_id: int, due_at) -> str:
     if due_at > now and workflow.wait_for_signal("paid", timeout=due_at - now) is not None:
         return "paid"  # paid before it was due: no reminder at all
     for number in (1, 2):
-        workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{workflow.id}:{number}")
+        workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{workflow.id}:{number}",
+                      limit=SEND)
         if workflow.wait_for_signal("paid", timeout=PAYMENT_WAIT) is not None:
             return "paid"
     workflow.step(steps.open_finance_ticket, invoice_id, idempotency_key=workflow.id, atomic=True)

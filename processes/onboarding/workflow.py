@@ -9,6 +9,7 @@ from processes import conf
 from processes.onboarding import steps
 from processes.onboarding.models import CompanyStatus
 from processes.onboarding.validation import ValidationResult
+from processes.whatsapp.limits import LLM, LLM_QUEUE, SEND
 
 DOCUMENTS_DEADLINE = days(7)      # the seed's deadline; then one reminder...
 DOCUMENTS_GRACE = days(3)         # ...and the case closes if nothing comes in these days
@@ -45,13 +46,13 @@ def onboarding(customer_id: str) -> str:
         return onboard(customer_id)
     except workflow.Cancelled as cancelled:
         workflow.step(steps.set_status, customer_id, CompanyStatus.WITHDRAWN, cancelled.reason, atomic=True)
-        workflow.step(steps.notify, customer_id, GOODBYE_TEXT, idempotency_key=f"{workflow.id}:bye")
+        workflow.step(steps.notify, customer_id, GOODBYE_TEXT, idempotency_key=f"{workflow.id}:bye", limit=SEND)
         publish_stage("withdrawn")
         return "withdrawn"   # the run still ends cancelled: the cancel was asked for
 
 
 def onboard(customer_id: str) -> str:
-    workflow.step(steps.greet, customer_id, idempotency_key=f"{workflow.id}:greet")
+    workflow.step(steps.greet, customer_id, idempotency_key=f"{workflow.id}:greet", limit=SEND)
     publish_stage("awaiting documents")
     round_ = 0
     if not receive_documents(customer_id, round_):
@@ -67,7 +68,7 @@ def onboard(customer_id: str) -> str:
                     break
             round_ += 1
             workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
-                          idempotency_key=f"{workflow.id}:ask:{round_}")
+                          idempotency_key=f"{workflow.id}:ask:{round_}", limit=SEND)
             publish_stage(f"awaiting {result.missing[0]}" if len(result.missing) == 1 else "awaiting documents")
             if not receive_documents(customer_id, round_):
                 return close(customer_id, "documents never completed")
@@ -78,7 +79,7 @@ def onboard(customer_id: str) -> str:
         review += 1
         if workflow.patched(UNDER_REVIEW):
             workflow.step(steps.notify, customer_id, UNDER_REVIEW_TEXT,
-                          idempotency_key=f"{workflow.id}:under-review:{review}")
+                          idempotency_key=f"{workflow.id}:under-review:{review}", limit=SEND)
         decision = wait_for_compliance_decision(customer_id, result, review)
         if decision.approved:
             break
@@ -86,7 +87,7 @@ def onboard(customer_id: str) -> str:
             workflow.step(steps.set_status, customer_id, CompanyStatus.REJECTED, decision.reason,
                           atomic=True)
             workflow.step(steps.notify, customer_id, "Não foi possível abrir a sua conta PJ agora.",
-                          idempotency_key=f"{workflow.id}:rejected")
+                          idempotency_key=f"{workflow.id}:rejected", limit=SEND)
             publish_stage("rejected")
             return "rejected"
         # Compliance wants more: tell the customer what, then back to the documents loop.
@@ -96,14 +97,14 @@ def onboard(customer_id: str) -> str:
         if workflow.patched(BATCHES):
             take_late_documents(customer_id, None)   # sent during the review: not an answer to this ask
         workflow.step(steps.request_more_documents, customer_id, decision.reason,
-                      idempotency_key=f"{workflow.id}:more:{review}")
+                      idempotency_key=f"{workflow.id}:more:{review}", limit=SEND)
         publish_stage("awaiting more documents")
         if not receive_documents(customer_id, round_):
             return close(customer_id, "documents never completed")
     number = workflow.step(steps.create_account, customer_id, ", ".join(decision.by),
                            idempotency_key=workflow.id, atomic=True)
     workflow.step(steps.notify, customer_id, f"Conta PJ aberta: {number}.",
-                  idempotency_key=f"{workflow.id}:welcome")
+                  idempotency_key=f"{workflow.id}:welcome", limit=SEND)
     publish_stage("approved", account=number)
     return number
 
@@ -116,7 +117,7 @@ def receive_documents(customer_id: str, round_: int) -> bool:
     batch = collect_batch(DOCUMENTS_DEADLINE)
     if batch is None:
         workflow.step(steps.remind_documents, customer_id,
-                      idempotency_key=f"{workflow.id}:remind:{round_}")
+                      idempotency_key=f"{workflow.id}:remind:{round_}", limit=SEND)
         batch = collect_batch(DOCUMENTS_GRACE)
         if batch is None:
             return False
@@ -130,7 +131,7 @@ def ask_for_cnpj_if_missing(customer_id: str) -> bool:
     written later still counts at the next review round; none at all keeps the case high risk."""
     if workflow.step(steps.has_valid_cnpj, customer_id):
         return False
-    workflow.step(steps.ask_for_cnpj, customer_id, idempotency_key=f"{workflow.id}:ask-cnpj")
+    workflow.step(steps.ask_for_cnpj, customer_id, idempotency_key=f"{workflow.id}:ask-cnpj", limit=SEND)
     publish_stage("awaiting CNPJ")
     workflow.wait_for_signal(CNPJ_SIGNAL, timeout=seconds(conf.setting("ONBOARDING_CNPJ_WAIT_SECONDS", 86400)))
     return True
@@ -168,7 +169,7 @@ def receive_one_document(customer_id: str, round_: int) -> bool:
     received = workflow.wait_for_signal(DOCUMENTS_SIGNAL, timeout=DOCUMENTS_DEADLINE)
     if received is None:
         workflow.step(steps.remind_documents, customer_id,
-                      idempotency_key=f"{workflow.id}:remind:{round_}")
+                      idempotency_key=f"{workflow.id}:remind:{round_}", limit=SEND)
         received = workflow.wait_for_signal(DOCUMENTS_SIGNAL, timeout=DOCUMENTS_GRACE)
         if received is None:
             return False
@@ -178,7 +179,7 @@ def receive_one_document(customer_id: str, round_: int) -> bool:
 
 def validate(customer_id: str):
     try:
-        return workflow.step(steps.validate_documents, customer_id)
+        return workflow.step(steps.validate_documents, customer_id, queue=LLM_QUEUE, limit=LLM)
     except StepFailed:  # the model never answered: the rules alone decide
         return workflow.step(steps.validate_documents_by_rules, customer_id)
 
@@ -186,7 +187,7 @@ def validate(customer_id: str):
 def close(customer_id: str, reason: str) -> str:
     workflow.step(steps.set_status, customer_id, CompanyStatus.CLOSED, reason, atomic=True)
     workflow.step(steps.notify, customer_id, "O seu pedido de conta PJ foi encerrado por falta de documentos.",
-                  idempotency_key=f"{workflow.id}:closed")
+                  idempotency_key=f"{workflow.id}:closed", limit=SEND)
     publish_stage("expired")
     return "expired"
 

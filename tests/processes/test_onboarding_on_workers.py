@@ -6,6 +6,7 @@ from approvals.models import ApprovalRequest
 from approvals.services import approval_decide
 from durable.models import JournalEntry, WorkflowRun
 from processes.onboarding.models import Account, Company, Document, DocumentFetch
+from processes.whatsapp.limits import LLM_QUEUE
 from processes.whatsapp.models import OutboundMessage
 from tests.processes.conftest import (
     ADDRESS,
@@ -34,6 +35,7 @@ def test_a_batched_delivery_of_three_documents_is_one_validation_and_no_second_a
     with celery_processes(tmp_path, ONBOARDING_DOCUMENTS_QUIET_SECONDS="2", DURABLE_LEASE_SECONDS="2",
                           DURABLE_DISPATCH_GRACE_SECONDS="1", DURABLE_SWEEP_INTERVAL_SECONDS="0.5") as celery:
         celery.start_worker()
+        celery.start_worker("llm", concurrency=1, queues=[LLM_QUEUE])  # document checks, as in production
         celery.start_beat()
         assert signed_post(whatsapp_webhook(HELLO)).status_code == 200
         run_id = Company.objects.get(wa_id=PHONE).run_id
@@ -61,6 +63,7 @@ def test_twenty_customers_sending_batches_at_once_end_with_twenty_accounts_and_n
     with celery_processes(tmp_path, ONBOARDING_DOCUMENTS_QUIET_SECONDS="2", DURABLE_LEASE_SECONDS="5",
                           DURABLE_DISPATCH_GRACE_SECONDS="1", DURABLE_SWEEP_INTERVAL_SECONDS="0.5") as celery:
         celery.start_worker(concurrency=2)
+        celery.start_worker("llm", concurrency=1, queues=[LLM_QUEUE])
         celery.start_beat()
         for phone in phones:
             assert signed_post(whatsapp_webhook(customer_hello(phone))).status_code == 200

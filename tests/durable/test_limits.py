@@ -1,0 +1,197 @@
+"""Concurrency and rate limits: counted in the database, a step over its limit waits in line."""
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.urls import reverse
+
+from durable import leases, limits, seconds, services, testing
+from durable.models import LimitTicket, RunStatus, TicketState, WorkflowRun
+from durable.testing import drive
+from tests.durable.limited import ONE_AT_A_TIME, PER_KEY, rate_two
+from tests.effects.models import Effect
+
+pytestmark = pytest.mark.django_db
+
+
+def holding(workflow_name: str, n: int, *, key: str = "", declared=ONE_AT_A_TIME):
+    """A run of ``workflow_name`` claimed by a worker, asking for ``declared`` at position 0:
+    (its lease, None when it got the slot else when to come back)."""
+    run = services.run_start(workflow_name, *([key] if workflow_name == "per_key" else []), n,
+                             id=f"{workflow_name}:{key}:{n}")
+    _, lease = leases.claim(run.id, owner=f"worker-{n}")
+    return lease, lease.acquire_limit(declared, key, 0, "celery")
+
+
+def test_a_limit_declared_again_with_other_numbers_is_refused():
+    with pytest.raises(ValueError, match="already declared"):
+        limits.limit("test-sends", rate=5, per=seconds(1))
+
+
+def test_declaring_the_same_limit_twice_is_harmless():
+    assert limits.limit("test-sends", rate=20, per=seconds(1)).rate == 20
+
+
+def test_a_limit_needs_a_rate_or_a_concurrency():
+    with pytest.raises(ValueError, match="needs a rate"):
+        limits.limit("test-nothing")
+
+
+def test_a_step_over_its_rate_waits_on_a_durable_timer_and_does_not_fail(clock):
+    runs = [services.run_start(rate_two, n, id=f"rate:{n}") for n in range(3)]
+
+    states = [drive(run.id) for run in runs]
+
+    assert [run.status for run in states] == [RunStatus.COMPLETED, RunStatus.COMPLETED, RunStatus.WAITING]
+    assert states[2].waiting_for == "limit:test-rate-two"
+    assert states[2].wake_at == clock.now() + timedelta(seconds=1)
+
+
+def test_a_run_that_waited_for_its_rate_completes_once_the_window_has_room(clock):
+    runs = [services.run_start(rate_two, n, id=f"rate:{n}") for n in range(3)]
+    for run in runs:
+        drive(run.id)
+
+    clock.advance(timedelta(seconds=1))
+
+    assert drive(runs[2].id).status == RunStatus.COMPLETED
+    assert Effect.objects.filter(name="send").count() == 3
+
+
+def test_runs_waiting_for_a_rate_are_served_in_the_order_they_came(clock):
+    runs = [services.run_start(rate_two, n, id=f"order:{n}") for n in range(5)]
+    for run in runs:
+        drive(run.id)
+    clock.advance(timedelta(seconds=1))
+
+    last = drive(runs[4].id)   # its turn is after the two that waited before it
+
+    assert last.status == RunStatus.WAITING
+    assert last.wake_at == clock.now() + timedelta(seconds=1)
+    assert [drive(run.id).status for run in runs[2:4]] == [RunStatus.COMPLETED, RunStatus.COMPLETED]
+
+
+def test_a_second_run_waits_while_the_only_slot_is_held(clock):
+    holding("one_at_a_time", 1)
+
+    _, wake_at = holding("one_at_a_time", 2)
+
+    assert wake_at is not None
+
+
+def test_freeing_the_slot_wakes_the_first_waiter_and_only_it(clock, django_capture_on_commit_callbacks):
+    holder, _ = holding("one_at_a_time", 1)
+    second, _ = holding("one_at_a_time", 2)
+    holding("one_at_a_time", 3)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        holder.release_limit(ONE_AT_A_TIME, "", 0)
+
+    assert testing.dispatched == [second.run_id]
+
+
+def test_a_cancelled_waiter_does_not_hold_up_the_line(clock, django_capture_on_commit_callbacks):
+    holder, _ = holding("one_at_a_time", 1)
+    cancelled, _ = holding("one_at_a_time", 2)
+    third, _ = holding("one_at_a_time", 3)
+    services.run_cancel(cancelled.run_id, reason="customer withdrew", actor="ops")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        holder.release_limit(ONE_AT_A_TIME, "", 0)
+
+    assert testing.dispatched == [third.run_id]
+
+
+def test_a_newcomer_does_not_take_a_freed_slot_from_a_waiter(clock):
+    holder, _ = holding("one_at_a_time", 1)
+    holding("one_at_a_time", 2)
+    holder.release_limit(ONE_AT_A_TIME, "", 0)
+
+    _, wake_at = holding("one_at_a_time", 3)
+
+    assert wake_at is not None
+
+
+def test_the_slot_of_a_worker_whose_lease_ran_out_is_free_again(clock, settings):
+    holding("one_at_a_time", 1)   # its worker dies: nobody releases
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+
+    _, wake_at = holding("one_at_a_time", 2)
+
+    assert wake_at is None
+
+
+def test_a_keyed_limit_serialises_one_key_and_lets_the_others_through(clock):
+    holding("per_key", 1, key="acme", declared=PER_KEY)
+
+    waits = [holding("per_key", 2, key="acme", declared=PER_KEY)[1],
+             holding("per_key", 3, key="globex", declared=PER_KEY)[1]]
+
+    assert waits[0] is not None and waits[1] is None
+
+
+def test_a_worker_that_lost_its_run_takes_no_slot(clock, settings):
+    run = services.run_start("one_at_a_time", 1, id="stale:1")
+    _, stale = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    leases.claim(run.id, owner="b")
+
+    with pytest.raises(leases.Fenced):
+        stale.acquire_limit(ONE_AT_A_TIME, "", 0, "celery")
+    assert not LimitTicket.objects.filter(state=TicketState.HELD).exists()
+
+
+def test_a_step_naming_an_undeclared_limit_blocks_its_run_with_a_clear_message(clock):
+    run = services.run_start("undeclared_limit", id="undeclared:1")
+
+    blocked = drive(run.id)
+
+    assert blocked.status == RunStatus.BLOCKED
+    assert blocked.error["type"] == "LimitNotFound"
+    assert "durable.limit('nobody-declared-this'" in blocked.error["message"]
+
+
+def test_a_completed_run_leaves_no_ticket_of_a_concurrency_limit_behind(clock):
+    run = services.run_start("one_at_a_time", 1, id="done:1")
+
+    drive(run.id)
+
+    assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.COMPLETED
+    assert not LimitTicket.objects.exists()
+
+
+def test_a_sent_step_keeps_its_released_ticket_while_it_counts_in_the_rate_window(clock):
+    run = services.run_start(rate_two, 1, id="done:2")
+
+    drive(run.id)
+
+    assert list(LimitTicket.objects.values_list("state", "released_at")) == [
+        (TicketState.RELEASED, clock.now())]
+
+
+def staff(client, *codenames: str):
+    user = User.objects.create_user("ops", password="pw-unused-123", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="durable",
+                                                         codename__in=codenames))
+    client.force_login(user)
+    return client
+
+
+def test_an_operator_sees_who_holds_a_limit_and_who_waits_for_it(client, clock):
+    holder, _ = holding("one_at_a_time", 1)
+    waiter, _ = holding("one_at_a_time", 2)
+
+    page = staff(client, "view_limitticket").get(reverse("admin:durable_limitticket_changelist"))
+
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert holder.run_id in text and waiter.run_id in text
+    assert "held" in text and "waiting" in text
+
+
+def test_staff_without_the_view_permission_do_not_see_the_tickets(client, clock):
+    holding("one_at_a_time", 1)
+
+    page = staff(client, "view_workflowrun").get(reverse("admin:durable_limitticket_changelist"))
+
+    assert page.status_code == 403
