@@ -81,3 +81,10 @@ def approval_audit(case: ApprovalRequest):
 def approval_workflow_names() -> list[str]:
     return list(ApprovalRequest.objects.filter(status__in=OPEN_STATUSES)
                 .order_by("workflow_name").values_list("workflow_name", flat=True).distinct())
+
+
+def reviewer_language(user) -> str | None:
+    """The language this user chose for the UI, or None (the project's default applies)."""
+    from approvals.models import ReviewerPreference
+
+    return ReviewerPreference.objects.filter(user_id=user.pk).values_list("language", flat=True).first()

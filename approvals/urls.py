@@ -8,6 +8,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="approvals/login.html",
                                                 redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("language/", views.LanguageView.as_view(), name="set_language"),
     path("approvals/", views.QueueView.as_view(), name="approval_queue"),
     path("approvals/mine/", views.MineView.as_view(), name="approval_mine"),
     path("approvals/archive/", views.ArchiveView.as_view(), name="approval_archive"),

@@ -3,6 +3,9 @@
 Thin: every write goes through approvals.services, every read through selectors. Only
 users with the decide permission get in; anyone else signed in gets 403.
 """
+import zoneinfo
+
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
@@ -10,6 +13,9 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views import View
 
 from approvals import selectors, services
@@ -23,12 +29,16 @@ PAGE_SIZE = 50
 
 
 class ReviewerView(LoginRequiredMixin, View):
-    """Anonymous -> login page; signed in without the decide permission -> 403."""
+    """Anonymous -> login page; signed in without the decide permission -> 403.
+
+    Pages render in the reviewers' time zone (REVIEWER_TIME_ZONE); stored times stay UTC.
+    """
 
     def dispatch(self, request, *args, **kwargs):
         if request.user.is_authenticated and not services.is_reviewer(request.user):
-            raise PermissionDenied("Only compliance reviewers may see approval requests.")
-        return super().dispatch(request, *args, **kwargs)
+            raise PermissionDenied(_("Only compliance reviewers may see approval requests."))
+        with timezone.override(zoneinfo.ZoneInfo(settings.REVIEWER_TIME_ZONE)):
+            return super().dispatch(request, *args, **kwargs)
 
 
 def _page(request, cases):
@@ -63,7 +73,7 @@ class ArchiveView(ReviewerView):
         cases = selectors.approvals_archive(query=query, status=status)
         return render(request, "approvals/archive.html", {
             "page": _page(request, cases), "query": query, "status": status,
-            "statuses": [(s, s) for s in CLOSED_STATUSES], "section": "archive"})
+            "statuses": [(s, ApprovalStatus(s).label) for s in CLOSED_STATUSES], "section": "archive"})
 
 
 def _case_or_404(pk):
@@ -108,10 +118,10 @@ class CaseActionView(ReviewerView):
         try:
             if self.action == "claim":
                 services.approval_claim(pk, actor=request.user, meta=meta)
-                messages.success(request, f"You claimed case #{pk}.")
+                messages.success(request, _("You claimed case #%(id)s.") % {"id": pk})
             elif self.action == "release":
                 services.approval_release(pk, actor=request.user, meta=meta)
-                messages.success(request, f"Case #{pk} is back in the queue.")
+                messages.success(request, _("Case #%(id)s is back in the queue.") % {"id": pk})
             else:
                 outcome = request.POST.get("outcome", "")
                 case = services.approval_decide(pk, actor=request.user, outcome=outcome,
@@ -126,6 +136,36 @@ class CaseActionView(ReviewerView):
 
 
 def _decided_message(case, outcome: str) -> str:
-    if case.status in CLOSED_STATUSES:
-        return f"Case #{case.pk} is {case.get_status_display().lower()}; the process resumes."
-    return f"Your approval of case #{case.pk} is recorded; a second reviewer must approve it too."
+    """What the reviewer just did, said as done: "You approved case #5 (1 of 2)." and what comes next."""
+    values = {"id": case.pk, "count": case.decisions.filter(outcome=Outcome.APPROVE).count(),
+              "required": case.required_approvals}
+    if outcome == Outcome.APPROVE:
+        done = _("You approved case #%(id)s (%(count)s of %(required)s).") % values
+    elif outcome == Outcome.REJECT:
+        done = _("You rejected case #%(id)s.") % values
+    else:
+        done = _("You sent case #%(id)s back for more documents.") % values
+    then = _("The process resumes.") if case.status in CLOSED_STATUSES else _("A second reviewer must approve it too.")
+    return f"{done} {then}"
+
+
+class LanguageView(View):
+    """POST language=<code>: the UI's language from now on; stored for a signed-in user (so it
+    follows them to another device), in a cookie for the sign-in page."""
+
+    http_method_names = ["post"]
+
+    def post(self, request):
+        language = request.POST.get("language", "")
+        if language not in dict(settings.LANGUAGES):
+            return render(request, "403.html", {"exception": _("Unknown language.")}, status=400)
+        if request.user.is_authenticated:
+            services.reviewer_language_set(request.user, language)
+        target = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                               require_https=request.is_secure()):
+            target = reverse("approval_queue")
+        response = redirect(target)
+        response.set_cookie(settings.LANGUAGE_COOKIE_NAME, language, max_age=365 * 24 * 3600,
+                            samesite="Lax", secure=settings.SESSION_COOKIE_SECURE, httponly=True)
+        return response
