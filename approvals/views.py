@@ -10,10 +10,13 @@ from django.contrib import messages
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404
+import hashlib
+
+from django.contrib.admin.utils import quote
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views import View
@@ -88,22 +91,77 @@ class CaseView(ReviewerView):
         return render_case(request, _case_or_404(pk))
 
 
-def render_case(request, case, *, error: str = "", reason: str = "", status: int = 200):
+def _closed_summary(case) -> str:
+    """The read-only banner: how the case ended, by whom, when (in the reviewer's zone). Not the
+    lost-race wording of services.closed_message: the reader may be the one who decided."""
+    when = formats.date_format(timezone.localtime(case.closed_at), "SHORT_DATETIME_FORMAT") if case.closed_at else ""
+    values = {"by": case.closed_by or services.SYSTEM, "when": when}
+    messages_by_status = {
+        ApprovalStatus.APPROVED: _("This case was approved by %(by)s on %(when)s; it is read-only."),
+        ApprovalStatus.REJECTED: _("This case was rejected by %(by)s on %(when)s; it is read-only."),
+        ApprovalStatus.RETURNED: _("This case was sent back for more documents by %(by)s on %(when)s; "
+                                   "it is read-only."),
+        ApprovalStatus.EXPIRED: _("This case expired on %(when)s: nobody decided before its deadline."),
+        ApprovalStatus.CANCELLED: _("This case was cancelled by %(by)s on %(when)s; it is read-only."),
+    }
+    return messages_by_status[case.status] % values
+
+
+def _token(*parts) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _live_tokens(case, timeline) -> dict:
+    """What the open page last saw: the case's state (status, holder, votes) and the run's
+    journal. The live poll answers 204 while both stand, and re-renders the decision panel only
+    when the case's state moved, so a reason being typed survives the timeline moving."""
+    rows = timeline.context["entries"]
+    return {"case": _token(case.status, case.assignee_id, case.approvals, case.updated_at.isoformat()),
+            "run": _token(timeline.context["run_status"], [(row.position, row.status, row.at.isoformat())
+                                                           for row in rows])}
+
+
+def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
     votes = selectors.approval_decisions(case)
     voted = any(vote.reviewer_id == request.user.pk for vote in votes)
     read_only = case.status in CLOSED_STATUSES
-    return render(request, "approvals/case.html", {
-        "case": case, "sections": sections_for(case), "decisions": votes,
+    sections = sections_for(case)
+    timeline = sections[-1]
+    user = request.user
+    return {
+        "case": case, "sections": sections, "decisions": votes, "live": _live_tokens(case, timeline),
+        "timeline": timeline,
+        "run_admin_url": (reverse("admin:durable_workflowrun_change", args=[quote(case.run_id)])
+                          if user.is_staff and user.has_perm("durable.view_workflowrun") else ""),
         "audit": selectors.approval_audit(case), "error": error, "reason": reason,
         "read_only": read_only,
         # Segregation of duties, shown before the reviewer tries: the Approve button is off.
         "approve_refused": "" if read_only else approval_conflict(case, request.user),
         "approve_holds": [] if read_only else holds_for(case),
-        "closed_message": services.closed_message(case) if case.status in CLOSED_STATUSES else "",
+        "closed_message": _closed_summary(case) if case.status in CLOSED_STATUSES else "",
         "mine": case.assignee_id == request.user.pk,
         "held_by_other": case.status == ApprovalStatus.CLAIMED and case.assignee_id != request.user.pk,
         "already_voted": voted, "outcomes": Outcome, "section": "case",
-    }, status=status)
+    }
+
+
+def render_case(request, case, *, error: str = "", reason: str = "", status: int = 200):
+    return render(request, "approvals/case.html", _case_context(request, case, error=error, reason=reason),
+                  status=status)
+
+
+class CaseLiveView(ReviewerView):
+    """GET ?case=<token>&run=<token>: the parts of an open case page that changed, as htmx
+    out-of-band fragments (polled every 2 s), or 204 when nothing did."""
+
+    def get(self, request, pk):
+        case = _case_or_404(pk)
+        context = _case_context(request, case)
+        seen = {"case": request.GET.get("case", ""), "run": request.GET.get("run", "")}
+        if seen == context["live"]:
+            return HttpResponse(status=204)
+        context["case_changed"] = seen["case"] != context["live"]["case"]
+        return render(request, "approvals/_case_live.html", context)
 
 
 class CaseActionView(ReviewerView):
