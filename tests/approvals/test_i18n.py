@@ -1,6 +1,7 @@
 """Portuguese first: the reviewer templates translate every word, the catalog answers every
 string they use, and each user reads the language they chose."""
 import ast
+import gettext
 import html
 import io
 import re
@@ -122,3 +123,45 @@ def test_the_confirmation_after_an_approval_counts_the_approvals(ana, high_risk_
 
     assert f"You approved case #{high_risk_case.pk} (1 of 2). A second reviewer must approve it too." in (
         page.content.decode())
+
+
+def po_entries(path: Path) -> dict:
+    """{msgid (with "context\\x04" before it, and (msgid, n) for plurals): msgstr} from a .po file."""
+    entries = {}
+    for block in path.read_text().split("\n\n"):
+        fields: dict[str, str] = {}
+        current = None
+        for line in block.splitlines():
+            if line.startswith("#"):
+                continue
+            match = re.match(r'^(msgctxt|msgid_plural|msgid|msgstr(?:\[\d+\])?) (".*")$', line)
+            if match:
+                current = match.group(1)
+                fields[current] = ast.literal_eval(match.group(2))
+            elif line.startswith('"') and current:
+                fields[current] += ast.literal_eval(line)
+        if not fields.get("msgid"):
+            continue
+        key = f"{fields['msgctxt']}\x04{fields['msgid']}" if "msgctxt" in fields else fields["msgid"]
+        if "msgid_plural" in fields:
+            entries.update({(key, n): fields[f"msgstr[{n}]"] for n in (0, 1)})
+        else:
+            entries[key] = fields["msgstr"]
+    return entries
+
+
+def test_the_committed_compiled_catalog_matches_the_po_file():
+    locale = Path(settings.BASE_DIR, "locale", "pt_BR", "LC_MESSAGES")
+    with open(locale / "django.mo", "rb") as compiled:
+        catalog = gettext.GNUTranslations(compiled)._catalog
+
+    assert {key: value for key, value in catalog.items() if key} == po_entries(locale / "django.po"), (
+        "run scripts/messages --compile")
+
+
+@override_settings(LANGUAGE_CODE="pt-br")
+def test_the_admin_names_the_process_models_in_portuguese(admin_client, case):
+    index = admin_client.get(reverse("admin:index")).content.decode()
+
+    for label in ("Pedidos de aprovação", "Empresas", "Documentos", "Faturas", "Entregas de webhook"):
+        assert label in index

@@ -27,9 +27,10 @@ PAGES = ["queue", "case", "mine", "archive"]
 
 @pytest.fixture
 def workbench():
-    """ana holds an onboarding case (documents, validator, conversation); one case waits in the
-    queue; one is closed, for the archive."""
+    """ana (reading Portuguese) holds an onboarding case (documents, validator, conversation); one
+    case waits in the queue; one is closed, for the archive."""
     ana = make_user("ana", reviewer=True)
+    ReviewerPreference.objects.create(user=ana, language="pt-br", updated_at=clock.now())  # Portuguese first
     make_user("bruno", reviewer=True)
     onboarding = onboarding_waiting_for_compliance()
     services.approval_claim(onboarding.pk, actor=ana)
@@ -96,10 +97,7 @@ def test_every_reviewer_page_renders_with_no_string_of_the_other_language(open_p
     """Every catalog entry whose two languages differ: none of the other language's text shows."""
     from django.utils import translation
 
-    for user in ("ana",):
-        ReviewerPreference.objects.update_or_create(user__username=user, defaults={
-            "user": ReviewerPreference._meta.get_field("user").related_model.objects.get(username=user),
-            "language": language, "updated_at": clock.now()})
+    ReviewerPreference.objects.filter(user__username="ana").update(language=language)
     catalog = translation.trans_real.translation("pt-br")._catalog
     pairs = [(key, value) for key, value in catalog.items() if isinstance(key, str) and key
              and "\x04" not in key and "%" not in key and key != value and len(key) > 12]
