@@ -4,9 +4,11 @@ Status changes go through services (claim, decide, ...) only; the one admin acti
 cancel, calls approval_cancel so it is audited like every other change.
 """
 from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from approvals import services
-from durable.admin import ReadOnlyAdmin
+from durable.admin import ReadOnlyAdmin, register_run_links
 from approvals.errors import ApprovalError
 from approvals.models import ApprovalAudit, ApprovalDecision, ApprovalRequest
 
@@ -72,3 +74,13 @@ class ApprovalAuditAdmin(ReadOnlyAdmin):
     list_filter = ["action"]
     search_fields = ["actor", "request__title", "request__id"]
     readonly_fields = [f.name for f in ApprovalAudit._meta.fields]
+
+
+@register_run_links
+def run_cases(run, request) -> list[tuple[str, str]]:
+    """From a run's admin page back to its compliance cases' reviewer pages (for reviewers)."""
+    if not services.is_reviewer(request.user):
+        return []
+    return [(_("Compliance case #%(id)s (%(status)s)") % {"id": case.pk, "status": case.get_status_display()},
+             reverse("approval_case", args=[case.pk]))
+            for case in run.approval_requests.order_by("id")]

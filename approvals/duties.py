@@ -12,6 +12,7 @@ from typing import Callable
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
+from django.utils.translation import gettext as _, gettext_lazy, ngettext
 
 from durable.selectors import run_actors
 
@@ -19,7 +20,9 @@ from durable.selectors import run_actors
 # out: runs are started by customers' messages and schedules, not by a reviewer's hand.
 # A reviewer's own decision signal is recorded as "reviewer:<name>", never as the bare
 # username, so deciding an earlier case of the same run does not count here.
-RUN_ACTIONS = {"retry": "retried", "wake": "woke", "signal": "signalled", "cancel": "cancelled"}
+RUN_ACTIONS = {"retry": gettext_lazy("retried this case's run"), "wake": gettext_lazy("woke this case's run"),
+               "signal": gettext_lazy("signalled this case's run"),
+               "cancel": gettext_lazy("cancelled this case's run")}
 
 SubjectFn = Callable[["ApprovalRequest"], models.Model | None]  # noqa: F821
 
@@ -44,7 +47,7 @@ class PriorAction:
 def prior_actions(case, user) -> list[PriorAction]:
     """What ``user`` did to this case's run or subject that bars them from approving it, oldest first."""
     username = user.get_username()
-    found = [PriorAction(f"{RUN_ACTIONS[event.action]} this case's run", event.at)
+    found = [PriorAction(str(RUN_ACTIONS[event.action]), event.at)
              for event in run_actors(case.run_id, actions=tuple(RUN_ACTIONS)) if event.actor == username]
     resolve = _subjects.get(case.workflow_name)
     subject = resolve(case) if resolve is not None else None
@@ -53,7 +56,8 @@ def prior_actions(case, user) -> list[PriorAction]:
             user_id=user.pk, content_type=ContentType.objects.get_for_model(type(subject)),
             object_id=str(subject.pk), action_flag__in=[ADDITION, CHANGE]).order_by("action_time", "id")
         label = f"{subject._meta.verbose_name} {subject}"
-        found += [PriorAction(f"{'added' if entry.action_flag == ADDITION else 'changed'} {label} in the admin",
+        found += [PriorAction((_("added %(what)s in the admin") if entry.action_flag == ADDITION
+                               else _("changed %(what)s in the admin")) % {"what": label},
                               entry.action_time) for entry in changes]
     return sorted(found, key=lambda action: action.at)
 
@@ -62,10 +66,11 @@ def conflict_message(case, actions: list[PriorAction]) -> str:
     """The refusal, naming the latest earlier action (and how many others there were)."""
     latest = actions[-1]
     others = len(actions) - 1
-    more = f" (and {others} other action{'s' if others > 1 else ''})" if others else ""
+    more = ngettext(" (and %(count)s other action)", " (and %(count)s other actions)", others) % {
+        "count": others} if others else ""
     when = latest.at.astimezone(timezone.utc)
-    return (f"You {latest.what} at {when:%Y-%m-%d %H:%M} UTC{more}; case #{case.pk} needs a reviewer "
-            f"who did not act on it.")
+    return _("You %(what)s at %(when)s%(more)s; case #%(id)s needs a reviewer who did not act on it.") % {
+        "what": latest.what, "when": f"{when:%Y-%m-%d %H:%M} UTC", "more": more, "id": case.pk}
 
 
 def approval_conflict(case, user) -> str:

@@ -9,6 +9,8 @@ approval must not go through on a check that could not run.
 import logging
 from typing import Callable
 
+from django.utils.translation import gettext as _
+
 log = logging.getLogger(__name__)
 
 HoldFn = Callable[["ApprovalRequest"], list[str]]  # noqa: F821
@@ -31,5 +33,5 @@ def holds_for(case) -> list[str]:
             reasons += [str(reason) for reason in hold(case) or []]
         except Exception:
             log.exception("approval hold %r failed for approval request %s", hold, case.pk)
-            reasons.append(f"the check {getattr(hold, '__name__', hold)!s} could not run")
+            reasons.append(_("the check %(name)s could not run") % {"name": getattr(hold, "__name__", hold)})
     return reasons

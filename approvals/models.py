@@ -7,7 +7,7 @@ two reviewers racing on one case can never both move it.
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_lazy as _, pgettext_lazy
 from django_fsm import ConcurrentTransitionMixin, FSMField, transition
 
 from durable.chain import AppendOnly, ChainedAudit  # noqa: F401  (AppendOnly: raised by audit rows)
@@ -15,14 +15,14 @@ from durable.models import WorkflowRun
 
 
 class ApprovalStatus(models.TextChoices):
-    PENDING = "pending"
-    CLAIMED = "claimed"
-    APPROVED = "approved"
-    REJECTED = "rejected"
+    PENDING = "pending", pgettext_lazy("case status", "Pending")
+    CLAIMED = "claimed", pgettext_lazy("case status", "Claimed")
+    APPROVED = "approved", pgettext_lazy("case status", "Approved")
+    REJECTED = "rejected", pgettext_lazy("case status", "Rejected")
     # Sent back to the process for more documents: neither an approval nor a rejection.
-    RETURNED = "returned"
-    EXPIRED = "expired"
-    CANCELLED = "cancelled"
+    RETURNED = "returned", pgettext_lazy("case status", "Returned")
+    EXPIRED = "expired", pgettext_lazy("case status", "Expired")
+    CANCELLED = "cancelled", pgettext_lazy("case status", "Cancelled")
 
 
 OPEN_STATUSES = (ApprovalStatus.PENDING, ApprovalStatus.CLAIMED)
@@ -31,15 +31,15 @@ CLOSED_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.EXPIRED, ApprovalStatus.CAN
 
 
 class Risk(models.TextChoices):
-    LOW = "low"
-    MEDIUM = "medium"
-    HIGH = "high"
+    LOW = "low", pgettext_lazy("risk", "Low")
+    MEDIUM = "medium", pgettext_lazy("risk", "Medium")
+    HIGH = "high", pgettext_lazy("risk", "High")
 
 
 class Outcome(models.TextChoices):
-    APPROVE = "approve"
-    REJECT = "reject"
-    MORE_DOCUMENTS = "more_documents", "request more documents"
+    APPROVE = "approve", pgettext_lazy("outcome", "Approve")
+    REJECT = "reject", pgettext_lazy("outcome", "Reject")
+    MORE_DOCUMENTS = "more_documents", pgettext_lazy("outcome", "request more documents")
 
 
 class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
@@ -78,6 +78,8 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
 
     class Meta:
         ordering = ["due_at", "id"]
+        verbose_name = _("approval request")
+        verbose_name_plural = _("approval requests")
         indexes = [models.Index(fields=["status", "due_at"], name="approvals_open_due")]
         permissions = [
             ("decide_approvalrequest", "Can claim and decide approval requests (compliance reviewer)"),
@@ -141,6 +143,8 @@ class ApprovalDecision(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+        verbose_name = _("approval decision")
+        verbose_name_plural = _("approval decisions")
         constraints = [
             # Four eyes in the schema too: one vote per reviewer per case.
             models.UniqueConstraint(fields=["request", "reviewer"], name="approvals_one_vote_per_reviewer"),
@@ -175,8 +179,27 @@ class ApprovalAudit(ChainedAudit):
 
     class Meta:
         ordering = ["created_at", "id"]
+        verbose_name = _("approval audit row")
+        verbose_name_plural = _("approval audit trail")
         indexes = [models.Index(fields=["request", "created_at"], name="approvals_audit_request")]
         constraints = [models.UniqueConstraint(fields=["request", "chain_seq"], name="approvals_audit_chain_seq")]
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} #{self.request_id}"
+
+
+class ReviewerPreference(models.Model):
+    """A person's language for the reviewer UI and the admin, kept with the user rather than in
+    one browser's cookie: the choice follows them from the laptop to the phone."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                                related_name="reviewer_preference")
+    language = models.CharField(_("language"), max_length=10)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = _("reviewer preference")
+        verbose_name_plural = _("reviewer preferences")
+
+    def __str__(self):
+        return f"{self.user} {self.language}"

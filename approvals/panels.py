@@ -4,10 +4,16 @@ A process registers a function per workflow name; it receives the ApprovalReques
 returns Sections (a title, a template and its context). The case page renders generic
 sections first (summary, findings), then the process's, then the run's timeline. A
 panel that raises is shown as "unavailable" rather than taking the case page down.
+
+A process also names its steps and signals for people (``register_timeline_labels``):
+the timeline reads "Case prepared for review", not ``describe_for_review``.
 """
 import logging
 from dataclasses import dataclass, field
 from typing import Callable
+
+from django.utils.text import slugify
+from django.utils.translation import gettext_lazy as _, pgettext_lazy
 
 log = logging.getLogger(__name__)
 
@@ -17,6 +23,11 @@ class Section:
     title: str
     template: str
     context: dict = field(default_factory=dict)
+    key: str = ""  # a stable name for the page's markup (titles are translated)
+
+    @property
+    def slug(self) -> str:
+        return self.key or slugify(str(self.title))
 
 
 PanelFn = Callable[["ApprovalRequest"], list[Section]]  # noqa: F821
@@ -46,13 +57,79 @@ def unregister_case_panel(workflow_name: str, fn: PanelFn) -> None:
         panels.remove(fn)
 
 
+_labels: dict[str, dict[str, str]] = {}
+
+# The approvals steps every process that calls request_approval journals.
+APPROVAL_LABELS = {
+    "open_approval_request": _("Case opened for compliance"),
+    "compliance_decision": _("Compliance decision"),
+    "read_decision": _("Decision read"),
+    "expire_approval_request": _("Case expired"),
+}
+KIND_LABELS = {"step": pgettext_lazy("journal kind", "step"), "signal": pgettext_lazy("journal kind", "signal"),
+               "sleep": pgettext_lazy("journal kind", "timer"), "drain": pgettext_lazy("journal kind", "signal"),
+               "now": pgettext_lazy("journal kind", "clock"), "uuid4": pgettext_lazy("journal kind", "identifier"),
+               "random": pgettext_lazy("journal kind", "random value"),
+               "patch": pgettext_lazy("journal kind", "version marker")}
+STATUS_LABELS = {"completed": pgettext_lazy("journal status", "done"),
+                 "failed": pgettext_lazy("journal status", "failed"),
+                 "waiting": pgettext_lazy("journal status", "waiting"),
+                 "retrying": pgettext_lazy("journal status", "retrying"),
+                 "started": pgettext_lazy("journal status", "running"),
+                 "cancelled": pgettext_lazy("journal status", "cancelled")}
+RUN_STATUS_LABELS = {"pending": pgettext_lazy("run status", "pending"),
+                     "running": pgettext_lazy("run status", "running"),
+                     "waiting": pgettext_lazy("run status", "waiting"),
+                     "completed": pgettext_lazy("run status", "completed"),
+                     "failed": pgettext_lazy("run status", "failed"),
+                     "cancelled": pgettext_lazy("run status", "cancelled"),
+                     "blocked": pgettext_lazy("run status", "blocked")}
+
+
+def register_timeline_labels(workflow_name: str, labels: dict[str, str]) -> None:
+    """Name ``workflow_name``'s steps and signals for reviewers: {journal name: label}.
+
+    Labels are usually gettext_lazy strings, so they read in the reviewer's language. A name
+    with no label is shown as it is journaled.
+    """
+    _labels.setdefault(workflow_name, {}).update(labels)
+
+
+def timeline_label(workflow_name: str, name: str) -> str:
+    label = _labels.get(workflow_name, {}).get(name) or APPROVAL_LABELS.get(name)
+    return str(label) if label else name
+
+
+@dataclass
+class TimelineRow:
+    position: int
+    kind: str
+    name: str
+    label: str
+    status: str
+    status_label: str
+    attempt: int
+    at: object
+
+
 FINDINGS_KEYS = ("findings", "validator_findings")
 
 
 def summary_section(case) -> list[Section]:
     facts = [(key.replace("_", " "), value) for key, value in (case.summary or {}).items()
              if key not in FINDINGS_KEYS]
-    return [Section("Summary", "approvals/panels/summary.html", {"facts": facts, "case": case})]
+    return [Section(_("Summary"), "approvals/panels/summary.html", {"facts": facts, "case": case},
+                    key="summary")]
+
+
+def _finding(item) -> dict:
+    """One finding as {"check", "result", "detail"}: whatever shape a validator recorded, a line
+    a reviewer can read (a check name, its result, and the rest as "key: value" pairs)."""
+    if isinstance(item, dict):
+        rest = {key: value for key, value in item.items() if key not in ("check", "result")}
+        return {"check": str(item.get("check", "")).replace("_", " "), "result": item.get("result", ""),
+                "detail": [(key.replace("_", " "), value) for key, value in rest.items()]}
+    return {"check": "", "result": item, "detail": []}
 
 
 def findings_section(case) -> list[Section]:
@@ -64,14 +141,26 @@ def findings_section(case) -> list[Section]:
         findings = [{"check": key, "result": value} for key, value in findings.items()]
     elif not isinstance(findings, list):
         findings = [findings]
-    return [Section("Validator findings", "approvals/panels/findings.html", {"findings": findings})]
+    return [Section(_("Validator findings"), "approvals/panels/findings.html",
+                    {"findings": [_finding(item) for item in findings]}, key="validator-findings")]
+
+
+def timeline_rows(case) -> list[TimelineRow]:
+    """The run's journal as reviewers read it: labelled steps and signals, statuses in words."""
+    from approvals.selectors import approval_timeline
+
+    return [TimelineRow(position=entry.position, kind=str(KIND_LABELS.get(entry.kind, entry.kind)),
+                        name=entry.name, label=timeline_label(case.workflow_name, entry.name),
+                        status=entry.status, status_label=str(STATUS_LABELS.get(entry.status, entry.status)),
+                        attempt=entry.attempt, at=entry.updated_at)
+            for entry in approval_timeline(case)]
 
 
 def timeline_section(case) -> list[Section]:
-    from approvals.selectors import approval_timeline
-
-    return [Section("Process timeline", "approvals/panels/timeline.html",
-                    {"entries": approval_timeline(case), "run": case.run})]
+    run = case.run
+    return [Section(_("Process timeline"), "approvals/panels/timeline.html",
+                    {"entries": timeline_rows(case), "run": run,
+                     "run_status": str(RUN_STATUS_LABELS.get(run.status, run.status))}, key="process-timeline")]
 
 
 def _safe(panel: PanelFn, case) -> list[Section]:

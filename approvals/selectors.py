@@ -184,3 +184,10 @@ def approval_eligible_reviewers(case: ApprovalRequest):
 def approvals_open_of_run(run_id: str) -> QuerySet:
     """The cases a run waits on right now (a CNPJ change re-checks them)."""
     return ApprovalRequest.objects.filter(run_id=run_id, status__in=OPEN_STATUSES).order_by("pk")
+
+
+def reviewer_language(user) -> str | None:
+    """The language this user chose for the UI, or None (the project's default applies)."""
+    from approvals.models import ReviewerPreference
+
+    return ReviewerPreference.objects.filter(user_id=user.pk).values_list("language", flat=True).first()

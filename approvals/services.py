@@ -12,6 +12,7 @@ from datetime import datetime
 
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 from django_fsm import ConcurrentTransition
@@ -41,6 +42,7 @@ from approvals.models import (
     ApprovalRequest,
     ApprovalStatus,
     Outcome,
+    ReviewerPreference,
     Risk,
 )
 from durable import clock
@@ -102,8 +104,8 @@ def is_reviewer(user) -> bool:
 
 def _require_reviewer(user) -> None:
     if not is_reviewer(user):
-        raise NotAllowed("Only members of the compliance group may act on approval requests "
-                         "(being a superuser or an operator is not enough).")
+        raise NotAllowed(_("Only members of the compliance group may act on approval requests "
+                           "(being a superuser or an operator is not enough)."))
 
 
 def is_supervisor(user) -> bool:
@@ -188,11 +190,18 @@ def _locked(request_id: int) -> ApprovalRequest:
 
 
 def closed_message(case: ApprovalRequest) -> str:
-    when = f"{case.closed_at:%Y-%m-%d %H:%M} UTC" if case.closed_at else "an unknown time"
+    """Why a closed case is read-only, in the active language: who closed it, how and when (UTC)."""
+    when = f"{case.closed_at:%Y-%m-%d %H:%M} UTC" if case.closed_at else _("an unknown time")
+    values = {"id": case.pk, "when": when, "by": case.closed_by or SYSTEM}
     if case.status == ApprovalStatus.EXPIRED:
-        return f"Case #{case.pk} expired at {when}: nobody decided before its deadline."
-    verb = {ApprovalStatus.RETURNED: "sent back for more documents"}.get(case.status, case.status)
-    return f"Case #{case.pk} was already {verb} by {case.closed_by or SYSTEM} at {when}."
+        return _("Case #%(id)s expired at %(when)s: nobody decided before its deadline.") % values
+    messages = {
+        ApprovalStatus.APPROVED: _("Case #%(id)s was already approved by %(by)s at %(when)s."),
+        ApprovalStatus.REJECTED: _("Case #%(id)s was already rejected by %(by)s at %(when)s."),
+        ApprovalStatus.RETURNED: _("Case #%(id)s was already sent back for more documents by %(by)s at %(when)s."),
+        ApprovalStatus.CANCELLED: _("Case #%(id)s was already cancelled by %(by)s at %(when)s."),
+    }
+    return messages.get(case.status, _("Case #%(id)s was already closed by %(by)s at %(when)s.")) % values
 
 
 def _refuse_if_closed(case: ApprovalRequest) -> None:
@@ -209,7 +218,28 @@ def _save(case: ApprovalRequest, fields: list[str]) -> None:
         fresh = ApprovalRequest.objects.get(pk=case.pk)
         if fresh.status in CLOSED_STATUSES:
             raise AlreadyClosed(closed_message(fresh)) from None
-        raise ClaimedByOther(f"Case #{case.pk} changed while you were acting on it; reload it.") from None
+        raise ClaimedByOther(_("Case #%(id)s changed while you were acting on it; reload it.")
+                             % {"id": case.pk}) from None
+
+
+def _claimed_by(case: ApprovalRequest) -> str:
+    return _("Case #%(id)s is claimed by %(user)s.") % {"id": case.pk, "user": case.assignee.get_username()}
+
+
+def _four_eyes(case: ApprovalRequest) -> str:
+    return _("You already approved case #%(id)s; a second reviewer must decide it.") % {"id": case.pk}
+
+
+def reviewer_language_set(user, language: str) -> ReviewerPreference:
+    """Store the language ``user`` reads the UI in (one of settings.LANGUAGES).
+
+    Not audited: a display preference, not an action on a case.
+    """
+    if language not in dict(settings.LANGUAGES):
+        raise ValueError(f"language must be one of {[code for code, _name in settings.LANGUAGES]}, got {language!r}")
+    preference, _created = ReviewerPreference.objects.update_or_create(
+        user=user, defaults={"language": language, "updated_at": clock.now()})
+    return preference
 
 
 def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: str, title: str,
@@ -307,9 +337,9 @@ def approval_claim(request_id: int, *, actor, meta: RequestMeta | None = None) -
         if case.status == ApprovalStatus.CLAIMED:
             if case.assignee_id == actor.pk:
                 return case
-            raise ClaimedByOther(f"Case #{case.pk} is claimed by {case.assignee.get_username()}.")
+            raise ClaimedByOther(_claimed_by(case))
         if case.decisions.filter(reviewer=actor).exists():
-            raise FourEyes(f"You already approved case #{case.pk}; a second reviewer must decide it.")
+            raise FourEyes(_four_eyes(case))
         from_status = case.status
         case.claim()
         case.assignee, case.claimed_at = actor, clock.now()
@@ -327,8 +357,8 @@ def approval_release(request_id: int, *, actor, meta: RequestMeta | None = None)
         if case.status == ApprovalStatus.PENDING:
             return case
         if case.assignee_id != actor.pk:
-            raise ClaimedByOther(f"Case #{case.pk} is claimed by {case.assignee.get_username()}; "
-                                 f"only they can release it.")
+            raise ClaimedByOther(_("Case #%(id)s is claimed by %(user)s; only they can release it.")
+                                 % {"id": case.pk, "user": case.assignee.get_username()})
         from_status = case.status
         case.release()
         case.assignee, case.claimed_at = None, None
@@ -364,8 +394,9 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
         raise InvalidOutcome(f"outcome must be one of {Outcome.values}, got {outcome!r}")
     reason = (reason or "").strip()
     if outcome != Outcome.APPROVE and not reason:
-        what = "reject" if outcome == Outcome.REJECT else "ask for more documents"
-        raise ReasonRequired(f"Give a reason to {what}: the customer and the auditors will read it.")
+        raise ReasonRequired(
+            _("Give a reason to reject: the customer and the auditors will read it.") if outcome == Outcome.REJECT
+            else _("Give a reason to ask for more documents: the customer and the auditors will read it."))
     with transaction.atomic():
         case = _locked(request_id)
         _require_eligible(case, actor)
@@ -373,16 +404,17 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
         if case.assignee_id != actor.pk:
             _refuse_if_revoked(case, actor.get_username())
         if case.status == ApprovalStatus.CLAIMED and case.assignee_id != actor.pk:
-            raise ClaimedByOther(f"Case #{case.pk} is claimed by {case.assignee.get_username()}.")
+            raise ClaimedByOther(_claimed_by(case))
         if case.decisions.filter(reviewer=actor).exists():
-            raise FourEyes(f"You already approved case #{case.pk}; a second reviewer must decide it.")
+            raise FourEyes(_four_eyes(case))
         if outcome == Outcome.APPROVE:
             conflict = approval_conflict(case, actor)
             if conflict:
                 raise SegregationOfDuties(conflict)
         held = holds_for(case) if outcome == Outcome.APPROVE else []
         if held:
-            raise ApprovalHeld(f"Case #{case.pk} cannot be approved yet: " + "; ".join(held) + ".")
+            raise ApprovalHeld(_("Case #%(id)s cannot be approved yet: %(holds)s.")
+                               % {"id": case.pk, "holds": "; ".join(held)})
         now = clock.now()
         ApprovalDecision.objects.create(request=case, reviewer=actor, outcome=outcome, reason=reason,
                                         created_at=now)
@@ -412,7 +444,8 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
                 dedupe_key=f"{SIGNAL_KEY_PREFIX}{case.pk}", reserved_by=SIGNAL_KEY_OWNER,
                 actor=f"reviewer:{username}", audit={"approval_request": case.pk, "ip": (meta or RequestMeta()).ip})
         except RunFinished as exc:
-            raise RunEnded(f"Case #{case.pk} cannot be decided: its process has ended ({exc}).") from exc
+            raise RunEnded(_("Case #%(id)s cannot be decided: its process has ended (%(error)s).")
+                           % {"id": case.pk, "error": exc}) from exc
     return case
 
 

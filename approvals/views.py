@@ -5,16 +5,22 @@ Thin: every write goes through approvals.services, every read through selectors.
 reviewers (the decide permission) and supervisors get in; anyone else signed in gets 403,
 and so does a reviewer opening a case routed to groups they are not in.
 """
+import hashlib
+import zoneinfo
+
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.admin.utils import quote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.mixins import LoginRequiredMixin
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy as _lazy
 from django.views import View
@@ -32,13 +38,17 @@ PAGE_SIZE = 50
 
 
 class ReviewerView(LoginRequiredMixin, View):
-    """Anonymous -> login page; signed in without the decide permission (nor a supervisor) -> 403."""
+    """Anonymous -> login page; signed in without the decide permission (nor a supervisor) -> 403.
+
+    Pages render in the reviewers' time zone (REVIEWER_TIME_ZONE); stored times stay UTC.
+    """
 
     def dispatch(self, request, *args, **kwargs):
         if request.user.is_authenticated and not (services.is_reviewer(request.user)
                                                   or services.is_supervisor(request.user)):
-            raise PermissionDenied("Only compliance reviewers may see approval requests.")
-        return super().dispatch(request, *args, **kwargs)
+            raise PermissionDenied(_("Only compliance reviewers may see approval requests."))
+        with timezone.override(zoneinfo.ZoneInfo(settings.REVIEWER_TIME_ZONE)):
+            return super().dispatch(request, *args, **kwargs)
 
 
 class SupervisorView(LoginRequiredMixin, View):
@@ -95,7 +105,7 @@ class ArchiveView(ReviewerView):
             query=query, status=status, user=None if services.is_supervisor(request.user) else request.user)
         return render(request, "approvals/archive.html", {
             "page": _page(request, cases), "query": query, "status": status,
-            "statuses": [(s, s) for s in CLOSED_STATUSES], "section": "archive"})
+            "statuses": [(s, ApprovalStatus(s).label) for s in CLOSED_STATUSES], "section": "archive"})
 
 
 def _case_or_404(pk):
@@ -119,19 +129,55 @@ class CaseView(ReviewerView):
         return render_case(request, _openable_or_403(request, pk))
 
 
-def render_case(request, case, *, error: str = "", reason: str = "", status: int = 200):
+def _closed_summary(case) -> str:
+    """The read-only banner: how the case ended, by whom, when (in the reviewer's zone). Not the
+    lost-race wording of services.closed_message: the reader may be the one who decided."""
+    when = formats.date_format(timezone.localtime(case.closed_at), "SHORT_DATETIME_FORMAT") if case.closed_at else ""
+    values = {"by": case.closed_by or services.SYSTEM, "when": when}
+    messages_by_status = {
+        ApprovalStatus.APPROVED: _("This case was approved by %(by)s on %(when)s; it is read-only."),
+        ApprovalStatus.REJECTED: _("This case was rejected by %(by)s on %(when)s; it is read-only."),
+        ApprovalStatus.RETURNED: _("This case was sent back for more documents by %(by)s on %(when)s; "
+                                   "it is read-only."),
+        ApprovalStatus.EXPIRED: _("This case expired on %(when)s: nobody decided before its deadline."),
+        ApprovalStatus.CANCELLED: _("This case was cancelled by %(by)s on %(when)s; it is read-only."),
+    }
+    return messages_by_status[case.status] % values
+
+
+def _token(*parts) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _live_tokens(case, timeline) -> dict:
+    """What the open page last saw: the case's state (status, holder, votes) and the run's
+    journal. The live poll answers 204 while both stand, and re-renders the decision panel only
+    when the case's state moved, so a reason being typed survives the timeline moving."""
+    rows = timeline.context["entries"]
+    return {"case": _token(case.status, case.assignee_id, case.approvals, case.updated_at.isoformat()),
+            "run": _token(timeline.context["run_status"], [(row.position, row.status, row.at.isoformat())
+                                                           for row in rows])}
+
+
+def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
     votes = selectors.approval_decisions(case)
     supervisor = services.is_supervisor(request.user)
     voted = any(vote.reviewer_id == request.user.pk for vote in votes)
     read_only = case.status in CLOSED_STATUSES
-    return render(request, "approvals/case.html", {
-        "case": case, "sections": sections_for(case), "decisions": votes,
+    sections = sections_for(case)
+    timeline = sections[-1]
+    user = request.user
+    return {
+        "case": case, "sections": sections, "decisions": votes, "live": _live_tokens(case, timeline),
+        "timeline": timeline,
+        "run_admin_url": (reverse("admin:durable_workflowrun_change", args=[quote(case.run_id)])
+                          if user.is_staff and user.has_perm("durable.view_workflowrun") else ""),
         "audit": selectors.approval_audit(case), "error": error, "reason": reason,
         "read_only": read_only,
         # Segregation of duties, shown before the reviewer tries: the Approve button is off.
         "approve_refused": "" if read_only else approval_conflict(case, request.user),
         "approve_holds": [] if read_only else holds_for(case),
-        "closed_message": services.closed_message(case) if case.status in CLOSED_STATUSES else "",
+        "closed_message": _closed_summary(case) if case.status in CLOSED_STATUSES else "",
         "mine": case.assignee_id == request.user.pk,
         "held_by_other": case.status == ApprovalStatus.CLAIMED and case.assignee_id != request.user.pk,
         "already_voted": voted, "outcomes": Outcome, "section": "case",
@@ -139,7 +185,26 @@ def render_case(request, case, *, error: str = "", reason: str = "", status: int
         "supervisor": supervisor, "stale": selectors.approval_is_stale(case),
         "eligible_reviewers": selectors.approval_eligible_reviewers(case) if supervisor and not read_only else [],
         "following_up": bool(case.follow_up_at and case.follow_up_at > clock.now()),
-    }, status=status)
+    }
+
+
+def render_case(request, case, *, error: str = "", reason: str = "", status: int = 200):
+    return render(request, "approvals/case.html", _case_context(request, case, error=error, reason=reason),
+                  status=status)
+
+
+class CaseLiveView(ReviewerView):
+    """GET ?case=<token>&run=<token>: the parts of an open case page that changed, as htmx
+    out-of-band fragments (polled every 2 s), or 204 when nothing did. Routed like the page."""
+
+    def get(self, request, pk):
+        case = _openable_or_403(request, pk)
+        context = _case_context(request, case)
+        seen = {"case": request.GET.get("case", ""), "run": request.GET.get("run", "")}
+        if seen == context["live"]:
+            return HttpResponse(status=204)
+        context["case_changed"] = seen["case"] != context["live"]["case"]
+        return render(request, "approvals/_case_live.html", context)
 
 
 class CaseActionView(ReviewerView):
@@ -154,18 +219,19 @@ class CaseActionView(ReviewerView):
         try:
             if self.action == "claim":
                 services.approval_claim(pk, actor=request.user, meta=meta)
-                messages.success(request, f"You claimed case #{pk}.")
+                messages.success(request, _("You claimed case #%(id)s.") % {"id": pk})
             elif self.action == "release":
                 services.approval_release(pk, actor=request.user, meta=meta)
-                messages.success(request, f"Case #{pk} is back in the queue.")
+                messages.success(request, _("Case #%(id)s is back in the queue.") % {"id": pk})
             elif self.action == "follow_up":
                 until = None if request.POST.get("clear") else _posted_datetime(request, "follow_up_at")
                 services.approval_follow_up(pk, actor=request.user, until=until, reason=reason, meta=meta)
                 if until is None:
-                    messages.success(request, _("Case #%(case)s is back in the queue.") % {"case": pk})
+                    messages.success(request, _("Case #%(id)s is back in the queue.") % {"id": pk})
                 else:
                     messages.success(request, _("Case #%(case)s is hidden from the queue until %(until)s.")
-                                     % {"case": pk, "until": f"{until:%Y-%m-%d %H:%M}"})
+                                     % {"case": pk, "until": formats.date_format(
+                                         timezone.localtime(until), "SHORT_DATETIME_FORMAT")})
             else:
                 outcome = request.POST.get("outcome", "")
                 case = services.approval_decide(pk, actor=request.user, outcome=outcome,
@@ -250,6 +316,36 @@ class DashboardView(SupervisorView):
 
 
 def _decided_message(case, outcome: str) -> str:
-    if case.status in CLOSED_STATUSES:
-        return f"Case #{case.pk} is {case.get_status_display().lower()}; the process resumes."
-    return f"Your approval of case #{case.pk} is recorded; a second reviewer must approve it too."
+    """What the reviewer just did, said as done: "You approved case #5 (1 of 2)." and what comes next."""
+    values = {"id": case.pk, "count": case.decisions.filter(outcome=Outcome.APPROVE).count(),
+              "required": case.required_approvals}
+    if outcome == Outcome.APPROVE:
+        done = _("You approved case #%(id)s (%(count)s of %(required)s).") % values
+    elif outcome == Outcome.REJECT:
+        done = _("You rejected case #%(id)s.") % values
+    else:
+        done = _("You sent case #%(id)s back for more documents.") % values
+    then = _("The process resumes.") if case.status in CLOSED_STATUSES else _("A second reviewer must approve it too.")
+    return f"{done} {then}"
+
+
+class LanguageView(View):
+    """POST language=<code>: the UI's language from now on; stored for a signed-in user (so it
+    follows them to another device), in a cookie for the sign-in page."""
+
+    http_method_names = ["post"]
+
+    def post(self, request):
+        language = request.POST.get("language", "")
+        if language not in dict(settings.LANGUAGES):
+            return render(request, "403.html", {"exception": _("Unknown language.")}, status=400)
+        if request.user.is_authenticated:
+            services.reviewer_language_set(request.user, language)
+        target = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                               require_https=request.is_secure()):
+            target = reverse("approval_queue")
+        response = redirect(target)
+        response.set_cookie(settings.LANGUAGE_COOKIE_NAME, language, max_age=365 * 24 * 3600,
+                            samesite="Lax", secure=settings.SESSION_COOKIE_SECURE, httponly=True)
+        return response

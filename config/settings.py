@@ -84,6 +84,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "approvals.middleware.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -99,6 +100,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
             ],
         },
     },
@@ -138,8 +140,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+# The reviewers are a Brazilian compliance team: Portuguese unless the environment says
+# otherwise; each user may switch to English (approvals.middleware, stored per user).
+LANGUAGE_CODE = os.environ.get("LANGUAGE_CODE", "pt-br")
+LANGUAGES = [("pt-br", "Português (Brasil)"), ("en", "English")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# The server's zone (logs, the admin, stored values are UTC); reviewer pages show times in
+# REVIEWER_TIME_ZONE instead.
 TIME_ZONE = "UTC"
+REVIEWER_TIME_ZONE = os.environ.get("REVIEWER_TIME_ZONE", "America/Sao_Paulo")
 USE_I18N = True
 USE_TZ = True
 

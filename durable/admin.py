@@ -27,6 +27,21 @@ from durable.templatetags.durable_admin import breakable, stamp
 
 OPERATE_PERMISSION = "durable.operate_workflowrun"
 
+# Apps built on the engine link a run's page to their own pages ("the compliance case of this
+# run") without the engine importing them: fn(run, request) -> [(label, url), ...].
+_run_links: list = []
+
+
+def register_run_links(fn):
+    """Show ``fn(run, request)``'s (label, url) pairs on every run's admin page (idempotent)."""
+    if fn not in _run_links:
+        _run_links.append(fn)
+    return fn
+
+
+def run_links(run, request) -> list[tuple[str, str]]:
+    return [link for fn in _run_links for link in fn(run, request)]
+
 STATUS_COLOURS = {
     RunStatus.PENDING: "#6c757d", RunStatus.RUNNING: "#0d6efd", RunStatus.WAITING: "#b8860b",
     RunStatus.COMPLETED: "#198754", RunStatus.FAILED: "#dc3545", RunStatus.CANCELLED: "#495057",
@@ -235,6 +250,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
             "signals": list(run.signals.order_by("id")),
             "audit_events": list(run.audit_events.order_by("created_at", "id")),
             "can_operate": can_operate,
+            "run_links": run_links(run, request),
             "can_cancel": can_operate and run.allows("cancel"),
             "can_retry": can_operate and run.allows("retry"),
             "can_wake": can_operate and run.allows("wake"),

@@ -4,6 +4,9 @@ import os
 import secrets
 
 os.environ.setdefault("DURABLE_DISPATCHER", "none")
+# The suite's assertions read English; the i18n tests ask for pt-BR explicitly and check the
+# project's own default (pt-br) separately.
+os.environ.setdefault("LANGUAGE_CODE", "en")
 # The tests run with DEBUG off, as production does, so they bring a key of their own (one per
 # session, in the environment so that worker subprocesses share it).
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))

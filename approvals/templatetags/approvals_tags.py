@@ -2,6 +2,7 @@
 import json
 
 from django import template
+from django.utils.translation import gettext as _
 
 from durable import clock
 
@@ -22,11 +23,11 @@ def _span(seconds: float) -> str:
 
 @register.simple_tag
 def sla(case) -> dict:
-    """{'text': 'due in 2d 3h' | 'overdue by 4h 10m', 'level': 'ok' | 'soon' | 'overdue'}."""
+    """{'text': 'due in 2d 3h' | 'overdue by 4h 10m', 'level': 'ok' | 'soon' | 'overdue'}, in the active language."""
     left = (case.due_at - clock.now()).total_seconds()
     if left <= 0:
-        return {"text": f"overdue by {_span(left)}", "level": "overdue"}
-    return {"text": f"due in {_span(left)}", "level": "soon" if left < 8 * 3600 else "ok"}
+        return {"text": _("overdue by %(span)s") % {"span": _span(left)}, "level": "overdue"}
+    return {"text": _("due in %(span)s") % {"span": _span(left)}, "level": "soon" if left < 8 * 3600 else "ok"}
 
 
 @register.filter

@@ -1,5 +1,6 @@
 """Invoices, the payment provider's events, and the finance tickets opened for unpaid ones."""
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class InvoiceStatus(models.TextChoices):
@@ -25,6 +26,8 @@ class Invoice(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("invoice")
+        verbose_name_plural = _("invoices")
         ordering = ["-due_at"]
 
     def __str__(self):
@@ -54,6 +57,8 @@ class PaymentEvent(models.Model):
     received_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("payment event")
+        verbose_name_plural = _("payment events")
         ordering = ["-received_at"]
 
     def __str__(self):
@@ -68,6 +73,10 @@ class FinanceTicket(models.Model):
     reason = models.CharField(max_length=300)
     resolved = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("finance ticket")
+        verbose_name_plural = _("finance tickets")
 
     def __str__(self):
         return f"ticket for {self.invoice.number}"

@@ -3,6 +3,7 @@ import uuid
 
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 
 def new_customer_id() -> str:
@@ -10,10 +11,10 @@ def new_customer_id() -> str:
 
 
 class DocumentKind(models.TextChoices):
-    ARTICLES = "articles_of_association", "Articles of association"
-    ADDRESS = "proof_of_address", "Proof of address"
-    SELFIE = "selfie", "Selfie"
-    UNKNOWN = "unknown", "Unknown"
+    ARTICLES = "articles_of_association", _("Articles of association")
+    ADDRESS = "proof_of_address", _("Proof of address")
+    SELFIE = "selfie", _("Selfie")
+    UNKNOWN = "unknown", _("Unknown")
 
 
 REQUIRED_KINDS = (DocumentKind.ARTICLES, DocumentKind.ADDRESS, DocumentKind.SELFIE)
@@ -22,20 +23,20 @@ REQUIRED_KINDS = (DocumentKind.ARTICLES, DocumentKind.ADDRESS, DocumentKind.SELF
 class DocumentFetch(models.TextChoices):
     """Where a document's bytes stand. Only a ``stored`` document can count for validation."""
 
-    PENDING = "pending", "Not downloaded yet"
-    STORED = "stored", "Downloaded and stored"
-    TOO_LARGE = "too_large", "Refused: larger than the limit"
-    REFUSED = "refused", "Refused: not a PDF, JPEG or PNG, or an address we do not fetch"
-    FAILED = "failed", "Download failed"
+    PENDING = "pending", _("Not downloaded yet")
+    STORED = "stored", _("Downloaded and stored")
+    TOO_LARGE = "too_large", _("Refused: larger than the limit")
+    REFUSED = "refused", _("Refused: not a PDF, JPEG or PNG, or an address we do not fetch")
+    FAILED = "failed", _("Download failed")
 
 
 class CompanyStatus(models.TextChoices):
-    COLLECTING = "collecting", "Collecting documents"
-    IN_REVIEW = "in_review", "In compliance review"
-    APPROVED = "approved", "Approved (account open)"
-    REJECTED = "rejected", "Rejected"
-    CLOSED = "closed", "Closed (deadline passed)"
-    WITHDRAWN = "withdrawn", "Withdrawn by the customer"
+    COLLECTING = "collecting", _("Collecting documents")
+    IN_REVIEW = "in_review", _("In compliance review")
+    APPROVED = "approved", _("Approved (account open)")
+    REJECTED = "rejected", _("Rejected")
+    CLOSED = "closed", _("Closed (deadline passed)")
+    WITHDRAWN = "withdrawn", _("Withdrawn by the customer")
 
 
 class Company(models.Model):
@@ -59,7 +60,8 @@ class Company(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        verbose_name_plural = "companies"
+        verbose_name = _("company")
+        verbose_name_plural = _("companies")
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(condition=Q(wa_id__isnull=False) | Q(user_id__isnull=False),
@@ -93,6 +95,8 @@ class Document(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("document")
+        verbose_name_plural = _("documents")
         ordering = ["company", "created_at"]
         constraints = [models.UniqueConstraint(fields=["company", "media_id"],
                                                name="document_unique_media_per_company")]
@@ -109,6 +113,10 @@ class Account(models.Model):
     idempotency_key = models.CharField(max_length=255, unique=True)
     approved_by = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("account")
+        verbose_name_plural = _("accounts")
 
     def __str__(self):
         return self.number

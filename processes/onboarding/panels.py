@@ -7,10 +7,11 @@ Registered for the workflow name "onboarding" when processes/workflows.py is imp
 from dataclasses import dataclass
 
 from django.urls import reverse
+from django.utils.translation import gettext as _, gettext_lazy
 
 from approvals.duties import register_case_subject
 from approvals.holds import register_approval_hold
-from approvals.panels import Section, register_case_panel
+from approvals.panels import Section, register_case_panel, register_timeline_labels
 from durable.models import EntryStatus, JournalEntry
 from processes.onboarding.models import Company, Document, DocumentFetch
 from processes.whatsapp.selectors import conversation_for
@@ -58,13 +59,13 @@ def validation_rounds(case) -> list[dict]:
 def onboarding_panels(case) -> list[Section]:
     company = case_company(case)
     return [
-        Section("Company", "processes/onboarding/panel_company.html", {"company": company}),
-        Section("Documents", "processes/onboarding/panel_documents.html",
-                {"rows": document_rows(case, company)}),
-        Section("Validator, round by round", "processes/onboarding/panel_validation.html",
-                {"rounds": validation_rounds(case)}),
-        Section("WhatsApp conversation", "processes/onboarding/panel_conversation.html",
-                {"lines": conversation_for(company)}),
+        Section(_("Company"), "processes/onboarding/panel_company.html", {"company": company}, key="company"),
+        Section(_("Documents"), "processes/onboarding/panel_documents.html",
+                {"rows": document_rows(case, company)}, key="documents"),
+        Section(_("Validator, round by round"), "processes/onboarding/panel_validation.html",
+                {"rounds": validation_rounds(case)}, key="validation"),
+        Section(_("WhatsApp conversation"), "processes/onboarding/panel_conversation.html",
+                {"lines": conversation_for(company)}, key="conversation"),
     ]
 
 
@@ -75,18 +76,41 @@ def documents_not_viewable(case) -> list[str]:
     for document in case_company(case).documents.filter(fetch_status=DocumentFetch.STORED):
         label = document.file_name or document.get_kind_display()
         if not document.file:
-            reasons.append(f"{label} cannot be viewed: no file is stored")
+            reasons.append(_("%(file)s cannot be viewed: no file is stored") % {"file": label})
             continue
         try:
             found = document.file.storage.exists(document.file.name)
         except Exception:   # a name outside MEDIA_ROOT, storage unreachable: not viewable either
             found = False
         if not found:
-            reasons.append(f"{label} cannot be viewed: the stored file is missing")
+            reasons.append(_("%(file)s cannot be viewed: the stored file is missing") % {"file": label})
     return reasons
 
 
+# What reviewers read in the timeline instead of the journal's names.
+TIMELINE_LABELS = {
+    "greet": gettext_lazy("Customer greeted"),
+    "documents_received": gettext_lazy("Documents received"),
+    "cnpj_received": gettext_lazy("CNPJ received"),
+    "store_document_media": gettext_lazy("Document downloaded"),
+    "document_fetch_failed": gettext_lazy("Document download failed"),
+    "validate_documents": gettext_lazy("Documents validated"),
+    "validate_documents_by_rules": gettext_lazy("Documents validated by the rules"),
+    "ask_for_documents": gettext_lazy("Customer asked for documents"),
+    "has_valid_cnpj": gettext_lazy("CNPJ checked"),
+    "ask_for_cnpj": gettext_lazy("Customer asked for the CNPJ"),
+    "remind_documents": gettext_lazy("Customer reminded of the documents"),
+    "set_status": gettext_lazy("Company status changed"),
+    "notify": gettext_lazy("Customer notified"),
+    "describe_for_review": gettext_lazy("Case prepared for review"),
+    "request_more_documents": gettext_lazy("More documents requested"),
+    "escalate_review": gettext_lazy("Review escalated"),
+    "create_account": gettext_lazy("Account opened"),
+    "withdraw": gettext_lazy("Customer withdrew"),
+}
+
 register_case_panel("onboarding", onboarding_panels)
+register_timeline_labels("onboarding", TIMELINE_LABELS)
 # Whoever changed the company in the admin may not approve its case (docs/approvals.md).
 register_case_subject("onboarding", lambda case: Company.objects.filter(customer_id=case.subject_id).first())
 register_approval_hold("onboarding", documents_not_viewable)

@@ -1,5 +1,6 @@
 """Reconciliation batches, the fake bank's statement lines and our ledger."""
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class BatchStatus(models.TextChoices):
@@ -17,8 +18,9 @@ class ReconciliationBatch(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("reconciliation batch")
+        verbose_name_plural = _("reconciliation batches")
         ordering = ["-date"]
-        verbose_name_plural = "reconciliation batches"
 
     def __str__(self):
         return f"batch {self.date}"
@@ -37,6 +39,8 @@ class BankStatementLine(models.Model):
     description = models.CharField(max_length=200, blank=True)
 
     class Meta:
+        verbose_name = _("bank statement line")
+        verbose_name_plural = _("bank statement lines")
         ordering = ["date", "entry_id"]
 
     def __str__(self):
@@ -55,8 +59,9 @@ class LedgerEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name = _("ledger entry")
+        verbose_name_plural = _("ledger entries")
         ordering = ["date", "entry_id"]
-        verbose_name_plural = "ledger entries"
 
     def __str__(self):
         return f"{self.entry_id} {self.amount}"

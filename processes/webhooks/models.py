@@ -1,6 +1,7 @@
 """Every correctly signed webhook delivery, kept as its exact bytes, and the parts of one
 that could not be processed (quarantined for an operator)."""
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
 
 
@@ -26,7 +27,8 @@ class WebhookDelivery(models.Model):
     outcome = models.TextField(blank=True, help_text="what processing made of it")
 
     class Meta:
-        verbose_name_plural = "webhook deliveries"
+        verbose_name = _("webhook delivery")
+        verbose_name_plural = _("webhook deliveries")
         ordering = ["-received_at"]
         constraints = [models.UniqueConstraint(fields=["source", "body_sha256"],
                                                name="webhook_delivery_unique_body")]
@@ -53,6 +55,8 @@ class QuarantinedItem(models.Model):
     resolved_by = models.CharField(max_length=150, blank=True)
 
     class Meta:
+        verbose_name = _("quarantined item")
+        verbose_name_plural = _("quarantined items")
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["resolved_at", "created_at"])]
         constraints = [models.UniqueConstraint(fields=["delivery", "where"],

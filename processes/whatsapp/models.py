@@ -1,5 +1,6 @@
 """Messages in and out of WhatsApp, stored before anything acts on them."""
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
 
 
@@ -30,6 +31,8 @@ class InboundMessage(models.Model):
     processed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("inbound WhatsApp message")
+        verbose_name_plural = _("inbound WhatsApp messages")
         ordering = ["-received_at"]
         indexes = [models.Index(fields=["status", "received_at"])]
 
@@ -71,6 +74,8 @@ class OutboundMessage(models.Model):
     status_updated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = _("outbound WhatsApp message")
+        verbose_name_plural = _("outbound WhatsApp messages")
         ordering = ["-created_at"]
 
     def __str__(self):
@@ -100,8 +105,8 @@ class PendingStatus(models.Model):
                                 related_name="pending_statuses", help_text="the message it was applied to")
 
     class Meta:
-        verbose_name = "status for an unknown message"
-        verbose_name_plural = "statuses for unknown messages"
+        verbose_name = _("status for an unknown message")
+        verbose_name_plural = _("statuses for unknown messages")
         ordering = ["-received_at"]
         indexes = [models.Index(fields=["applied_at", "received_at"])]
         constraints = [models.UniqueConstraint(fields=["provider_message_id", "status", "timestamp"],

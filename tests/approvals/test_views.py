@@ -84,7 +84,8 @@ def test_approving_redirects_to_the_read_only_case(ana, case):
     page = client.get(response.url).content.decode()
 
     assert response.status_code == 302
-    assert "was already approved by ana" in page
+    assert f"You approved case #{case.pk} (1 of 1). The process resumes." in page
+    assert "This case was approved by ana" in page and "already" not in page   # not a lost race
     assert reverse("approval_decide", args=[case.pk]) not in page
 
 
@@ -151,3 +152,38 @@ def test_the_admin_shows_a_case_with_its_read_only_audit_trail(admin_client, cas
     assert changelist.status_code == change.status_code == 200
     assert "approved" in change.content.decode()
     assert admin_client.get(reverse("admin:approvals_approvalaudit_add")).status_code == 403
+
+
+def _live_url(page: str) -> str:
+    import html
+    import re
+
+    return html.unescape(re.search(r'id="case-live" hx-get="([^"]+)"', page).group(1))
+
+
+def test_the_live_poll_answers_204_while_nothing_changed(ana, case):
+    client = signed_in(ana)
+    live = _live_url(client.get(reverse("approval_case", args=[case.pk])).content.decode())
+
+    response = client.get(live)
+
+    assert response.status_code == 204
+
+
+def test_the_live_poll_sends_the_decision_panel_again_only_when_the_case_moved(ana, bruno, case):
+    from approvals import services
+
+    client = signed_in(ana)
+    live = _live_url(client.get(reverse("approval_case", args=[case.pk])).content.decode())
+    services.approval_claim(case.pk, actor=bruno)
+
+    fragment = client.get(live).content.decode()
+
+    assert 'id="case-decide" hx-swap-oob="outerHTML"' in fragment and "Claimed by <strong>bruno</strong>" in fragment
+    assert 'id="section-process-timeline" data-section="process-timeline" hx-swap-oob="outerHTML"' in fragment
+
+
+def test_the_live_poll_is_for_reviewers_only(outsider, case):
+    response = signed_in(outsider).get(reverse("approval_case_live", args=[case.pk]))
+
+    assert response.status_code == 403

@@ -1,5 +1,8 @@
-// Keeps every SLA countdown (<time class="sla" datetime="...">) current without a reload.
+// Keeps every SLA countdown (<time class="sla" datetime="...">) current without a reload,
+// in the page's language (the templates are on <html data-due-text data-overdue-text>).
 (function () {
+  var root = document.documentElement;
+  function say(template, text) { return (template || "%(span)s").replace("%(span)s", text); }
   function span(seconds) {
     seconds = Math.floor(Math.abs(seconds));
     var d = Math.floor(seconds / 86400), h = Math.floor((seconds % 86400) / 3600),
@@ -13,7 +16,7 @@
     document.querySelectorAll("time.sla[datetime]").forEach(function (el) {
       var left = (Date.parse(el.getAttribute("datetime")) - now) / 1000;
       if (isNaN(left)) return;
-      el.textContent = left <= 0 ? "overdue by " + span(left) : "due in " + span(left);
+      el.textContent = say(left <= 0 ? root.dataset.overdueText : root.dataset.dueText, span(left));
       el.className = "sla " + (left <= 0 ? "overdue" : left < 8 * 3600 ? "soon" : "ok");
     });
   }
