@@ -34,7 +34,8 @@ def commands(host: str, port: int, concurrency: int) -> dict[str, list[str]]:
         "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
         "worker": [*celery, "worker", "--loglevel", "INFO", "--concurrency", str(concurrency),
                    "--hostname", "worker@%h"],
-        "llm-worker": [*celery, "worker", "--loglevel", "INFO", "--concurrency", "1", "-Q", LLM_QUEUE,
+        "llm-worker": [*celery, "worker", "--loglevel", "INFO", "--pool", "threads", "--concurrency", "4",
+                       "-Q", LLM_QUEUE,
                        "--hostname", "llm@%h"],
         "beat": [*celery, "beat", "--loglevel", "INFO"],
     }
