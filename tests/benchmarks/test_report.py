@@ -1,0 +1,47 @@
+"""The benchmark's report: medians of trials, ratios taken trial by trial, and targets that
+are called unstable rather than met when the trials disagree."""
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from benchmarks import report
+
+SAVED_RUN = Path(__file__).resolve().parents[2] / "benchmarks" / "charts" / "2026-12-01-quick-peers.json"
+
+
+def test_a_figure_is_the_median_of_its_trials_with_min_max_and_spread():
+    figure = report.summary([10.0, 12.0, 11.0, 30.0, 9.0])
+
+    assert (figure["median"], figure["min"], figure["max"]) == (11.0, 9.0, 30.0)
+    assert figure["spread"] == pytest.approx(21 / 11)
+
+
+def test_a_ratio_pairs_each_trial_with_the_one_taken_next_to_it():
+    paired = report.ratio([100, 200, 150], [50, 100, 75])
+
+    assert paired["trials"] == [2.0, 2.0, 2.0]
+    assert paired["spread"] == 0
+
+
+def test_a_target_behind_trials_that_spread_more_than_15_percent_is_unstable_not_met():
+    steady = report.summary([100, 104, 98])
+    noisy = report.summary([100, 130, 90])
+
+    assert report.verdict(True, steady) == "met"
+    assert report.verdict(False, steady) == "missed"
+    assert report.verdict(True, noisy) == "unstable"
+
+
+def test_a_saved_run_prints_a_table_with_every_target_and_a_chart_that_is_svg():
+    saved = json.loads(SAVED_RUN.read_text())
+
+    rows = report.targets(saved)
+    table = report.table(saved)
+    svg = ET.fromstring(report.chart_svg(saved))
+
+    assert all(verdict.endswith("(smoke)") for _, _, verdict in rows)   # a --quick run
+    assert any(target.startswith("3-step runs >= 2x DBOS direct") for target, _, _ in rows)
+    assert "per step" in table
+    assert svg.tag.endswith("svg")
