@@ -9,6 +9,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Callable
 
+from durable.selectors import run_or_archived
+
 log = logging.getLogger(__name__)
 
 
@@ -71,7 +73,7 @@ def timeline_section(case) -> list[Section]:
     from approvals.selectors import approval_timeline
 
     return [Section("Process timeline", "approvals/panels/timeline.html",
-                    {"entries": approval_timeline(case), "run": case.run})]
+                    {"entries": approval_timeline(case), "run": run_or_archived(case.run_id)})]
 
 
 def _safe(panel: PanelFn, case) -> list[Section]:

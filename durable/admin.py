@@ -353,3 +353,6 @@ class AuditEventAdmin(ReadOnlyAdmin):
     @admin.display(description="detail")
     def detail_json(self, event):
         return format_html("<pre>{}</pre>", pretty_json(event.detail))
+
+
+from durable import archive_admin  # noqa: E402,F401  (archived runs and batches, read-only)

@@ -128,3 +128,8 @@ class StoreUnavailable(ControlFlow):
     until it expires, then the sweep hands it to a worker with a working connection.
     It never fails the run: an outage is not the workflow's fault.
     """
+
+
+class RunArchived(RunConflict):
+    """The id belongs to a run ``durable archive`` moved out: starting it again would run the
+    process a second time, so the start is refused (the archived run is still readable)."""

@@ -16,4 +16,5 @@ SUBCOMMANDS = {
     "list": "durable.cli.list_runs",
     "audit": "durable.cli.audit",
     "health": "durable.cli.health",
+    "archive": "durable.cli.archive",
 }
