@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -112,10 +113,12 @@ def archive_pass(*, finished_before: datetime, actor: str, audit: dict | None = 
     if directory is not None:
         recover_exports(directory)
     while max_batches is None or report.batches < max_batches:
+        started = time.monotonic()
         batch = archive_batch(finished_before=finished_before, actor=actor, audit=audit,
                               export_dir=directory, batch_size=batch_size)
         if batch is None:
             break
+        batch.seconds = time.monotonic() - started   # the transaction, file and rename included
         report.batches += 1
         report.runs += batch.runs
         if batch.export_file:
@@ -353,3 +356,25 @@ def retention_pass() -> PassReport | None:
                         export_dir=policy.get("export") or None, batch_size=batch_size,
                         max_batches=max(1, -(-max_runs // batch_size)))
 
+
+
+def check_retention(app_configs=None, **kwargs):
+    """System check: a DURABLE_RETENTION that beat could not run is an error at startup."""
+    from django.core import checks
+
+    policy = getattr(settings, "DURABLE_RETENTION", None)
+    if not policy:
+        return []
+    problems = []
+    if not isinstance(policy, dict) or "finished_before" not in policy:
+        return [checks.Error("DURABLE_RETENTION must be a dict with 'finished_before' (e.g. \"90d\")",
+                             id="durable.E101")]
+    try:
+        parse_age(policy["finished_before"])
+    except ValueError as error:
+        problems.append(checks.Error(f"DURABLE_RETENTION['finished_before']: {error}", id="durable.E101"))
+    size = policy.get("batch_size", DEFAULT_BATCH_SIZE)
+    if not isinstance(size, int) or not 1 <= size <= MAX_BATCH_SIZE:
+        problems.append(checks.Error(f"DURABLE_RETENTION['batch_size'] must be 1..{MAX_BATCH_SIZE}, got {size!r}",
+                                     id="durable.E102"))
+    return problems

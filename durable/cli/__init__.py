@@ -17,4 +17,5 @@ SUBCOMMANDS = {
     "audit": "durable.cli.audit",
     "health": "durable.cli.health",
     "archive": "durable.cli.archive",
+    "sizes": "durable.cli.sizes",
 }

@@ -32,7 +32,7 @@ def handle(options, out) -> int:
         report = archive.archive_pass(
             finished_before=before, actor=who["actor"], audit=who["audit"], export_dir=options["export"],
             batch_size=options["batch_size"], max_batches=options["max_batches"], dry_run=options["dry_run"],
-            progress=lambda batch: out.write(f"batch {batch.token}: {batch.runs} run(s)"
+            progress=lambda batch: out.write(f"batch {batch.token}: {batch.runs} run(s) in {batch.seconds:.3f} s"
                                              + (f" -> {batch.export_file}" if batch.export_file else "")))
     except archive.ArchiveError as error:
         raise CommandError(str(error), returncode=USAGE_ERROR) from None

@@ -455,3 +455,11 @@ def test_a_run_locked_by_someone_else_is_skipped_and_taken_by_the_next_pass(cloc
 
     assert (first.runs, second.runs) == (2, 1)
     assert ArchivedRun.objects.count() == 3
+
+
+def test_a_retention_policy_beat_could_not_run_fails_the_system_check(settings):
+    settings.DURABLE_RETENTION = {"finished_before": "ninety days"}
+
+    problems = archive.check_retention()
+
+    assert [problem.id for problem in problems] == ["durable.E101"]
