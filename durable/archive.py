@@ -134,22 +134,26 @@ def archive_batch(*, finished_before: datetime, actor: str, audit: dict | None =
     now = clock.now()
     token = uuid.uuid4().hex
     partial = None
-    with transaction.atomic():
-        ids = list(archivable(finished_before).order_by("finished_at", "id")
-                   .select_for_update(skip_locked=True).values_list("id", flat=True)[:batch_size])
-        if not ids:
-            return None
-        batch = ArchiveBatch(token=token, actor=actor, finished_before=finished_before, runs=len(ids),
-                             created_at=now)
-        _append_archive_events(ids, actor=actor, now=now,
-                               detail={"batch": token, "finished_before": finished_before.isoformat(),
-                                       "exported": export_dir is not None, **(audit or {})})
-        if export_dir is not None:
-            final = export_dir / f"runs-{now:%Y%m%dT%H%M%S}-{token}{EXPORT_SUFFIX}"
-            partial = _write_export(final.with_name(final.name + PARTIAL), ids)
-            batch.export_file, batch.export_sha256, batch.export_bytes = str(final), partial.sha256, partial.size
-        batch.save()
-        _copy_and_delete(ids, batch, now=now, exported=export_dir is not None)
+    try:
+        with transaction.atomic():
+            ids = list(archivable(finished_before).order_by("finished_at", "id")
+                       .select_for_update(skip_locked=True).values_list("id", flat=True)[:batch_size])
+            if not ids:
+                return None
+            batch = ArchiveBatch(token=token, actor=actor, detail=audit or {}, finished_before=finished_before,
+                                 runs=len(ids), created_at=now)
+            # Small on purpose (100 million runs): the batch row holds the rest.
+            _append_archive_events(ids, actor=actor, now=now, detail={"batch": token})
+            if export_dir is not None:
+                final = export_dir / f"runs-{now:%Y%m%dT%H%M%S}-{token}{EXPORT_SUFFIX}"
+                partial = _write_export(final.with_name(final.name + PARTIAL), ids)
+                batch.export_file, batch.export_sha256, batch.export_bytes = str(final), partial.sha256, partial.size
+            batch.save()
+            _copy_and_delete(ids, batch, now=now, exported=export_dir is not None)
+    except BaseException:
+        if partial is not None:   # rolled back: its rows are still hot, the file must go
+            partial.discard()
+        raise
     if partial is not None:
         partial.publish()
     return batch
@@ -244,6 +248,10 @@ class _Partial:
         os.replace(self.path, final)
         _fsync_directory(final.parent)
         self.handle.close()   # releases the lock
+
+    def discard(self) -> None:
+        self.path.unlink(missing_ok=True)
+        self.handle.close()
 
 
 def _write_export(path: Path, ids: list[str]) -> _Partial:

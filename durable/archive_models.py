@@ -19,6 +19,8 @@ class ArchiveBatch(models.Model):
     # is what a killed pass left behind, and the next pass deletes it.
     token = models.CharField(max_length=32, unique=True)
     actor = models.CharField(max_length=255)
+    # Where the pass came from (via, user, host): here once, not in every run's archive event.
+    detail = models.JSONField(default=dict, blank=True)
     finished_before = models.DateTimeField()
     runs = models.PositiveIntegerField()
     export_file = models.CharField(max_length=1000, blank=True, default="")

@@ -57,6 +57,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('token', models.CharField(max_length=32, unique=True)),
                 ('actor', models.CharField(max_length=255)),
+                ('detail', models.JSONField(blank=True, default=dict)),
                 ('finished_before', models.DateTimeField()),
                 ('runs', models.PositiveIntegerField()),
                 ('export_file', models.CharField(blank=True, default='', max_length=1000)),

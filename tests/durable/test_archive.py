@@ -108,7 +108,7 @@ def test_each_archived_chain_ends_with_an_archive_event_naming_who_archived_it(o
     last = ArchivedAuditEvent.objects.filter(run_id=old_runs[0].id).order_by("-chain_seq").first()
     assert last.action == "archive"
     assert last.actor.startswith("cli:")
-    assert last.detail["via"] == "cli"
+    assert ArchiveBatch.objects.get(token=last.detail["batch"]).detail["via"] == "cli"
 
 
 def test_runs_that_finished_after_the_cutoff_or_are_still_going_stay(clock, reorder):
@@ -249,6 +249,22 @@ def test_a_partial_file_of_a_committed_batch_is_completed_by_the_next_pass(old_r
     archive.recover_exports(tmp_path)
 
     assert final.exists() and not list(tmp_path.glob("*.partial"))
+
+
+def test_a_batch_that_fails_rolls_back_whole_and_removes_its_file(old_runs, tmp_path, clock):
+    from django.db import IntegrityError
+
+    archive_now()
+    again = WorkflowRun.objects.create(             # the same id back in the hot table
+        id=old_runs[0].id, workflow_name="reorder", input=old_runs[0].input, status=RunStatus.COMPLETED,
+        created_at=clock.now() - timedelta(days=99), updated_at=clock.now() - timedelta(days=99),
+        finished_at=clock.now() - timedelta(days=99))
+
+    with pytest.raises(IntegrityError):
+        archive.archive_pass(finished_before=archive.cutoff("90d"), actor="test", export_dir=tmp_path)
+
+    assert WorkflowRun.objects.filter(pk=again.id).exists()
+    assert ArchiveBatch.objects.count() == 1 and not list(tmp_path.iterdir())
 
 
 # --- reading an archived run ---
@@ -463,3 +479,24 @@ def test_a_retention_policy_beat_could_not_run_fails_the_system_check(settings):
     problems = archive.check_retention()
 
     assert [problem.id for problem in problems] == ["durable.E101"]
+
+
+def test_the_retention_task_runs_one_pass_of_the_policy(old_runs, settings):
+    from durable import tasks
+
+    settings.DURABLE_RETENTION = {"finished_before": "90d", "export": None}
+
+    assert tasks.retention() == 3
+    assert not WorkflowRun.objects.exists()
+
+
+@on_postgresql
+def test_sizes_reports_rows_and_bytes_per_finished_run_for_each_workflow(old_runs):
+    journal_per_run = JournalEntry.objects.count() / len(old_runs)
+
+    code, output = durable("sizes")
+
+    rows = {(cells[0], cells[2]): cells for cells in (line.split() for line in output.splitlines()) if len(cells) == 6}
+    assert code == 0, output
+    assert float(rows[("reorder", "journal")][3]) == journal_per_run
+    assert int(rows[("reorder", "run")][4]) > 0
