@@ -188,7 +188,8 @@ def _copy_and_delete(ids: list[str], batch: ArchiveBatch, *, now: datetime, expo
     quote = connection.ops.quote_name
     marks = ", ".join(["%s"] * len(ids))
     run_columns = [c for c in _columns(ArchivedRun) if c not in ("archived_at", "batch_id")]
-    blanked = {"input", "result", "error"} if exported else set()
+    # Exported runs keep no input, result or error; a column the hot table lacks is NULL.
+    blanked = ({"input", "result", "error"} if exported else set()) | (set(run_columns) - set(_columns(WorkflowRun)))
     selected = ", ".join("NULL" if c in blanked else quote(c) for c in run_columns)
     archived_at = ArchivedRun._meta.get_field("archived_at").get_db_prep_value(now, connection)
     statements = [(

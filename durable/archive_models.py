@@ -49,6 +49,9 @@ class ArchivedRun(models.Model):
     error = models.JSONField(null=True, blank=True)
     attributes = models.JSONField(default=dict, blank=True)
     advances = models.PositiveIntegerField(default=0)
+    # The parent run's id for a child workflow (WorkflowRun.parent), kept as text: the
+    # parent may be hot, archived, or gone. Null where the hot table has no such column.
+    parent_id = models.CharField(max_length=255, null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(db_index=True)

@@ -120,6 +120,7 @@ class Migration(migrations.Migration):
                 ('error', models.JSONField(blank=True, null=True)),
                 ('attributes', models.JSONField(blank=True, default=dict)),
                 ('advances', models.PositiveIntegerField(default=0)),
+                ('parent_id', models.CharField(blank=True, max_length=255, null=True)),
                 ('created_at', models.DateTimeField()),
                 ('updated_at', models.DateTimeField()),
                 ('finished_at', models.DateTimeField(db_index=True)),
