@@ -45,7 +45,11 @@ class Outcome(models.TextChoices):
 class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
     """One case a workflow waits on: decided by reviewers, answered with one signal to its run."""
 
-    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="approval_requests")
+    # No database constraint: a case outlives its run's move to the archive (durable archive
+    # keeps approval rows in place; the run is then read from durable's archive). The ORM
+    # still refuses to delete a run with cases (PROTECT).
+    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="approval_requests",
+                            db_constraint=False)
     # Copied from the run so case panels and filters need no join.
     workflow_name = models.CharField(max_length=200, db_index=True)
     signal_name = models.CharField(max_length=255)

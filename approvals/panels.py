@@ -15,6 +15,8 @@ from typing import Callable
 from django.utils.text import slugify
 from django.utils.translation import gettext_lazy as _, pgettext_lazy
 
+from durable.selectors import run_or_archived
+
 log = logging.getLogger(__name__)
 
 
@@ -157,7 +159,7 @@ def timeline_rows(case) -> list[TimelineRow]:
 
 
 def timeline_section(case) -> list[Section]:
-    run = case.run
+    run = run_or_archived(case.run_id)
     return [Section(_("Process timeline"), "approvals/panels/timeline.html",
                     {"entries": timeline_rows(case), "run": run,
                      "run_status": str(RUN_STATUS_LABELS.get(run.status, run.status))}, key="process-timeline")]

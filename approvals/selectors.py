@@ -9,11 +9,12 @@ from approvals.errors import ApprovalNotFound
 from approvals.models import (CLOSED_STATUSES, OPEN_STATUSES, ApprovalDecision, ApprovalRequest, ApprovalStatus,
                               Outcome, Risk)
 from durable import clock
-from durable.models import JournalEntry
+from durable.selectors import run_journal
 
 
 def _with_counts(cases: QuerySet) -> QuerySet:
-    return cases.select_related("assignee", "run").annotate(
+    # Not the run: it may have moved to durable's archive (panels ask durable for it).
+    return cases.select_related("assignee").annotate(
         approvals=Count("decisions", filter=Q(decisions__outcome=Outcome.APPROVE)))
 
 
@@ -112,11 +113,9 @@ def approval_get(request_id) -> ApprovalRequest:
     return case
 
 
-def approval_timeline(case: ApprovalRequest) -> list[JournalEntry]:
+def approval_timeline(case: ApprovalRequest) -> list:
     """The run's journal, oldest first: what the process did before and after this case."""
-    return list(JournalEntry.objects.filter(run_id=case.run_id).order_by("position")
-                .only("position", "kind", "name", "status", "attempt", "wake_at", "created_at",
-                      "updated_at", "error"))
+    return run_journal(case.run_id)
 
 
 def approval_decisions(case: ApprovalRequest):

@@ -33,3 +33,12 @@ app.conf.beat_schedule["processes-route-stale-inbound"] = {
     "schedule": 60.0,
     "options": {"expires": 120},
 }
+
+# Retention (durable archive): one bounded pass per interval; the task does nothing unless
+# DURABLE_RETENTION is set (off by default). See docs/operations.md.
+_retention_every = float(os.environ.get("DURABLE_RETENTION_INTERVAL_SECONDS", "3600"))
+app.conf.beat_schedule["durable-retention"] = {
+    "task": "durable.retention",
+    "schedule": _retention_every,
+    "options": {"expires": _retention_every},
+}

@@ -228,6 +228,14 @@ DURABLE_WORKFLOW_MODULES = env_list("DURABLE_WORKFLOW_MODULES", "")
 DURABLE_HEARTBEAT = env_bool("DURABLE_HEARTBEAT", True)
 DURABLE_CRASH_LOOP_LIMIT = int(os.environ.get("DURABLE_CRASH_LOOP_LIMIT", "5"))
 DURABLE_CANCEL_CLEANUP_SECONDS = float(os.environ.get("DURABLE_CANCEL_CLEANUP_SECONDS", "3600"))
+# Retention: beat's durable.retention archives runs that finished longer ago than this
+# (e.g. "90d"), at most max_runs per pass; "export" is a directory for gzip JSON Lines
+# instead of the archive tables. Off (None) unless DURABLE_RETENTION_FINISHED_BEFORE is set.
+DURABLE_RETENTION = ({"finished_before": os.environ["DURABLE_RETENTION_FINISHED_BEFORE"],
+                      "export": os.environ.get("DURABLE_RETENTION_EXPORT_DIR") or None,
+                      "batch_size": int(os.environ.get("DURABLE_RETENTION_BATCH_SIZE", "500")),
+                      "max_runs": int(os.environ.get("DURABLE_RETENTION_MAX_RUNS", "50000"))}
+                     if os.environ.get("DURABLE_RETENTION_FINISHED_BEFORE") else None)
 # Calls that break replay (clock, random, network, queries) raise inside workflow bodies.
 # It patches the standard library process-wide, so only tests turn it on by default.
 DURABLE_STRICT = env_bool("DURABLE_STRICT", False)

@@ -426,3 +426,4 @@ class LimitTicketAdmin(ReadOnlyAdmin):
 
 
 from durable import admin_schedules  # noqa: E402,F401  (registers the schedules' admin, which uses the helpers above)
+from durable import archive_admin  # noqa: E402,F401  (archived runs and batches, read-only)

@@ -187,7 +187,9 @@ def run_detail(run_id: str) -> dict:
     run = (WorkflowRun.objects.prefetch_related("journal", "signals")
            .filter(pk=clean_run_id(run_id)).first())
     if run is None:
-        raise RunNotFound(f"no run with id {run_id!r}")
+        from durable import archived   # an archived run reads back from the archive, read-only
+
+        return archived.archived_detail(clean_run_id(run_id))
     return RunDetailSerializer(run).data
 
 

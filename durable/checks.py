@@ -336,4 +336,7 @@ def check_workflows(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
 
 
 def register() -> None:
+    from durable.archive import check_retention
+
     checks.register(check_workflows, "durable")
+    checks.register(check_retention, "durable")

@@ -25,3 +25,21 @@ def as_timedelta(value: timedelta | float | int | None) -> timedelta | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"expected a timedelta or seconds, got {value!r}")
     return timedelta(seconds=value)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> timedelta:
+    """``90d``, ``12h``, ``2w``, ``30m``, ``45s`` (or bare seconds) as a timedelta, for settings
+    and command lines; ValueError names what is wrong."""
+    cleaned = str(text).strip().lower()
+    unit = cleaned[-1:] if cleaned[-1:] in _UNITS else "s"
+    number = cleaned[:-1] if cleaned[-1:] in _UNITS else cleaned
+    try:
+        amount = float(number)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a duration: write e.g. 90d, 12h, 2w, 30m or 45s") from None
+    if not amount >= 0 or amount == float("inf"):
+        raise ValueError(f"{text!r} is not a duration: it must be a finite number, 0 or more")
+    return timedelta(seconds=amount * _UNITS[unit])

@@ -159,3 +159,8 @@ class LimitNotFound(Divergence):
     declares it, then retried."""
 
     error_type = "LimitNotFound"
+
+
+class RunArchived(RunConflict):
+    """The id belongs to a run ``durable archive`` moved out: starting it again would run the
+    process a second time, so the start is refused (the archived run is still readable)."""

@@ -83,7 +83,9 @@ def history_export(run_id: str) -> dict:
     try:
         run = WorkflowRun.objects.get(pk=run_id)
     except WorkflowRun.DoesNotExist:
-        raise RunNotFound(f"no run with id {run_id!r}") from None
+        from durable import archived   # an archived run exports the same document
+
+        return archived.history_document(run_id)
     journal = JournalEntry.objects.filter(run_id=run.id).order_by("position")
     signals = Signal.objects.filter(run_id=run.id).order_by("id")
     return {
@@ -130,6 +132,14 @@ def history_parse(document: dict, *, source: str = "") -> History:
 def history_load(path: str | Path) -> History:
     path = Path(path)
     return history_parse(json.loads(path.read_text(encoding="utf-8")), source=str(path))
+
+
+def histories_in_export(path: str | Path):
+    """Every run's history in a ``durable archive --export`` file (gzip JSON Lines)."""
+    from durable.archive import export_file_documents
+
+    for line, document in enumerate(export_file_documents(path), start=1):
+        yield history_parse(document, source=f"{path}:{line} ({document.get('run', {}).get('id')})")
 
 
 def histories_live(*, workflow: str | None = None, statuses=(), batch: int = 200):

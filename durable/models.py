@@ -69,6 +69,9 @@ class WorkflowRun(FSMModelMixin, models.Model):
             models.Index(fields=["wake_at"], name="durable_run_due",
                          condition=Q(wake_at__isnull=False)),
             models.Index(fields=["workflow_name", "status"], name="durable_run_wf_status"),
+            # durable archive takes the oldest finished runs first (durable/archive.py).
+            models.Index(fields=["finished_at"], name="durable_run_finished",
+                         condition=Q(finished_at__isnull=False)),
         ]
         permissions = [
             ("operate_workflowrun", "Can cancel, retry, wake and signal workflow runs"),
@@ -283,3 +286,7 @@ class LimitTicket(models.Model):
     def __str__(self):
         key = f"[{self.limit_key}]" if self.limit_key else ""
         return f"{self.limit_name}{key} {self.run_id}#{self.position} {self.state}"
+
+
+# The archive's tables (durable archive); imported here so Django registers them.
+from durable import archive_models  # noqa: E402,F401

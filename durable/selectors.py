@@ -28,12 +28,36 @@ def run_get(run_id: str) -> WorkflowRun:
     return run
 
 
-def run_journal(run_id: str) -> list[JournalEntry]:
-    return list(JournalEntry.objects.filter(run_id=run_id).order_by("position"))
+def run_or_archived(run_id: str):
+    """The run, live or archived (an ArchivedRun, read-only): for pages that show a run
+    long after it finished, such as an approval case's."""
+    run = WorkflowRun.objects.filter(pk=run_id).first()
+    if run is not None:
+        return run
+    from durable import archived
+
+    return archived.archived_run_full(archived.archived_get(run_id))
 
 
-def run_signals(run_id: str) -> list[Signal]:
-    return list(Signal.objects.filter(run_id=run_id).order_by("id"))
+def run_journal(run_id: str) -> list:
+    """The run's journal, oldest first; from the archive once the run was archived."""
+    entries = list(JournalEntry.objects.filter(run_id=run_id).order_by("position"))
+    if entries or WorkflowRun.objects.filter(pk=run_id).exists():
+        return entries
+    from durable import archived
+
+    run = archived.ArchivedRun.objects.select_related("batch").filter(pk=run_id).first()
+    return archived.archived_journal(run) if run is not None else []
+
+
+def run_signals(run_id: str) -> list:
+    signals = list(Signal.objects.filter(run_id=run_id).order_by("id"))
+    if signals or WorkflowRun.objects.filter(pk=run_id).exists():
+        return signals
+    from durable import archived
+
+    run = archived.ArchivedRun.objects.select_related("batch").filter(pk=run_id).first()
+    return archived.archived_signals(run) if run is not None else []
 
 
 class RunFilter(NamedTuple):

@@ -10,10 +10,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Least
 
-from durable import clock, codec, conf, hooks, registry, sql
+from durable import archived, clock, codec, conf, hooks, registry, sql
 from durable.durations import as_timedelta
 from durable.dispatch import dispatch
-from durable.errors import InvalidTransition, RunConflict, RunFinished, RunNotFound, SignalConflict
+from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict
 from durable.models import (
     FINISHED_STATUSES,
     AuditEvent,
@@ -35,6 +35,11 @@ def _audit(run_id: str, action: str, actor: str, detail: dict | None = None, *,
                        created_at=clock.now())
     event.save(parent_locked=True, first_in_chain=first)
     return event
+
+
+def _archived(run_id: str) -> RunArchived:
+    return RunArchived(f"run {run_id!r} finished and was archived; it cannot start again "
+                       "(read it in the archive: durable export, the admin, the API)")
 
 
 def _grace():
@@ -70,9 +75,16 @@ def run_start(workflow, *args, id: str | None = None, actor: str = "system",
                       parent_id=parent)
     with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
         inserted = sql.insert_unless_exists(run)
-        if inserted:
+        # An id whose run was archived is refused: its row is taken back (nothing else was
+        # written yet) and the error raised out here, so the caller's transaction stays usable.
+        refused = inserted and archived.is_archived(run_id)
+        if refused:
+            WorkflowRun.objects.filter(pk=run_id).delete()
+        elif inserted:
             _audit(run_id, "start", actor, {"workflow": definition.name, "version": definition.version,
                                             **(audit or {})}, first=True)
+    if refused:
+        raise _archived(run_id)
     if not inserted:
         existing = WorkflowRun.objects.get(pk=run_id)
         if existing.workflow_name != definition.name or existing.input != encoded:

@@ -3,7 +3,7 @@ from celery import shared_task
 from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 
-from durable import conf, executor, timers
+from durable import archive, conf, executor, timers
 
 
 @shared_task(name="durable.advance", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -17,7 +17,14 @@ def sweep() -> int:
     return len(timers.sweep_due())
 
 
-ENGINE_TASKS = frozenset({"durable.advance", "durable.sweep"})
+@shared_task(name="durable.retention", ignore_result=True)
+def retention() -> int:
+    """One bounded archive pass of DURABLE_RETENTION; nothing when retention is off."""
+    report = archive.retention_pass()
+    return report.runs if report is not None else 0
+
+
+ENGINE_TASKS = frozenset({"durable.advance", "durable.sweep", "durable.retention"})
 
 
 @task_prerun.connect

@@ -16,5 +16,7 @@ SUBCOMMANDS = {
     "list": "durable.cli.list_runs",
     "audit": "durable.cli.audit",
     "health": "durable.cli.health",
+    "archive": "durable.cli.archive",
+    "sizes": "durable.cli.sizes",
     "schedule": "durable.cli.schedule",
 }

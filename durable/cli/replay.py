@@ -1,4 +1,4 @@
-"""``durable replay <files or folders...>`` or ``--workflow NAME --status waiting``: check histories.
+"""``durable replay <files or folders...>`` or ``--workflow NAME --status waiting [--archived]``: check histories.
 
 Replays recorded histories against the current code without running any step or writing
 anything; exits 1 with a diff when one diverges, so CI catches a change that would block
@@ -18,13 +18,15 @@ def add_arguments(parser):
     parser.add_argument("--workflow", help="replay runs of this workflow from the database")
     parser.add_argument("--status", action="append", choices=list(RunStatus.values),
                         help="replay runs in this status from the database (repeatable)")
+    parser.add_argument("--archived", action="store_true",
+                        help="with --workflow/--status: replay archived runs (archive tables and export files)")
 
 
 def _files(paths: list[str]) -> list[Path]:
     files = []
     for raw in paths:
         path = Path(raw)
-        files.extend(sorted(path.glob("*.json")) if path.is_dir() else [path])
+        files.extend(sorted([*path.glob("*.json"), *path.glob("*.jsonl.gz")]) if path.is_dir() else [path])
     return files
 
 
@@ -36,13 +38,19 @@ def handle(options, out) -> int:
     reports, unreadable = [], 0
     for path in _files(paths):
         try:
-            loaded = history.history_load(path)
-        except (OSError, ValueError) as exc:
+            loaded = (list(history.histories_in_export(path)) if path.name.endswith(".jsonl.gz")
+                      else [history.history_load(path)])
+        except (OSError, ValueError, EOFError) as exc:
             out.write(f"FAIL  {path}: cannot read the history: {exc}")
             unreadable += 1
             continue
-        reports.append(history.history_replay(loaded))
-    if workflow or statuses:
+        reports.extend(history.history_replay(item) for item in loaded)
+    if options.get("archived") and (workflow or statuses):
+        from durable import archived
+
+        reports.extend(history.history_replay(item)
+                       for item in archived.histories_archived(workflow=workflow, statuses=statuses))
+    elif workflow or statuses:
         reports.extend(history.history_replay(item)
                        for item in history.histories_live(workflow=workflow, statuses=statuses))
     diverged = 0

@@ -14,7 +14,7 @@ def add_arguments(parser):
 
 
 def handle(options, out) -> int:
-    run = selectors.run_get(options["run_id"])
+    run = selectors.run_or_archived(options["run_id"])
     journal = selectors.run_journal(run.id)
     signals = selectors.run_signals(run.id)
     if options["json"]:
@@ -24,7 +24,8 @@ def handle(options, out) -> int:
         return 0
     out.write(f"run       {run.id}")
     out.write(f"workflow  {run.workflow_name} v{run.workflow_version}")
-    out.write(f"status    {run.status}" + (f" (waiting for {run.waiting_for})" if run.waiting_for else ""))
+    out.write(f"status    {run.status}" + (f" (waiting for {run.waiting_for})" if run.waiting_for else "")
+              + (" (archived)" if hasattr(run, "archived_at") else ""))
     out.write(f"wake at   {when(run.wake_at) or '-'}")
     out.write(f"advances  {run.advances}")
     out.write(f"created   {when(run.created_at)}   updated {when(run.updated_at)}")

@@ -1,0 +1,136 @@
+"""Archive tables: finished runs moved out of the hot tables by ``durable archive``, read-only.
+
+Rows keep the ids they had in the hot tables, so a copy can be matched with its original
+(the audit table's DELETE trigger allows a row to leave only once its copy is here) and a
+repeated copy is a primary-key error, never a duplicate. With ``--export`` the journal and
+signals leave the database for a gzip file; the run stays as a tombstone (no input, result
+or error) and its audit chain stays here, where ``durable audit verify`` walks it.
+"""
+from django.db import models
+
+from durable.chain import AppendOnly, ChainedAudit
+from durable.models import AuditEvent
+
+
+class ArchiveBatch(models.Model):
+    """One committed batch of ``durable archive``: how many runs, by whom, to which file."""
+
+    # Names the export file before the batch commits: a file whose token has no batch row
+    # is what a killed pass left behind, and the next pass deletes it.
+    token = models.CharField(max_length=32, unique=True)
+    actor = models.CharField(max_length=255)
+    # Where the pass came from (via, user, host): here once, not in every run's archive event.
+    detail = models.JSONField(default=dict, blank=True)
+    finished_before = models.DateTimeField()
+    runs = models.PositiveIntegerField()
+    export_file = models.CharField(max_length=1000, blank=True, default="")
+    export_sha256 = models.CharField(max_length=64, blank=True, default="")
+    export_bytes = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "archive batches"
+
+    def __str__(self):
+        where = f" -> {self.export_file}" if self.export_file else ""
+        return f"batch {self.token}: {self.runs} run(s){where}"
+
+
+class ArchivedRun(models.Model):
+    """A finished run as it was when archived (a tombstone when exported: no input/result/error)."""
+
+    id = models.CharField(primary_key=True, max_length=255)
+    workflow_name = models.CharField(max_length=200, db_index=True)
+    workflow_version = models.PositiveIntegerField()
+    status = models.CharField(max_length=16)
+    input = models.JSONField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    attributes = models.JSONField(default=dict, blank=True)
+    advances = models.PositiveIntegerField(default=0)
+    # The parent run's id for a child workflow (WorkflowRun.parent), kept as text: the
+    # parent may be hot, archived, or gone. Null where the hot table has no such column.
+    parent_id = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    finished_at = models.DateTimeField(db_index=True)
+    archived_at = models.DateTimeField()
+    batch = models.ForeignKey(ArchiveBatch, on_delete=models.PROTECT, related_name="archived_runs")
+
+    # A finished run waits for nothing: the API's run shape still has these fields.
+    waiting_for = ""
+    wake_at = None
+
+    class Meta:
+        ordering = ["-finished_at", "id"]
+
+    def __str__(self):
+        return f"{self.id} ({self.workflow_name} v{self.workflow_version}, {self.status}, archived)"
+
+    @property
+    def exported(self) -> bool:
+        return bool(self.batch.export_file)
+
+
+class ArchivedJournalEntry(models.Model):
+    id = models.BigIntegerField(primary_key=True)
+    run = models.ForeignKey(ArchivedRun, on_delete=models.PROTECT, related_name="journal")
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16)
+    name = models.CharField(max_length=255)
+    status = models.CharField(max_length=16)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, blank=True, default="")
+    attempt = models.PositiveIntegerField(default=0)
+    wake_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "position"], name="durable_archived_journal_pos")]
+        verbose_name_plural = "archived journal entries"
+
+    @property
+    def duration(self):
+        if self.started_at and self.status in ("completed", "failed"):
+            return self.updated_at - self.started_at
+        return None
+
+
+class ArchivedSignal(models.Model):
+    id = models.BigIntegerField(primary_key=True)
+    run = models.ForeignKey(ArchivedRun, on_delete=models.PROTECT, related_name="signals")
+    name = models.CharField(max_length=255)
+    payload = models.JSONField(null=True, blank=True)
+    dedupe_key = models.CharField(max_length=255, null=True, blank=True)
+    consumed_position = models.PositiveIntegerField(null=True, blank=True)
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+
+
+class ArchivedAuditEvent(ChainedAudit):
+    """A run's audit chain, moved whole (same ids, same hashes): verified like the hot table."""
+
+    chain_parent = "run"
+    chained_fields = AuditEvent.chained_fields   # the same stored format, or the hashes differ
+
+    id = models.BigIntegerField(primary_key=True)
+    run = models.ForeignKey(ArchivedRun, on_delete=models.PROTECT, related_name="audit_events")
+    action = models.CharField(max_length=32)
+    actor = models.CharField(max_length=255)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "chain_seq"], name="durable_archived_audit_seq")]
+
+    def save(self, *args, **kwargs):
+        raise AppendOnly("archived audit rows are copies made by durable archive, never written")
