@@ -22,7 +22,7 @@ from django.utils import formats, timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
+from django.utils.translation import gettext_lazy
 from django.views import View
 
 from approvals import figures, selectors, services
@@ -88,8 +88,8 @@ class QueueView(ReviewerView):
         })
 
 
-QUEUE_SORTS = [("deadline", _lazy("deadline")), ("risk", _lazy("risk, highest first")),
-               ("age", _lazy("age, oldest first"))]
+QUEUE_SORTS = [("deadline", gettext_lazy("deadline")), ("risk", gettext_lazy("risk, highest first")),
+               ("age", gettext_lazy("age, oldest first"))]
 
 
 class MineView(ReviewerView):
