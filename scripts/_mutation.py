@@ -29,7 +29,9 @@ MODULES = [
 TEST_PATHS = ["tests/durable"]
 TEST_MARKERS = "not slow"
 # Copied beside the mutated package so the tests import and configure as usual.
-ALSO_COPY = ["config", "processes", "approvals", "templates", "manage.py", "pytest.ini"]
+# mutmut copies only the Python files of durable/: its templates come as they are.
+ALSO_COPY = ["config", "processes", "approvals", "templates", "locale", "durable/templates", "manage.py",
+             "pytest.ini"]
 # One mutant at a time: the test database is a file (var/test_db.sqlite3, shared with worker
 # subprocesses), so two mutmut children would create and drop it under each other and
 # kill mutants that changed nothing. One child also keeps the shared machine usable.
