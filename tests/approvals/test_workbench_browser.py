@@ -13,6 +13,7 @@ from durable.models import RunStatus
 from durable.testing import drive
 from tests.approvals.conftest import PASSWORD, make_user, start_routed_case
 from tests.approvals.test_browser import open_page  # noqa: F401 (a fixture)
+from tests.approvals.test_ui_browser import AXE
 from tests.browser import browser  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -133,7 +134,7 @@ def seeded_week(team, django_capture_on_commit_callbacks):
 
 @pytest.mark.parametrize("width", [1366, 390])
 @pytest.mark.parametrize("path", ["/approvals/dashboard/", "/approvals/team/"])
-def test_the_supervisor_pages_do_not_scroll_sideways(browser, live_server, seeded_week, path, width):  # noqa: F811
+def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_violation(browser, live_server, seeded_week, path, width):  # noqa: F811
     context = browser.new_context(viewport={"width": width, "height": 800})
     page = context.new_page()
     page.set_default_timeout(15000)
@@ -145,9 +146,14 @@ def test_the_supervisor_pages_do_not_scroll_sideways(browser, live_server, seede
 
     response = page.goto(live_server.url + path)
     widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    page.add_script_tag(content=AXE.read_text())
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{path.strip('/').replace('/', '-')}-{width}.png"), full_page=True)
     context.close()
 
+    serious = [(v["id"], v["impact"], [node["target"] for node in v["nodes"]][:3])
+               for v in result["violations"] if v["impact"] in ("serious", "critical")]
     assert response.status == 200
     assert widths[0] <= widths[1]
+    assert serious == []
