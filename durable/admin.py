@@ -191,7 +191,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     @admin.display(description="workflow", ordering="workflow_name")
     def workflow(self, run):
-        return f"{run.workflow_name} v{run.workflow_version}"
+        return breakable(f"{run.workflow_name} v{run.workflow_version}")
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, run):

@@ -25,9 +25,9 @@ def stamp(value):
 
 @register.filter
 def breakable(text):
-    """A run id or wait (``onboarding:c-42``, ``signal:documents_received``,
-    ``signal:paid|voided``) that may wrap after its colons, slashes and bars, so a narrow
-    column stays legible."""
+    """A run id, wait or workflow name (``onboarding:c-42``, ``signal:paid|voided``,
+    ``reconcile_correction``) that may wrap after its colons, slashes, bars and underscores,
+    so a narrow column stays legible."""
     if not text:
         return None
-    return format_html_join(mark_safe("<wbr>"), "{}", ((part,) for part in re.split(r"(?<=[:/|])", str(text))))
+    return format_html_join(mark_safe("<wbr>"), "{}", ((part,) for part in re.split(r"(?<=[:/|_])", str(text))))

@@ -432,7 +432,7 @@ def parent_cleans_up(entry: str) -> str:
         return "parent cancelled"
 
 
-def book_once(entry: str, idempotency_key: str) -> int:
+def book_correction_once(entry: str, idempotency_key: str) -> int:
     """An atomic effect that a worker killed after it would repeat: unique on its key."""
     time.sleep(0.05)
     return Once.objects.create(key=f"booked:{entry}").pk
@@ -440,7 +440,7 @@ def book_once(entry: str, idempotency_key: str) -> int:
 
 @workflow(name="booked_correction")
 def booked_correction(entry: str) -> str:
-    workflow.step(book_once, entry, atomic=True)
+    workflow.step(book_correction_once, entry, atomic=True)
     workflow.sleep(seconds(0.2))
     return entry
 
