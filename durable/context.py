@@ -495,7 +495,8 @@ class ReplayContext:
 
     def wait_for_child(self, handle: ChildHandle, *, timeout=None, deadline=None):
         """The child's result once it completed; ChildFailed if it failed or was cancelled;
-        None at the deadline (the child goes on: cancel it if it must stop)."""
+        None at the deadline (``deadline`` if given, else ``timeout`` from the first wait;
+        the child goes on: cancel it if it must stop)."""
         from durable import children, registry
 
         received = self._wait([children.signal_name(handle.id)], timeout=timeout, deadline=deadline)
@@ -517,11 +518,9 @@ class ReplayContext:
         raises ChildFailed; at the deadline, None stands for each child not finished."""
         results, deadline = [], None
         for handle in handles:
-            if deadline is None:
-                results.append(self.wait_for_child(handle, timeout=timeout))
-                deadline = self.journal[self.position - 1].wake_at
-            else:
-                results.append(self.wait_for_child(handle, deadline=deadline))
+            position = self.position  # where this wait is journaled, with the deadline it fixed
+            results.append(self.wait_for_child(handle, timeout=timeout, deadline=deadline))
+            deadline = deadline or self.journal[position].wake_at
         return results
 
     # --- search attributes ---

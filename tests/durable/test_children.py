@@ -67,6 +67,20 @@ def test_a_failed_child_raises_child_failed_in_the_parent_with_its_type_and_mess
     assert WorkflowRun.objects.get(pk="recon:fail:child:1").status == RunStatus.FAILED
 
 
+def test_one_timeout_bounds_the_wait_for_all_children_not_each_child(clock):
+    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2), ("e3", 3)], id="recon:late")
+    drive(parent.id)
+    drive("recon:late:child:0")
+    clock.advance(12 * 3600)
+    drive(parent.id)                   # takes the first result, then waits for the second
+
+    clock.advance(12 * 3600 + 1)       # a day after the wait began, half a day after the second's
+    parent = drive(parent.id)
+
+    assert parent.status == RunStatus.COMPLETED
+    assert parent.result == ["e1=1", None, None]
+
+
 def test_the_wait_for_a_child_returns_none_at_its_deadline_and_the_child_goes_on(clock):
     parent = services.run_start("one_child", "slow", id="late")
     drive(parent.id)
