@@ -81,24 +81,25 @@ def test_one_timeout_bounds_the_wait_for_all_children_not_each_child(clock):
     assert parent.result == ["e1=1", None, None]
 
 
-def test_the_wait_for_a_child_returns_none_at_its_deadline_and_the_child_goes_on(clock):
-    parent = services.run_start("one_child", "slow", id="late")
+def _parent_past_its_wait_for_the_child(clock, parent_id: str) -> WorkflowRun:
+    """The one_child parent started, its child waiting for a decision, the parent's five
+    days gone by: the parent is driven past its wait and returned."""
+    parent = services.run_start("one_child", "e1", id=parent_id)
     drive(parent.id)
-    drive("late:child:0")
-
+    drive(f"{parent_id}:child:0")
     clock.advance(5 * 24 * 3600 + 1)
-    parent = drive(parent.id)
+    return drive(parent.id)
+
+
+def test_the_wait_for_a_child_returns_none_at_its_deadline_and_the_child_goes_on(clock):
+    parent = _parent_past_its_wait_for_the_child(clock, "late")
 
     assert parent.result == "no decision in time"
     assert WorkflowRun.objects.get(pk="late:child:0").status == RunStatus.WAITING
 
 
 def test_a_child_that_outlives_its_parent_finishes_without_error(clock):
-    parent = services.run_start("one_child", "orphan", id="gone")
-    drive(parent.id)
-    drive("gone:child:0")
-    clock.advance(5 * 24 * 3600 + 1)
-    drive(parent.id)
+    parent = _parent_past_its_wait_for_the_child(clock, "gone")
 
     services.signal_send("gone:child:0", "decision", "late yes")
     child = drive("gone:child:0")
