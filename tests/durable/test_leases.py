@@ -50,18 +50,21 @@ def test_the_new_holder_finishes_the_run_with_no_duplicate_entry(clock, settings
     assert list(JournalEntry.objects.filter(run=run).values_list("position", flat=True)) == [0, 1, 2]
 
 
-def _statements_to_drive(run_id: str) -> int:
+def _statements_to_drive(run_id: str, queue: str | None) -> int:
     with CaptureQueriesContext(connection) as queries:
-        drive(run_id)
+        drive(run_id, queue=queue)
     # Savepoints exist only because the test wraps everything in a transaction.
     return sum(1 for q in queries if "SAVEPOINT" not in q["sql"])
 
 
-def test_each_step_costs_at_most_two_sql_statements(clock):
+# In process (no queue) and as a worker of the default queue does it (each step checks
+# that it runs on its queue: that must cost no statement).
+@pytest.mark.parametrize("queue", [None, "celery"], ids=["in-process", "on-a-worker"])
+def test_each_step_costs_at_most_two_sql_statements(clock, queue):
     none = services.run_start("n_steps", 0, id="queries:0")
     ten = services.run_start("n_steps", 10, id="queries:10")
 
-    per_step = (_statements_to_drive(ten.id) - _statements_to_drive(none.id)) / 10
+    per_step = (_statements_to_drive(ten.id, queue) - _statements_to_drive(none.id, queue)) / 10
 
     # The fenced lease update and the journal insert: one statement on PostgreSQL (a
     # data-modifying CTE), two elsewhere.
