@@ -33,7 +33,9 @@ def handle(options, out) -> int:
         out.write(f"attrs     {short(run.attributes, 200)}")
     if run.parent_id:
         out.write(f"parent    {run.parent_id}")
-    children = list(run.children.order_by("created_at", "id").values_list("id", "status")[:11])
+    # By parent id, not run.children: an archived run (an ArchivedRun) has no such relation.
+    children = list(selectors.runs_filtered(selectors.RunFilter(parent=run.id))
+                    .order_by("created_at", "id").values_list("id", "status")[:11])
     if children:
         listed = ", ".join(f"{child_id} ({status})" for child_id, status in children[:10])
         out.write(f"children  {listed}{', ...' if len(children) > 10 else ''}")

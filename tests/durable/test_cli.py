@@ -1,6 +1,7 @@
 """``manage.py durable``: the same services from a shell, readable output, non-zero exits on errors."""
 import subprocess
 import sys
+from datetime import timedelta
 from io import StringIO
 
 import pytest
@@ -111,6 +112,19 @@ def test_status_names_a_runs_parent_children_and_search_attributes(clock):
     assert "children  recon:cli:child:0 (completed)" in parent_output
     assert "attrs     " in parent_output and "correcting" in parent_output
     assert f"parent    {parent.id}" in child_output
+
+
+def test_status_shows_an_archived_run_and_says_it_is_archived(clock):
+    from tests.durable.test_archive import archive_now, finished_run
+
+    run = finished_run("reorder:cli")
+    clock.advance(timedelta(days=100))
+    archive_now()
+
+    output = durable("status", run.id)
+
+    assert not WorkflowRun.objects.filter(pk=run.id).exists()
+    assert "status    completed (archived)" in output
 
 
 def test_list_filters_by_status_and_workflow(waiting_run):
