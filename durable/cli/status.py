@@ -15,17 +15,20 @@ def add_arguments(parser):
 
 def handle(options, out) -> int:
     run = selectors.run_or_archived(options["run_id"])
-    journal = selectors.run_journal(run.id)
-    signals = selectors.run_signals(run.id)
-    if options["json"]:
+    is_archived = hasattr(run, "archived_at")
+    if options["json"]:  # the API's document, live or archived (GET /api/runs/<id>/)
+        from durable import archived
         from durable.serializers import RunDetailSerializer
 
-        out.write(json.dumps(RunDetailSerializer(run).data, indent=2, default=str))
+        data = archived.archived_detail(run.id) if is_archived else RunDetailSerializer(run).data
+        out.write(json.dumps(data, indent=2, default=str))
         return 0
+    journal = selectors.run_journal(run.id)
+    signals = selectors.run_signals(run.id)
     out.write(f"run       {run.id}")
     out.write(f"workflow  {run.workflow_name} v{run.workflow_version}")
     out.write(f"status    {run.status}" + (f" (waiting for {run.waiting_for})" if run.waiting_for else "")
-              + (" (archived)" if hasattr(run, "archived_at") else ""))
+              + (" (archived)" if is_archived else ""))
     out.write(f"wake at   {when(run.wake_at) or '-'}")
     out.write(f"advances  {run.advances}")
     out.write(f"created   {when(run.created_at)}   updated {when(run.updated_at)}")

@@ -1,4 +1,5 @@
 """``manage.py durable``: the same services from a shell, readable output, non-zero exits on errors."""
+import json
 import subprocess
 import sys
 from datetime import timedelta
@@ -125,6 +126,20 @@ def test_status_shows_an_archived_run_and_says_it_is_archived(clock):
 
     assert not WorkflowRun.objects.filter(pk=run.id).exists()
     assert "status    completed (archived)" in output
+
+
+def test_status_json_of_an_archived_run_is_the_apis_archived_document(clock):
+    from tests.durable.test_archive import archive_now, finished_run
+
+    run = finished_run("reorder:cli-json")
+    clock.advance(timedelta(days=100))
+    archive_now()
+
+    document = json.loads(durable("status", "--json", run.id))
+
+    assert (document["id"], document["status"]) == (run.id, RunStatus.COMPLETED)
+    assert [entry["kind"] for entry in document["journal"]] == ["step", "signal", "step"]
+    assert document["archived"]["batch"]
 
 
 def test_list_filters_by_status_and_workflow(waiting_run):
