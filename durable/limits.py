@@ -164,13 +164,14 @@ def release(lease, declared: Limit, key: str, position: int) -> None:
 
 
 def _lock(name: str, key: str) -> None:
+    """Serialise the limit's acquirers and releasers until commit. SQLite needs no statement:
+    its IMMEDIATE transactions (config/settings.py) hold the database's write lock from BEGIN."""
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.blake2b(f"{name}\0{key}".encode(), digest_size=4).digest()
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            digest = hashlib.blake2b(f"{name}\0{key}".encode(), digest_size=4).digest()
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)",
-                           [ADVISORY_LOCK_CLASS, int.from_bytes(digest, "big", signed=True)])
-        else:  # SQLite: a write takes the database's write lock (already held under IMMEDIATE)
-            cursor.execute(f"UPDATE {LimitTicket._meta.db_table} SET id = id WHERE 0")
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)",
+                       [ADVISORY_LOCK_CLASS, int.from_bytes(digest, "big", signed=True)])
 
 
 def _live_run(now) -> Q:
