@@ -7,9 +7,9 @@ parent never misses it, and a redelivered finish cannot tell it twice.
 import hashlib
 
 from durable import registry
-from durable.errors import RunConflict, RunFinished, RunNotFound
+from durable.errors import RunConflict, RunFinished, RunNotFound, SignalConflict
 from durable.models import WorkflowRun
-from durable.services import run_start, signal_send
+from durable.services import run_start, signal_replace_untaken, signal_send
 
 SIGNAL_PREFIX = "durable.child:"
 DEDUPE_PREFIX = "durable:child:"
@@ -62,10 +62,14 @@ def notify_parent(child: WorkflowRun, *, status: str, result, error) -> None:
     finished or is gone needs nothing: the child's own row keeps the outcome."""
     if not child.parent_id:
         return
+    outcome = {"id": child.id, "status": status, "result": result, "error": error}
+    key, actor, audit = _bounded(DEDUPE_PREFIX, child.id), f"run:{child.id}", {"child": child.id, "status": status}
     try:
-        signal_send(child.parent_id, signal_name(child.id),
-                    {"id": child.id, "status": status, "result": result, "error": error},
-                    dedupe_key=_bounded(DEDUPE_PREFIX, child.id), reserved_by=OWNER,
-                    actor=f"run:{child.id}", audit={"child": child.id, "status": status})
+        signal_send(child.parent_id, signal_name(child.id), outcome, dedupe_key=key, reserved_by=OWNER,
+                    actor=actor, audit=audit)
+    except SignalConflict:
+        # The parent was told an earlier outcome (the child failed, and was retried since):
+        # one it has not read yet becomes this one; one it read stands, it acted on it.
+        signal_replace_untaken(child.parent_id, key, outcome, actor=actor, audit=audit)
     except (RunFinished, RunNotFound):
         pass

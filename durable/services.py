@@ -142,6 +142,24 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
     return signal
 
 
+def signal_replace_untaken(run_id: str, dedupe_key: str, payload, *, actor: str,
+                           audit: dict | None = None) -> bool:
+    """Give the run's not-yet-taken signal with ``dedupe_key`` a new payload, in the caller's
+    transaction: for an engine signal whose news changed before the run read it (a failed
+    child, retried, that now completed). False when there is none left to change: the run
+    took it and acted on it."""
+    with transaction.atomic(savepoint=False):
+        _get_locked(run_id)
+        untaken = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key, consumed_position__isnull=True)
+        signal = untaken.first()
+        if signal is None:
+            return False
+        untaken.update(payload=codec.encode(payload))
+        _audit(run_id, "signal", actor, {"name": signal.name, "signal_id": signal.pk, "dedupe_key": dedupe_key,
+                                         "replaced": True, **(audit or {})})
+    return True
+
+
 def run_cancel(run_id: str, *, reason: str = "", actor: str = "system", graceful: bool = False,
                cleanup=None, audit: dict | None = None) -> WorkflowRun:
     """Cancel a run. Bumping the fencing token stops a worker that is running it right now.

@@ -5,9 +5,10 @@ from django.urls import reverse
 
 from durable import children, history, services
 from durable.errors import RunConflict, SignalConflict
-from durable.models import EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.models import AuditEvent, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.testing import drive
-from tests.durable.workflows import CALLS
+from tests.durable.workflows import CALLS, LEDGER_UNLOCKED
+from tests.effects.models import Effect
 
 pytestmark = pytest.mark.django_db
 
@@ -150,6 +151,38 @@ def test_a_cancelled_child_raises_child_failed_in_a_parent_that_goes_on(clock):
 
     assert parent.status == RunStatus.COMPLETED
     assert parent.result == "child cancelled"
+
+
+def _failed_child_retried_after_the_fix(parent_id: str, *, parent_reads_the_failure: bool) -> WorkflowRun:
+    """A waits_for_fixable_child parent whose child failed; the fix deployed and the child
+    retried to completion (with or without the parent reading the failure first)."""
+    parent = services.run_start("waits_for_fixable_child", id=parent_id)
+    drive(parent.id)
+    child = drive(f"{parent_id}:child:0")
+    assert child.status == RunStatus.FAILED
+    if parent_reads_the_failure:
+        drive(parent.id)
+    Effect.objects.create(name=LEDGER_UNLOCKED)
+    services.run_retry(child.id, actor="ops")
+    return drive(child.id)
+
+
+def test_a_child_retried_to_completion_before_its_parent_read_the_failure_gives_the_parent_its_result(clock):
+    child = _failed_child_retried_after_the_fix("fixed", parent_reads_the_failure=False)
+
+    parent = drive("fixed")
+
+    assert child.status == RunStatus.COMPLETED
+    assert (parent.status, parent.result) == (RunStatus.COMPLETED, "corrected")
+    assert AuditEvent.objects.filter(run_id="fixed", action="signal", actor=f"run:{child.id}",
+                                     detail__replaced=True).exists()
+
+
+def test_a_child_retried_to_completion_after_its_parent_acted_on_the_failure_completes_and_the_parent_stands(clock):
+    child = _failed_child_retried_after_the_fix("acted", parent_reads_the_failure=True)
+
+    assert child.status == RunStatus.COMPLETED
+    assert WorkflowRun.objects.get(pk="acted").result == "child failed"
 
 
 def test_a_child_id_taken_by_another_parent_is_a_conflict_in_the_body(clock):

@@ -432,6 +432,29 @@ def parent_cleans_up(entry: str) -> str:
         return "parent cancelled"
 
 
+LEDGER_UNLOCKED = "ledger-unlocked"  # an Effect of this name is the fix a test deploys
+
+
+def correct_once_unlocked() -> str:
+    if not Effect.objects.filter(name=LEDGER_UNLOCKED).exists():
+        raise ValueError("the ledger is locked")
+    return "corrected"
+
+
+@workflow(name="fixable_child")
+def fixable_child() -> str:
+    return workflow.step(correct_once_unlocked, retry=Retry(max_attempts=1))
+
+
+@workflow(name="waits_for_fixable_child")
+def waits_for_fixable_child() -> str:
+    handle = workflow.start_child(fixable_child)
+    try:
+        return workflow.wait_for_child(handle)
+    except workflow.ChildFailed as failed:
+        return f"child {failed.status}"
+
+
 def book_correction_once(entry: str, idempotency_key: str) -> int:
     """An atomic effect that a worker killed after it would repeat: unique on its key."""
     time.sleep(0.05)
