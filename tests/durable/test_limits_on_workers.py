@@ -8,14 +8,11 @@ from django.db import transaction
 from durable import services
 from durable.models import JournalEntry, RunStatus, WorkflowRun
 from tests.durable.limited import LLM_QUEUE
+from tests.durable.test_celery_workers import status_of
 from tests.effects.models import Effect
 from tests.workers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-def status_of(run_id: str) -> str:
-    return WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
 
 def completed(prefix: str) -> int:
