@@ -40,9 +40,9 @@ def run_of(run_id: str) -> WorkflowRun:
     return WorkflowRun.objects.get(pk=run_id)
 
 
-def worker_holding(celery, run_id: str) -> str:
+def worker_holding(celery, run: WorkflowRun) -> str:
     """The name of the worker whose process holds the run's lease (owner is host:pid:thread)."""
-    pid = int(run_of(run_id).lease_owner.split(":")[1])
+    pid = int(run.lease_owner.split(":")[1])
     group = os.getpgid(pid)  # prefork children share their worker's process group
     return next(name for name, proc in celery.procs.items() if proc.pid == group)
 
@@ -57,12 +57,20 @@ def terminate_worker_connections() -> int:
 
 def freeze_inside_the_step(celery, markers, run_id: str, kind: str, n: int):
     """Wait until a worker is inside the step, SIGSTOP its whole process group, and return
-    (its name, the moment it froze, its lease owner)."""
+    (its name, the moment it froze, the fencing token of its lease)."""
     wait_until(lambda: attempts(markers, kind, n) >= 1, timeout=60, message="the step to start")
-    owner = run_of(run_id).lease_owner
-    name = worker_holding(celery, run_id)
+    run = run_of(run_id)
+    name = worker_holding(celery, run)
     os.killpg(celery.procs[name].pid, signal.SIGSTOP)
-    return name, time.monotonic(), owner
+    return name, time.monotonic(), run.fencing_token
+
+
+def taken_over(run_id: str, token: int) -> bool:
+    """Another worker claimed the run since ``token``. Read from the token, not the lease
+    owner: a new holder can claim, finish the step and park the run between two polls,
+    leaving the owner empty again (which made these tests miss a takeover about one run
+    in five)."""
+    return run_of(run_id).fencing_token > token
 
 
 def thaw(celery, name: str) -> None:
@@ -78,12 +86,12 @@ def test_a_worker_frozen_inside_an_atomic_step_holds_the_run_for_no_longer_than_
     celery.start_beat()
     run_id = services.run_start("fault_frozen", 1, True, id="frozen:1").id
 
-    frozen, frozen_at, owner = freeze_inside_the_step(celery, markers, run_id, "atomic", 1)
+    frozen, frozen_at, token = freeze_inside_the_step(celery, markers, run_id, "atomic", 1)
     try:
         sending = time.monotonic()
         services.signal_send(run_id, "go", {"token": "t-1"}, dedupe_key="go:1")
         send_seconds = time.monotonic() - sending
-        wait_until(lambda: run_of(run_id).lease_owner not in ("", owner), timeout=30, interval=0.02,
+        wait_until(lambda: taken_over(run_id, token), timeout=30, interval=0.02,
                    message="another worker to take the run")
         takeover_seconds = time.monotonic() - frozen_at
         time.sleep(max(0.0, 3 * LEASE - (time.monotonic() - frozen_at)))
@@ -112,9 +120,9 @@ def test_a_worker_frozen_inside_a_plain_step_is_taken_over_and_fenced(celery_pro
     celery.start_beat()
     run_id = services.run_start("fault_frozen", 2, False, id="frozen:2").id
 
-    frozen, frozen_at, owner = freeze_inside_the_step(celery, markers, run_id, "plain", 2)
+    frozen, frozen_at, token = freeze_inside_the_step(celery, markers, run_id, "plain", 2)
     try:
-        wait_until(lambda: run_of(run_id).lease_owner not in ("", owner), timeout=30, interval=0.02,
+        wait_until(lambda: taken_over(run_id, token), timeout=30, interval=0.02,
                    message="another worker to take the run")
         takeover_seconds = time.monotonic() - frozen_at
         wait_until(lambda: JournalEntry.objects.filter(run_id=run_id, position=0).exists(), timeout=30,
