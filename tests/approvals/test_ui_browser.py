@@ -48,6 +48,18 @@ def visible_text(page) -> str:
         body.querySelectorAll('[translate=no]').forEach(el => el.remove()); return body.innerText; }""")
 
 
+def strings_of_the_other_language(text: str, language: str) -> list[str]:
+    """The catalog's strings of the language not chosen that appear in ``text``: every entry
+    whose two languages differ (long enough not to be a word both share)."""
+    from django.utils import translation
+
+    catalog = translation.trans_real.translation("pt-br")._catalog
+    pairs = [(key, value) for key, value in catalog.items() if isinstance(key, str) and key
+             and "\x04" not in key and "%" not in key and key != value and len(key) > 12]
+    return [english if language == "pt-br" else portuguese for english, portuguese in pairs
+            if (english if language == "pt-br" else portuguese) in text]
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", PAGES)
 def test_a_reviewer_page_fits_the_screen_and_has_no_serious_accessibility_violation(
@@ -95,21 +107,14 @@ def test_on_a_laptop_the_decision_panel_stays_in_view_while_the_evidence_scrolls
 @pytest.mark.parametrize("language", ["pt-br", "en"])
 def test_every_reviewer_page_renders_with_no_string_of_the_other_language(open_page, live_server, workbench, language):
     """Every catalog entry whose two languages differ: none of the other language's text shows."""
-    from django.utils import translation
-
     ReviewerPreference.objects.filter(user__username="ana").update(language=language)
-    catalog = translation.trans_real.translation("pt-br")._catalog
-    pairs = [(key, value) for key, value in catalog.items() if isinstance(key, str) and key
-             and "\x04" not in key and "%" not in key and key != value and len(key) > 12]
     page = open_page("ana")
     texts = {}
     for name in PAGES:
         page.goto(live_server.url + workbench[name])
         texts[name] = visible_text(page)
 
-    foreign = {name: [english if language == "pt-br" else portuguese for english, portuguese in pairs
-                      if (english if language == "pt-br" else portuguese) in text]
-               for name, text in texts.items()}
+    foreign = {name: strings_of_the_other_language(text, language) for name, text in texts.items()}
     assert all(found == [] for found in foreign.values()), foreign
     assert page.evaluate("document.documentElement.lang") == language
 

@@ -4,16 +4,17 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest, ApprovalStatus
-from durable import days
+from approvals.models import ApprovalRequest, ApprovalStatus, ReviewerPreference
+from durable import clock, days
 from durable.models import RunStatus
 from durable.testing import drive
 from tests.approvals.conftest import PASSWORD, make_user, start_routed_case
 from tests.approvals.test_browser import open_page  # noqa: F401 (a fixture)
-from tests.approvals.test_ui_browser import AXE
+from tests.approvals.test_ui_browser import AXE, strings_of_the_other_language, visible_text
 from tests.browser import browser  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -132,9 +133,11 @@ def seeded_week(team, django_capture_on_commit_callbacks):
         call_command("seed_approvals_demo", stdout=io.StringIO())
 
 
-@pytest.mark.parametrize("width", [1366, 390])
-@pytest.mark.parametrize("path", ["/approvals/dashboard/", "/approvals/team/"])
-def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_violation(browser, live_server, seeded_week, path, width):  # noqa: F811
+SUPERVISOR_PAGES = ["/approvals/dashboard/", "/approvals/team/"]
+
+
+def supervisor_page(browser, live_server, width: int = 1366):  # noqa: F811
+    """A browser context logged in as sofia, the supervisor; the caller closes it."""
     context = browser.new_context(viewport={"width": width, "height": 800})
     page = context.new_page()
     page.set_default_timeout(15000)
@@ -143,7 +146,13 @@ def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_v
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_load_state()
+    return context, page
 
+
+@pytest.mark.parametrize("width", [1366, 390])
+@pytest.mark.parametrize("path", SUPERVISOR_PAGES)
+def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_violation(browser, live_server, seeded_week, path, width):  # noqa: F811
+    context, page = supervisor_page(browser, live_server, width)
     response = page.goto(live_server.url + path)
     widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
     page.add_script_tag(content=AXE.read_text())
@@ -157,3 +166,20 @@ def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_v
     assert response.status == 200
     assert widths[0] <= widths[1]
     assert serious == []
+
+
+@pytest.mark.parametrize("language", ["pt-br", "en"])
+def test_the_supervisor_pages_render_with_no_string_of_the_other_language(browser, live_server, seeded_week, language):  # noqa: F811
+    ReviewerPreference.objects.update_or_create(user=User.objects.get(username="sofia"),
+                                                defaults={"language": language, "updated_at": clock.now()})
+    context, page = supervisor_page(browser, live_server)
+    texts = {}
+    for path in SUPERVISOR_PAGES:
+        page.goto(live_server.url + path)
+        texts[path] = visible_text(page)
+    lang = page.evaluate("document.documentElement.lang")
+    context.close()
+
+    foreign = {path: strings_of_the_other_language(text, language) for path, text in texts.items()}
+    assert all(found == [] for found in foreign.values()), foreign
+    assert lang == language
