@@ -10,7 +10,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Least
 
-from durable import archived, clock, codec, conf, hooks, registry, sql
+from durable import clock, codec, conf, hooks, registry, sql
+from durable.archive_models import ArchivedRun
 from durable.durations import as_timedelta
 from durable.dispatch import dispatch
 from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict
@@ -74,19 +75,16 @@ def run_start(workflow, *args, id: str | None = None, actor: str = "system",
                       input=encoded, created_at=now, updated_at=now, wake_at=_grace(),
                       parent_id=parent)
     with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
-        inserted = sql.insert_unless_exists(run)
-        # An id whose run was archived is refused: its row is taken back (nothing else was
-        # written yet) and the error raised out here, so the caller's transaction stays usable.
-        refused = inserted and archived.is_archived(run_id)
-        if refused:
-            WorkflowRun.objects.filter(pk=run_id).delete()
-        elif inserted:
+        # One statement: not inserted when the id is live or archived (an archived id never
+        # starts again), so the check costs nothing on the common path.
+        inserted = sql.insert_unless_exists(run, unless_in=ArchivedRun)
+        if inserted:
             _audit(run_id, "start", actor, {"workflow": definition.name, "version": definition.version,
                                             **(audit or {})}, first=True)
-    if refused:
-        raise _archived(run_id)
     if not inserted:
-        existing = WorkflowRun.objects.get(pk=run_id)
+        existing = WorkflowRun.objects.filter(pk=run_id).first()
+        if existing is None:  # what stopped the insert is the archive (nothing was written)
+            raise _archived(run_id)
         if existing.workflow_name != definition.name or existing.input != encoded:
             raise RunConflict(
                 f"run {run_id!r} already exists as {existing.workflow_name} with input "
