@@ -181,16 +181,16 @@ class ReplayContext:
         replays; a pending graceful cancel is delivered here instead."""
         if self.crash_loop is not None and position == len(self.journal):
             raise CrashLoop(f"crash loop at {kind} {name!r} (position {position}): {self.crash_loop}")
-        self.store.begin(position, describe(kind, name))
+        self.store.begin(position)
         if cancellable:
             self._deliver_cancel(position, kind, name, entry)
 
-    def _pause(self, position: int, kind: str, name: str, entry: JournalEntry, *, insert: bool) -> None:
-        """The body is about to suspend here: deliver a pending cancel instead, else record
-        the wait if it is new."""
+    def _pause(self, position: int, entry: JournalEntry, *, insert: bool) -> None:
+        """The body is about to suspend at ``entry``: deliver a pending cancel instead, else
+        record the wait if it is new."""
         if self.cancel_request is not None and not self.cancel_delivered:
-            self.store.begin(position, describe(kind, name))
-            self._deliver_cancel(position, kind, name, None if insert else entry)
+            self.store.begin(position)
+            self._deliver_cancel(position, entry.kind, entry.name, None if insert else entry)
         if insert:
             self._record(entry, insert=True)
 
@@ -230,10 +230,11 @@ class ReplayContext:
     # --- deterministic values ---
 
     def _recorded_value(self, kind: str, produce, hint):
-        position, entry = self._next(kind, kind)
+        name = str(kind)  # the kind is its name too: "now", never "EntryKind.NOW" in a message
+        position, entry = self._next(kind, name)
         if entry is None:
-            self._begin(position, kind, kind, cancellable=False)
-            entry = self._new_entry(position, kind, kind, status=EntryStatus.COMPLETED,
+            self._begin(position, kind, name, cancellable=False)
+            entry = self._new_entry(position, kind, name, status=EntryStatus.COMPLETED,
                                     result=codec.encode(produce()))
             self._record(entry, insert=True)
         return codec.decode(entry.result, hint)
@@ -276,7 +277,7 @@ class ReplayContext:
                 raise StepFailed(name, entry.error.get("type", "Error"),
                                  entry.error.get("message", ""), entry.attempt)
             if entry.status == EntryStatus.RETRYING and entry.wake_at and now < entry.wake_at:
-                self._pause(position, EntryKind.STEP, name, entry, insert=False)
+                self._pause(position, entry, insert=False)
                 raise Suspend(entry.wake_at, f"retry:{name}", position)
             if entry.status == EntryStatus.STARTED and entry.wake_at and now >= entry.wake_at:
                 # The attempt outlived its timeout (its worker hung, or died after it).
@@ -405,7 +406,7 @@ class ReplayContext:
             entry.status, entry.result = EntryStatus.COMPLETED, {"timed_out": True}
             self._record(entry, insert=insert, fields=fields)
             return None
-        self._pause(position, EntryKind.SIGNAL, label, entry, insert=insert)
+        self._pause(position, entry, insert=insert)
         raise Suspend(deadline, f"signal:{label}", position)
 
     def wait_for_signal(self, name: str, timeout=None, type=None):
@@ -467,7 +468,7 @@ class ReplayContext:
             self._record(entry, insert=True)
             return None
         if now < entry.wake_at:
-            self._pause(position, EntryKind.SLEEP, "sleep", entry, insert=False)
+            self._pause(position, entry, insert=False)
             raise Suspend(entry.wake_at, "sleep", position)
         self._begin(position, EntryKind.SLEEP, "sleep", entry)
         entry.status = EntryStatus.COMPLETED

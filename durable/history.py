@@ -207,7 +207,7 @@ class RecordedStore(Store):
     def pending_signals(self) -> list:
         return []
 
-    def begin(self, position: int, call: str) -> None:
+    def begin(self, position: int) -> None:
         raise HistoryEnds(position, self.reason_at(position))
 
     def record(self, entry, **kwargs) -> None:

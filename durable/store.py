@@ -19,7 +19,7 @@ class Store:
         """Signals not yet consumed, oldest first (``Signal`` objects)."""
         raise NotImplementedError
 
-    def begin(self, position: int, call: str) -> None:
+    def begin(self, position: int) -> None:
         """New work is about to happen at ``position`` (a step runs, a value is drawn, a
         wait is recorded). A store that can only replay ends the replay here."""
 

@@ -3,8 +3,8 @@ from datetime import timedelta
 
 import pytest
 
-from durable import history, hooks, hours, services
-from durable.models import EntryStatus, JournalEntry, RunStatus
+from durable import history, hooks, hours, seconds, services
+from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive
 from tests.durable.workflows import CALLS
 
@@ -177,3 +177,54 @@ def test_a_replayed_cancel_carries_the_same_reason_and_actor(clock):
 
     assert run.status == RunStatus.CANCELLED
     assert run.result == "customer withdrew / ops"
+
+
+def test_cleanup_that_outlives_its_deadline_keeps_the_reason_and_who_cancelled(clock):
+    run = services.run_start("slow_cleanup", id="cancel:slow-who")
+    drive(run.id)
+    services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True, cleanup=hours(1))
+    drive(run.id)
+    clock.advance(hours(1) + timedelta(seconds=1))
+
+    run = drive(run.id)
+
+    assert (run.error["message"], run.error["actor"]) == ("customer withdrew", "ops")
+
+
+def test_a_graceful_cancel_during_a_retry_back_off_ends_the_run_at_that_step_without_another_attempt(clock):
+    run = services.run_start("gives_up", id="cancel:backoff")
+    drive(run.id)  # the first attempt failed: backing off 10 s
+    services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
+
+    run = drive(run.id)
+
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert run.status == RunStatus.CANCELLED
+    assert (entry.status, entry.attempt) == (EntryStatus.CANCELLED, 1)
+    assert CALLS["always_fails"] == 1
+
+
+def test_a_graceful_cancel_that_finds_a_retry_due_cancels_it_instead_of_running_it(clock):
+    run = services.run_start("gives_up", id="cancel:retry-due")
+    drive(run.id)
+    clock.advance(seconds(11))  # the back-off is over: the second attempt is due
+    services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
+
+    run = drive(run.id)
+
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert run.status == RunStatus.CANCELLED
+    assert (entry.status, entry.attempt) == (EntryStatus.CANCELLED, 1)
+    assert CALLS["always_fails"] == 1
+
+
+def test_a_graceful_cancel_that_arrives_before_a_child_is_started_starts_no_child(clock):
+    run = services.run_start("one_child", "e-1", id="cancel:before-child")
+    services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
+
+    run = drive(run.id)
+
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert run.status == RunStatus.CANCELLED
+    assert (entry.kind, entry.status) == (EntryKind.CHILD, EntryStatus.CANCELLED)
+    assert not WorkflowRun.objects.filter(parent_id=run.id).exists()

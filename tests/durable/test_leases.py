@@ -257,6 +257,18 @@ def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_c
     assert not JournalEntry.objects.filter(run_id=run.id).exists()
 
 
+def test_a_crash_loop_at_a_recorded_value_names_the_value_in_its_reason(clock, settings):
+    settings.DURABLE_CRASH_LOOP_LIMIT = 3
+    run = services.run_start("deterministic_values", id="lease:crash-loop-now")
+    WorkflowRun.objects.filter(pk=run.id).update(
+        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["message"].startswith("crash loop at now 'now' (position 0)")
+
+
 def test_a_takeover_after_progress_counts_its_recoveries_from_one_again(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start(three_steps, 1, id="lease:crash-progress")

@@ -44,6 +44,12 @@ def fails_once_then_waits():
     return caught
 
 
+def test_a_run_backing_off_says_which_step_it_will_retry(clock):
+    run = drive(services.run_start("gives_up", id="gives_up:waiting-for").id)
+
+    assert (run.status, run.waiting_for) == (RunStatus.WAITING, "retry:always_fails")
+
+
 def test_a_failed_step_replays_as_the_same_failure_without_running_again(clock):
     with override_workflow(fails_once_then_waits, name="fails_then_waits"):
         run = services.run_start("fails_then_waits", id="fails_then_waits:1")

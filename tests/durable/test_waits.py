@@ -1,11 +1,12 @@
 """Waits for real conversations: one of several signals, everything buffered, a batch."""
+from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
 
-from durable import days, history, seconds, services
+from durable import days, history, seconds, services, workflow
 from durable.models import EntryKind, JournalEntry, RunStatus, Signal
-from durable.testing import drive
+from durable.testing import drive, override_workflow
 
 pytestmark = pytest.mark.django_db
 
@@ -80,6 +81,40 @@ def test_drain_with_nothing_buffered_is_an_empty_list_and_never_waits(clock):
 
     assert run.status == RunStatus.WAITING and run.waiting_for == "signal:item"
     assert JournalEntry.objects.get(run_id=run.id, position=0).result["payloads"] == []
+
+
+@dataclass
+class Item:
+    n: int
+
+
+def drains_items() -> list:
+    return [item.n * 10 for item in workflow.drain_signals("item", type=Item)]
+
+
+def test_drain_decodes_each_payload_to_the_type_asked_for(clock):
+    with override_workflow(drains_items, name="drains_items"):
+        run = services.run_start("drains_items", id="drain:typed")
+        services.signal_send(run.id, "item", {"n": 1})
+        services.signal_send(run.id, "item", {"n": 2})
+
+        run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, [10, 20])
+
+
+def waits_for_names(names) -> str:  # no hint: the input arrives as it was given
+    workflow.wait_for_any(names)
+    return "waited"
+
+
+@pytest.mark.parametrize("names", [["paid", ""], ["paid", 3], [], "paid"])
+def test_wait_for_any_refuses_anything_but_a_list_of_signal_names(clock, names):
+    with override_workflow(waits_for_names, name="waits_for_names"):
+        run = drive(services.run_start("waits_for_names", names, id=f"any:names:{names!r}").id)
+
+    assert run.status == RunStatus.FAILED
+    assert run.error["type"] == "TypeError"
 
 
 def test_collect_takes_what_came_together_and_leaves_a_later_signal_for_the_next_batch(clock):
