@@ -158,6 +158,24 @@ class ApprovalDecision(models.Model):
         return f"{self.reviewer} {self.outcome} #{self.request_id}"
 
 
+# What the audit trail shows for each action it records (the row keeps the code).
+AUDIT_ACTIONS = {
+    "create": pgettext_lazy("audit action", "opened"),
+    "recheck": pgettext_lazy("audit action", "re-checked"),
+    "claim": pgettext_lazy("audit action", "claimed"),
+    "release": pgettext_lazy("audit action", "released"),
+    "approve": pgettext_lazy("audit action", "approved"),
+    "reject": pgettext_lazy("audit action", "rejected"),
+    "more_documents": pgettext_lazy("audit action", "asked for more documents"),
+    "expire": pgettext_lazy("audit action", "expired"),
+    "cancel": pgettext_lazy("audit action", "cancelled"),
+    "reassign": pgettext_lazy("audit action", "reassigned"),
+    "unclaim": pgettext_lazy("audit action", "unclaimed by a supervisor"),
+    "extend_deadline": pgettext_lazy("audit action", "deadline extended"),
+    "follow_up": pgettext_lazy("audit action", "follow-up date set"),
+}
+
+
 class ApprovalAudit(ChainedAudit):
     """Who did what to which case, from which state to which, when, from which request.
 

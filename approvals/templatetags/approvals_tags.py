@@ -1,4 +1,5 @@
-"""Template helpers for the reviewer UI: the SLA countdown and JSON values shown as text."""
+"""Template helpers for the reviewer UI: the SLA countdown, JSON values shown as text, and the
+audit trail's codes in the reader's language."""
 import json
 
 from django import template
@@ -35,6 +36,22 @@ def as_text(value) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, indent=1)
     return "" if value is None else str(value)
+
+
+@register.filter
+def action_label(code: str) -> str:
+    """An audit row's action in the active language; an unknown code as it is."""
+    from approvals.models import AUDIT_ACTIONS
+
+    return AUDIT_ACTIONS.get(code, code)
+
+
+@register.filter
+def status_label(code: str) -> str:
+    """A case status code ("claimed") in the active language; empty stays empty."""
+    from approvals.models import ApprovalStatus
+
+    return ApprovalStatus(code).label if code in ApprovalStatus.values else code
 
 
 @register.filter

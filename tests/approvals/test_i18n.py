@@ -116,6 +116,19 @@ def test_case_times_read_in_the_reviewers_time_zone_in_the_locale_format(ana, ca
     assert "Você assumiu o caso" in page
 
 
+@pytest.mark.parametrize("language, claimed, status", [("pt-br", "assumido", "Pendente → Assumido"),
+                                                        ("en", "claimed", "Pending → Claimed")])
+def test_the_audit_trail_names_actions_and_statuses_in_the_readers_language(ana, case, language, claimed, status):
+    ReviewerPreference.objects.create(user=ana, language=language, updated_at=case.created_at)
+    client = signed_in(ana)
+    client.post(reverse("approval_claim", args=[case.pk]))
+
+    page = client.get(reverse("approval_case", args=[case.pk])).content.decode()
+
+    assert f"<td>{claimed} <span" in page
+    assert status in page
+
+
 def test_the_confirmation_after_an_approval_counts_the_approvals(ana, high_risk_case):
     client = signed_in(ana)
 
