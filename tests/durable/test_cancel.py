@@ -3,9 +3,9 @@ from datetime import timedelta
 
 import pytest
 
-from durable import history, hooks, hours, seconds, services
+from durable import days, history, hooks, hours, seconds, services, workflow
 from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, WorkflowRun
-from durable.testing import drive
+from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS
 
 pytestmark = pytest.mark.django_db
@@ -228,3 +228,46 @@ def test_a_graceful_cancel_that_arrives_before_a_child_is_started_starts_no_chil
     assert run.status == RunStatus.CANCELLED
     assert (entry.kind, entry.status) == (EntryKind.CHILD, EntryStatus.CANCELLED)
     assert not WorkflowRun.objects.filter(parent_id=run.id).exists()
+
+
+def test_a_graceful_cancel_that_finds_a_waits_deadline_passed_cancels_there_instead_of_timing_out(clock):
+    run = services.run_start("polite_cancel", "c-9", id="cancel:deadline-passed")
+    drive(run.id)
+    clock.advance(days(7) + timedelta(seconds=1))
+    services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
+
+    run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.CANCELLED, "bye: stop (ops)")
+    assert JournalEntry.objects.get(run_id=run.id, position=0).status == EntryStatus.CANCELLED
+
+
+def test_a_graceful_cancel_that_finds_a_sleep_over_cancels_at_the_sleep(clock):
+    run = services.run_start("nap", id="cancel:nap-over")
+    drive(run.id)
+    clock.advance(hours(2))
+    services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert list(JournalEntry.objects.filter(run_id=run.id).values_list("kind", "status")) == [
+        (EntryKind.SLEEP, EntryStatus.CANCELLED)]
+    assert CALLS["woke"] == 0
+
+
+def patched_then_waits() -> str:
+    if workflow.patched("ask-twice"):
+        workflow.wait_for_signal("go", timeout=days(1))
+    return "done"
+
+
+def test_a_graceful_cancel_is_never_delivered_at_a_patch_marker_but_at_the_next_call(clock):
+    with override_workflow(patched_then_waits, name="patched_then_waits"):
+        run = services.run_start("patched_then_waits", id="cancel:patched")
+        services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
+        run = drive(run.id)
+
+    entries = list(JournalEntry.objects.filter(run_id=run.id).order_by("position").values_list("kind", "status"))
+    assert run.status == RunStatus.CANCELLED
+    assert entries == [(EntryKind.PATCH, EntryStatus.COMPLETED), (EntryKind.SIGNAL, EntryStatus.CANCELLED)]

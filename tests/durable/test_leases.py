@@ -280,6 +280,26 @@ def test_a_takeover_after_progress_counts_its_recoveries_from_one_again(clock, s
     assert run.status == RunStatus.COMPLETED
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_heartbeat_whose_thread_ended_idle_starts_a_new_one_for_the_next_step():
+    beat = leases.Heartbeat()
+    beat.IDLE_EXIT_SECONDS = 0
+    first = services.run_start(three_steps, 1, id="lease:beat-1")
+    second = services.run_start(three_steps, 2, id="lease:beat-2")
+    _, lease = leases.claim(first.id, owner="a")
+    with beat.hold(lease):
+        thread = beat._thread
+    thread.join(timeout=5)  # nothing held: it exits at once
+
+    _, lease = leases.claim(second.id, owner="a")
+    with beat.hold(lease):
+        restarted = beat._thread
+        alive = restarted is not None and restarted.is_alive()
+    restarted.join(timeout=5)
+
+    assert not thread.is_alive() and alive and restarted is not thread
+
+
 def _beat_until(beat, lease, predicate, seconds: float = 3) -> None:
     threads_before = set(threading.enumerate())
     beat.IDLE_EXIT_SECONDS = 0

@@ -25,6 +25,23 @@ def test_reordered_steps_block_the_run_with_a_message_naming_both(clock):
     assert CALLS["b"] == 0
 
 
+def a_then_return() -> str:
+    return workflow.step(record, "a", name="a")
+
+
+def test_code_that_now_finishes_before_its_journal_does_blocks_the_run_naming_what_was_recorded(clock):
+    with override_workflow(a_then_b, name="shrinks"):
+        run = services.run_start("shrinks", id="shrinks:1")
+        drive(run.id)  # journal: step 'a', then the wait for "go"
+    services.signal_send(run.id, "go", {})
+
+    with override_workflow(a_then_return, name="shrinks"):
+        run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert "the code has finished but the journal recorded signal 'go' there" in run.error["message"]
+
+
 def test_a_blocked_run_resumes_after_the_code_is_restored_and_retried(clock):
     with override_workflow(a_then_b, name="reorder"):
         run = services.run_start("reorder", id="reorder:2")
