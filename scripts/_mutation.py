@@ -85,10 +85,15 @@ def sync_work_copy() -> None:
     ]))
 
 
-def mutmut_env() -> dict:
+def mutmut_env(database_url: str | None = None) -> dict:
+    """SQLite and the filesystem broker (fast), or ``database_url``: the PostgreSQL-only
+    statements (the one-statement fenced insert, the heartbeat's SKIP LOCKED, the idle
+    limit of an atomic step) are reached only there."""
     env = dict(os.environ)
-    for name in ("DATABASE_URL", "CELERY_BROKER_URL"):  # SQLite and the filesystem broker: fast
+    for name in ("DATABASE_URL", "CELERY_BROKER_URL"):
         env.pop(name, None)
+    if database_url:
+        env["DATABASE_URL"] = database_url
     env["DURABLE_VAR_DIR"] = str(WORK / "var")
     return env
 
@@ -200,6 +205,9 @@ def main() -> int:
     parser.add_argument("--diffs", action="store_true", help="print each surviving mutant's diff")
     parser.add_argument("--report", action="store_true", help="only print the last results")
     parser.add_argument("--only", help="only the mutants whose names match this glob (e.g. '*insert*')")
+    parser.add_argument("--postgres", metavar="DATABASE_URL",
+                        help="test on this PostgreSQL database instead of SQLite (with --rerun: the "
+                             "survivors of a SQLite pass, some of which only PostgreSQL reaches)")
     args = parser.parse_args()
 
     if args.fresh and (WORK / "mutants").exists():
@@ -223,7 +231,7 @@ def main() -> int:
             shown = f"<{len(selected)} mutants>" if selected else ""
             print(f"$ {' '.join(command[:4])} {shown}  (in {WORK})", flush=True)
             done = subprocess.run([str(Path(sys.executable).parent / "mutmut"), *command[1:]], cwd=WORK,
-                                  env=mutmut_env())
+                                  env=mutmut_env(args.postgres))
             if done.returncode != 0:
                 print(f"mutmut exited {done.returncode}")
                 return done.returncode
