@@ -117,8 +117,7 @@ class Lease(Store):
             with transaction.atomic():
                 if connection.vendor == "postgresql":
                     with connection.cursor() as cursor:
-                        cursor.execute("SET LOCAL idle_in_transaction_session_timeout = %s",
-                                       [f"{int(self.seconds * 1000)}ms"])
+                        cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
                 try:
                     perform()
                 except DatabaseError as exc:
@@ -152,12 +151,21 @@ class Lease(Store):
 
         FOR SHARE (PostgreSQL) blocks a claim or a cancel from bumping the token until we
         commit, without writing a new version of the run row; SQLite's IMMEDIATE
-        transactions already hold the write lock.
+        transactions already hold the write lock. On PostgreSQL the same statement limits
+        how long the transaction may then sit idle to the lease: a worker frozen or cut
+        off between the fence and its commit would otherwise hold the row, and no other
+        worker could ever take the run.
         """
         with connection.cursor() as cursor:
-            cursor.execute(_fence_sql(), [self.run_id, self.token])
+            if connection.vendor == "postgresql":
+                cursor.execute(_FENCE_AND_LIMIT_IDLE_SQL, [self._idle_limit(), self.run_id, self.token])
+            else:
+                cursor.execute(_fence_sql(), [self.run_id, self.token])
             if cursor.fetchone() is None:
                 raise Fenced(self.run_id)
+
+    def _idle_limit(self) -> str:
+        return f"{max(int(self.seconds * 1000), 1)}ms"
 
     def _consume(self, signals: list[Signal], position: int) -> None:
         ids = [signal.pk for signal in signals]
@@ -257,6 +265,9 @@ class Lease(Store):
         from durable import children
 
         with transaction.atomic():
+            if connection.vendor == "postgresql":  # two statements: never idle past the lease
+                with connection.cursor() as cursor:
+                    cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
             self._persist(values, False)
             children.notify_parent(run, status=values["status"], result=values.get("result"),
                                    error=values.get("error"))
@@ -351,6 +362,13 @@ def on_live_connection(operation):
 def _fence_sql() -> str:
     lock = " FOR SHARE" if connection.vendor == "postgresql" else ""
     return f"SELECT 1 FROM {WorkflowRun._meta.db_table} WHERE id = %s AND fencing_token = %s{lock}"
+
+
+# SET LOCAL as a function, so it can ride in the fence's own statement.
+_LIMIT_IDLE_SQL = "SELECT set_config('idle_in_transaction_session_timeout', %s, true)"
+_FENCE_AND_LIMIT_IDLE_SQL = (
+    f"SELECT set_config('idle_in_transaction_session_timeout', %s, true) FROM {WorkflowRun._meta.db_table} "
+    f"WHERE id = %s AND fencing_token = %s FOR SHARE")
 
 
 def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None = None):

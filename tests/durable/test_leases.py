@@ -300,6 +300,24 @@ def test_a_heartbeat_whose_thread_ended_idle_starts_a_new_one_for_the_next_step(
     assert not thread.is_alive() and alive and restarted is not thread
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="idle_in_transaction_session_timeout is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_writer_frozen_between_its_fence_and_its_commit_holds_the_run_no_longer_than_its_lease():
+    from django.db import DatabaseError
+
+    run = services.run_start(three_steps, 1, id="lease:idle-fence")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.5)
+
+    with pytest.raises(DatabaseError, match="idle-in-transaction timeout"):
+        with transaction.atomic():
+            lease._fence()  # holds the run row FOR SHARE until commit
+            time.sleep(1.0)  # frozen: nothing sent, so the server ends the transaction
+            WorkflowRun.objects.filter(pk=run.id).exists()
+    connection.close()
+
+    assert leases.claim(run.id, owner="b", lease_seconds=5) is not None  # nobody holds the row
+
+
 def _beat_until(beat, lease, predicate, seconds: float = 3) -> None:
     threads_before = set(threading.enumerate())
     beat.IDLE_EXIT_SECONDS = 0
