@@ -23,8 +23,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 def open_page(browser, live_server):
     contexts = []
 
-    def open_as(username: str):
-        context = browser.new_context()
+    def open_as(username: str, width: int | None = None):
+        context = browser.new_context(**({"viewport": {"width": width, "height": 800}} if width else {}))
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(15000)

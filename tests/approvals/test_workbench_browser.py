@@ -136,30 +136,16 @@ def seeded_week(team, django_capture_on_commit_callbacks):
 SUPERVISOR_PAGES = ["/approvals/dashboard/", "/approvals/team/"]
 
 
-def supervisor_page(browser, live_server, width: int = 1366):  # noqa: F811
-    """A browser context logged in as sofia, the supervisor; the caller closes it."""
-    context = browser.new_context(viewport={"width": width, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(15000)
-    page.goto(live_server.url + "/login/")
-    page.fill("input[name=username]", "sofia")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
-    return context, page
-
-
 @pytest.mark.parametrize("width", [1366, 390])
 @pytest.mark.parametrize("path", SUPERVISOR_PAGES)
-def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_violation(browser, live_server, seeded_week, path, width):  # noqa: F811
-    context, page = supervisor_page(browser, live_server, width)
+def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_violation(open_page, live_server, seeded_week, path, width):  # noqa: F811
+    page = open_page("sofia", width)
     response = page.goto(live_server.url + path)
     widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
     page.add_script_tag(content=AXE.read_text())
     result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{path.strip('/').replace('/', '-')}-{width}.png"), full_page=True)
-    context.close()
 
     serious = [(v["id"], v["impact"], [node["target"] for node in v["nodes"]][:3])
                for v in result["violations"] if v["impact"] in ("serious", "critical")]
@@ -169,16 +155,15 @@ def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_v
 
 
 @pytest.mark.parametrize("language", ["pt-br", "en"])
-def test_the_supervisor_pages_render_with_no_string_of_the_other_language(browser, live_server, seeded_week, language):  # noqa: F811
+def test_the_supervisor_pages_render_with_no_string_of_the_other_language(open_page, live_server, seeded_week, language):  # noqa: F811
     ReviewerPreference.objects.update_or_create(user=User.objects.get(username="sofia"),
                                                 defaults={"language": language, "updated_at": clock.now()})
-    context, page = supervisor_page(browser, live_server)
+    page = open_page("sofia")
     texts = {}
     for path in SUPERVISOR_PAGES:
         page.goto(live_server.url + path)
         texts[path] = visible_text(page)
     lang = page.evaluate("document.documentElement.lang")
-    context.close()
 
     foreign = {path: strings_of_the_other_language(text, language) for path, text in texts.items()}
     assert all(found == [] for found in foreign.values()), foreign

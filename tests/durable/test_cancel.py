@@ -191,23 +191,12 @@ def test_cleanup_that_outlives_its_deadline_keeps_the_reason_and_who_cancelled(c
     assert (run.error["message"], run.error["actor"]) == ("customer withdrew", "ops")
 
 
-def test_a_graceful_cancel_during_a_retry_back_off_ends_the_run_at_that_step_without_another_attempt(clock):
+@pytest.mark.parametrize("waited", [seconds(0), seconds(11)], ids=["backing-off", "retry-due"])
+def test_a_graceful_cancel_at_a_failed_step_ends_the_run_there_without_another_attempt(clock, waited):
+    """During the 10 s back-off, or once it is over and the second attempt is due."""
     run = services.run_start("gives_up", id="cancel:backoff")
-    drive(run.id)  # the first attempt failed: backing off 10 s
-    services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
-
-    run = drive(run.id)
-
-    entry = JournalEntry.objects.get(run_id=run.id, position=0)
-    assert run.status == RunStatus.CANCELLED
-    assert (entry.status, entry.attempt) == (EntryStatus.CANCELLED, 1)
-    assert CALLS["always_fails"] == 1
-
-
-def test_a_graceful_cancel_that_finds_a_retry_due_cancels_it_instead_of_running_it(clock):
-    run = services.run_start("gives_up", id="cancel:retry-due")
-    drive(run.id)
-    clock.advance(seconds(11))  # the back-off is over: the second attempt is due
+    drive(run.id)  # the first attempt failed
+    clock.advance(waited)
     services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
 
     run = drive(run.id)
