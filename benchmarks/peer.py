@@ -30,7 +30,22 @@ class Peer:
         self.proc.stdin.flush()
         return self._read()
 
+    def pause(self):
+        """SIGSTOP the DBOS workers (their queue polling included) while our side is measured."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self):
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, signum):
+        for pid in self.worker_pids:
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
     def stop(self):
+        self.resume()
         try:
             self.call("quit")
             self.proc.wait(15)

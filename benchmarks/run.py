@@ -115,6 +115,20 @@ class Processes:
                     total += int(line.split()[1])
         return total / 1024
 
+    def pause(self):
+        """SIGSTOP the worker and the beat (every process of their groups) while the peer is measured."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self):
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, signum):
+        for proc in self.procs:
+            try:
+                os.killpg(proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
     def stop(self):
         for proc in self.procs:
             try:
@@ -237,29 +251,37 @@ def bench_signal_resume(samples: int, prefix: str) -> tuple[list[float], list[fl
 
 
 def create_idle_runs(count: int):
-    """Waiting runs with a journal entry each, inserted in bulk (COPY would be faster still)."""
+    """Waiting runs with a journal entry each: one made through the ORM, copied by
+    INSERT ... SELECT over generate_series (a million in well under a minute)."""
     from datetime import timedelta
 
     now = datetime.now(timezone.utc)
     deadline = now + timedelta(days=7)
-    batch = 5000
-    for start in range(0, count, batch):
-        runs, entries = [], []
-        for i in range(start, min(start + batch, count)):
-            run = WorkflowRun(id=f"idle:{i}", workflow_name="bench_idle", input={"args": [], "kwargs": {}},
-                              wake_at=deadline, waiting_for="signal:never", created_at=now, updated_at=now)
-            run.__dict__["status"] = RunStatus.WAITING
-            runs.append(run)
-            entries.append(JournalEntry(run_id=run.id, position=0, kind="signal", name="never", status="waiting",
-                                        wake_at=deadline, created_at=now, updated_at=now))
-        WorkflowRun.objects.bulk_create(runs)
-        JournalEntry.objects.bulk_create(entries)
-    # Measure the steady state, not the minutes right after a bulk load: vacuum, analyze
-    # and flush the load's WAL before timing anything.
+    template = WorkflowRun(id="idle:0", workflow_name="bench_idle", input={"args": [], "kwargs": {}},
+                           wake_at=deadline, waiting_for="signal:never", created_at=now, updated_at=now)
+    template.__dict__["status"] = RunStatus.WAITING
+    WorkflowRun.objects.bulk_create([template])
+    JournalEntry.objects.create(run_id=template.id, position=0, kind="signal", name="never", status="waiting",
+                                wake_at=deadline, created_at=now, updated_at=now)
+    run_columns = [f.column for f in WorkflowRun._meta.concrete_fields if f.column != "id"]
+    entry_columns = [f.column for f in JournalEntry._meta.concrete_fields if f.column not in ("id", "run_id")]
+    batch = 200_000
     with connection.cursor() as cursor:
+        for start in range(1, count, batch):
+            series = f"generate_series({start}, {min(start + batch, count) - 1}) AS g"
+            cursor.execute(f"INSERT INTO durable_workflowrun (id, {', '.join(run_columns)}) "
+                           f"SELECT 'idle:' || g, {', '.join('t.' + c for c in run_columns)} "
+                           f"FROM durable_workflowrun t, {series} WHERE t.id = 'idle:0'")
+            cursor.execute(f"INSERT INTO durable_journalentry (run_id, {', '.join(entry_columns)}) "
+                           f"SELECT 'idle:' || g, {', '.join('t.' + c for c in entry_columns)} "
+                           f"FROM durable_journalentry t, {series} WHERE t.run_id = 'idle:0'")
+        # Measure the steady state, not the minutes right after a bulk load: vacuum, analyze
+        # and flush the load's WAL before timing anything.
         cursor.execute("VACUUM ANALYZE durable_workflowrun")
         cursor.execute("VACUUM ANALYZE durable_journalentry")
         cursor.execute("CHECKPOINT")
+        cursor.execute("SELECT count(*) FROM durable_workflowrun WHERE status = %s", [RunStatus.WAITING])
+        assert cursor.fetchone()[0] == count
 
 
 def bench_sweep_tick(ticks: int = 50) -> dict:
@@ -303,6 +325,36 @@ def start_peer(python: str, workers: int) -> Peer:
 # --- trials ----------------------------------------------------------------------------------
 
 
+class Turns:
+    """Only the side being measured runs. While ours (or the chain, which uses our worker)
+    is measured, DBOS's processes are stopped (SIGSTOP): each polls its queue every 50 ms
+    and would take CPU from the trial on 2 cores; while DBOS is measured, our worker and
+    beat are stopped. A stopped process keeps its connections and resumes where it was."""
+
+    def __init__(self, procs: Processes, peer: Peer | None):
+        self.procs, self.peer = procs, peer
+
+    def ours(self, measure):
+        def measured(*args):
+            if self.peer:
+                self.peer.pause()
+            self.procs.resume()
+            return measure(*args)
+        return measured
+
+    def peers(self, measure):
+        def measured(*args):
+            self.procs.pause()
+            self.peer.resume()
+            return measure(*args)
+        return measured
+
+    def end(self):
+        self.procs.resume()
+        if self.peer:
+            self.peer.resume()
+
+
 def alternate(measures: dict, count: int) -> dict[str, list[float]]:
     """A B C A B C ...: trial i of every measure is taken before trial i + 1 of any."""
     taken = {name: [] for name in measures}
@@ -325,18 +377,22 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
     procs.beat()
     procs.wait_ready()
     peer = start_peer(peer_python, workers) if peer_python else None
+    turns = Turns(procs, peer)
     try:
-        measures = {"chain": lambda n: bench_chain_floor(n, 3), "ours": lambda n: bench_durable_throughput(n, 3)}
+        measures = {"chain": turns.ours(lambda n: bench_chain_floor(n, 3)),
+                    "ours": turns.ours(lambda n: bench_durable_throughput(n, 3))}
         if peer:
-            measures["dbos_direct"] = lambda n: n / peer.call("direct", runs=n, steps=3)["seconds"]
-            measures["dbos_queue"] = lambda n: n / peer.call("queue", runs=n, steps=3)["seconds"]
+            measures["dbos_direct"] = turns.peers(lambda n: n / peer.call("direct", runs=n, steps=3)["seconds"])
+            measures["dbos_queue"] = turns.peers(lambda n: n / peer.call("queue", runs=n, steps=3)["seconds"])
         sizes = {name: sized(measure, options.trial_seconds) for name, measure in measures.items()}
         print(f"  {workers} worker processes, runs per trial: {sizes}", flush=True)
         taken = alternate({name: (lambda m=measure, n=sizes[name]: m(n)) for name, measure in measures.items()},
                           options.trials)
+        turns.end()
         if options.profile and workers == options.workers:
-            profile_throughput(procs, peer, sizes, options)
+            profile_throughput(procs, peer, sizes, turns)
     finally:
+        turns.end()
         if peer:
             peer.stop()
     layout = {name: summary(values) for name, values in taken.items()}
@@ -347,7 +403,7 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
     return layout
 
 
-def per_step_trials(options, n_steps: int, peer: Peer | None) -> dict:
+def per_step_trials(options, n_steps: int, peer: Peer | None, turns: Turns) -> dict:
     sql = []
 
     def ours():
@@ -355,10 +411,11 @@ def per_step_trials(options, n_steps: int, peer: Peer | None) -> dict:
         sql.append(measured["sql_per_step"])
         return measured["ms_per_step"]
 
-    measures = {"floor": lambda: bench_floor_insert(n_steps), "ours": ours}
+    measures = {"floor": turns.ours(lambda: bench_floor_insert(n_steps)), "ours": turns.ours(ours)}
     if peer:
-        measures["dbos"] = lambda: peer.call("per_step", steps=n_steps)["ms_per_step"]
+        measures["dbos"] = turns.peers(lambda: peer.call("per_step", steps=n_steps)["ms_per_step"])
     taken = alternate(measures, options.trials)
+    turns.end()
     result = {"floor_ms": summary(taken["floor"]), "ours_ms": summary(taken["ours"]), "sql_per_step": max(sql),
               "over_floor_ms": summary([o - f for o, f in zip(taken["ours"], taken["floor"])])}
     if peer:
@@ -367,7 +424,7 @@ def per_step_trials(options, n_steps: int, peer: Peer | None) -> dict:
     return result
 
 
-def signal_trials(options, n_signals: int, peer: Peer | None) -> dict:
+def signal_trials(options, n_signals: int, peer: Peer | None, turns: Turns) -> dict:
     samples = {"ours": [], "send": [], "dbos": [], "dbos_send": []}
 
     def ours():
@@ -381,7 +438,8 @@ def signal_trials(options, n_signals: int, peer: Peer | None) -> dict:
         samples["dbos"].append(measured["resume_ms"])
         samples["dbos_send"].append(measured["send_ms"])
 
-    alternate({"ours": ours, "dbos": dbos} if peer else {"ours": ours}, options.trials)
+    alternate({"ours": turns.ours(ours), "dbos": turns.peers(dbos)} if peer else {"ours": ours}, options.trials)
+    turns.end()
 
     def per_trial(name, q):
         return [pct(trial, q) for trial in samples[name]]
@@ -408,7 +466,7 @@ def signal_trials(options, n_signals: int, peer: Peer | None) -> dict:
 # --- profiling ---------------------------------------------------------------------------------
 
 
-def profile_throughput(procs: Processes, peer: Peer | None, sizes: dict, options) -> None:
+def profile_throughput(procs: Processes, peer: Peer | None, sizes: dict, turns: Turns) -> None:
     """py-spy on one worker pool process and on this producer during one more trial of ours
     (and on one DBOS worker during a DBOS direct trial): flame graphs and collapsed stacks in var/profile/."""
     py_spy = Path(os.environ["BENCH_PEERS_PYTHON"]).parent / "py-spy"
@@ -431,9 +489,11 @@ def profile_throughput(procs: Processes, peer: Peer | None, sizes: dict, options
 
     n = sizes["ours"] * 2
     record({"ours-worker": procs.worker_children()[0], "ours-producer": os.getpid()},
-           lambda: bench_durable_throughput(n, 3))
+           turns.ours(lambda: bench_durable_throughput(n, 3)))
     if peer:
-        record({"dbos-worker": peer.worker_pids[0]}, lambda: peer.call("direct", runs=sizes["dbos_direct"] * 2, steps=3))
+        record({"dbos-worker": peer.worker_pids[0]},
+               turns.peers(lambda: peer.call("direct", runs=sizes["dbos_direct"] * 2, steps=3)))
+    turns.end()
     print(f"  profiles in {out.relative_to(ROOT)}/ (summarize with benchmarks/profile_top.py)", flush=True)
 
 
@@ -450,11 +510,11 @@ def main():
     parser.add_argument("--idle-runs", type=int, default=None)
     options = parser.parse_args()
     options.trials = options.trials or (3 if options.quick else 5)
-    options.trial_seconds = 1.0 if options.quick else 5.0
+    options.trial_seconds = 1.0 if options.quick else 8.0
     layouts = sorted({int(w) for w in options.layouts.split(",")} | {options.workers})
-    n_steps = 200 if options.quick else 2000
-    n_signals = 50 if options.quick else 200
-    n_idle = options.idle_runs or (10_000 if options.quick else 100_000)
+    n_steps = 200 if options.quick else 5000
+    n_signals = 50 if options.quick else 400
+    n_idle = options.idle_runs or (10_000 if options.quick else 1_000_000)
     n_timers = 30 if options.quick else 100
     rng = random.Random(7)
     peer_python = os.environ.get("BENCH_PEERS_PYTHON") if options.peers else None
@@ -481,9 +541,10 @@ def main():
         peer = start_peer(peer_python, options.workers) if peer_python else None
         try:
             print("per step: bare insert+commit, ours" + (", DBOS" if peer else "") + " ...", flush=True)
-            results["per_step"] = per_step_trials(options, n_steps, peer)
+            turns = Turns(procs, peer)
+            results["per_step"] = per_step_trials(options, n_steps, peer, turns)
             print("signal to resume and the sender's call" + (", DBOS send -> recv" if peer else "") + " ...", flush=True)
-            results["signal"] = signal_trials(options, n_signals, peer)
+            results["signal"] = signal_trials(options, n_signals, peer, turns)
         finally:
             if peer:
                 peer.stop()
