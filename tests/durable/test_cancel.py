@@ -260,3 +260,20 @@ def test_a_graceful_cancel_is_never_delivered_at_a_patch_marker_but_at_the_next_
     entries = list(JournalEntry.objects.filter(run_id=run.id).order_by("position").values_list("kind", "status"))
     assert run.status == RunStatus.CANCELLED
     assert entries == [(EntryKind.PATCH, EntryStatus.COMPLETED), (EntryKind.SIGNAL, EntryStatus.CANCELLED)]
+
+
+def test_a_run_replaying_a_delivered_cancel_whose_request_is_gone_ends_cancelled_by_the_workflow(
+        clock, cancelled_hooks):
+    run = services.run_start("polite_cancel", "c-12", id="cancel:request-gone")
+    drive(run.id)
+    # The cancel was delivered at the wait and journaled; the request itself is no longer on the run.
+    JournalEntry.objects.filter(run_id=run.id, position=0).update(
+        status=EntryStatus.CANCELLED, wake_at=None,
+        error={"type": "Cancelled", "message": "customer withdrew", "actor": "ops"})
+    WorkflowRun.objects.filter(pk=run.id).update(wake_at=clock.now())
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert (run.error["message"], run.error["actor"]) == ("cancelled", "workflow")
+    assert cancelled_hooks == [(run.id, "cancelled", "workflow")]

@@ -1,5 +1,7 @@
 """Leases and fencing: one advance per run; a worker that lost its lease writes nothing."""
 import logging
+import re
+import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -9,11 +11,11 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from durable import leases, services, workflow
-from durable.errors import Fenced
+from durable import leases, seconds, services, workflow
+from durable.errors import Divergence, Fenced
 from durable.models import JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
-from tests.durable.workflows import three_steps
+from tests.durable.workflows import CALLS, add_one, effect, three_steps
 
 pytestmark = pytest.mark.django_db
 
@@ -353,3 +355,235 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_leas
 
     assert f"run {run.id}: a step ran past its timeout; its lease is left to expire" in caplog.text
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until
+
+
+def test_a_crash_loop_at_a_patch_marker_names_the_change_in_its_reason(clock, settings):
+    settings.DURABLE_CRASH_LOOP_LIMIT = 3
+
+    def prices_with_a_patch():
+        return "new" if workflow.patched("new-pricing") else "old"
+
+    with override_workflow(prices_with_a_patch, name="prices_with_a_patch"):
+        run = services.run_start("prices_with_a_patch", id="lease:crash-loop-patch")
+        WorkflowRun.objects.filter(pk=run.id).update(
+            status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+
+        run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["message"].startswith("crash loop at patch 'new-pricing' (position 0)")
+
+
+def kills_its_worker(x: int) -> int:
+    effect("kills_its_worker")
+    raise SystemExit("the worker process dies inside the step")
+
+
+def test_a_worker_dying_in_the_same_step_again_and_again_gets_the_run_blocked_at_the_limit(clock, settings):
+    settings.DURABLE_CRASH_LOOP_LIMIT = 3
+
+    def dies_at_its_second_step():
+        return workflow.step(kills_its_worker, workflow.step(add_one, 1))
+
+    with override_workflow(dies_at_its_second_step, name="dies_at_its_second_step"):
+        run = services.run_start("dies_at_its_second_step", id="lease:crash-loop-natural")
+        for _ in range(3):  # the first holder, then two takeovers of its expired lease
+            with pytest.raises(SystemExit):
+                drive(run.id)
+            clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+
+        run = drive(run.id)  # the third takeover at position 1
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["message"].startswith("crash loop at step 'kills_its_worker' (position 1)")
+    assert (CALLS["add_one"], CALLS["kills_its_worker"]) == (1, 3)
+
+
+def test_a_write_that_would_take_a_signal_already_taken_is_refused_naming_the_signal(clock):
+    run = services.run_start("collect_two", id="lease:signal-taken-twice")
+    signal = services.signal_send(run.id, "item", {"n": 1})
+    _, lease = leases.claim(run.id, owner="a")
+    lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
+                              created_at=clock.now()), insert=True, consume=[signal])
+    again = JournalEntry(run_id=run.id, position=1, kind="signal", name="item", status="completed",
+                         created_at=clock.now())
+
+    with pytest.raises(Divergence) as refused:
+        lease.record(again, insert=True, consume=[signal])
+
+    assert refused.value.message == f"signals [{signal.pk}] (item): one was consumed by another position"
+    assert not JournalEntry.objects.filter(run_id=run.id, position=1).exists()
+
+
+def _backend_pid(conn) -> int:
+    with conn.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def _other_backends() -> set[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid()")
+        return {pid for (pid,) in cursor.fetchall()}
+
+
+def _terminate(pid: int) -> None:
+    """The database drops that connection (as a failover or an operator would), from a
+    connection of its own; returns once the backend is gone."""
+    killer = connection.copy()
+    try:
+        with killer.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+    finally:
+        killer.close()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_logs_which_run_it_failed_to_extend_and_the_databases_error(caplog):
+    run = services.run_start(three_steps, 1, id="lease:beat-failed")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
+    before = _other_backends()
+    killed = []
+
+    def heartbeat_connection_dropped_once_it_has_extended():
+        if not killed and WorkflowRun.objects.get(pk=run.id).lease_expires_at != claimed_until:
+            killed.extend(_other_backends() - before)  # the heartbeat thread's connection
+            for pid in killed:
+                _terminate(pid)
+        return "heartbeat failed" in caplog.text
+
+    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+        _beat_until(leases.Heartbeat(), lease, heartbeat_connection_dropped_once_it_has_extended)
+
+    assert killed
+    assert re.search(rf"run {re.escape(run.id)}: heartbeat failed: .*connection", caplog.text)
+
+
+def loses_its_connection(x: int) -> int:
+    effect("loses_its_connection")
+    _terminate(_backend_pid(connection))  # the step's effect happened; its journal write cannot
+    return x + 1
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_run_position_and_error(caplog):
+    def one_step():
+        return workflow.step(loses_its_connection, 1)
+
+    with override_workflow(one_step, name="loses_its_connection"):
+        run = services.run_start("loses_its_connection", id="lease:write-retried")
+        with caplog.at_level(logging.WARNING, logger="durable.leases"):
+            run = drive(run.id)
+
+    assert (run.status, run.result, CALLS["loses_its_connection"]) == (RunStatus.COMPLETED, 2, 1)
+    assert JournalEntry.objects.filter(run_id=run.id).count() == 1
+    assert re.search(rf"run {re.escape(run.id)}: journal write at position 0 failed \(.*connection.*\); "
+                     "retrying on a fresh connection", caplog.text)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's writers never overlap")
+@pytest.mark.django_db(transaction=True)
+def test_a_journal_write_that_meets_a_cancel_being_committed_waits_for_it_and_is_refused():
+    run = services.run_start(three_steps, 1, id="lease:fence-race")
+    _, lease = leases.claim(run.id, owner="a")
+    entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
+    cancelling, done = threading.Event(), threading.Event()
+
+    def operator_cancels_and_commits_a_moment_later():
+        try:
+            with transaction.atomic():
+                services.run_cancel(run.id, reason="operator", actor="ops")  # bumps the token
+                cancelling.set()
+                time.sleep(0.5)
+        finally:
+            connection.close()
+            done.set()
+
+    threading.Thread(target=operator_cancels_and_commits_a_moment_later).start()
+    assert cancelling.wait(timeout=30)
+
+    with pytest.raises(Fenced):
+        lease.record(entry, insert=True)
+
+    assert done.wait(timeout=30)
+    assert not JournalEntry.objects.filter(run_id=run.id).exists()
+
+
+@contextmanager
+def reply_lost_once_after(statement: bytes):
+    """This process's connections go through a relay that, once, lets ``statement`` reach the
+    server and commit, then drops the connection before the reply (a network cut at the
+    worst moment). Every other byte passes as it is."""
+    settings_dict = connection.settings_dict
+    upstream = (settings_dict["HOST"] or "127.0.0.1", int(settings_dict["PORT"] or 5432))
+    listener = socket.create_server(("127.0.0.1", 0))
+    cut = threading.Event()
+
+    def pump(source, target, on_chunk):
+        try:
+            while chunk := source.recv(65536):
+                if on_chunk(chunk):
+                    break
+                target.sendall(chunk)
+        except OSError:
+            pass
+        for end in (source, target):  # shutdown wakes the other direction's recv
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            end.close()
+
+    def relay():
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(upstream)
+            sent = threading.Event()
+
+            def to_server(chunk):
+                if not cut.is_set() and statement in chunk:
+                    sent.set()
+                return False
+
+            def to_client(chunk):  # ReadyForQuery: the statement has committed
+                if sent.is_set() and not cut.is_set() and b"Z\x00\x00\x00\x05" in chunk:
+                    cut.set()
+                    return True
+                return False
+
+            threading.Thread(target=pump, args=(client, server, to_server), daemon=True).start()
+            threading.Thread(target=pump, args=(server, client, to_client), daemon=True).start()
+
+    threading.Thread(target=relay, daemon=True).start()
+    saved = settings_dict["HOST"], settings_dict["PORT"]
+    connection.close()
+    settings_dict["HOST"], settings_dict["PORT"] = "127.0.0.1", listener.getsockname()[1]
+    try:
+        yield cut
+    finally:
+        connection.close()
+        settings_dict["HOST"], settings_dict["PORT"] = saved
+        listener.close()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement fenced insert is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_journal_write_that_committed_before_its_connection_died_is_not_written_twice():
+    def one_timed_step():
+        return workflow.step(add_one, 1, timeout=seconds(30))  # its start is journaled, then updated
+
+    with override_workflow(one_timed_step, name="one_timed_step"):
+        run = services.run_start("one_timed_step", id="lease:write-landed")
+        with reply_lost_once_after(b"WITH fence AS") as cut:
+            run = drive(run.id)
+
+    assert cut.is_set()
+    assert (run.status, run.result, CALLS["add_one"]) == (RunStatus.COMPLETED, 2, 1)
+    assert list(JournalEntry.objects.filter(run_id=run.id).values_list("position", "attempt")) == [(0, 1)]
