@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,6 +114,35 @@ for path in walk_mutatable_files():
     names.extend(data.exit_code_by_key)
 print(json.dumps(sorted(names)))
 """
+
+
+@contextmanager
+def stats_of(backend: str):
+    """mutmut's record of which tests reach which function, kept per database backend.
+
+    mutmut runs a mutant only against the tests that reached its function when it collected
+    its stats, and never runs one that no test reached ("no tests"). Collected on SQLite,
+    that record says no test reaches the PostgreSQL-only code (the one-statement fenced
+    insert, a lost connection's retry): a PostgreSQL pass reading it would report those
+    mutants "no tests" without running a test. So a PostgreSQL pass uses stats collected on
+    PostgreSQL (the first such pass collects them), and the SQLite record is put back after.
+    """
+    current = WORK / "mutants" / "mutmut-stats.json"
+    if backend == "sqlite":
+        yield
+        return
+    kept = {name: WORK / "mutants" / f"mutmut-stats.{name}.json" for name in ("sqlite", backend)}
+    if current.exists():
+        current.replace(kept["sqlite"])
+    if kept[backend].exists():
+        kept[backend].replace(current)
+    try:
+        yield
+    finally:
+        if current.exists():
+            current.replace(kept[backend])
+        if kept["sqlite"].exists():
+            kept["sqlite"].replace(current)
 
 
 def all_mutant_names() -> list[str]:
@@ -230,8 +260,9 @@ def main() -> int:
             command = ["mutmut", "run", "--max-children", str(CHILDREN), *(selected or [])]
             shown = f"<{len(selected)} mutants>" if selected else ""
             print(f"$ {' '.join(command[:4])} {shown}  (in {WORK})", flush=True)
-            done = subprocess.run([str(Path(sys.executable).parent / "mutmut"), *command[1:]], cwd=WORK,
-                                  env=mutmut_env(args.postgres))
+            with stats_of("postgresql" if args.postgres else "sqlite"):
+                done = subprocess.run([str(Path(sys.executable).parent / "mutmut"), *command[1:]], cwd=WORK,
+                                      env=mutmut_env(args.postgres))
             if done.returncode != 0:
                 print(f"mutmut exited {done.returncode}")
                 return done.returncode
