@@ -59,7 +59,9 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
     if definition.lease_seconds and definition.lease_seconds != lease.seconds:
         lease.seconds = definition.lease_seconds
         lease.extend()
-    journal = lease.load()
+    # Only an advance writes journal entries, and a first claim (the claim counts advances)
+    # follows none: a new run's journal is empty without asking, one statement per run saved.
+    journal = lease.load() if run.advances > 1 else {}
     try:
         args, kwargs = definition.decode_input(run.input)
     except Exception as exc:  # the code's signature no longer reads this run's input

@@ -8,7 +8,7 @@ from django.db import IntegrityError
 
 from durable import Retry, clock as durable_clock, seconds, services, workflow
 from durable.context import check_attribute_name
-from durable.models import EntryStatus, JournalEntry, RunStatus
+from durable.models import EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, Correction, effect
 from tests.effects.models import Once
@@ -64,7 +64,8 @@ def test_an_attempt_found_running_past_its_timeout_counts_as_failed_and_is_retri
 
     with override_workflow(looks_up, name="looks_up"):
         run = services.run_start("looks_up", id="timeout:found")
-        # A worker journaled the attempt as started, then died inside it.
+        # A worker claimed the run, journaled the attempt as started, then died inside it.
+        WorkflowRun.objects.filter(pk=run.id).update(advances=1)
         JournalEntry.objects.create(run_id=run.id, position=0, kind="step", name="slow_lookup",
                                     status=EntryStatus.STARTED, attempt=1, started_at=durable_clock.now(),
                                     wake_at=durable_clock.now() + timedelta(seconds=30),

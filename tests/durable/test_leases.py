@@ -73,6 +73,17 @@ def test_each_step_costs_at_most_two_sql_statements(clock, queue):
     assert per_step == (1 if connection.vendor == "postgresql" else 2)
 
 
+def test_a_new_runs_first_advance_does_not_read_its_journal(clock):
+    run = services.run_start("n_steps", 2, id="queries:first")
+
+    with CaptureQueriesContext(connection) as queries:
+        drive(run.id)
+
+    reads = [q["sql"] for q in queries if q["sql"].lstrip().startswith("SELECT") and "durable_journalentry" in q["sql"]]
+    assert reads == []
+    assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.COMPLETED
+
+
 def test_a_heartbeat_after_the_run_was_parked_gives_it_no_lease(clock):
     run = services.run_start("collect_two", id="lease:parked")
     _, lease = leases.claim(run.id, owner="a")
