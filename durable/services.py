@@ -121,8 +121,9 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
                 with transaction.atomic(savepoint=bool(dedupe_key)):
                     woken = _wake_for_signal(run_id, now)
                     if woken:
-                        signal = Signal.objects.create(run_id=run_id, name=name, payload=encoded,
-                                                       dedupe_key=dedupe_key or None, created_at=now)
+                        signal = Signal(run_id=run_id, name=name, payload=encoded,
+                                        dedupe_key=dedupe_key or None, created_at=now)
+                        sql.insert(signal)
                         _audit(run_id, "signal", actor, {"name": name, "signal_id": signal.pk,
                                                          "dedupe_key": dedupe_key, **(audit or {})})
             except IntegrityError:
@@ -275,10 +276,7 @@ def run_wake(run_id: str, *, actor: str = "system", audit: dict | None = None) -
 def _wake_for_signal(run_id: str, now) -> int:
     """Bump signal_seq (which also locks the run row): a worker about to park the run sees
     the bump and looks again (see Lease.finish), so no signal is slept through."""
-    grace = _grace()
-    return WorkflowRun.objects.filter(pk=run_id).exclude(status__in=FINISHED_STATUSES).update(
-        signal_seq=F("signal_seq") + 1, updated_at=now,
-        wake_at=Least(Coalesce("wake_at", Value(grace)), Value(grace)))
+    return sql.wake_for_signal(run_id, now, _grace())
 
 
 def _check_reservation(dedupe_key: str | None, reserved_by: str | None) -> None:
