@@ -1,9 +1,10 @@
 """Signals: kept until a wait takes them, in order, once per dedupe key."""
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 
-from durable import RunFinished, RunNotFound, services, workflow
+from durable import RunFinished, RunNotFound, clock as durable_clock, services, workflow
 from durable.models import JournalEntry, RunStatus, Signal
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps
@@ -56,6 +57,40 @@ def test_a_signal_to_a_completed_run_is_a_clear_error(clock):
         services.signal_send(run.id, "late", {})
 
     assert not Signal.objects.filter(run_id=run.id).exists()
+
+
+def test_a_signal_to_a_run_parked_without_a_deadline_makes_it_due_for_the_sweep_within_the_grace(clock, settings):
+    settings.DURABLE_DISPATCH_GRACE_SECONDS = 10
+    run = drive(services.run_start("collect_two", id="collect:grace").id)
+    assert (run.status, run.wake_at) == (RunStatus.WAITING, None)
+
+    services.signal_send(run.id, "item", {"n": 1})
+
+    run.refresh_from_db()
+    assert run.wake_at == durable_clock.now() + timedelta(seconds=10)  # if its message is lost
+    assert run.signal_seq == 1
+
+
+def test_a_signal_brings_a_later_deadline_forward_to_the_grace(clock, settings):
+    settings.DURABLE_DISPATCH_GRACE_SECONDS = 10
+    run = drive(services.run_start("wait_with_deadline", id="deadline:later").id)
+
+    services.signal_send(run.id, "documents_received", {})
+
+    run.refresh_from_db()
+    assert run.wake_at == durable_clock.now() + timedelta(seconds=10)
+
+
+def test_a_signal_never_pushes_a_sooner_deadline_back(clock, settings):
+    settings.DURABLE_DISPATCH_GRACE_SECONDS = 10
+    run = drive(services.run_start("wait_with_deadline", id="deadline:sooner").id)
+    deadline = run.wake_at
+    clock.advance(timedelta(days=7) - timedelta(seconds=5))
+
+    services.signal_send(run.id, "documents_received", {})
+
+    run.refresh_from_db()
+    assert run.wake_at == deadline
 
 
 def test_a_signal_to_an_unknown_run_is_a_clear_error():
