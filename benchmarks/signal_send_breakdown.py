@@ -1,7 +1,7 @@
 """Where the sender's call goes: ``signal_send``'s statements, its commit, and the Celery
 message it sends after the commit. Issue 17 compares the whole call with DBOS ``send()``.
 
-    .venv/bin/python benchmarks/signal_send_breakdown.py [--samples 300]
+    .venv/bin/python benchmarks/signal_send_breakdown.py [--samples 300] [--profile 25]
 
 Same database and Redis as benchmarks/run.py (durable_bench, db 9; DATABASE_URL and
 CELERY_BROKER_URL override them). No worker runs: the runs wait in the database and only
@@ -47,6 +47,8 @@ def timed(call) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--profile", type=int, metavar="N", default=0,
+                        help="then cProfile as many whole calls more and print the top N frames by cumulative time")
     options = parser.parse_args()
     call_command("migrate", verbosity=0)
     reset_database()
@@ -89,6 +91,29 @@ def main() -> None:
         total += sum(times) / options.samples
         print(f"    {name:<50} {p50(times):6.3f}  x{len(times) / options.samples:.1f} per call")
     print(f"    {'all statements, mean per call':<50} {total:6.3f}")
+    if options.profile:
+        profile(options)
+
+
+def profile(options) -> None:
+    """cProfile of whole calls (the message included): where the sender's time goes."""
+    import cProfile
+    import io
+    import pstats
+
+    settings.DURABLE_DISPATCHER = "none"
+    ids = waiting_runs("bp", options.samples)
+    settings.DURABLE_DISPATCHER = "celery"
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for run_id in ids:
+        services.signal_send(run_id, "go", {"n": 1})
+    profiler.disable()
+    BROKER.flushdb()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(options.profile)
+    print(f"\ncProfile of {options.samples} whole calls, top {options.profile} frames by cumulative time:")
+    print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-6000:])
 
 
 def _table(sql: str) -> str:
