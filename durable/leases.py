@@ -20,6 +20,7 @@ from django.db.models.expressions import CombinedExpression
 
 from durable import clock, conf, limits
 from durable.errors import Divergence, Fenced, StoreUnavailable
+from durable.sql import update_row
 from durable.models import FINISHED_STATUSES, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.store import Store
 
@@ -274,17 +275,17 @@ class Lease(Store):
         return True
 
     def _persist(self, values: dict, check_signal_seq: bool) -> bool:
-        query = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
         if check_signal_seq:
-            updated = query.filter(signal_seq=self.signal_seq).update(**values)
-            if updated:
+            if update_row(WorkflowRun, self.run_id, values, fencing_token=self.token,
+                          signal_seq=self.signal_seq):
                 return True
-            current = query.values_list("signal_seq", "cancel_request").first()
+            current = (WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
+                       .values_list("signal_seq", "cancel_request").first())
             if current is None:
                 raise Fenced(self.run_id)
             self.signal_seq, self.cancel_request = current
             return False
-        if not query.update(**values):
+        if not update_row(WorkflowRun, self.run_id, values, fencing_token=self.token):
             raise Fenced(self.run_id)
         return True
 

@@ -73,3 +73,21 @@ def last_link(model, parent_column: str, parent_id) -> tuple[int, str] | None:
         cursor.execute(f"SELECT chain_seq, row_hash FROM {quote(model._meta.db_table)} WHERE {quote(parent_column)} = %s "
                        f"ORDER BY chain_seq DESC LIMIT 1", [parent_id])
         return cursor.fetchone()
+
+
+def update_row(model, pk, values: dict, **where) -> int:
+    """UPDATE one row by primary key, only if the ``where`` columns still hold those values:
+    the fenced finish of every advance (``Lease._persist``). The ORM's ``update()`` built
+    the same statement with about 1 ms of Python more per call; plain values only."""
+    meta = model._meta
+    quote = connection.ops.quote_name
+    assigned = [meta.get_field(name) for name in values]
+    conditions = [meta.get_field(name) for name in where]
+    sql = (f"UPDATE {quote(meta.db_table)} SET {', '.join(f'{quote(f.column)} = %s' for f in assigned)} "
+           f"WHERE {quote(meta.pk.column)} = %s"
+           + "".join(f" AND {quote(f.column)} = %s" for f in conditions))
+    params = [f.get_db_prep_save(values[f.name], connection) for f in assigned]
+    params += [pk, *(f.get_db_prep_save(where[f.name], connection) for f in conditions)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
