@@ -106,6 +106,11 @@ def table(r: dict) -> str:
             if peer in layout:
                 rows.append((label, "", peer.replace("_", " ").replace("dbos", "DBOS") + " " + _fig(layout[peer], "{:.0f}"),
                              _ratio(layout[f"ours_vs_{peer}"])))
+    fill = r["layouts"][str(r["workers"])].get("fill_ms_per_run")
+    if fill:  # the producer, before the workers are continued (benchmarks/run.py's filled)
+        rows.append(("producer, ms per run started", "run_start " + _fig(fill["ours"], "{:.2f}"),
+                     "chain " + _fig(fill["chain"], "{:.2f}")
+                     + ("; DBOS enqueue " + _fig(fill["dbos_queue"], "{:.2f}") if "dbos_queue" in fill else ""), ""))
     sig = r["signal"]
     rows.append(("signal to resume p50 (ms)", _fig(sig["ours_p50"], "{:.1f}"),
                  "DBOS send->recv " + _fig(sig["dbos_resume_p50"], "{:.1f}") if "dbos_resume_p50" in sig else "",

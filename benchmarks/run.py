@@ -174,27 +174,59 @@ def bench_floor_insert(n: int) -> float:
     return elapsed / n * 1000
 
 
-def bench_chain_floor(n: int, k: int) -> float:
+# A throughput trial measures how fast the worker layout drains work already queued: the
+# producer starts every run (publishes every chain, enqueues every DBOS workflow) while the
+# workers are stopped, and the clock starts when they are continued. On 2 cores a producer
+# publishing while the workers consume made each trial a different race for the CPU (the
+# chain alone spread 18-49% between trials). The producer's own cost is kept apart (FILL).
+FILL: dict[str, list[float]] = {}
+
+
+def filled(name: str, n: int, pause, resume, fill) -> float:
+    """Stop the workers, fill their queue, continue them: the seconds since, to the end."""
+    pause()
+    started = time.perf_counter()
+    done = fill()
+    FILL.setdefault(name, []).append((time.perf_counter() - started) / n * 1000)
+    started = time.perf_counter()
+    resume()
+    wait_until(done, interval=0.02)
+    return time.perf_counter() - started
+
+
+def bench_chain_floor(n: int, k: int, procs: "Processes") -> float:
     from celery import chain
 
     from benchmarks.tasks import chain_last, chain_step
 
-    BROKER.delete("bench:chains_done")
-    started = time.perf_counter()
-    for i in range(n):
-        chain(*[chain_step.s(i) if j == 0 else chain_step.s() for j in range(k - 1)], chain_last.s()).delay()
-    wait_until(lambda: int(BROKER.get("bench:chains_done") or 0) >= n)
-    return n / (time.perf_counter() - started)
-
-
-def bench_durable_throughput(n: int, k: int) -> float:
-    reset_database()
-    started = time.perf_counter()
-    with transaction.atomic():
+    def fill():
+        BROKER.delete("bench:chains_done")
         for i in range(n):
-            services.run_start("bench_steps", k, id=f"tp:{i}")
-    wait_until(lambda: WorkflowRun.objects.filter(status=RunStatus.COMPLETED).count() >= n, interval=0.02)
-    return n / (time.perf_counter() - started)
+            chain(*[chain_step.s(i) if j == 0 else chain_step.s() for j in range(k - 1)], chain_last.s()).delay()
+        return lambda: int(BROKER.get("bench:chains_done") or 0) >= n
+
+    return n / filled("chain", n, procs.pause, procs.resume, fill)
+
+
+def bench_durable_throughput(n: int, k: int, procs: "Processes") -> float:
+    def fill():
+        with transaction.atomic():
+            for i in range(n):
+                services.run_start("bench_steps", k, id=f"tp:{i}")
+        return lambda: WorkflowRun.objects.filter(status=RunStatus.COMPLETED).count() >= n
+
+    reset_database()
+    return n / filled("ours", n, procs.pause, procs.resume, fill)
+
+
+def bench_dbos_queue(n: int, k: int, peer: Peer) -> float:
+    peer.call("reset")  # TRUNCATE while the workers run: a stopped one could hold a lock it waits for
+
+    def fill():
+        prefix = peer.call("enqueue", runs=n, steps=k)["prefix"]
+        return lambda: peer.call("done", prefix=prefix)["done"] >= n
+
+    return n / filled("dbos_queue", n, peer.pause, peer.resume, fill)
 
 
 # --- 2. per-step overhead ------------------------------------------------------------
@@ -206,6 +238,7 @@ def bench_per_step(steps: int) -> dict:
     from django.conf import settings
 
     settings.DURABLE_DISPATCHER = "none"
+    connection.queries_log.clear()  # it keeps 9,000: a full log would count no statement
     try:
         empty = services.run_start("bench_steps", 0, id="ps:0")
         many = services.run_start("bench_steps", steps, id=f"ps:{steps}")
@@ -379,15 +412,17 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
     peer = start_peer(peer_python, workers) if peer_python else None
     turns = Turns(procs, peer)
     try:
-        measures = {"chain": turns.ours(lambda n: bench_chain_floor(n, 3)),
-                    "ours": turns.ours(lambda n: bench_durable_throughput(n, 3))}
+        measures = {"chain": turns.ours(lambda n: bench_chain_floor(n, 3, procs)),
+                    "ours": turns.ours(lambda n: bench_durable_throughput(n, 3, procs))}
         if peer:
             measures["dbos_direct"] = turns.peers(lambda n: n / peer.call("direct", runs=n, steps=3)["seconds"])
-            measures["dbos_queue"] = turns.peers(lambda n: n / peer.call("queue", runs=n, steps=3)["seconds"])
+            measures["dbos_queue"] = turns.peers(lambda n: bench_dbos_queue(n, 3, peer))
         sizes = {name: sized(measure, options.trial_seconds) for name, measure in measures.items()}
         print(f"  {workers} worker processes, runs per trial: {sizes}", flush=True)
+        FILL.clear()  # the producer's cost in the trials, not in the sizing ones
         taken = alternate({name: (lambda m=measure, n=sizes[name]: m(n)) for name, measure in measures.items()},
                           options.trials)
+        fill = {name: summary(values) for name, values in FILL.items()}
         turns.end()
         if options.profile and workers == options.workers:
             profile_throughput(procs, peer, sizes, turns)
@@ -397,6 +432,7 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
             peer.stop()
     layout = {name: summary(values) for name, values in taken.items()}
     layout["runs_per_trial"] = sizes
+    layout["fill_ms_per_run"] = fill
     for name in ("chain", "dbos_direct", "dbos_queue"):
         if name in taken:
             layout[f"ours_vs_{name}"] = ratio(taken["ours"], taken[name])
@@ -489,7 +525,7 @@ def profile_throughput(procs: Processes, peer: Peer | None, sizes: dict, turns: 
 
     n = sizes["ours"] * 2
     record({"ours-worker": procs.worker_children()[0], "ours-producer": os.getpid()},
-           turns.ours(lambda: bench_durable_throughput(n, 3)))
+           turns.ours(lambda: bench_durable_throughput(n, 3, procs)))
     if peer:
         record({"dbos-worker": peer.worker_pids[0]},
                turns.peers(lambda: peer.call("direct", runs=sizes["dbos_direct"] * 2, steps=3)))

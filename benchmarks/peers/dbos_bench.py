@@ -158,6 +158,17 @@ class Driver:
         self._wait(prefix, runs)
         return {"seconds": time.perf_counter() - started}
 
+    def enqueue(self, runs: int, steps: int) -> dict:
+        """Fill the queue (our side has stopped the workers: see benchmarks/run.py's filled)."""
+        prefix = self._prefix("queue")
+        for i in range(runs):
+            self.client.enqueue({"workflow_name": "bench_steps", "queue_name": QUEUE, "workflow_id": f"{prefix}:{i}"},
+                                steps)
+        return {"prefix": prefix}
+
+    def done(self, prefix: str) -> dict:
+        return {"done": self._done(prefix)}
+
     def per_step(self, steps: int) -> dict:
         self.reset()
         self.pipes[0].send(("per_step", steps))
