@@ -73,6 +73,15 @@ def test_each_step_costs_at_most_two_sql_statements(clock, queue):
     assert per_step == (1 if connection.vendor == "postgresql" else 2)
 
 
+def test_a_lease_owner_longer_than_its_column_is_kept_to_its_first_255_characters(clock):
+    run = services.run_start("n_steps", 1, id="lease:long-owner")
+
+    claimed, _ = leases.claim(run.id, owner="w" * 300)
+
+    assert claimed.lease_owner == "w" * 255
+    assert WorkflowRun.objects.get(pk=run.id).lease_owner == "w" * 255
+
+
 def test_a_new_runs_first_advance_does_not_read_its_journal(clock):
     run = services.run_start("n_steps", 2, id="queries:first")
 

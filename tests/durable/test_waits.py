@@ -103,6 +103,57 @@ def test_drain_decodes_each_payload_to_the_type_asked_for(clock):
     assert (run.status, run.result) == (RunStatus.COMPLETED, [10, 20])
 
 
+def drains_items_then_waits() -> list:
+    items = workflow.drain_signals("item", type=Item)
+    workflow.wait_for_signal("go")
+    return [[type(item).__name__, item.n] for item in items]
+
+
+def test_a_replayed_drain_decodes_its_recorded_payloads_to_the_type_asked_for(clock):
+    with override_workflow(drains_items_then_waits, name="drains_items_then_waits"):
+        run = services.run_start("drains_items_then_waits", id="drain:typed-replay")
+        services.signal_send(run.id, "item", {"n": 1})
+        services.signal_send(run.id, "item", {"n": 2})
+        drive(run.id)
+        services.signal_send(run.id, "go", {})
+
+        run = drive(run.id)  # replays the drain from its journal entry
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, [["Item", 1], ["Item", 2]])
+
+
+def test_a_drains_journal_entry_names_the_signals_it_took(clock):
+    with override_workflow(drains_items_then_waits, name="drains_items_then_waits"):
+        run = services.run_start("drains_items_then_waits", id="drain:names-signals")
+        first = services.signal_send(run.id, "item", {"n": 1})
+        second = services.signal_send(run.id, "item", {"n": 2})
+
+        drive(run.id)
+
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert entry.kind == EntryKind.DRAIN
+    assert entry.result["signal_ids"] == [first.pk, second.pk]
+
+
+def collects_items() -> list:
+    batch = workflow.collect_signals("item", quiet=seconds(30), timeout=days(1), type=Item)
+    return [[type(item).__name__, item.n] for item in batch]
+
+
+def test_a_collected_batch_is_decoded_to_the_type_asked_for_from_its_first_signal(clock):
+    with override_workflow(collects_items, name="collects_items"):
+        run = services.run_start("collects_items", id="collect:typed")
+        services.signal_send(run.id, "item", {"n": 1})
+        drive(run.id)
+        services.signal_send(run.id, "item", {"n": 2})
+        drive(run.id)
+        clock.advance(seconds(31))
+
+        run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, [["Item", 1], ["Item", 2]])
+
+
 def waits_for_names(names) -> str:  # no hint: the input arrives as it was given
     workflow.wait_for_any(names)
     return "waited"
