@@ -47,6 +47,11 @@ def test_a_supervisor_reassigns_a_claimed_case_and_the_old_holder_cannot_decide_
     joana = open_page("joana")
     joana.get_by_role("link", name=case.title).click()
     joana.get_by_role("button", name="Claim").click()
+    joana.get_by_role("button", name="Approve").wait_for()
+    # Joana's tab is stale: its live updates (polled every 2 s) have not arrived, as on a
+    # laptop that slept. Left polling, the page would swap the decision away before her
+    # click whenever the reassignment took longer than a poll (CI saw it once).
+    joana.evaluate("document.getElementById('case-live').remove()")
 
     sofia = open_page("sofia")
     sofia.goto(f"{live_server.url}/approvals/team/")
