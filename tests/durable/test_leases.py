@@ -265,11 +265,17 @@ def test_an_extended_lease_is_also_when_the_sweep_looks_at_the_run_again(clock):
     assert row.wake_at == row.lease_expires_at == clock.now() + timedelta(seconds=lease.seconds)
 
 
+def _as_if_its_worker_died(run, clock, *, takeovers: int, at: int) -> None:
+    """The run is left RUNNING under an expired lease, after ``takeovers`` earlier takeovers
+    at position ``at``: what a worker that died holding it leaves behind."""
+    WorkflowRun.objects.filter(pk=run.id).update(
+        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=takeovers, recovery_position=at)
+
+
 def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_crash_loop(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start(three_steps, 1, id="lease:crash-loop")
-    WorkflowRun.objects.filter(pk=run.id).update(  # two takeovers already happened at position 0
-        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+    _as_if_its_worker_died(run, clock, takeovers=2, at=0)  # two takeovers already happened there
 
     run = drive(run.id)  # the third
 
@@ -282,8 +288,7 @@ def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_c
 def test_a_crash_loop_at_a_recorded_value_names_the_value_in_its_reason(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start("deterministic_values", id="lease:crash-loop-now")
-    WorkflowRun.objects.filter(pk=run.id).update(
-        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+    _as_if_its_worker_died(run, clock, takeovers=2, at=0)
 
     run = drive(run.id)
 
@@ -294,8 +299,7 @@ def test_a_crash_loop_at_a_recorded_value_names_the_value_in_its_reason(clock, s
 def test_a_takeover_after_progress_counts_its_recoveries_from_one_again(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start(three_steps, 1, id="lease:crash-progress")
-    WorkflowRun.objects.filter(pk=run.id).update(  # earlier takeovers were at another position
-        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=5, recovery_position=7)
+    _as_if_its_worker_died(run, clock, takeovers=5, at=7)  # earlier takeovers were at another position
 
     run = drive(run.id)
 
@@ -385,8 +389,7 @@ def test_a_crash_loop_at_a_patch_marker_names_the_change_in_its_reason(clock, se
 
     with override_workflow(prices_with_a_patch, name="prices_with_a_patch"):
         run = services.run_start("prices_with_a_patch", id="lease:crash-loop-patch")
-        WorkflowRun.objects.filter(pk=run.id).update(
-            status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+        _as_if_its_worker_died(run, clock, takeovers=2, at=0)
 
         run = drive(run.id)
 
