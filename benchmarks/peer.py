@@ -38,11 +38,7 @@ class Peer:
         self._signal(signal.SIGCONT)
 
     def _signal(self, signum):
-        for pid in self.worker_pids:
-            try:
-                os.kill(pid, signum)
-            except ProcessLookupError:
-                pass
+        signal_each(self.worker_pids, signum)
 
     def stop(self):
         self.resume()
@@ -56,6 +52,16 @@ class Peer:
         except ProcessLookupError:
             pass
         self.proc.wait()
+
+
+def signal_each(ids, signum, send=os.kill) -> None:
+    """Send ``signum`` to each pid (or, with ``send=os.killpg``, process group); one already
+    gone is no error: a side of the bench stopped or continued as a whole."""
+    for target in ids:
+        try:
+            send(target, signum)
+        except ProcessLookupError:
+            pass
 
 
 def peer_url(ours: str) -> str:

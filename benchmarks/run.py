@@ -58,7 +58,7 @@ from durable import executor, services, timers  # noqa: E402
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun  # noqa: E402
 
 from benchmarks import report  # noqa: E402
-from benchmarks.peer import Peer, peer_url  # noqa: E402
+from benchmarks.peer import Peer, peer_url, signal_each  # noqa: E402
 from benchmarks.report import pct, ratio, summary  # noqa: E402
 
 BROKER = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
@@ -123,11 +123,7 @@ class Processes:
         self._signal(signal.SIGCONT)
 
     def _signal(self, signum):
-        for proc in self.procs:
-            try:
-                os.killpg(proc.pid, signum)
-            except ProcessLookupError:
-                pass
+        signal_each([proc.pid for proc in self.procs], signum, send=os.killpg)
 
     def stop(self):
         for proc in self.procs:
@@ -423,7 +419,6 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
         taken = alternate({name: (lambda m=measure, n=sizes[name]: m(n)) for name, measure in measures.items()},
                           options.trials)
         fill = {name: summary(values) for name, values in FILL.items()}
-        turns.end()
         if options.profile and workers == options.workers:
             profile_throughput(procs, peer, sizes, turns)
     finally:

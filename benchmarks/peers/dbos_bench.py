@@ -6,7 +6,9 @@ starts W worker processes (each launches DBOS and consumes the queue "bench"), t
 one JSON command a line on stdin and answers one JSON line on stdout per command:
 
     {"op": "direct", "runs": 500, "steps": 3}  -> {"seconds": ...}   W processes call the workflow
-    {"op": "queue", "runs": 500, "steps": 3}   -> {"seconds": ...}   enqueued here, run by the W workers
+    {"op": "reset"}                            -> null               empty tables, before a trial
+    {"op": "enqueue", "runs": 500, "steps": 3} -> {"prefix": ...}    enqueued here (our side has stopped the workers)
+    {"op": "done", "prefix": "queue-..."}      -> {"done": N}        how many have completed
     {"op": "per_step", "steps": 1000}          -> {"ms_per_step": ...}
     {"op": "signal", "samples": 50}            -> {"resume_ms": [...], "send_ms": [...]}
     {"op": "quit"}
@@ -148,18 +150,8 @@ class Driver:
             pipe.recv()
         return {"seconds": time.perf_counter() - started}
 
-    def queue(self, runs: int, steps: int) -> dict:
-        self.reset()
-        prefix = self._prefix("queue")
-        started = time.perf_counter()
-        for i in range(runs):
-            self.client.enqueue({"workflow_name": "bench_steps", "queue_name": QUEUE, "workflow_id": f"{prefix}:{i}"},
-                                steps)
-        self._wait(prefix, runs)
-        return {"seconds": time.perf_counter() - started}
-
     def enqueue(self, runs: int, steps: int) -> dict:
-        """Fill the queue (our side has stopped the workers: see benchmarks/run.py's filled)."""
+        """Fill the queue; the W workers run it once our side continues them (run.py's filled)."""
         prefix = self._prefix("queue")
         for i in range(runs):
             self.client.enqueue({"workflow_name": "bench_steps", "queue_name": QUEUE, "workflow_id": f"{prefix}:{i}"},
