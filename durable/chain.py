@@ -73,7 +73,7 @@ class ChainedAudit(models.Model):
             self.chain_seq, self.prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS)
             self.row_hash = row_digest(self, self.prev_hash, parent=self.chain_parent,
                                        fields=self.chained_fields)
-            if args or kwargs:
+            if args or kwargs or self.pk is not None:
                 super().save(*args, **kwargs)
             else:  # every signal and decision writes one: the ORM's save costs more than the INSERT
                 sql.insert(self)

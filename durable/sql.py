@@ -1,5 +1,18 @@
-"""Statements the ORM cannot say in one round trip (PostgreSQL and SQLite both run them)."""
+"""Statements the ORM cannot say in one round trip, or says with more Python than the hot
+paths can pay (a step, a finish, a signal). PostgreSQL and SQLite both run them."""
 from django.db import connection
+
+
+def _saved(instance, fields) -> tuple[str, list]:
+    """The quoted column list and the values an INSERT of ``instance`` writes for ``fields``."""
+    quote = connection.ops.quote_name
+    return (", ".join(quote(f.column) for f in fields),
+            [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields])
+
+
+def _stored(instance) -> None:
+    instance._state.adding = False
+    instance._state.db = connection.alias
 
 
 def insert_unless_exists(instance, *, conflict_field: str = "id", unless_in=None) -> bool:
@@ -10,8 +23,7 @@ def insert_unless_exists(instance, *, conflict_field: str = "id", unless_in=None
     meta = instance._meta
     quote = connection.ops.quote_name
     fields = [f for f in meta.concrete_fields if not (f.primary_key and f.attname != conflict_field)]
-    columns = ", ".join(quote(f.column) for f in fields)
-    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    columns, values = _saved(instance, fields)
     conflict_column = quote(meta.get_field(conflict_field).column)
     if unless_in is None:
         source = f"VALUES ({', '.join(['%s'] * len(fields))})"
@@ -26,8 +38,7 @@ def insert_unless_exists(instance, *, conflict_field: str = "id", unless_in=None
         cursor.execute(sql, values)
         inserted = cursor.fetchone() is not None
     if inserted:
-        instance._state.adding = False
-        instance._state.db = connection.alias
+        _stored(instance)
     return inserted
 
 
@@ -50,20 +61,21 @@ def wake_for_signal(run_id: str, now, grace) -> int:
 
 
 def insert(instance) -> None:
-    """A plain INSERT ... RETURNING of a new row, setting its primary key (auto unless given)
-    on the instance: ``Model.objects.create`` without the ORM's per-call machinery (about 0.3 ms of
-    Python here), for the hot paths. No signals are sent: the engine's models have none."""
+    """A plain INSERT ... RETURNING of a new row whose primary key the database assigns, set
+    on the instance: ``Model.objects.create`` without the ORM's per-call machinery (about
+    0.3 ms of Python here). No signals are sent: the engine's models have none."""
+    if instance.pk is not None:
+        raise ValueError(f"{instance!r} has a primary key already: save it through the ORM")
     meta = instance._meta
     quote = connection.ops.quote_name
-    fields = [f for f in meta.concrete_fields if not f.primary_key or instance.pk is not None]
-    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
-    sql = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-           f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(meta.pk.column)}")
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    columns, values = _saved(instance, fields)
+    sql = (f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))}) "
+           f"RETURNING {quote(meta.pk.column)}")
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         instance.pk = cursor.fetchone()[0]
-    instance._state.adding = False
-    instance._state.db = connection.alias
+    _stored(instance)
 
 
 def last_link(model, parent_column: str, parent_id) -> tuple[int, str] | None:

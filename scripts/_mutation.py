@@ -237,7 +237,7 @@ def draw(names: list[str], count: int, seed: int) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sample", type=int, help="test only N mutants drawn at random (fixed by --seed)")
+    parser.add_argument("--sample", type=int, help="test only N mutants, drawn by name (fixed by --seed; see draw)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--min-score", type=float, help="exit 1 when the score falls below this percentage")
     parser.add_argument("--rerun", action="store_true",
