@@ -1,0 +1,129 @@
+"""What the run row says once an advance ends: when it ended, what it waits for, who holds it."""
+import logging
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+from durable import leases, services, workflow
+from durable.errors import Fenced
+from durable.models import RunStatus, WorkflowRun
+from durable.testing import drive
+from tests.durable.workflows import three_steps
+
+pytestmark = pytest.mark.django_db
+
+_CLOCK = {}
+
+
+def _five_minutes_pass() -> None:
+    _CLOCK["clock"].advance(timedelta(minutes=5))
+
+
+@workflow(name="finish:slow_step")
+def _a_step_that_takes_five_minutes() -> str:
+    workflow.step(_five_minutes_pass)
+    return "done"
+
+
+def test_a_completed_run_records_when_it_finished(clock):
+    run = services.run_start(three_steps, 1, id="finish:completed")
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert run.finished_at == clock.now()
+
+
+def test_a_run_parked_at_a_wait_has_not_finished(clock):
+    run = services.run_start("collect_two", id="finish:waiting")
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.WAITING
+    assert run.finished_at is None
+
+
+def test_a_run_that_waited_and_then_completed_waits_for_nothing(clock):
+    run = services.run_start("step_wait_step", id="finish:waited")
+    assert drive(run.id).waiting_for == "signal:go"
+    services.signal_send(run.id, "go", {"value": 1})
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert run.waiting_for == ""
+
+
+def test_a_finished_run_was_last_changed_when_it_finished_not_when_it_was_claimed(clock):
+    _CLOCK["clock"] = clock
+    run = services.run_start("finish:slow_step", id="finish:updated")
+    claimed_at = clock.now()
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert run.updated_at == claimed_at + timedelta(minutes=5)
+
+
+def test_a_stale_holder_cannot_park_the_run_even_when_no_signal_came(clock, settings):
+    run = services.run_start("collect_two", id="finish:stale-park")
+    stale_run, stale = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    leases.claim(run.id, owner="b")
+
+    with pytest.raises(Fenced):
+        stale.finish(stale_run, transition="suspend", waiting_for="signal:item", check_signal_seq=True)
+
+    assert WorkflowRun.objects.get(pk=run.id).lease_owner == "b"
+
+
+def test_a_stale_holder_that_sees_a_new_signal_is_fenced_rather_than_told_to_look_again(clock, settings):
+    run = services.run_start("collect_two", id="finish:stale-signal")
+    stale_run, stale = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    leases.claim(run.id, owner="b")
+    services.signal_send(run.id, "item", {"n": 1})
+
+    with pytest.raises(Fenced):
+        stale.finish(stale_run, transition="suspend", waiting_for="signal:item", check_signal_seq=True)
+
+
+def test_a_holder_that_sees_a_new_signal_reads_its_own_runs_sequence(clock):
+    run = services.run_start("collect_two", id="finish:race")
+    clock.advance(timedelta(seconds=1))
+    other = services.run_start("collect_two", id="finish:race-newer")  # listed first (newest first)
+    claimed_run, lease = leases.claim(run.id, owner="a")
+    leases.claim(other.id, owner="a")  # the same fencing token: both runs' first claim
+    services.signal_send(other.id, "item", {"n": 1})
+    services.signal_send(other.id, "item", {"n": 2})
+    services.signal_send(run.id, "item", {"n": 1})
+
+    parked = lease.finish(claimed_run, transition="suspend", waiting_for="signal:item", check_signal_seq=True)
+
+    assert parked is False  # a signal came since the claim: look again, do not park
+    assert lease.signal_seq == WorkflowRun.objects.get(pk=run.id).signal_seq
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_does_not_warn_of_a_lost_lease_for_a_run_its_advance_has_finished(caplog):
+    finished = services.run_start(three_steps, 1, id="finish:beat-done")
+    lost = services.run_start(three_steps, 2, id="finish:beat-lost")
+    finished_run, done = leases.claim(finished.id, owner="a", lease_seconds=0.6)
+    _, taken = leases.claim(lost.id, owner="a", lease_seconds=0.6)
+    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
+    beat.IDLE_EXIT_SECONDS = 0
+
+    with caplog.at_level(logging.WARNING, logger="durable"), beat.hold(done), beat.hold(taken):
+        done.finish(finished_run, transition="complete", result=4)  # still held: the advance is ending
+        WorkflowRun.objects.filter(pk=lost.id).update(lease_owner="someone else", fencing_token=99)
+        give_up = time.monotonic() + 5
+        while time.monotonic() < give_up and lost.id not in caplog.text:
+            time.sleep(0.05)
+        time.sleep(0.6)  # a whole lease more: the finished one had its ticks too
+    for thread in set(threading.enumerate()) - threads_before:
+        thread.join(timeout=5)
+
+    warned = [r.getMessage() for r in caplog.records if "lease lost" in r.getMessage()]
+    assert warned == [f"run {lost.id}: lease lost while a step was running"] * len(warned) != []
