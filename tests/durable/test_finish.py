@@ -126,4 +126,5 @@ def test_the_heartbeat_does_not_warn_of_a_lost_lease_for_a_run_its_advance_has_f
         thread.join(timeout=5)
 
     warned = [r.getMessage() for r in caplog.records if "lease lost" in r.getMessage()]
-    assert warned == [f"run {lost.id}: lease lost while a step was running"] * len(warned) != []
+    assert warned  # the heartbeat did tick: it warned of the lease another worker took
+    assert set(warned) == {f"run {lost.id}: lease lost while a step was running"}
