@@ -277,3 +277,22 @@ def test_a_run_replaying_a_delivered_cancel_whose_request_is_gone_ends_cancelled
     assert run.status == RunStatus.CANCELLED
     assert (run.error["message"], run.error["actor"]) == ("cancelled", "workflow")
     assert cancelled_hooks == [(run.id, "cancelled", "workflow")]
+
+
+def test_a_gracefully_cancelled_run_says_it_was_cancelled_why_by_whom_and_gracefully(clock):
+    run = services.run_start("polite_cancel", "c-9", id="cancel:error-shape")
+    drive(run.id)
+    services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
+
+    run = drive(run.id)
+
+    assert run.error == {"type": "Cancelled", "message": "customer withdrew", "actor": "ops", "graceful": True}
+
+
+def test_a_body_that_cancels_itself_is_cancelled_by_the_workflow_with_no_result(clock):
+    run = services.run_start("withdraws", id="cancel:self-actor")
+    services.signal_send(run.id, "reply", {"text": "cancelar"})
+
+    run = drive(run.id)
+
+    assert (run.error["message"], run.error["actor"], run.result) == ("customer withdrew", "workflow", None)

@@ -1,4 +1,6 @@
 """Queues: a step that asks for another Celery queue hands its run there, and back after it."""
+from datetime import timedelta
+
 import pytest
 
 from durable import services, testing
@@ -80,3 +82,12 @@ def test_runs_that_name_no_queue_are_dispatched_without_one(clock, django_captur
 
     assert testing.dispatch_queues["queue:7"] == DEFAULT
     assert WorkflowRun.objects.get(pk="queue:7").waiting_for == ""
+
+
+def test_a_handed_on_run_is_swept_back_only_after_the_dispatch_grace_period(clock, settings):
+    settings.DURABLE_DISPATCH_GRACE_SECONDS = 30
+    run = services.run_start(llm_in_the_middle, id="queue:grace")
+
+    handed = drive(run.id, queue=DEFAULT)
+
+    assert handed.wake_at == clock.now() + timedelta(seconds=30)
