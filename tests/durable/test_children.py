@@ -277,3 +277,12 @@ def test_the_api_names_a_runs_parent_and_children_and_lists_one_parents_children
     assert detail["children"] == ["recon:family:child:0", "recon:family:child:1"]
     assert child["parent"] == family.id
     assert sorted(run["id"] for run in listed["results"]) == ["recon:family:child:0", "recon:family:child:1"]
+
+
+def test_a_started_child_is_journalled_as_a_completed_entry_of_its_parent(clock):
+    parent = services.run_start("reconcile_disputes", [("e1", 10)], id="recon:journalled")
+
+    drive(parent.id)
+
+    entry = JournalEntry.objects.get(run_id=parent.id, kind=EntryKind.CHILD)
+    assert (entry.status, entry.result) == ("completed", {"id": "recon:journalled:child:0", "workflow": entry.name})
