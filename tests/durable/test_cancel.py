@@ -296,3 +296,43 @@ def test_a_body_that_cancels_itself_is_cancelled_by_the_workflow_with_no_result(
     run = drive(run.id)
 
     assert (run.error["message"], run.error["actor"], run.result) == ("customer withdrew", "workflow", None)
+
+
+def test_a_gracefully_cancelled_run_keeps_no_pending_cancel_request(clock):
+    run = services.run_start("polite_cancel", "c-10", id="cancel:request-cleared")
+    drive(run.id)
+    services.run_cancel(run.id, reason="stop", graceful=True)
+
+    run = drive(run.id)
+
+    assert run.cancel_request is None
+
+
+def test_the_log_says_a_run_ended_cancelled_gracefully(clock, caplog):
+    run = services.run_start("polite_cancel", "c-11", id="cancel:logged")
+    drive(run.id)
+    services.run_cancel(run.id, reason="stop", graceful=True)
+
+    with caplog.at_level("INFO", logger="durable"):
+        drive(run.id)
+
+    assert "run cancel:logged cancelled (gracefully)" in caplog.messages
+
+
+def test_the_cancelled_hook_is_sent_by_the_workflow_run_model(clock):
+    seen = []
+
+    def receiver(sender, run_id, **kwargs):
+        seen.append(run_id)
+
+    hooks.run_cancelled.connect(receiver, sender=WorkflowRun, weak=False, dispatch_uid="test-cancelled-sender")
+    run = services.run_start("polite_cancel", "c-12", id="cancel:sender")
+    drive(run.id)
+    services.run_cancel(run.id, reason="stop", graceful=True)
+
+    try:
+        drive(run.id)
+    finally:
+        hooks.run_cancelled.disconnect(sender=WorkflowRun, dispatch_uid="test-cancelled-sender")
+
+    assert seen == [run.id]
