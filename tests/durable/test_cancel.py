@@ -336,3 +336,15 @@ def test_the_cancelled_hook_is_sent_by_the_workflow_run_model(clock):
         hooks.run_cancelled.disconnect(sender=WorkflowRun, dispatch_uid="test-cancelled-sender")
 
     assert seen == [run.id]
+
+
+def quits_without_a_reason() -> str:
+    raise workflow.Cancelled("")
+
+
+def test_a_body_that_cancels_itself_without_a_reason_says_cancelled(clock):
+    with override_workflow(quits_without_a_reason, name="quits_without_a_reason"):
+        run = services.run_start("quits_without_a_reason", id="cancel:no-reason")
+        run = drive(run.id)
+
+    assert (run.status, run.error["message"]) == (RunStatus.CANCELLED, "cancelled")
