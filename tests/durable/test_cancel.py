@@ -348,3 +348,21 @@ def test_a_body_that_cancels_itself_without_a_reason_says_cancelled(clock):
         run = drive(run.id)
 
     assert (run.status, run.error["message"]) == (RunStatus.CANCELLED, "cancelled")
+
+
+def cleans_up_into_something_unstorable() -> object:
+    try:
+        workflow.wait_for_signal("documents", timeout=days(7))
+    except workflow.Cancelled:
+        return object()
+    return "done"
+
+
+def test_a_cleanup_whose_value_cannot_be_stored_ends_the_run_cancelled_with_no_result(clock):
+    with override_workflow(cleans_up_into_something_unstorable, name="cleans_up_into_something_unstorable"):
+        run = services.run_start("cleans_up_into_something_unstorable", id="cancel:unstorable")
+        drive(run.id)
+        services.run_cancel(run.id, reason="stop", graceful=True)
+        run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.CANCELLED, None)
