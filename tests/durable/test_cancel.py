@@ -366,3 +366,15 @@ def test_a_cleanup_whose_value_cannot_be_stored_ends_the_run_cancelled_with_no_r
         run = drive(run.id)
 
     assert (run.status, run.result) == (RunStatus.CANCELLED, None)
+
+def test_a_graceful_cancel_of_a_sleeping_run_cancels_it_at_its_sleep(clock):
+    run = services.run_start("nap", id="cancel:sleeping")
+    drive(run.id)
+    services.run_cancel(run.id, reason="no longer needed", actor="ops", graceful=True)
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    asleep = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert (asleep.kind, asleep.status) == (EntryKind.SLEEP, EntryStatus.CANCELLED)
+    assert asleep.error["message"] == "no longer needed"

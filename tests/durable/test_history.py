@@ -1,5 +1,6 @@
 """History export and read-only replay: recorded journals must still replay against today's code."""
 import json
+from datetime import timedelta
 from io import StringIO
 from pathlib import Path
 
@@ -262,3 +263,45 @@ def test_histories_from_before_and_after_a_patch_both_replay(exported, tmp_path)
     assert "replayed 2 histories: 2 ok, 0 failed" in output
     assert [e["name"] for e in json.loads((tmp_path / "patched.json").read_text())["journal"]] == [
         "a", "extra-step", "extra", "go"]
+
+
+def _export(run, tmp_path) -> Path:
+    path = tmp_path / f"{run.id.replace(':', '-')}.json"
+    code, _ = durable_command("export", run.id, "-o", str(path))
+    assert code == 0
+    return path
+
+
+def test_a_history_that_ends_in_a_sleep_names_the_sleep_s_position(db, clock, tmp_path):
+    run = services.run_start("nap", id="history:asleep")
+    drive(run.id)
+    path = _export(run, tmp_path)
+
+    report = history.history_replay(history.history_load(path))
+
+    assert report.ok
+    assert "at position 0 the run was waiting there" in report.summary
+
+
+def test_a_sleep_due_at_replay_ends_the_replay_at_the_sleep_s_position(db, clock, tmp_path):
+    run = services.run_start("nap", id="history:due")
+    drive(run.id)
+    path = _export(run, tmp_path)
+    clock.advance(timedelta(hours=2))
+
+    report = history.history_replay(history.history_load(path))
+
+    assert report.ok
+    assert "at position 0 the run was waiting there" in report.summary
+
+
+def test_a_wait_past_its_deadline_at_replay_ends_the_replay_at_the_wait_s_position(db, clock, tmp_path):
+    run = services.run_start("wait_with_deadline", id="history:expired")
+    drive(run.id)
+    path = _export(run, tmp_path)
+    clock.advance(timedelta(days=8))
+
+    report = history.history_replay(history.history_load(path))
+
+    assert report.ok
+    assert "at position 0 the run was waiting there" in report.summary

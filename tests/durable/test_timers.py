@@ -162,3 +162,30 @@ def test_a_wait_that_timed_out_is_journaled_as_completed_by_its_deadline(clock):
 
     entry = JournalEntry.objects.get(run_id=run.id, position=0)
     assert (entry.status, entry.result) == ("completed", {"timed_out": True})
+
+
+def test_a_sleep_of_zero_does_not_suspend_the_run(clock):
+    def naps_for_nothing():
+        workflow.sleep(seconds(0))
+        return "awake"
+
+    with override_workflow(naps_for_nothing, name="zero_nap"):
+        run = services.run_start("zero_nap", id="sleep:zero")
+
+        run = drive(run.id)
+
+    assert run.status == RunStatus.COMPLETED
+    assert run.result == "awake"
+
+
+def test_a_crash_loop_at_a_new_sleep_names_the_sleep_in_its_reason(clock, settings):
+    from durable.models import WorkflowRun
+    settings.DURABLE_CRASH_LOOP_LIMIT = 3
+    run = services.run_start("nap", id="sleep:crash-loop")
+    WorkflowRun.objects.filter(pk=run.id).update(  # as test_leases leaves a run its worker died holding
+        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["message"].startswith("crash loop at sleep 'sleep' (position 0)")

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from durable import days, history, seconds, services, workflow
-from durable.models import EntryKind, JournalEntry, RunStatus, Signal
+from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.testing import drive, override_workflow
 
 pytestmark = pytest.mark.django_db
@@ -166,6 +166,7 @@ def test_wait_for_any_refuses_anything_but_a_list_of_signal_names(clock, names):
 
     assert run.status == RunStatus.FAILED
     assert run.error["type"] == "TypeError"
+    assert run.error["message"] == "wait_for_any takes a list of signal names, e.g. ['paid', 'voided']"
 
 
 def test_collect_takes_what_came_together_and_leaves_a_later_signal_for_the_next_batch(clock):
@@ -216,3 +217,24 @@ def test_collect_returns_none_when_nothing_came_before_its_timeout(clock):
     run = drive(run.id)
 
     assert run.result == [None, None]
+
+
+def test_a_drain_is_journalled_as_completed_at_once(clock):
+    run = services.run_start("drain_then_wait", id="drain:completed")
+
+    drive(run.id)
+
+    drained = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert drained.status == EntryStatus.COMPLETED
+
+
+def test_a_crash_loop_at_a_new_drain_names_the_drain_in_its_reason(clock, settings):
+    settings.DURABLE_CRASH_LOOP_LIMIT = 3
+    run = services.run_start("drain_then_wait", id="drain:crash-loop")
+    WorkflowRun.objects.filter(pk=run.id).update(  # as test_leases leaves a run its worker died holding
+        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["message"].startswith("crash loop at drain 'item' (position 0)")
