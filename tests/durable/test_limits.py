@@ -195,3 +195,13 @@ def test_staff_without_the_view_permission_do_not_see_the_tickets(client, clock)
     page = staff(client, "view_workflowrun").get(reverse("admin:durable_limitticket_changelist"))
 
     assert page.status_code == 403
+
+
+def test_a_run_waiting_in_line_for_a_limit_is_woken_on_its_step_s_queue(clock):
+    runs = [services.run_start(rate_two, n, id=f"rate:queue:{n}") for n in range(3)]
+
+    for run in runs:
+        drive(run.id)
+
+    waiting = LimitTicket.objects.get(run_id=runs[2].id, state=TicketState.WAITING)
+    assert waiting.queue == "celery"

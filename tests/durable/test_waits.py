@@ -238,3 +238,34 @@ def test_a_crash_loop_at_a_new_drain_names_the_drain_in_its_reason(clock, settin
 
     assert run.status == RunStatus.BLOCKED
     assert run.error["message"].startswith("crash loop at drain 'item' (position 0)")
+
+
+def waits_for_a_typed_item() -> list:
+    got = workflow.wait_for_any(["item", "other"], type=Item)
+    return [got.name, type(got.payload).__name__, got.payload.n]
+
+
+def test_wait_for_any_decodes_the_payload_to_the_type_asked_for(clock):
+    with override_workflow(waits_for_a_typed_item, name="waits_for_a_typed_item"):
+        run = services.run_start("waits_for_a_typed_item", id="any:typed")
+        services.signal_send(run.id, "item", {"n": 7})
+
+        run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, ["item", "Item", 7])
+
+
+def test_a_batch_recovered_after_a_crash_keeps_its_quiet_period_from_the_last_arrival(clock):
+    run = services.run_start("two_batches", id="collect:recovered")
+    drive(run.id)
+    services.signal_send(run.id, "doc", {"n": 1})
+    arrived = clock.now()
+    drive(run.id)
+    # the worker died after recording the first signal, before recording the quiet wait
+    JournalEntry.objects.filter(run_id=run.id, position=1).delete()
+    clock.advance(seconds(10))
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.WAITING
+    assert run.wake_at == arrived + seconds(30)
