@@ -221,3 +221,97 @@ def test_the_admin_run_page_shows_the_attributes(admin_client, waiting_run):
 
     page = response.content.decode()
     assert "Search attributes" in page and "Padaria Pão Quente" in page and "12345678000199" in page
+
+
+# --- what the body may set ---
+
+
+@workflow(name="attribute_case")
+def attribute_case(case: str) -> str:
+    attributes = {
+        "list": {"tags": ["a", "b"]},
+        "infinite": {"ratio": float("inf")},
+        "finite": {"ratio": 0.25},
+        "nul": {"note": "a\x00b"},
+        "longest_text": {"note": "x" * 1000},
+        "too_long_text": {"note": "x" * 1001},
+        "double_underscore": {"a__b": 1},
+        "longest_name": {"n" * 64: 1},
+    }[case]
+    workflow.set_attributes(**attributes)
+    return "set"
+
+
+def run_case(case: str) -> WorkflowRun:
+    return drive(services.run_start(attribute_case, case, id=f"attr:{case}").id)
+
+
+def test_a_value_that_is_not_a_json_scalar_is_named_by_its_type_in_the_error(clock):
+    run = run_case("list")
+
+    assert run.error["message"] == ("search attribute 'tags' must be a JSON scalar (str, int, float, "
+                                    "bool or None), not list")
+
+
+def test_an_infinite_number_is_a_value_error_naming_the_attribute_and_the_value(clock):
+    run = run_case("infinite")
+
+    assert run.status == RunStatus.FAILED
+    assert (run.error["type"], run.error["message"]) == (
+        "ValueError", "search attribute 'ratio' must be a finite number, not inf")
+    assert run.attributes == {}
+
+
+def test_a_finite_float_is_stored(clock):
+    run = run_case("finite")
+
+    assert (run.status, run.attributes) == (RunStatus.COMPLETED, {"ratio": 0.25})
+
+
+def test_short_text_with_a_nul_is_a_value_error_saying_what_text_is_allowed(clock):
+    run = run_case("nul")
+
+    assert run.status == RunStatus.FAILED
+    assert (run.error["type"], run.error["message"]) == (
+        "ValueError", "search attribute 'note' must be text of at most 1000 characters without NUL")
+    assert run.attributes == {}
+
+
+def test_text_of_exactly_the_limit_is_stored_and_one_more_character_is_refused(clock):
+    longest, too_long = run_case("longest_text"), run_case("too_long_text")
+
+    assert (longest.status, len(longest.attributes["note"])) == (RunStatus.COMPLETED, 1000)
+    assert (too_long.status, too_long.attributes) == (RunStatus.FAILED, {})
+
+
+def test_a_short_name_with_a_double_underscore_is_refused(clock):
+    run = run_case("double_underscore")
+
+    assert run.status == RunStatus.FAILED
+    assert run.error["message"] == ("search attribute name 'a__b' must be an identifier of at most "
+                                    "64 characters without a double underscore")
+
+
+def test_a_name_of_exactly_the_longest_length_is_stored(clock):
+    run = run_case("longest_name")
+
+    assert (run.status, run.attributes) == (RunStatus.COMPLETED, {"n" * 64: 1})
+
+
+def test_setting_attributes_is_journaled_as_a_completed_entry(waiting_run):
+    entry = JournalEntry.objects.get(run_id=waiting_run.id, kind=EntryKind.ATTRIBUTES)
+
+    assert (entry.name, entry.status) == ("attributes", "completed")
+
+
+def test_a_crash_loop_at_setting_attributes_names_them_in_its_reason(clock, settings):
+    settings.DURABLE_CRASH_LOOP_LIMIT = 3
+    run = services.run_start(attributed_onboarding, "1", id="attr:crash-loop")
+    WorkflowRun.objects.filter(pk=run.id).update(
+        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+
+    run = drive(run.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert run.error["message"].startswith("crash loop at attributes 'attributes' (position 0)")
+    assert attribute_entries(run.id) == 0
