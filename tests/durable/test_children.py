@@ -3,7 +3,7 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 
-from durable import children, history, services
+from durable import children, history, leases, services
 from durable.errors import RunConflict, SignalConflict
 from durable.models import AuditEvent, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.testing import drive
@@ -286,3 +286,16 @@ def test_a_started_child_is_journalled_as_a_completed_entry_of_its_parent(clock)
 
     entry = JournalEntry.objects.get(run_id=parent.id, kind=EntryKind.CHILD)
     assert (entry.status, entry.result) == ("completed", {"id": "recon:journalled:child:0", "workflow": entry.name})
+
+def test_a_child_that_is_sent_a_signal_while_it_finishes_still_ends_and_tells_its_parent(clock):
+    parent = services.run_start("one_child", "e9", id="child:late-signal")
+    drive(parent.id)
+    child_id = "child:late-signal:child:0"
+    child, lease = leases.claim(child_id, owner="w")
+    services.signal_send(child_id, "unrelated", 1)  # arrives after the claim
+
+    finished = lease.finish(child, transition="complete", result="approved")
+
+    assert (finished, child.status) == (True, RunStatus.COMPLETED)
+    assert WorkflowRun.objects.get(pk=child_id).status == RunStatus.COMPLETED
+    assert Signal.objects.filter(run_id=parent.id).exists()

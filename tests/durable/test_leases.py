@@ -610,3 +610,44 @@ def test_a_journal_write_that_committed_before_its_connection_died_is_not_writte
     assert cut.is_set()
     assert (run.status, run.result, CALLS["add_one"]) == (RunStatus.COMPLETED, 2, 1)
     assert list(JournalEntry.objects.filter(run_id=run.id).values_list("position", "attempt")) == [(0, 1)]
+
+
+def test_a_takeover_after_progress_counts_from_one_should_its_worker_die_there_too(clock):
+    run = services.run_start(three_steps, 1, id="lease:note-recovery")
+    _as_if_its_worker_died(run, clock, takeovers=5, at=7)
+    other = services.run_start(three_steps, 1, id="lease:note-recovery-other")
+    _as_if_its_worker_died(other, clock, takeovers=5, at=7)
+    _, lease = leases.claim(run.id, owner="b")
+    leases.claim(other.id, owner="c")  # the same fencing token as ``lease``
+
+    lease.note_recovery(0)
+
+    assert WorkflowRun.objects.filter(pk=run.id).values_list("recoveries", "recovery_position").get() == (1, 0)
+    assert WorkflowRun.objects.filter(pk=other.id).values_list("recoveries", "recovery_position").get() == (6, 7)
+
+
+def test_a_stale_holder_does_not_reset_the_takeover_count(clock, settings):
+    run = services.run_start(three_steps, 1, id="lease:note-recovery-stale")
+    _as_if_its_worker_died(run, clock, takeovers=5, at=7)
+    _, stale = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    leases.claim(run.id, owner="b")
+
+    stale.note_recovery(0)
+
+    assert WorkflowRun.objects.filter(pk=run.id).values_list("recoveries", "recovery_position").get() == (7, 7)
+
+
+def test_an_atomic_write_at_a_position_already_recorded_is_fenced(clock):
+    run = services.run_start(three_steps, 1, id="lease:atomic-twice")
+    _, lease = leases.claim(run.id, owner="a")
+    first = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
+                         created_at=clock.now())
+    lease.record(first, insert=True, perform=lambda: None)
+    again = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
+                         created_at=clock.now())
+
+    with pytest.raises(Fenced):
+        lease.record(again, insert=True, perform=lambda: None)
+
+    assert JournalEntry.objects.filter(run_id=run.id).count() == 1

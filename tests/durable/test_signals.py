@@ -173,3 +173,12 @@ def test_a_typed_wait_returns_the_dataclass_again_on_replay(clock):
         run = drive(run.id)
 
     assert run.result == ["Decision", True]
+
+
+def test_a_consumed_signal_records_when_it_was_taken(clock):
+    run = services.run_start("collect_two", id="collect:consumed-at")
+    services.signal_send(run.id, "item", {"n": 1})
+
+    drive(run.id)
+
+    assert Signal.objects.get(run=run).consumed_at == clock.now()
