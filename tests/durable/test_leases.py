@@ -438,6 +438,23 @@ def test_a_write_that_would_take_a_signal_already_taken_is_refused_naming_the_si
     assert not JournalEntry.objects.filter(run_id=run.id, position=1).exists()
 
 
+def test_a_refused_batch_of_signals_names_each_of_their_names_once(clock):
+    run = services.run_start("collect_two", id="lease:batch-taken")
+    item = services.signal_send(run.id, "item", {"n": 1})
+    note = services.signal_send(run.id, "note", {"n": 2})
+    _, lease = leases.claim(run.id, owner="a")
+    lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
+                              created_at=clock.now()), insert=True, consume=[item])
+    batch = JournalEntry(run_id=run.id, position=1, kind="signals", name="batch", status="completed",
+                         created_at=clock.now())
+
+    with pytest.raises(Divergence) as refused:
+        lease.record(batch, insert=True, consume=[note, item])
+
+    assert refused.value.message == (f"signals [{note.pk}, {item.pk}] (item, note): "
+                                     "one was consumed by another position")
+
+
 def _backend_pid(conn) -> int:
     with conn.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
