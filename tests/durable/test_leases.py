@@ -381,6 +381,57 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_leas
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until
 
 
+def _extended(run_id, claimed_until):
+    return lambda: WorkflowRun.objects.get(pk=run_id).lease_expires_at > claimed_until
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_keeps_extending_the_lease_of_a_step_whose_timeout_is_ahead(caplog):
+    from durable import clock as durable_clock
+
+    run = services.run_start(three_steps, 1, id="lease:timeout-ahead")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
+    lease.step_running(durable_clock.now() + timedelta(seconds=60))
+
+    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+        _beat_until(leases.Heartbeat(), lease, _extended(run.id, claimed_until))
+
+    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at > claimed_until
+    assert "past its timeout" not in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_stops_extending_the_lease_of_a_step_whose_timeout_has_passed(caplog):
+    from durable import clock as durable_clock
+
+    run = services.run_start(three_steps, 1, id="lease:timeout-passed")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
+    lease.step_running(durable_clock.now() - timedelta(seconds=1))
+
+    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+        _beat_until(leases.Heartbeat(), lease, lambda: "past its timeout" in caplog.text)
+
+    assert f"run {run.id}: a step ran past its timeout; its lease is left to expire" in caplog.text
+    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_extends_the_lease_again_once_a_timed_step_has_ended():
+    from durable import clock as durable_clock
+
+    run = services.run_start(three_steps, 1, id="lease:timeout-ended")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
+    lease.step_running(durable_clock.now() - timedelta(seconds=1))
+    lease.step_running(None)  # the step returned
+
+    _beat_until(leases.Heartbeat(), lease, _extended(run.id, claimed_until))
+
+    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at > claimed_until
+
+
 def test_a_crash_loop_at_a_patch_marker_names_the_change_in_its_reason(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
 
