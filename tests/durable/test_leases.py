@@ -195,6 +195,21 @@ def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it()
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at >= claimed_until + timedelta(seconds=0.9)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_keeps_extending_a_lease_after_its_first_extension():
+    run = services.run_start(three_steps, 1, id="lease:heartbeat-again")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    expiries = {WorkflowRun.objects.get(pk=run.id).lease_expires_at}
+
+    def extended_twice():
+        expiries.add(WorkflowRun.objects.get(pk=run.id).lease_expires_at)
+        return len(expiries) >= 3
+
+    _beat_until(leases.Heartbeat(), lease, extended_twice)
+
+    assert len(expiries) >= 3  # the claim's expiry, then two heartbeats
+
+
 def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
     mine = services.run_start(three_steps, 1, id="lease:mine")
     other = services.run_start(three_steps, 2, id="lease:other")
