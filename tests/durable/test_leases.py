@@ -210,6 +210,46 @@ def test_the_heartbeat_keeps_extending_a_lease_after_its_first_extension():
     assert len(expiries) >= 3  # the claim's expiry, then two heartbeats
 
 
+def _beat_second_until_extended(first, second) -> bool:
+    """Hold ``first`` then ``second`` on one heartbeat; whether second's lease was extended."""
+    claimed_until = WorkflowRun.objects.get(pk=second.run_id).lease_expires_at
+    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
+    beat.IDLE_EXIT_SECONDS = 0
+    with beat.hold(first), beat.hold(second):
+        give_up = time.monotonic() + 3
+        while (time.monotonic() < give_up
+               and WorkflowRun.objects.get(pk=second.run_id).lease_expires_at == claimed_until):
+            time.sleep(0.05)
+    for thread in set(threading.enumerate()) - threads_before:
+        thread.join(timeout=5)
+    return WorkflowRun.objects.get(pk=second.run_id).lease_expires_at != claimed_until
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lease_too_fresh_to_extend_does_not_hold_back_the_heartbeat_of_the_next():
+    _, fresh = leases.claim(services.run_start(three_steps, 1, id="lease:fresh").id, owner="a",
+                            lease_seconds=60)
+    _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due").id, owner="a",
+                          lease_seconds=0.6)
+
+    extended = _beat_second_until_extended(fresh, due)
+
+    assert extended
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_step_past_its_timeout_does_not_hold_back_the_heartbeat_of_the_next():
+    _, late = leases.claim(services.run_start(three_steps, 1, id="lease:late").id, owner="a",
+                           lease_seconds=0.6)
+    late.step_deadline = time.monotonic()
+    _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due-after-late").id, owner="a",
+                          lease_seconds=0.6)
+
+    extended = _beat_second_until_extended(late, due)
+
+    assert extended
+
+
 def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
     mine = services.run_start(three_steps, 1, id="lease:mine")
     other = services.run_start(three_steps, 2, id="lease:other")
