@@ -250,6 +250,47 @@ def test_a_step_past_its_timeout_does_not_hold_back_the_heartbeat_of_the_next():
     assert extended
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_logs_no_lost_lease_for_a_lease_it_extends(caplog):
+    run = services.run_start(three_steps, 1, id="lease:alive-no-log")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    expiries = {WorkflowRun.objects.get(pk=run.id).lease_expires_at}
+
+    def extended_twice():
+        expiries.add(WorkflowRun.objects.get(pk=run.id).lease_expires_at)
+        return len(expiries) >= 3
+
+    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+        _beat_until(leases.Heartbeat(), lease, extended_twice)
+
+    assert len(expiries) >= 3
+    assert "lease lost" not in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_stays(caplog):
+    _, late = leases.claim(services.run_start(three_steps, 1, id="lease:late-once").id, owner="a",
+                           lease_seconds=0.6)
+    late.step_deadline = time.monotonic()
+    run = services.run_start(three_steps, 2, id="lease:ticks")
+    _, ticking = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    expiries = {WorkflowRun.objects.get(pk=run.id).lease_expires_at}
+    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
+    beat.IDLE_EXIT_SECONDS = 0
+
+    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+        with beat.hold(late), beat.hold(ticking):  # two extensions of the other: two ticks or more
+            give_up = time.monotonic() + 3
+            while time.monotonic() < give_up and len(expiries) < 3:
+                expiries.add(WorkflowRun.objects.get(pk=run.id).lease_expires_at)
+                time.sleep(0.05)
+        for thread in set(threading.enumerate()) - threads_before:
+            thread.join(timeout=5)
+
+    assert len(expiries) >= 3
+    assert caplog.text.count("past its timeout") == 1
+
+
 def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
     mine = services.run_start(three_steps, 1, id="lease:mine")
     other = services.run_start(three_steps, 2, id="lease:other")
