@@ -291,6 +291,20 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_s
     assert caplog.text.count("past its timeout") == 1
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_thread_ends_without_an_error_once_its_leases_are_released(monkeypatch):
+    run = services.run_start(three_steps, 1, id="lease:idle-exit-clean")
+    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", errors.append)
+
+    _beat_until(leases.Heartbeat(), lease,
+                lambda: WorkflowRun.objects.get(pk=run.id).lease_expires_at != claimed_until)
+
+    assert errors == []
+
+
 def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
     mine = services.run_start(three_steps, 1, id="lease:mine")
     other = services.run_start(three_steps, 2, id="lease:other")
