@@ -378,3 +378,19 @@ def test_a_graceful_cancel_of_a_sleeping_run_cancels_it_at_its_sleep(clock):
     asleep = JournalEntry.objects.get(run_id=run.id, position=0)
     assert (asleep.kind, asleep.status) == (EntryKind.SLEEP, EntryStatus.CANCELLED)
     assert asleep.error["message"] == "no longer needed"
+
+def uuid_then_waits() -> str:
+    workflow.uuid4()
+    workflow.wait_for_signal("go", timeout=days(1))
+    return "done"
+
+
+def test_a_graceful_cancel_is_never_delivered_at_a_deterministic_value_but_at_the_next_call(clock):
+    with override_workflow(uuid_then_waits, name="uuid_then_waits"):
+        run = services.run_start("uuid_then_waits", id="cancel:uuid")
+        services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
+        run = drive(run.id)
+
+    entries = list(JournalEntry.objects.filter(run_id=run.id).order_by("position").values_list("kind", "status"))
+    assert run.status == RunStatus.CANCELLED
+    assert entries == [(EntryKind.UUID, EntryStatus.COMPLETED), (EntryKind.SIGNAL, EntryStatus.CANCELLED)]

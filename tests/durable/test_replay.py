@@ -192,3 +192,21 @@ def test_a_steps_dataclass_result_is_that_dataclass_again_on_replay(clock):
         run = drive(run.id)
 
     assert run.result == "Validation"
+
+
+def uuid_and_its_type() -> str:
+    token = workflow.uuid4()
+    workflow.wait_for_signal("go")
+    return f"{type(token).__name__} {token.hex}"
+
+
+def test_a_recorded_uuid_is_a_uuid_again_after_a_replay(clock):
+    with override_workflow(uuid_and_its_type, name="uuid_and_its_type"):
+        run = services.run_start("uuid_and_its_type", id="values:uuid-type")
+        drive(run.id)
+        services.signal_send(run.id, "go")
+        run = drive(run.id)
+
+    recorded = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert run.status == RunStatus.COMPLETED
+    assert run.result == f"UUID {recorded.result.replace('-', '')}"
