@@ -11,6 +11,7 @@ from durable import history, leases, services, workflow
 from durable.errors import Fenced
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive
+from tests.durable.crashed import as_if_its_worker_died
 
 pytestmark = pytest.mark.django_db
 
@@ -307,8 +308,7 @@ def test_setting_attributes_is_journaled_as_a_completed_entry(waiting_run):
 def test_a_crash_loop_at_setting_attributes_names_them_in_its_reason(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start(attributed_onboarding, "1", id="attr:crash-loop")
-    WorkflowRun.objects.filter(pk=run.id).update(
-        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+    as_if_its_worker_died(run, takeovers=2, at=0)
 
     run = drive(run.id)
 

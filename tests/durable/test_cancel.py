@@ -367,6 +367,7 @@ def test_a_cleanup_whose_value_cannot_be_stored_ends_the_run_cancelled_with_no_r
 
     assert (run.status, run.result) == (RunStatus.CANCELLED, None)
 
+
 def test_a_graceful_cancel_of_a_sleeping_run_cancels_it_at_its_sleep(clock):
     run = services.run_start("nap", id="cancel:sleeping")
     drive(run.id)
@@ -378,6 +379,7 @@ def test_a_graceful_cancel_of_a_sleeping_run_cancels_it_at_its_sleep(clock):
     asleep = JournalEntry.objects.get(run_id=run.id, position=0)
     assert (asleep.kind, asleep.status) == (EntryKind.SLEEP, EntryStatus.CANCELLED)
     assert asleep.error["message"] == "no longer needed"
+
 
 def uuid_then_waits() -> str:
     workflow.uuid4()

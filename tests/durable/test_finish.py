@@ -9,23 +9,10 @@ import pytest
 from durable import leases, services, workflow
 from durable.errors import Fenced
 from durable.models import RunStatus, WorkflowRun
-from durable.testing import drive
+from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps
 
 pytestmark = pytest.mark.django_db
-
-_CLOCK = {}
-
-
-def _five_minutes_pass() -> None:
-    _CLOCK["clock"].advance(timedelta(minutes=5))
-
-
-@workflow(name="finish:slow_step")
-def _a_step_that_takes_five_minutes() -> str:
-    workflow.step(_five_minutes_pass)
-    return "done"
-
 
 def test_a_completed_run_records_when_it_finished(clock):
     run = services.run_start(three_steps, 1, id="finish:completed")
@@ -57,11 +44,18 @@ def test_a_run_that_waited_and_then_completed_waits_for_nothing(clock):
 
 
 def test_a_finished_run_was_last_changed_when_it_finished_not_when_it_was_claimed(clock):
-    _CLOCK["clock"] = clock
-    run = services.run_start("finish:slow_step", id="finish:updated")
-    claimed_at = clock.now()
+    def five_minutes_pass() -> None:
+        clock.advance(timedelta(minutes=5))
 
-    run = drive(run.id)
+    def a_step_that_takes_five_minutes() -> str:
+        workflow.step(five_minutes_pass)
+        return "done"
+
+    with override_workflow(a_step_that_takes_five_minutes, name="finish_slow_step"):
+        run = services.run_start("finish_slow_step", id="finish:updated")
+        claimed_at = clock.now()
+
+        run = drive(run.id)
 
     assert run.status == RunStatus.COMPLETED
     assert run.updated_at == claimed_at + timedelta(minutes=5)

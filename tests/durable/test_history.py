@@ -47,12 +47,16 @@ def finished_run(db, clock):
     return run
 
 
-@pytest.fixture
-def exported(finished_run, tmp_path) -> Path:
-    path = tmp_path / "reorder.json"
-    code, _ = durable_command("export", finished_run.id, "-o", str(path))
+def _export(run, tmp_path) -> Path:
+    path = tmp_path / f"{run.id.replace(':', '-')}.json"
+    code, _ = durable_command("export", run.id, "-o", str(path))
     assert code == 0
     return path
+
+
+@pytest.fixture
+def exported(finished_run, tmp_path) -> Path:
+    return _export(finished_run, tmp_path)
 
 
 # --- the recorded histories in tests/histories/ ---
@@ -265,41 +269,19 @@ def test_histories_from_before_and_after_a_patch_both_replay(exported, tmp_path)
         "a", "extra-step", "extra", "go"]
 
 
-def _export(run, tmp_path) -> Path:
-    path = tmp_path / f"{run.id.replace(':', '-')}.json"
-    code, _ = durable_command("export", run.id, "-o", str(path))
-    assert code == 0
-    return path
-
-
-def test_a_history_that_ends_in_a_sleep_names_the_sleep_s_position(db, clock, tmp_path):
-    run = services.run_start("nap", id="history:asleep")
+# A sleep still ahead, a sleep due by the time of the replay, a wait past its deadline: the
+# replay stops where the run waited, and says where.
+@pytest.mark.parametrize("workflow_name, later", [
+    ("nap", timedelta(0)),
+    ("nap", timedelta(hours=2)),
+    ("wait_with_deadline", timedelta(days=8)),
+], ids=["asleep", "sleep-due", "wait-expired"])
+def test_a_history_that_ends_at_a_timer_ends_its_replay_at_the_timer_s_position(db, clock, tmp_path,
+                                                                              workflow_name, later):
+    run = services.run_start(workflow_name, id=f"history:timer:{workflow_name}")
     drive(run.id)
     path = _export(run, tmp_path)
-
-    report = history.history_replay(history.history_load(path))
-
-    assert report.ok
-    assert "at position 0 the run was waiting there" in report.summary
-
-
-def test_a_sleep_due_at_replay_ends_the_replay_at_the_sleep_s_position(db, clock, tmp_path):
-    run = services.run_start("nap", id="history:due")
-    drive(run.id)
-    path = _export(run, tmp_path)
-    clock.advance(timedelta(hours=2))
-
-    report = history.history_replay(history.history_load(path))
-
-    assert report.ok
-    assert "at position 0 the run was waiting there" in report.summary
-
-
-def test_a_wait_past_its_deadline_at_replay_ends_the_replay_at_the_wait_s_position(db, clock, tmp_path):
-    run = services.run_start("wait_with_deadline", id="history:expired")
-    drive(run.id)
-    path = _export(run, tmp_path)
-    clock.advance(timedelta(days=8))
+    clock.advance(later)
 
     report = history.history_replay(history.history_load(path))
 

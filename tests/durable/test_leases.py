@@ -4,17 +4,19 @@ import re
 import socket
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from durable import leases, seconds, services, workflow
 from durable.errors import Divergence, Fenced
 from durable.models import JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
+from tests.durable.crashed import as_if_its_worker_died
 from tests.durable.workflows import CALLS, add_one, effect, three_steps
 
 pytestmark = pytest.mark.django_db
@@ -176,21 +178,42 @@ def test_a_stale_holders_heartbeat_does_not_extend_the_new_holders_lease(clock, 
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == expires
 
 
+def _beat_until(predicate, *held, seconds: float = 3) -> None:
+    """Hold ``held`` on a heartbeat of their own, in real time (its thread never sees a
+    test's fake clock), until ``predicate()`` or ``seconds``; its thread ends with the test."""
+    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
+    beat.IDLE_EXIT_SECONDS = 0
+    with ExitStack() as stack:
+        for lease in held:
+            stack.enter_context(beat.hold(lease))
+        give_up = time.monotonic() + seconds
+        while time.monotonic() < give_up and not predicate():
+            time.sleep(0.05)
+    for thread in set(threading.enumerate()) - threads_before:
+        thread.join(timeout=5)
+
+
+def _expiry(run_id):
+    return WorkflowRun.objects.get(pk=run_id).lease_expires_at
+
+
+def _extended(run_id, times: int = 1):
+    """A predicate: true once the run's lease expiry has moved ``times`` times since now."""
+    seen = {_expiry(run_id)}
+
+    def extended() -> bool:
+        seen.add(_expiry(run_id))
+        return len(seen) > times
+    return extended
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it():
     run = services.run_start(three_steps, 1, id="lease:heartbeat")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=3)
-    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
+    claimed_until = _expiry(run.id)
 
-    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
-    beat.IDLE_EXIT_SECONDS = 0  # its thread (and its database connection) ends with the test
-
-    with beat.hold(lease):  # a step that runs for a while, in real time (the heartbeat's thread
-        give_up = time.monotonic() + 3  # never sees a test's fake clock)
-        while time.monotonic() < give_up and WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until:
-            time.sleep(0.05)
-    for thread in set(threading.enumerate()) - threads_before:
-        thread.join(timeout=5)
+    _beat_until(_extended(run.id), lease)  # a step that runs for a while
 
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at >= claimed_until + timedelta(seconds=0.9)
 
@@ -199,30 +222,11 @@ def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it()
 def test_the_heartbeat_keeps_extending_a_lease_after_its_first_extension():
     run = services.run_start(three_steps, 1, id="lease:heartbeat-again")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
-    expiries = {WorkflowRun.objects.get(pk=run.id).lease_expires_at}
+    extended_twice = _extended(run.id, times=2)
 
-    def extended_twice():
-        expiries.add(WorkflowRun.objects.get(pk=run.id).lease_expires_at)
-        return len(expiries) >= 3
+    _beat_until(extended_twice, lease)
 
-    _beat_until(leases.Heartbeat(), lease, extended_twice)
-
-    assert len(expiries) >= 3  # the claim's expiry, then two heartbeats
-
-
-def _beat_second_until_extended(first, second) -> bool:
-    """Hold ``first`` then ``second`` on one heartbeat; whether second's lease was extended."""
-    claimed_until = WorkflowRun.objects.get(pk=second.run_id).lease_expires_at
-    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
-    beat.IDLE_EXIT_SECONDS = 0
-    with beat.hold(first), beat.hold(second):
-        give_up = time.monotonic() + 3
-        while (time.monotonic() < give_up
-               and WorkflowRun.objects.get(pk=second.run_id).lease_expires_at == claimed_until):
-            time.sleep(0.05)
-    for thread in set(threading.enumerate()) - threads_before:
-        thread.join(timeout=5)
-    return WorkflowRun.objects.get(pk=second.run_id).lease_expires_at != claimed_until
+    assert extended_twice()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -232,9 +236,11 @@ def test_a_lease_too_fresh_to_extend_does_not_hold_back_the_heartbeat_of_the_nex
     _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due").id, owner="a",
                           lease_seconds=0.6)
 
-    extended = _beat_second_until_extended(fresh, due)
+    extended = _extended(due.run_id)
 
-    assert extended
+    _beat_until(extended, fresh, due)
+
+    assert extended()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -245,25 +251,23 @@ def test_a_step_past_its_timeout_does_not_hold_back_the_heartbeat_of_the_next():
     _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due-after-late").id, owner="a",
                           lease_seconds=0.6)
 
-    extended = _beat_second_until_extended(late, due)
+    extended = _extended(due.run_id)
 
-    assert extended
+    _beat_until(extended, late, due)
+
+    assert extended()
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_no_lost_lease_for_a_lease_it_extends(caplog):
     run = services.run_start(three_steps, 1, id="lease:alive-no-log")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
-    expiries = {WorkflowRun.objects.get(pk=run.id).lease_expires_at}
-
-    def extended_twice():
-        expiries.add(WorkflowRun.objects.get(pk=run.id).lease_expires_at)
-        return len(expiries) >= 3
+    extended_twice = _extended(run.id, times=2)
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
-        _beat_until(leases.Heartbeat(), lease, extended_twice)
+        _beat_until(extended_twice, lease)
 
-    assert len(expiries) >= 3
+    assert extended_twice()
     assert "lease lost" not in caplog.text
 
 
@@ -274,20 +278,12 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_s
     late.step_deadline = time.monotonic()
     run = services.run_start(three_steps, 2, id="lease:ticks")
     _, ticking = leases.claim(run.id, owner="a", lease_seconds=0.6)
-    expiries = {WorkflowRun.objects.get(pk=run.id).lease_expires_at}
-    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
-    beat.IDLE_EXIT_SECONDS = 0
+    ticked_twice = _extended(run.id, times=2)  # two extensions of the other: two ticks or more
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
-        with beat.hold(late), beat.hold(ticking):  # two extensions of the other: two ticks or more
-            give_up = time.monotonic() + 3
-            while time.monotonic() < give_up and len(expiries) < 3:
-                expiries.add(WorkflowRun.objects.get(pk=run.id).lease_expires_at)
-                time.sleep(0.05)
-        for thread in set(threading.enumerate()) - threads_before:
-            thread.join(timeout=5)
+        _beat_until(ticked_twice, late, ticking)
 
-    assert len(expiries) >= 3
+    assert ticked_twice()
     assert caplog.text.count("past its timeout") == 1
 
 
@@ -295,14 +291,13 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_s
 def test_the_heartbeat_thread_ends_without_an_error_once_its_leases_are_released(monkeypatch):
     run = services.run_start(three_steps, 1, id="lease:idle-exit-clean")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
-    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
-    errors = []
+    errors, threads_before = [], set(threading.enumerate())
     monkeypatch.setattr(threading, "excepthook", errors.append)
 
-    _beat_until(leases.Heartbeat(), lease,
-                lambda: WorkflowRun.objects.get(pk=run.id).lease_expires_at != claimed_until)
+    _beat_until(_extended(run.id), lease)
 
     assert errors == []
+    assert not [t for t in set(threading.enumerate()) - threads_before if t.is_alive()]
 
 
 def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
@@ -375,17 +370,10 @@ def test_an_extended_lease_is_also_when_the_sweep_looks_at_the_run_again(clock):
     assert row.wake_at == row.lease_expires_at == clock.now() + timedelta(seconds=lease.seconds)
 
 
-def _as_if_its_worker_died(run, clock, *, takeovers: int, at: int) -> None:
-    """The run is left RUNNING under an expired lease, after ``takeovers`` earlier takeovers
-    at position ``at``: what a worker that died holding it leaves behind."""
-    WorkflowRun.objects.filter(pk=run.id).update(
-        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=takeovers, recovery_position=at)
-
-
 def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_crash_loop(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start(three_steps, 1, id="lease:crash-loop")
-    _as_if_its_worker_died(run, clock, takeovers=2, at=0)  # two takeovers already happened there
+    as_if_its_worker_died(run, takeovers=2, at=0)  # two takeovers already happened there
 
     run = drive(run.id)  # the third
 
@@ -398,7 +386,7 @@ def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_c
 def test_a_crash_loop_at_a_recorded_value_names_the_value_in_its_reason(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start("deterministic_values", id="lease:crash-loop-now")
-    _as_if_its_worker_died(run, clock, takeovers=2, at=0)
+    as_if_its_worker_died(run, takeovers=2, at=0)
 
     run = drive(run.id)
 
@@ -409,7 +397,7 @@ def test_a_crash_loop_at_a_recorded_value_names_the_value_in_its_reason(clock, s
 def test_a_takeover_after_progress_counts_its_recoveries_from_one_again(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start(three_steps, 1, id="lease:crash-progress")
-    _as_if_its_worker_died(run, clock, takeovers=5, at=7)  # earlier takeovers were at another position
+    as_if_its_worker_died(run, takeovers=5, at=7)  # earlier takeovers were at another position
 
     run = drive(run.id)
 
@@ -454,17 +442,6 @@ def test_a_writer_frozen_between_its_fence_and_its_commit_holds_the_run_no_longe
     assert leases.claim(run.id, owner="b", lease_seconds=5) is not None  # nobody holds the row
 
 
-def _beat_until(beat, lease, predicate, seconds: float = 3) -> None:
-    threads_before = set(threading.enumerate())
-    beat.IDLE_EXIT_SECONDS = 0
-    with beat.hold(lease):
-        give_up = time.monotonic() + seconds
-        while time.monotonic() < give_up and not predicate():
-            time.sleep(0.05)
-    for thread in set(threading.enumerate()) - threads_before:
-        thread.join(timeout=5)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_which_run_lost_its_lease_while_a_step_ran(caplog):
     run = services.run_start(three_steps, 1, id="lease:lost-log")
@@ -472,7 +449,7 @@ def test_the_heartbeat_logs_which_run_lost_its_lease_while_a_step_ran(caplog):
     services.run_cancel(run.id, reason="operator", actor="ops")   # bumps the token under the step
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
-        _beat_until(leases.Heartbeat(), lease, lambda: "lease lost" in caplog.text)
+        _beat_until(lambda: "lease lost" in caplog.text, lease)
 
     assert f"run {run.id}: lease lost while a step was running" in caplog.text
 
@@ -485,27 +462,21 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_leas
     lease.step_deadline = time.monotonic()           # the step's timeout has passed
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
-        _beat_until(leases.Heartbeat(), lease, lambda: "past its timeout" in caplog.text)
+        _beat_until(lambda: "past its timeout" in caplog.text, lease)
 
     assert f"run {run.id}: a step ran past its timeout; its lease is left to expire" in caplog.text
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until
 
 
-def _extended(run_id, claimed_until):
-    return lambda: WorkflowRun.objects.get(pk=run_id).lease_expires_at > claimed_until
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_keeps_extending_the_lease_of_a_step_whose_timeout_is_ahead(caplog):
-    from durable import clock as durable_clock
-
     run = services.run_start(three_steps, 1, id="lease:timeout-ahead")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
-    claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
-    lease.step_running(durable_clock.now() + timedelta(seconds=60))
+    claimed_until = _expiry(run.id)
+    lease.step_running(timezone.now() + timedelta(seconds=60))
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
-        _beat_until(leases.Heartbeat(), lease, _extended(run.id, claimed_until))
+        _beat_until(_extended(run.id), lease)
 
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at > claimed_until
     assert "past its timeout" not in caplog.text
@@ -513,15 +484,13 @@ def test_the_heartbeat_keeps_extending_the_lease_of_a_step_whose_timeout_is_ahea
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_stops_extending_the_lease_of_a_step_whose_timeout_has_passed(caplog):
-    from durable import clock as durable_clock
-
     run = services.run_start(three_steps, 1, id="lease:timeout-passed")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
-    lease.step_running(durable_clock.now() - timedelta(seconds=1))
+    lease.step_running(timezone.now() - timedelta(seconds=1))
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
-        _beat_until(leases.Heartbeat(), lease, lambda: "past its timeout" in caplog.text)
+        _beat_until(lambda: "past its timeout" in caplog.text, lease)
 
     assert f"run {run.id}: a step ran past its timeout; its lease is left to expire" in caplog.text
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until
@@ -529,15 +498,13 @@ def test_the_heartbeat_stops_extending_the_lease_of_a_step_whose_timeout_has_pas
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_extends_the_lease_again_once_a_timed_step_has_ended():
-    from durable import clock as durable_clock
-
     run = services.run_start(three_steps, 1, id="lease:timeout-ended")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
-    lease.step_running(durable_clock.now() - timedelta(seconds=1))
+    lease.step_running(timezone.now() - timedelta(seconds=1))
     lease.step_running(None)  # the step returned
 
-    _beat_until(leases.Heartbeat(), lease, _extended(run.id, claimed_until))
+    _beat_until(_extended(run.id), lease)
 
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at > claimed_until
 
@@ -550,7 +517,7 @@ def test_a_crash_loop_at_a_patch_marker_names_the_change_in_its_reason(clock, se
 
     with override_workflow(prices_with_a_patch, name="prices_with_a_patch"):
         run = services.run_start("prices_with_a_patch", id="lease:crash-loop-patch")
-        _as_if_its_worker_died(run, clock, takeovers=2, at=0)
+        as_if_its_worker_died(run, takeovers=2, at=0)
 
         run = drive(run.id)
 
@@ -657,7 +624,7 @@ def test_the_heartbeat_logs_which_run_it_failed_to_extend_and_the_databases_erro
         return "heartbeat failed" in caplog.text
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
-        _beat_until(leases.Heartbeat(), lease, heartbeat_connection_dropped_once_it_has_extended)
+        _beat_until(heartbeat_connection_dropped_once_it_has_extended, lease)
 
     assert killed
     assert re.search(rf"run {re.escape(run.id)}: heartbeat failed: .*connection", caplog.text)
@@ -792,9 +759,9 @@ def test_a_journal_write_that_committed_before_its_connection_died_is_not_writte
 
 def test_a_takeover_after_progress_counts_from_one_should_its_worker_die_there_too(clock):
     run = services.run_start(three_steps, 1, id="lease:note-recovery")
-    _as_if_its_worker_died(run, clock, takeovers=5, at=7)
+    as_if_its_worker_died(run, takeovers=5, at=7)
     other = services.run_start(three_steps, 1, id="lease:note-recovery-other")
-    _as_if_its_worker_died(other, clock, takeovers=5, at=7)
+    as_if_its_worker_died(other, takeovers=5, at=7)
     _, lease = leases.claim(run.id, owner="b")
     leases.claim(other.id, owner="c")  # the same fencing token as ``lease``
 
@@ -806,7 +773,7 @@ def test_a_takeover_after_progress_counts_from_one_should_its_worker_die_there_t
 
 def test_a_stale_holder_does_not_reset_the_takeover_count(clock, settings):
     run = services.run_start(three_steps, 1, id="lease:note-recovery-stale")
-    _as_if_its_worker_died(run, clock, takeovers=5, at=7)
+    as_if_its_worker_died(run, takeovers=5, at=7)
     _, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     leases.claim(run.id, owner="b")

@@ -5,10 +5,10 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
-from durable import leases, limits, seconds, services, testing
+from durable import leases, limits, seconds, services, testing, workflow
 from durable.models import LimitTicket, RunStatus, TicketState, WorkflowRun
-from durable.testing import drive
-from tests.durable.limited import ONE_AT_A_TIME, PER_KEY, rate_two
+from durable.testing import drive, override_workflow
+from tests.durable.limited import LLM_QUEUE, ONE_AT_A_TIME, PER_KEY, RATE_TWO, mark, rate_two
 from tests.effects.models import Effect
 
 pytestmark = pytest.mark.django_db
@@ -197,11 +197,16 @@ def test_staff_without_the_view_permission_do_not_see_the_tickets(client, clock)
     assert page.status_code == 403
 
 
-def test_a_run_waiting_in_line_for_a_limit_is_woken_on_its_step_s_queue(clock):
-    runs = [services.run_start(rate_two, n, id=f"rate:queue:{n}") for n in range(3)]
+def sends_on_the_llm_queue(n: int) -> str:
+    return workflow.step(mark, f"sent-{n}", limit=RATE_TWO, queue=LLM_QUEUE)
 
-    for run in runs:
-        drive(run.id)
+
+def test_a_run_waiting_in_line_for_a_limit_is_woken_on_its_step_s_queue(clock):
+    with override_workflow(sends_on_the_llm_queue, name="sends_on_the_llm_queue"):
+        runs = [services.run_start("sends_on_the_llm_queue", n, id=f"rate:queue:{n}") for n in range(3)]
+
+        for run in runs:
+            drive(run.id)
 
     waiting = LimitTicket.objects.get(run_id=runs[2].id, state=TicketState.WAITING)
-    assert waiting.queue == "celery"
+    assert waiting.queue == LLM_QUEUE  # not the default queue: its step asked for another

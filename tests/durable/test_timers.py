@@ -7,6 +7,7 @@ from durable import days, minutes, seconds, services, testing, workflow
 from durable.models import JournalEntry, RunStatus
 from durable.testing import drive, override_workflow
 from durable.timers import sweep_due
+from tests.durable.crashed import as_if_its_worker_died
 from tests.durable.workflows import CALLS, record
 
 pytestmark = pytest.mark.django_db
@@ -179,11 +180,9 @@ def test_a_sleep_of_zero_does_not_suspend_the_run(clock):
 
 
 def test_a_crash_loop_at_a_new_sleep_names_the_sleep_in_its_reason(clock, settings):
-    from durable.models import WorkflowRun
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start("nap", id="sleep:crash-loop")
-    WorkflowRun.objects.filter(pk=run.id).update(  # as test_leases leaves a run its worker died holding
-        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+    as_if_its_worker_died(run, takeovers=2, at=0)
 
     run = drive(run.id)
 

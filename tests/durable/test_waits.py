@@ -5,8 +5,9 @@ from datetime import timedelta
 import pytest
 
 from durable import days, history, seconds, services, workflow
-from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, Signal
 from durable.testing import drive, override_workflow
+from tests.durable.crashed import as_if_its_worker_died
 
 pytestmark = pytest.mark.django_db
 
@@ -231,8 +232,7 @@ def test_a_drain_is_journalled_as_completed_at_once(clock):
 def test_a_crash_loop_at_a_new_drain_names_the_drain_in_its_reason(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start("drain_then_wait", id="drain:crash-loop")
-    WorkflowRun.objects.filter(pk=run.id).update(  # as test_leases leaves a run its worker died holding
-        status=RunStatus.RUNNING, lease_expires_at=clock.now(), recoveries=2, recovery_position=0)
+    as_if_its_worker_died(run, takeovers=2, at=0)
 
     run = drive(run.id)
 
