@@ -285,7 +285,7 @@ def test_a_started_child_is_journalled_as_a_completed_entry_of_its_parent(clock)
     drive(parent.id)
 
     entry = JournalEntry.objects.get(run_id=parent.id, kind=EntryKind.CHILD)
-    assert (entry.status, entry.result) == ("completed", {"id": "recon:journalled:child:0", "workflow": entry.name})
+    assert (entry.status, entry.result) == ("completed", {"id": "recon:journalled:child:0", "workflow": "correction"})
 
 
 def test_a_child_that_is_sent_a_signal_while_it_finishes_still_ends_and_tells_its_parent(clock):

@@ -165,7 +165,7 @@ def test_a_wait_that_timed_out_is_journaled_as_completed_by_its_deadline(clock):
     assert (entry.status, entry.result) == ("completed", {"timed_out": True})
 
 
-def test_a_sleep_of_zero_does_not_suspend_the_run(clock):
+def test_a_sleep_of_zero_lets_the_run_go_on_in_the_same_advance(clock):
     def naps_for_nothing():
         workflow.sleep(seconds(0))
         return "awake"
