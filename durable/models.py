@@ -27,11 +27,12 @@ FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
 
 class WorkflowRun(FSMModelMixin, models.Model):
     id = models.CharField(primary_key=True, max_length=255)
-    workflow_name = models.CharField(max_length=200, db_index=True)
+    # Indexed by durable_run_wf_status, which leads with it (see Meta).
+    workflow_name = models.CharField(max_length=200)
     workflow_version = models.PositiveIntegerField(default=1)
     input = models.JSONField(default=dict)
     status = FSMField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING,
-                      protected=True, db_index=True)
+                      protected=True)
     result = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
     # When the sweep must dispatch this run: a deadline, a retry back-off, a lease expiry,
@@ -57,7 +58,7 @@ class WorkflowRun(FSMModelMixin, models.Model):
     # The run that started this one with workflow.start_child: told when this one finishes,
     # and cancelling it cancels this one. No database constraint: either may be archived.
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
-                               db_constraint=False, related_name="children")
+                               db_constraint=False, db_index=False, related_name="children")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -69,6 +70,12 @@ class WorkflowRun(FSMModelMixin, models.Model):
             models.Index(fields=["wake_at"], name="durable_run_due",
                          condition=Q(wake_at__isnull=False)),
             models.Index(fields=["workflow_name", "status"], name="durable_run_wf_status"),
+            # Declared here, not with db_index: on PostgreSQL a db_index on a text column adds
+            # a second, varchar_pattern_ops index for LIKE 'x%', which no query here makes and
+            # which every claim, park, finish and signal (each a new row version, since they
+            # change status or wake_at) paid for. Children are few: the rest skip that index.
+            models.Index(fields=["status"], name="durable_run_status"),
+            models.Index(fields=["parent"], name="durable_run_parent", condition=Q(parent__isnull=False)),
             # durable archive takes the oldest finished runs first (durable/archive.py).
             models.Index(fields=["finished_at"], name="durable_run_finished",
                          condition=Q(finished_at__isnull=False)),
@@ -173,7 +180,9 @@ class EntryStatus(models.TextChoices):
 
 
 class JournalEntry(models.Model):
-    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="journal")
+    # db_index=False: the unique (run, position) index leads with run and serves every
+    # lookup by run; a second index (two on PostgreSQL) was written at every step for nothing.
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="journal", db_index=False)
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=16, choices=EntryKind.choices)
     name = models.CharField(max_length=255)
@@ -205,7 +214,8 @@ class JournalEntry(models.Model):
 
 
 class Signal(models.Model):
-    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="signals")
+    # Looked up by run through durable_signal_pending, which leads with it.
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="signals", db_index=False)
     name = models.CharField(max_length=255)
     payload = models.JSONField(null=True, blank=True)
     dedupe_key = models.CharField(max_length=255, null=True, blank=True)
@@ -235,7 +245,8 @@ class AuditEvent(ChainedAudit):
     chain_parent = "run"
     chained_fields = ("action", "actor", "detail", "created_at")
 
-    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="audit_events")
+    # Looked up by run through the unique (run, chain_seq) index, which leads with it.
+    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="audit_events", db_index=False)
     action = models.CharField(max_length=32)
     actor = models.CharField(max_length=255, default="system")
     detail = models.JSONField(default=dict, blank=True)
