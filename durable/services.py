@@ -119,11 +119,13 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
                 # With a key, a savepoint: a concurrent sender that wins the race undoes
                 # our wake-up too, so a refused or duplicate signal leaves no trace.
                 with transaction.atomic(savepoint=bool(dedupe_key)):
-                    woken = _wake_for_signal(run_id, now)
-                    if woken:
-                        signal = Signal(run_id=run_id, name=name, payload=encoded,
-                                        dedupe_key=dedupe_key or None, created_at=now)
-                        sql.insert(signal)
+                    # Waking the run bumps signal_seq (which also locks its row): a worker
+                    # about to park the run sees the bump and looks again (Lease.finish),
+                    # so no signal is slept through.
+                    candidate = Signal(run_id=run_id, name=name, payload=encoded,
+                                       dedupe_key=dedupe_key or None, created_at=now)
+                    if sql.wake_and_insert_signal(candidate, now, _grace()):
+                        signal = candidate
                         _audit(run_id, "signal", actor, {"name": name, "signal_id": signal.pk,
                                                          "dedupe_key": dedupe_key, **(audit or {})})
             except IntegrityError:
@@ -271,12 +273,6 @@ def run_wake(run_id: str, *, actor: str = "system", audit: dict | None = None) -
 
 
 # --- signal_send's helpers ---
-
-
-def _wake_for_signal(run_id: str, now) -> int:
-    """Bump signal_seq (which also locks the run row): a worker about to park the run sees
-    the bump and looks again (see Lease.finish), so no signal is slept through."""
-    return sql.wake_for_signal(run_id, now, _grace())
 
 
 def _check_reservation(dedupe_key: str | None, reserved_by: str | None) -> None:

@@ -42,22 +42,44 @@ def insert_unless_exists(instance, *, conflict_field: str = "id", unless_in=None
     return inserted
 
 
-def wake_for_signal(run_id: str, now, grace) -> int:
-    """signal_send's wake-up of an unfinished run: bump ``signal_seq`` (which locks the row),
-    and bring ``wake_at`` forward to ``grace`` unless it is sooner. The ORM says it too, but
-    building that UPDATE (``Least``, ``Coalesce``, ``exclude``) cost 0.7 ms of Python per
-    call, more than the statement; the sender's call is a figure of issue 17."""
+def wake_and_insert_signal(signal, now, grace) -> bool:
+    """signal_send's writes: wake the unfinished run (bump ``signal_seq``, which locks the row,
+    and bring ``wake_at`` forward to ``grace`` unless it is sooner) and, only if it was woken,
+    insert ``signal``. False, with nothing written, when the run is finished or missing.
+
+    On PostgreSQL one statement (the UPDATE in a WITH): a statement and a round trip fewer
+    per signal, the sender's call being a figure of issue 17. SQLite allows no writes in a
+    WITH: there it is the UPDATE, then the INSERT. The ORM says the UPDATE too, but building
+    it (``Least``, ``Coalesce``, ``exclude``) cost 0.7 ms of Python per call."""
     from durable.models import FINISHED_STATUSES, WorkflowRun
 
     quote = connection.ops.quote_name
     at = WorkflowRun._meta.get_field("wake_at")
     now, grace = at.get_db_prep_save(now, connection), at.get_db_prep_save(grace, connection)
-    sql = (f"UPDATE {quote(WorkflowRun._meta.db_table)} SET signal_seq = signal_seq + 1, updated_at = %s, "
-           f"wake_at = CASE WHEN wake_at IS NULL OR wake_at > %s THEN %s ELSE wake_at END "
-           f"WHERE id = %s AND status NOT IN ({', '.join(['%s'] * len(FINISHED_STATUSES))})")
+    wake = (f"UPDATE {quote(WorkflowRun._meta.db_table)} SET signal_seq = signal_seq + 1, updated_at = %s, "
+            f"wake_at = CASE WHEN wake_at IS NULL OR wake_at > %s THEN %s ELSE wake_at END "
+            f"WHERE id = %s AND status NOT IN ({', '.join(['%s'] * len(FINISHED_STATUSES))})")
+    params = [now, grace, grace, signal.run_id, *FINISHED_STATUSES]
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(wake, params)
+            woken = cursor.rowcount
+        if woken:
+            insert(signal)
+        return bool(woken)
+    meta = signal._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    columns, values = _saved(signal, fields)
+    sql = (f"WITH woken AS ({wake} RETURNING 1) INSERT INTO {quote(meta.db_table)} ({columns}) "
+           f"SELECT {', '.join(['%s'] * len(fields))} FROM woken RETURNING {quote(meta.pk.column)}")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [now, grace, grace, run_id, *FINISHED_STATUSES])
-        return cursor.rowcount
+        cursor.execute(sql, params + values)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    signal.pk = row[0]
+    _stored(signal)
+    return True
 
 
 def insert(instance) -> None:

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 
 from durable import RunFinished, RunNotFound, clock as durable_clock, services, workflow
-from durable.models import JournalEntry, RunStatus, Signal
+from durable.models import AuditEvent, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps
 
@@ -182,3 +182,27 @@ def test_a_consumed_signal_records_when_it_was_taken(clock):
     drive(run.id)
 
     assert Signal.objects.get(run=run).consumed_at == clock.now()
+
+
+def test_a_signal_and_its_audit_row_name_the_same_signal_and_wake_the_run_once(clock):
+    run = services.run_start(three_steps, 1, id="three:audited")
+    before = WorkflowRun.objects.get(pk=run.id).signal_seq
+
+    signal = services.signal_send(run.id, "go", {"n": 1}, actor="alice")
+
+    assert Signal.objects.get(pk=signal.pk).name == "go"
+    assert AuditEvent.objects.filter(run_id=run.id, action="signal").get().detail["signal_id"] == signal.pk
+    assert WorkflowRun.objects.get(pk=run.id).signal_seq == before + 1
+
+
+def test_a_refused_signal_wakes_nothing(clock):
+    run = services.run_start(three_steps, 1, id="three:refused")
+    drive(run.id)
+    finished = WorkflowRun.objects.get(pk=run.id)
+
+    with pytest.raises(RunFinished):
+        services.signal_send(run.id, "late", {})
+
+    after = WorkflowRun.objects.get(pk=run.id)
+    assert (after.signal_seq, after.wake_at, after.updated_at) == (finished.signal_seq, finished.wake_at,
+                                                                    finished.updated_at)
