@@ -24,6 +24,13 @@ def summary(trials: list[float]) -> dict:
     return {"median": median, "min": min(trials), "max": max(trials), "spread": spread, "trials": list(trials)}
 
 
+def rate_of_parts(rates: list[float]) -> float:
+    """A throughput trial's rate from its parts, each the same number of runs: all the runs
+    over all the parts' seconds, which is the parts' harmonic mean (not their mean, which
+    would weigh a fast part as much as a slow one that took longer)."""
+    return len(rates) / sum(1 / rate for rate in rates)
+
+
 def ratio(numerators: list[float], denominators: list[float]) -> dict:
     """The ratio trial by trial (trial i of A over trial i of B, taken next to each other)."""
     return summary([a / b for a, b in zip(numerators, denominators)])

@@ -384,12 +384,23 @@ class Turns:
             self.peer.resume()
 
 
-def alternate(measures: dict, count: int) -> dict[str, list[float]]:
-    """A B C A B C ...: trial i of every measure is taken before trial i + 1 of any."""
+def alternate(measures: dict, count: int, rounds: int = 1, combine=None) -> dict[str, list]:
+    """A B C A B C ...: trial i of every measure is taken before trial i + 1 of any.
+
+    With ``rounds`` > 1 a trial is itself that many short parts, interleaved the same way
+    (A B C A B C ... within the trial), and ``combine`` makes the trial's figure of its
+    parts. A trial taken whole, one side after the other, let a slow spell of this shared
+    2-core machine (the hypervisor's steal went from 1% to 10% within a minute here) fall
+    on one side's trial only: the plain chain alone spread 38% between trials. Parts of
+    about a second spread such a spell over every side."""
     taken = {name: [] for name in measures}
     for _ in range(count):
-        for name, measure in measures.items():
-            taken[name].append(measure())
+        parts = {name: [] for name in measures}
+        for _ in range(rounds):
+            for name, measure in measures.items():
+                parts[name].append(measure())
+        for name, values in parts.items():
+            taken[name].append(combine(values) if combine else values[0])
     return taken
 
 
@@ -413,11 +424,11 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
         if peer:
             measures["dbos_direct"] = turns.peers(lambda n: n / peer.call("direct", runs=n, steps=3)["seconds"])
             measures["dbos_queue"] = turns.peers(lambda n: bench_dbos_queue(n, 3, peer))
-        sizes = {name: sized(measure, options.trial_seconds) for name, measure in measures.items()}
-        print(f"  {workers} worker processes, runs per trial: {sizes}", flush=True)
+        sizes = {name: sized(measure, options.trial_seconds / options.rounds) for name, measure in measures.items()}
+        print(f"  {workers} worker processes, runs per part ({options.rounds} parts a trial): {sizes}", flush=True)
         FILL.clear()  # the producer's cost in the trials, not in the sizing ones
         taken = alternate({name: (lambda m=measure, n=sizes[name]: m(n)) for name, measure in measures.items()},
-                          options.trials)
+                          options.trials, options.rounds, combine=report.rate_of_parts)
         fill = {name: summary(values) for name, values in FILL.items()}
         if options.profile and workers == options.workers:
             profile_throughput(procs, peer, sizes, turns)
@@ -426,7 +437,7 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
         if peer:
             peer.stop()
     layout = {name: summary(values) for name, values in taken.items()}
-    layout["runs_per_trial"] = sizes
+    layout["runs_per_part"] = sizes
     layout["fill_ms_per_run"] = fill
     for name in ("chain", "dbos_direct", "dbos_queue"):
         if name in taken:
@@ -438,14 +449,17 @@ def per_step_trials(options, n_steps: int, peer: Peer | None, turns: Turns) -> d
     sql = []
 
     def ours():
-        measured = bench_per_step(n_steps)
+        measured = bench_per_step(n_steps // options.rounds)
         sql.append(measured["sql_per_step"])
         return measured["ms_per_step"]
 
-    measures = {"floor": turns.ours(lambda: bench_floor_insert(n_steps)), "ours": turns.ours(ours)}
+    part = n_steps // options.rounds
+    measures = {"floor": turns.ours(lambda: bench_floor_insert(part)), "ours": turns.ours(ours)}
     if peer:
-        measures["dbos"] = turns.peers(lambda: peer.call("per_step", steps=n_steps)["ms_per_step"])
-    taken = alternate(measures, options.trials)
+        # A DBOS step costs several of ours: a quarter of the steps keeps its part about as
+        # long as ours (the figure is ms per step, minus a workflow of none, either way).
+        measures["dbos"] = turns.peers(lambda: peer.call("per_step", steps=max(part // 4, 20))["ms_per_step"])
+    taken = alternate(measures, options.trials, options.rounds, combine=statistics.fmean)
     turns.end()
     result = {"floor_ms": summary(taken["floor"]), "ours_ms": summary(taken["ours"]), "sql_per_step": max(sql),
               "over_floor_ms": summary([o - f for o, f in zip(taken["ours"], taken["floor"])])}
@@ -458,19 +472,27 @@ def per_step_trials(options, n_steps: int, peer: Peer | None, turns: Turns) -> d
 def signal_trials(options, n_signals: int, peer: Peer | None, turns: Turns) -> dict:
     samples = {"ours": [], "send": [], "dbos": [], "dbos_send": []}
 
+    part = n_signals // options.rounds
+
     def ours():
         reset_database()
-        resume, send = bench_signal_resume(n_signals, f"sig-{secrets.token_hex(4)}")
-        samples["ours"].append(resume)
-        samples["send"].append(send)
+        resume, send = bench_signal_resume(part, f"sig-{secrets.token_hex(4)}")
+        return {"ours": resume, "send": send}
 
     def dbos():
-        measured = peer.call("signal", samples=n_signals)
-        samples["dbos"].append(measured["resume_ms"])
-        samples["dbos_send"].append(measured["send_ms"])
+        measured = peer.call("signal", samples=part)
+        return {"dbos": measured["resume_ms"], "dbos_send": measured["send_ms"]}
 
-    alternate({"ours": turns.ours(ours), "dbos": turns.peers(dbos)} if peer else {"ours": ours}, options.trials)
+    def pool(parts: list[dict]) -> dict:  # a trial's latencies are those of all its parts
+        return {name: [v for p in parts for v in p[name]] for name in parts[0]}
+
+    taken = alternate({"ours": turns.ours(ours), "dbos": turns.peers(dbos)} if peer else {"ours": ours},
+                      options.trials, options.rounds, combine=pool)
     turns.end()
+    for trials in taken.values():
+        for trial in trials:
+            for name, values in trial.items():
+                samples[name].append(values)
 
     def per_trial(name, q):
         return [pct(trial, q) for trial in samples[name]]
@@ -538,10 +560,13 @@ def main():
     parser.add_argument("--workers", type=int, default=2, help="the layout of the main figures")
     parser.add_argument("--layouts", default="1,2,4", help="worker processes to measure throughput with")
     parser.add_argument("--trials", type=int, default=None, help="trials per figure (5; 3 with --quick)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="parts of a trial, interleaved with the other sides' parts (8; 1 with --quick)")
     parser.add_argument("--idle-runs", type=int, default=None)
     options = parser.parse_args()
     options.trials = options.trials or (3 if options.quick else 5)
     options.trial_seconds = 1.0 if options.quick else 8.0
+    options.rounds = options.rounds or (1 if options.quick else 8)
     layouts = sorted({int(w) for w in options.layouts.split(",")} | {options.workers})
     n_steps = 200 if options.quick else 5000
     n_signals = 50 if options.quick else 400
@@ -556,7 +581,7 @@ def main():
     reset_database()
     results = {"machine": {"cores": os.cpu_count(), "load_average": os.getloadavg()},
                "when": datetime.now(timezone.utc).isoformat(), "workers": options.workers, "quick": options.quick,
-               "trials": options.trials, "trial_seconds": options.trial_seconds, "peers": bool(peer_python),
+               "trials": options.trials, "trial_seconds": options.trial_seconds, "rounds": options.rounds, "peers": bool(peer_python),
                "layouts": {}}
     procs = Processes()
     try:

@@ -45,3 +45,9 @@ def test_a_saved_run_prints_a_table_with_every_target_and_a_chart_that_is_svg():
     assert any(target.startswith("3-step runs >= 2x DBOS direct") for target, _, _ in rows)
     assert "per step" in table
     assert svg.tag.endswith("svg")
+
+
+def test_a_trial_made_of_parts_runs_at_all_its_runs_over_all_its_seconds():
+    # Two parts of 100 runs: one in 1 s (100/s), one in 4 s (25/s): 200 runs in 5 s.
+    assert report.rate_of_parts([100.0, 25.0]) == pytest.approx(40.0)
+    assert report.rate_of_parts([80.0]) == 80.0
