@@ -385,23 +385,26 @@ class Turns:
 
 
 def alternate(measures: dict, count: int, rounds: int = 1, combine=None) -> dict[str, list]:
-    """A B C A B C ...: trial i of every measure is taken before trial i + 1 of any.
+    """``count`` trials of every measure, taken in turn (A B C A B C ...) so that trial i of
+    each sees the same machine.
 
-    With ``rounds`` > 1 a trial is itself that many short parts, interleaved the same way
-    (A B C A B C ... within the trial), and ``combine`` makes the trial's figure of its
-    parts. A trial taken whole, one side after the other, let a slow spell of this shared
-    2-core machine (the hypervisor's steal went from 1% to 10% within a minute here) fall
-    on one side's trial only: the plain chain alone spread 38% between trials. Parts of
-    about a second spread such a spell over every side."""
-    taken = {name: [] for name in measures}
-    for _ in range(count):
-        parts = {name: [] for name in measures}
-        for _ in range(rounds):
+    With ``rounds`` > 1 a trial is that many short parts and ``combine`` makes the trial's
+    figure of its parts; round r of every trial is taken before round r + 1 of any. A trial
+    taken whole, one side after the other, let a slow spell of this shared 2-core machine
+    fall on one side's trial only (the hypervisor's steal went from 1% to 10% within a
+    minute here, and the plain chain alone spread 38% between trials); trials taken one
+    after the other set apart what the machine's drift over the minutes of a measure did
+    (the bare insert+commit went from 1.75 to 0.70 ms per row from the first trial to the
+    last). Interleaved, every trial spans the whole measure, its parts of about a second
+    side by side with the other sides' parts; what still sets trials apart is noise within
+    seconds, and a drift that moves every trial alike is what two runs of the bench can
+    disagree on."""
+    parts = [{name: [] for name in measures} for _ in range(count)]
+    for _ in range(rounds):
+        for trial in parts:
             for name, measure in measures.items():
-                parts[name].append(measure())
-        for name, values in parts.items():
-            taken[name].append(combine(values) if combine else values[0])
-    return taken
+                trial[name].append(measure())
+    return {name: [combine(trial[name]) if combine else trial[name][0] for trial in parts] for name in measures}
 
 
 def sized(rate_of, seconds: float, smallest: int = 30, largest: int = 50_000) -> int:
