@@ -51,3 +51,11 @@ def test_a_trial_made_of_parts_runs_at_all_its_runs_over_all_its_seconds():
     # Two parts of 100 runs: one in 1 s (100/s), one in 4 s (25/s): 200 runs in 5 s.
     assert report.rate_of_parts([100.0, 25.0]) == pytest.approx(40.0)
     assert report.rate_of_parts([80.0]) == 80.0
+
+
+def test_noisy_trials_that_all_miss_the_line_are_a_target_missed_and_noisy_ones_that_all_meet_it_are_not_met():
+    noisy = report.summary([0.65, 0.95, 0.75])
+
+    assert report.verdict(False, noisy, per_trial=[False, False, False]) == "missed, every trial"
+    assert report.verdict(True, noisy, per_trial=[True, True, True]) == "unstable, every trial met"
+    assert report.verdict(True, noisy, per_trial=[True, False, True]) == "unstable"
