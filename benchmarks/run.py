@@ -450,13 +450,13 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
 
 def per_step_trials(options, n_steps: int, peer: Peer | None, turns: Turns) -> dict:
     sql = []
+    part = n_steps // options.rounds
 
     def ours():
-        measured = bench_per_step(n_steps // options.rounds)
+        measured = bench_per_step(part)
         sql.append(measured["sql_per_step"])
         return measured["ms_per_step"]
 
-    part = n_steps // options.rounds
     measures = {"floor": turns.ours(lambda: bench_floor_insert(part)), "ours": turns.ours(ours)}
     if peer:
         # A DBOS step costs several of ours: a quarter of the steps keeps its part about as
@@ -473,8 +473,6 @@ def per_step_trials(options, n_steps: int, peer: Peer | None, turns: Turns) -> d
 
 
 def signal_trials(options, n_signals: int, peer: Peer | None, turns: Turns) -> dict:
-    samples = {"ours": [], "send": [], "dbos": [], "dbos_send": []}
-
     part = n_signals // options.rounds
 
     def ours():
@@ -492,10 +490,8 @@ def signal_trials(options, n_signals: int, peer: Peer | None, turns: Turns) -> d
     taken = alternate({"ours": turns.ours(ours), "dbos": turns.peers(dbos)} if peer else {"ours": ours},
                       options.trials, options.rounds, combine=pool)
     turns.end()
-    for trials in taken.values():
-        for trial in trials:
-            for name, values in trial.items():
-                samples[name].append(values)
+    # Each side's trials as {figure: [that trial's latencies]}: one list of trials per figure.
+    samples = {name: [trial[name] for trial in trials] for trials in taken.values() for name in trials[0]}
 
     def per_trial(name, q):
         return [pct(trial, q) for trial in samples[name]]
