@@ -408,10 +408,16 @@ def alternate(measures: dict, count: int, rounds: int = 1, combine=None) -> dict
 
 
 def sized(rate_of, seconds: float, smallest: int = 30, largest: int = 50_000) -> int:
-    """How many runs make a trial of about `seconds` at steady state, from a warm-up trial
-    (which also warms the workers, the connections and PostgreSQL's caches)."""
+    """How many runs make a part of about `seconds` at steady state, from two warm-up parts
+    (which also warm the workers, the connections and PostgreSQL's caches): one of
+    ``smallest`` runs, whose rate the start and the tail of a part pull down (the parts it
+    sized took 0.7-0.9 of their second), then one of half the size it gives."""
+    def clamp(n: float) -> int:
+        return max(smallest, min(largest, int(n)))
+
     rate = rate_of(smallest)
-    return max(smallest, min(largest, int(rate * seconds)))
+    rate = rate_of(clamp(rate * seconds / 2))
+    return clamp(rate * seconds)
 
 
 def throughput_layout(workers: int, options, procs: Processes, peer_python: str | None) -> dict:
@@ -427,7 +433,10 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
         if peer:
             measures["dbos_direct"] = turns.peers(lambda n: n / peer.call("direct", runs=n, steps=3)["seconds"])
             measures["dbos_queue"] = turns.peers(lambda n: bench_dbos_queue(n, 3, peer))
-        sizes = {name: sized(measure, options.trial_seconds / options.rounds) for name, measure in measures.items()}
+        # The main layout's ratios are the targets: its parts are twice as long, so that a
+        # spell of the shared host weighs half as much in each (1-second parts spread 18-20%).
+        seconds = options.trial_seconds / options.rounds * (2 if workers == options.workers else 1)
+        sizes = {name: sized(measure, seconds) for name, measure in measures.items()}
         print(f"  {workers} worker processes, runs per part ({options.rounds} parts a trial): {sizes}", flush=True)
         FILL.clear()  # the producer's cost in the trials, not in the sizing ones
         taken = alternate({name: (lambda m=measure, n=sizes[name]: m(n)) for name, measure in measures.items()},
@@ -567,8 +576,8 @@ def main():
     options.trial_seconds = 1.0 if options.quick else 8.0
     options.rounds = options.rounds or (1 if options.quick else 8)
     layouts = sorted({int(w) for w in options.layouts.split(",")} | {options.workers})
-    n_steps = 200 if options.quick else 5000
-    n_signals = 50 if options.quick else 400
+    n_steps = 200 if options.quick else 10_000
+    n_signals = 50 if options.quick else 800  # a trial's p99 is its 8th slowest
     n_idle = options.idle_runs or (10_000 if options.quick else 1_000_000)
     n_timers = 30 if options.quick else 100
     rng = random.Random(7)
