@@ -59,3 +59,25 @@ def test_noisy_trials_that_all_miss_the_line_are_a_target_missed_and_noisy_ones_
     assert report.verdict(False, noisy, per_trial=[False, False, False]) == "missed, every trial"
     assert report.verdict(True, noisy, per_trial=[True, True, True]) == "unstable, every trial met"
     assert report.verdict(True, noisy, per_trial=[True, False, True]) == "unstable"
+
+
+def test_the_idle_scale_is_called_from_trials_that_alternate_with_the_empty_database():
+    saved = json.loads(SAVED_RUN.read_text())
+    saved["quick"] = False
+
+    def idle(loaded_p50s, empty_p50s):
+        return {"runs": 1_000_000, "sweep_tick": {"p50_ms": 1.6, "max_ms": 3.1, "trials_p50_ms": [1.5, 1.6, 1.7]},
+                "resume_ms": {"p50": 4.5, "p95": 5.5, "p99": 6.5}, "bytes_per_run": 474.0,
+                "resume_p50_ms": report.summary(loaded_p50s), "empty_resume_p50_ms": report.summary(empty_p50s),
+                "resume_vs_empty": report.ratio(loaded_p50s, empty_p50s)}
+
+    saved["idle"] = idle([4.4, 4.5, 4.6], [4.0, 4.1, 4.2])
+    close = {target: verdict for target, _, verdict in report.targets(saved)}
+    table = report.table(saved)
+    saved["idle"] = idle([5.5, 5.6, 5.7], [4.0, 4.1, 4.2])
+    slow = {target: verdict for target, _, verdict in report.targets(saved)}
+
+    assert close["signal to resume within 20% of empty (1,000,000 waiting)"] == "met"
+    assert close["sweep tick <= 20 ms (1,000,000 waiting)"] == "met (3 trials)"
+    assert slow["signal to resume within 20% of empty (1,000,000 waiting)"] == "missed"
+    assert "110% of empty" in table
