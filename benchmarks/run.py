@@ -612,6 +612,7 @@ def main():
     n_steps = 200 if options.quick else 10_000
     n_signals = 50 if options.quick else 1600  # a trial's p99 is its 16th slowest
     n_idle = options.idle_runs or (10_000 if options.quick else 1_000_000)
+    n_idle_signals = 50 if options.quick else 400  # a side of an idle-scale trial
     n_timers = 30 if options.quick else 100
     rng = random.Random(7)
     peer_python = os.environ.get("BENCH_PEERS_PYTHON") if options.peers else None
@@ -653,7 +654,7 @@ def main():
         results["timer_lateness_s"] = {"p50": pct(late, 50), "p99": pct(late, 99)}
 
         print(f"idle scale: {options.trials} trials of {n_idle} waiting runs against the empty database ...", flush=True)
-        results["idle"] = idle_trials(options, n_idle, 50 if options.quick else 400)
+        results["idle"] = idle_trials(options, n_idle, n_idle_signals)
         results["worker_rss_mib"] = procs.rss_mib()
         results["machine"]["load_average_after"] = os.getloadavg()
     finally:
