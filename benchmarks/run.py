@@ -610,9 +610,9 @@ def main():
     options.rounds = options.rounds or (1 if options.quick else 8)
     layouts = sorted({int(w) for w in options.layouts.split(",")} | {options.workers})
     n_steps = 200 if options.quick else 10_000
-    n_signals = 50 if options.quick else 1600  # a trial's p99 is its 16th slowest
+    n_signals = 50 if options.quick else 3200  # a trial's p99 is its 32nd slowest
     n_idle = options.idle_runs or (10_000 if options.quick else 1_000_000)
-    n_idle_signals = 50 if options.quick else 400  # a side of an idle-scale trial
+    n_idle_signals = 50 if options.quick else 1000  # a side of an idle-scale trial
     n_timers = 30 if options.quick else 100
     rng = random.Random(7)
     peer_python = os.environ.get("BENCH_PEERS_PYTHON") if options.peers else None
