@@ -111,8 +111,9 @@ WSGI_APPLICATION = "config.wsgi.application"
 def postgresql_statements() -> dict:
     """Bind parameters on the server and prepare a statement from its fifth use.
 
-    The engine sends the same few statements for every step, so PostgreSQL parses and plans
-    each once per connection instead of once per call (measured in docs/benchmarks.md).
+    The engine sends the same few statements for every step, so PostgreSQL parses each once
+    per connection instead of once per call, and replans it only while a custom plan pays
+    (its plan_cache_mode); measured in docs/benchmarks.md.
     A pooler in transaction mode (PgBouncer without max_prepared_statements) cannot keep
     a prepared statement between transactions: DATABASE_PREPARED_STATEMENTS=off for it.
     """
