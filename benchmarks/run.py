@@ -51,7 +51,7 @@ django.setup()
 
 import redis  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection, transaction  # noqa: E402
+from django.db import OperationalError, connection, transaction  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from durable import executor, services, timers  # noqa: E402
@@ -313,35 +313,132 @@ def create_idle_runs(count: int):
         assert cursor.fetchone()[0] == count
 
 
-def idle_trials(options, n_idle: int, samples: int) -> dict:
-    """Signal to resume with ``n_idle`` waiting runs against the empty database, trial by
-    trial: ``samples`` signals on the empty tables, then as many with the runs loaded
-    (creating a million takes about 15 s), and the ratio of the two p50s.
+# The tables that hold a run or point at one (foreign keys to durable_workflowrun).
+RUN_TABLES = ("durable_workflowrun", "durable_journalentry", "durable_signal", "durable_auditevent",
+              "durable_limitticket")
 
-    Compared instead with the signal trials' p50, taken minutes earlier and in another
-    shape (parts of 100 between DBOS's), one trial of a million read 129% of empty (4.68
-    against 3.64 ms); alternated in a probe, the million gave 4.42 and 4.48 ms against
-    4.53 and 4.71 empty, and its statements took 0-10% longer (PostgreSQL's log)."""
-    empty, idle, ticks, pooled = [], [], [], []
-    for trial in range(options.trials):
-        reset_database()
+
+class LoadedTables:
+    """A second set of the run tables holding the waiting runs, swapped with the live set by
+    renaming both in one transaction: the idle scale's empty and loaded parts can then
+    alternate within seconds, as every other measure's sides do, while the million is
+    created once. Every connection (the workers' too) sees the swap at its next statement:
+    PostgreSQL re-analyses a prepared statement whose table was renamed. LIKE copies
+    columns, defaults, identities and indexes; the foreign keys to the run table are copied
+    by hand, as the loaded set's own."""
+
+    def __init__(self):
+        self.swapped_in = False
+
+    def create(self, count: int):
         with connection.cursor() as cursor:
-            cursor.execute("CHECKPOINT")  # as the loaded part starts after one (create_idle_runs)
-        on_empty, _ = bench_signal_resume(samples, f"empty-{trial}")
+            for table in RUN_TABLES:
+                cursor.execute(f"DROP TABLE IF EXISTS {table}_loaded CASCADE")
+                cursor.execute(f"CREATE TABLE {table}_loaded (LIKE {table} INCLUDING ALL)")
+            cursor.execute("SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint "
+                           "WHERE contype = 'f' AND confrelid = 'durable_workflowrun'::regclass")
+            for table, definition in cursor.fetchall():
+                loaded = definition.replace("REFERENCES durable_workflowrun(", "REFERENCES durable_workflowrun_loaded(")
+                assert loaded != definition, definition
+                cursor.execute(f"ALTER TABLE {table}_loaded ADD {loaded}")
+        self.swap()
+        create_idle_runs(count)
+        self.swap()
+
+    def swap(self, attempts: int = 5):
+        for attempt in range(attempts):
+            try:
+                with transaction.atomic(), connection.cursor() as cursor:
+                    for table in RUN_TABLES:
+                        cursor.execute(f"ALTER TABLE {table} RENAME TO {table}_swap")
+                        cursor.execute(f"ALTER TABLE {table}_loaded RENAME TO {table}")
+                        cursor.execute(f"ALTER TABLE {table}_swap RENAME TO {table}_loaded")
+                break
+            except OperationalError:  # a deadlock with the beat's sweep, whose transaction then went on
+                if attempt == attempts - 1:
+                    raise
+        self.swapped_in = not self.swapped_in
+
+    def drop(self):
+        if self.swapped_in:
+            self.swap()
+        with connection.cursor() as cursor:
+            for table in RUN_TABLES:
+                cursor.execute(f"DROP TABLE IF EXISTS {table}_loaded CASCADE")
+
+
+def drop_stale_loaded_tables():
+    """A bench killed during the idle scale may have left its loaded set, swapped in or not:
+    the bench database's schema is then rebuilt by the migrations."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass('durable_workflowrun_loaded') IS NOT NULL")
+        if cursor.fetchone()[0]:
+            cursor.execute("DROP SCHEMA public CASCADE")
+            cursor.execute("CREATE SCHEMA public")
+
+
+def forget_runs(ids: list[str]):
+    """Delete a part's runs from the loaded set, which keeps only its waiting runs."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        for table in RUN_TABLES[1:]:
+            cursor.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", [ids])
+        cursor.execute("DELETE FROM durable_workflowrun WHERE id = ANY(%s)", [ids])
+
+
+def idle_trials(options, n_idle: int, samples: int) -> dict:
+    """Signal to resume with ``n_idle`` waiting runs against the empty database: ``samples``
+    signals a side of a trial, in ``options.rounds`` parts that alternate between the empty
+    tables and the loaded ones (LoadedTables), and the ratio of the two p50s per trial.
+
+    Taken whole, the empty side then the million (creating it took 15-30 s between them),
+    one trial of five read 141% of empty and the others 103-108% (2026-12-02 15:02): the
+    machine's drift over that minute, not the million. Compared with the signal trials'
+    p50, taken minutes earlier, one trial read 129% (4.68 against 3.64 ms); alternated in a
+    probe, the million gave 4.42 and 4.48 ms against 4.53 and 4.71 empty, and its
+    statements took 0-10% longer (PostgreSQL's log)."""
+    part = max(samples // options.rounds, 10)
+    loaded = LoadedTables()
+
+    def empty_part():
         reset_database()
-        create_idle_runs(n_idle)
-        loaded, _ = bench_signal_resume(samples, f"sig-idle-{trial}")
-        ticks.append(bench_sweep_tick())
-        empty.append(pct(on_empty, 50))
-        idle.append(pct(loaded, 50))
-        pooled += loaded
-    return {"runs": n_idle, "samples_per_trial": samples,
+        return {"resume": bench_signal_resume(part, f"empty-{secrets.token_hex(4)}")[0]}
+
+    def loaded_part():
+        prefix = f"sig-idle-{secrets.token_hex(4)}"
+        loaded.swap()
+        try:
+            assert WorkflowRun.objects.filter(pk="idle:0").exists(), "the loaded set is not in place"
+            resume, _ = bench_signal_resume(part, prefix)
+            tick = bench_sweep_tick(10)
+            forget_runs([f"{prefix}:{i}" for i in range(part)])
+        finally:
+            loaded.swap()
+        return {"resume": resume, "tick": tick}
+
+    def pool(parts: list[dict]) -> dict:
+        ticks = [p["tick"] for p in parts if "tick" in p]
+        return {"resume": [v for p in parts for v in p["resume"]],
+                "tick": {"p50_ms": statistics.median(t["p50_ms"] for t in ticks), "max_ms": max(t["max_ms"] for t in ticks)}
+                if ticks else None}
+
+    try:
+        loaded.create(n_idle)
+        taken = alternate({"empty": empty_part, "loaded": loaded_part}, options.trials, options.rounds, combine=pool)
+        loaded.swap()
+        bytes_per_run = database_bytes_per_run(n_idle)
+        loaded.swap()
+    finally:
+        loaded.drop()
+    empty = [pct(t["resume"], 50) for t in taken["empty"]]
+    idle = [pct(t["resume"], 50) for t in taken["loaded"]]
+    ticks = [t["tick"] for t in taken["loaded"]]
+    pooled = [v for t in taken["loaded"] for v in t["resume"]]
+    return {"runs": n_idle, "samples_per_trial": part * options.rounds, "rounds": options.rounds,
             "sweep_tick": {"p50_ms": statistics.median(t["p50_ms"] for t in ticks), "max_ms": max(t["max_ms"] for t in ticks),
                            "trials_p50_ms": [t["p50_ms"] for t in ticks]},
             "resume_ms": {"p50": pct(pooled, 50), "p95": pct(pooled, 95), "p99": pct(pooled, 99)},
             "resume_p50_ms": summary(idle), "empty_resume_p50_ms": summary(empty),
-            "resume_vs_empty": ratio(idle, empty),
-            "bytes_per_run": database_bytes_per_run(n_idle)}  # the last trial's runs are still there
+            "resume_vs_empty": ratio(idle, empty), "bytes_per_run": bytes_per_run}
 
 
 def bench_sweep_tick(ticks: int = 50) -> dict:
@@ -609,7 +706,7 @@ def main():
     options.trial_seconds = 1.0 if options.quick else 8.0
     options.rounds = options.rounds or (1 if options.quick else 8)
     layouts = sorted({int(w) for w in options.layouts.split(",")} | {options.workers})
-    n_steps = 200 if options.quick else 10_000
+    n_steps = 200 if options.quick else 20_000
     n_signals = 50 if options.quick else 3200  # a trial's p99 is its 32nd slowest
     n_idle = options.idle_runs or (10_000 if options.quick else 1_000_000)
     n_idle_signals = 50 if options.quick else 1000  # a side of an idle-scale trial
@@ -619,6 +716,7 @@ def main():
     if options.peers and not peer_python:
         parser.error("--peers needs the peers' virtualenv: run it through ./scripts/bench")
 
+    drop_stale_loaded_tables()
     call_command("migrate", verbosity=0)
     reset_database()
     results = {"machine": {"cores": os.cpu_count(), "load_average": os.getloadavg()},
