@@ -391,7 +391,7 @@ def idle_trials(options, n_idle: int, samples: int) -> dict:
     tables and the loaded ones (LoadedTables), and the ratio of the two p50s per trial.
 
     Taken whole, the empty side then the million (creating it took 15-30 s between them),
-    one trial of five read 141% of empty and the others 103-108% (2026-12-02 15:02): the
+    one trial of five read 141% of empty and the others 103-118% (2026-12-02 15:02): the
     machine's drift over that minute, not the million. Compared with the signal trials'
     p50, taken minutes earlier, one trial read 129% (4.68 against 3.64 ms); alternated in a
     probe, the million gave 4.42 and 4.48 ms against 4.53 and 4.71 empty, and its
