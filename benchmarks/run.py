@@ -51,7 +51,7 @@ django.setup()
 
 import redis  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import OperationalError, connection, transaction  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from durable import executor, services, timers  # noqa: E402
@@ -313,31 +313,33 @@ def create_idle_runs(count: int):
         assert cursor.fetchone()[0] == count
 
 
-# The tables that hold a run or point at one (foreign keys to durable_workflowrun).
-RUN_TABLES = ("durable_workflowrun", "durable_journalentry", "durable_signal", "durable_auditevent",
-              "durable_limitticket")
-
-
 class LoadedTables:
     """A second set of the run tables holding the waiting runs, swapped with the live set by
     renaming both in one transaction: the idle scale's empty and loaded parts can then
     alternate within seconds, as every other measure's sides do, while the million is
     created once. Every connection (the workers' too) sees the swap at its next statement:
-    PostgreSQL re-analyses a prepared statement whose table was renamed. LIKE copies
-    columns, defaults, identities and indexes; the foreign keys to the run table are copied
-    by hand, as the loaded set's own."""
+    PostgreSQL re-analyses a prepared statement whose table was renamed.
+
+    The run tables are the run table and every table with a foreign key to it, read from
+    the catalogue so that a new one is swapped too. LIKE copies columns, defaults,
+    identities and indexes; the foreign keys to the run table are copied by hand, as the
+    loaded set's own."""
 
     def __init__(self):
         self.swapped_in = False
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT c.conrelid::regclass::text, a.attname, pg_get_constraintdef(c.oid) "
+                           "FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
+                           "WHERE c.contype = 'f' AND c.confrelid = 'durable_workflowrun'::regclass")
+            self.referring = cursor.fetchall()  # (table, its run column, the foreign key)
+        self.tables = ["durable_workflowrun", *(table for table, _, _ in self.referring)]
 
     def create(self, count: int):
         with connection.cursor() as cursor:
-            for table in RUN_TABLES:
+            for table in self.tables:
                 cursor.execute(f"DROP TABLE IF EXISTS {table}_loaded CASCADE")
                 cursor.execute(f"CREATE TABLE {table}_loaded (LIKE {table} INCLUDING ALL)")
-            cursor.execute("SELECT conrelid::regclass::text, pg_get_constraintdef(oid) FROM pg_constraint "
-                           "WHERE contype = 'f' AND confrelid = 'durable_workflowrun'::regclass")
-            for table, definition in cursor.fetchall():
+            for table, _, definition in self.referring:
                 loaded = definition.replace("REFERENCES durable_workflowrun(", "REFERENCES durable_workflowrun_loaded(")
                 assert loaded != definition, definition
                 cursor.execute(f"ALTER TABLE {table}_loaded ADD {loaded}")
@@ -345,25 +347,26 @@ class LoadedTables:
         create_idle_runs(count)
         self.swap()
 
-    def swap(self, attempts: int = 5):
-        for attempt in range(attempts):
-            try:
-                with transaction.atomic(), connection.cursor() as cursor:
-                    for table in RUN_TABLES:
-                        cursor.execute(f"ALTER TABLE {table} RENAME TO {table}_swap")
-                        cursor.execute(f"ALTER TABLE {table}_loaded RENAME TO {table}")
-                        cursor.execute(f"ALTER TABLE {table}_swap RENAME TO {table}_loaded")
-                break
-            except OperationalError:  # a deadlock with the beat's sweep, whose transaction then went on
-                if attempt == attempts - 1:
-                    raise
+    def swap(self):
+        with transaction.atomic(), connection.cursor() as cursor:
+            for table in self.tables:
+                cursor.execute(f"ALTER TABLE {table} RENAME TO {table}_swap")
+                cursor.execute(f"ALTER TABLE {table}_loaded RENAME TO {table}")
+                cursor.execute(f"ALTER TABLE {table}_swap RENAME TO {table}_loaded")
         self.swapped_in = not self.swapped_in
+
+    def forget(self, ids: list[str]):
+        """Delete a part's runs from the loaded set, which keeps only its waiting runs."""
+        with transaction.atomic(), connection.cursor() as cursor:
+            for table, column, _ in self.referring:
+                cursor.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", [ids])
+            cursor.execute("DELETE FROM durable_workflowrun WHERE id = ANY(%s)", [ids])
 
     def drop(self):
         if self.swapped_in:
             self.swap()
         with connection.cursor() as cursor:
-            for table in RUN_TABLES:
+            for table in self.tables:
                 cursor.execute(f"DROP TABLE IF EXISTS {table}_loaded CASCADE")
 
 
@@ -375,14 +378,6 @@ def drop_stale_loaded_tables():
         if cursor.fetchone()[0]:
             cursor.execute("DROP SCHEMA public CASCADE")
             cursor.execute("CREATE SCHEMA public")
-
-
-def forget_runs(ids: list[str]):
-    """Delete a part's runs from the loaded set, which keeps only its waiting runs."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        for table in RUN_TABLES[1:]:
-            cursor.execute(f"DELETE FROM {table} WHERE run_id = ANY(%s)", [ids])
-        cursor.execute("DELETE FROM durable_workflowrun WHERE id = ANY(%s)", [ids])
 
 
 def idle_trials(options, n_idle: int, samples: int) -> dict:
@@ -409,21 +404,16 @@ def idle_trials(options, n_idle: int, samples: int) -> dict:
         try:
             assert WorkflowRun.objects.filter(pk="idle:0").exists(), "the loaded set is not in place"
             resume, _ = bench_signal_resume(part, prefix)
-            tick = bench_sweep_tick(10)
-            forget_runs([f"{prefix}:{i}" for i in range(part)])
+            ticks = sweep_tick_durations(10)
+            loaded.forget([f"{prefix}:{i}" for i in range(part)])
         finally:
             loaded.swap()
-        return {"resume": resume, "tick": tick}
-
-    def pool(parts: list[dict]) -> dict:
-        ticks = [p["tick"] for p in parts if "tick" in p]
-        return {"resume": [v for p in parts for v in p["resume"]],
-                "tick": {"p50_ms": statistics.median(t["p50_ms"] for t in ticks), "max_ms": max(t["max_ms"] for t in ticks)}
-                if ticks else None}
+        return {"resume": resume, "tick_ms": ticks}
 
     try:
         loaded.create(n_idle)
-        taken = alternate({"empty": empty_part, "loaded": loaded_part}, options.trials, options.rounds, combine=pool)
+        taken = alternate({"empty": empty_part, "loaded": loaded_part}, options.trials, options.rounds,
+                          combine=pooled_parts)
         loaded.swap()
         bytes_per_run = database_bytes_per_run(n_idle)
         loaded.swap()
@@ -431,22 +421,27 @@ def idle_trials(options, n_idle: int, samples: int) -> dict:
         loaded.drop()
     empty = [pct(t["resume"], 50) for t in taken["empty"]]
     idle = [pct(t["resume"], 50) for t in taken["loaded"]]
-    ticks = [t["tick"] for t in taken["loaded"]]
+    ticks = [t["tick_ms"] for t in taken["loaded"]]
     pooled = [v for t in taken["loaded"] for v in t["resume"]]
     return {"runs": n_idle, "samples_per_trial": part * options.rounds, "rounds": options.rounds,
-            "sweep_tick": {"p50_ms": statistics.median(t["p50_ms"] for t in ticks), "max_ms": max(t["max_ms"] for t in ticks),
-                           "trials_p50_ms": [t["p50_ms"] for t in ticks]},
+            "sweep_tick": {"p50_ms": statistics.median(v for t in ticks for v in t), "max_ms": max(v for t in ticks for v in t),
+                           "trials_p50_ms": [statistics.median(t) for t in ticks]},
             "resume_ms": {"p50": pct(pooled, 50), "p95": pct(pooled, 95), "p99": pct(pooled, 99)},
             "resume_p50_ms": summary(idle), "empty_resume_p50_ms": summary(empty),
             "resume_vs_empty": ratio(idle, empty), "bytes_per_run": bytes_per_run}
 
 
-def bench_sweep_tick(ticks: int = 50) -> dict:
+def sweep_tick_durations(ticks: int) -> list[float]:
     durations = []
     for _ in range(ticks):
         t0 = time.perf_counter()
         timers.sweep_due()
         durations.append((time.perf_counter() - t0) * 1000)
+    return durations
+
+
+def bench_sweep_tick(ticks: int = 50) -> dict:
+    durations = sweep_tick_durations(ticks)
     return {"p50_ms": statistics.median(durations), "max_ms": max(durations)}
 
 
@@ -533,6 +528,11 @@ def alternate(measures: dict, count: int, rounds: int = 1, combine=None) -> dict
             for name, measure in measures.items():
                 trial[name].append(measure())
     return {name: [combine(trial[name]) if combine else trial[name][0] for trial in parts] for name in measures}
+
+
+def pooled_parts(parts: list[dict]) -> dict:
+    """A trial of parts that each return {figure: [values]}: every figure's values of all its parts."""
+    return {name: [v for p in parts for v in p[name]] for name in parts[0]}
 
 
 def sized(rate_of, seconds: float, smallest: int = 30, largest: int = 50_000) -> int:
@@ -623,11 +623,8 @@ def signal_trials(options, n_signals: int, peer: Peer | None, turns: Turns) -> d
         measured = peer.call("signal", samples=max(part // 2, 25))
         return {"dbos": measured["resume_ms"], "dbos_send": measured["send_ms"]}
 
-    def pool(parts: list[dict]) -> dict:  # a trial's latencies are those of all its parts
-        return {name: [v for p in parts for v in p[name]] for name in parts[0]}
-
     taken = alternate({"ours": turns.ours(ours), "dbos": turns.peers(dbos)} if peer else {"ours": ours},
-                      options.trials, options.rounds, combine=pool)
+                      options.trials, options.rounds, combine=pooled_parts)
     turns.end()
     # Each side's trials as {figure: [that trial's latencies]}: one list of trials per figure.
     samples = {name: [trial[name] for trial in trials] for trials in taken.values() for name in trials[0]}
