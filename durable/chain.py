@@ -102,12 +102,31 @@ def row_digest(row, prev_hash: str, *, parent: str, fields: tuple[str, ...]) -> 
     Works on the migrations' historical models too, so the caller names the parent and the
     fields: they are a stored format, changed only with a migration that re-chains.
     """
+    return hashlib.sha256(f"{prev_hash}\n{row_body(row, parent=parent, fields=fields)}".encode()).hexdigest()
+
+
+def row_body(row, *, parent: str, fields: tuple[str, ...]) -> str:
+    """The chained values as the digest reads them: canonical JSON, ASCII only."""
     values = [row.chain_seq, str(getattr(row, row._meta.get_field(parent).attname))]
     for name in fields:
         field = row._meta.get_field(name)
         values.append(_canonical(field.get_prep_value(getattr(row, field.attname))))
-    body = json.dumps(values, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(f"{prev_hash}\n{body}".encode()).hexdigest()
+    return json.dumps(values, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def body_around(row, holes: list[str], *, parent: str, fields: tuple[str, ...]) -> list[str]:
+    """``row_body`` cut at values the database assigns in the statement that inserts the row
+    (its chain_seq, the id of a row inserted beside it), which the row holds meanwhile as the
+    marker strings ``holes``, in the order they appear. The body is the pieces joined by the
+    holes' JSON values, so the statement can compute the digest itself (sql.record_signal).
+    Markers are random: no stored value can spell one."""
+    rest, pieces = row_body(row, parent=parent, fields=fields), []
+    for hole in holes:
+        piece, found, rest = rest.partition(json.dumps(hole))
+        if not found:
+            raise ValueError(f"{hole!r} is not among the row's chained values, after the holes before it")
+        pieces.append(piece)
+    return [*pieces, rest]
 
 
 def chained_models() -> list[type[ChainedAudit]]:

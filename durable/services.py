@@ -4,9 +4,10 @@ transaction: the row, its audit event and its dispatch commit together or not at
 import json
 import logging
 import uuid
+from contextlib import nullcontext
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Least
 
@@ -110,37 +111,52 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
     encoded = codec.encode(payload)
     _check_reservation(dedupe_key, reserved_by)
     now = clock.now()
-    existing = signal = None
-    with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
-        if dedupe_key:
-            existing = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first()
+    existing = None
+    for locked in (False, True):
+        signal = Signal(run_id=run_id, name=name, payload=encoded, dedupe_key=dedupe_key or None, created_at=now)
+        event = AuditEvent(run_id=run_id, action="signal", actor=actor or "system", created_at=now,
+                           detail={"name": name, "dedupe_key": dedupe_key, **(audit or {})})
+        try:
+            with _one_write(locked):  # all or nothing: a refusal leaves the caller's transaction usable
+                if locked:
+                    _get_locked(run_id)
+                # Waking the run bumps signal_seq (which also locks its row): a worker about
+                # to park the run sees the bump and looks again (Lease.finish), so no signal
+                # is slept through.
+                woken = sql.record_signal(signal, event, now, _grace())
+            break
+        except IntegrityError:
+            # The key's signal exists (a redelivery, or a concurrent sender won), or another
+            # writer extended the audit chain while we waited for the run: again, locked.
+            existing = _signal_with_key(run_id, dedupe_key)
+            if existing is not None:
+                break
+            if locked:
+                raise
+    if existing is None and not woken:
+        existing = _signal_with_key(run_id, dedupe_key)  # a redelivery to a finished run
         if existing is None:
-            try:
-                # With a key, a savepoint: a concurrent sender that wins the race undoes
-                # our wake-up too, so a refused or duplicate signal leaves no trace.
-                with transaction.atomic(savepoint=bool(dedupe_key)):
-                    # Waking the run bumps signal_seq (which also locks its row): a worker
-                    # about to park the run sees the bump and looks again (Lease.finish),
-                    # so no signal is slept through.
-                    candidate = Signal(run_id=run_id, name=name, payload=encoded,
-                                       dedupe_key=dedupe_key or None, created_at=now)
-                    if sql.wake_and_insert_signal(candidate, now, _grace()):
-                        signal = candidate
-                        _audit(run_id, "signal", actor, {"name": name, "signal_id": signal.pk,
-                                                         "dedupe_key": dedupe_key, **(audit or {})})
-            except IntegrityError:
-                if not dedupe_key:
-                    raise
-                existing = Signal.objects.get(run_id=run_id, dedupe_key=dedupe_key)
-    if existing is not None:  # raising out here leaves the caller's transaction usable
+            status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+            if status is None:
+                raise RunNotFound(f"no run with id {run_id!r}")
+            raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
+    if existing is not None:
         return _same_signal(existing, name, encoded)
-    if signal is None:  # nothing was written
-        status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
-        if status is None:
-            raise RunNotFound(f"no run with id {run_id!r}")
-        raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
     dispatch(run_id)  # a blocked run ignores it; its signals wait for the repair
     return signal
+
+
+def _one_write(locked: bool):
+    """The scope of signal_send's writes. One statement alone needs none on PostgreSQL
+    outside a transaction (it is atomic by itself); a caller's transaction gets a savepoint,
+    so a refused signal leaves it usable; the locked retry and SQLite, a transaction."""
+    if connection.vendor == "postgresql" and not connection.in_atomic_block and not locked:
+        return nullcontext()
+    return transaction.atomic()
+
+
+def _signal_with_key(run_id: str, dedupe_key: str | None) -> Signal | None:
+    return Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first() if dedupe_key else None
 
 
 def signal_replace_untaken(run_id: str, dedupe_key: str, payload, *, actor: str,

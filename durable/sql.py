@@ -1,5 +1,7 @@
 """Statements the ORM cannot say in one round trip, or says with more Python than the hot
 paths can pay (a step, a finish, a signal). PostgreSQL and SQLite both run them."""
+import secrets
+
 from django.db import connection
 
 
@@ -42,15 +44,21 @@ def insert_unless_exists(instance, *, conflict_field: str = "id", unless_in=None
     return inserted
 
 
-def wake_and_insert_signal(signal, now, grace) -> bool:
+def record_signal(signal, event, now, grace) -> bool:
     """signal_send's writes: wake the unfinished run (bump ``signal_seq``, which locks the row,
     and bring ``wake_at`` forward to ``grace`` unless it is sooner) and, only if it was woken,
-    insert ``signal``. False, with nothing written, when the run is finished or missing.
+    insert ``signal`` and ``event``, its audit row, naming it (``signal_id`` in the detail) at
+    the end of the run's audit chain. False, with nothing written, when the run is finished
+    or missing.
 
-    On PostgreSQL one statement (the UPDATE in a WITH): a statement and a round trip fewer
-    per signal, the sender's call being a figure of issue 17. SQLite allows no writes in a
-    WITH: there it is the UPDATE, then the INSERT. The ORM says the UPDATE too, but building
-    it (``Least``, ``Coalesce``, ``exclude``) cost 0.7 ms of Python per call."""
+    On PostgreSQL one statement, which computes the audit row's link and digest itself (the
+    sender's call is a figure of issue 17): outside a transaction it needs no BEGIN or COMMIT.
+    It reads the chain's head in its snapshot, taken before it waited for the run's row: a
+    writer that held the row meanwhile appended a link it did not see, and the unique (run,
+    chain_seq) constraint refuses the row (IntegrityError, nothing written). The caller then
+    locks the run and calls again. SQLite allows no writes in a WITH, and serialises writers:
+    there it is the UPDATE, the INSERT and the audit row's own save."""
+    from durable import chain
     from durable.models import FINISHED_STATUSES, WorkflowRun
 
     quote = connection.ops.quote_name
@@ -66,19 +74,48 @@ def wake_and_insert_signal(signal, now, grace) -> bool:
             woken = cursor.rowcount
         if woken:
             insert(signal)
+            event.detail = {**event.detail, "signal_id": signal.pk}
+            event.save(parent_locked=True)
         return bool(woken)
-    meta = signal._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
-    columns, values = _saved(signal, fields)
-    sql = (f"WITH woken AS ({wake} RETURNING 1) INSERT INTO {quote(meta.db_table)} ({columns}) "
-           f"SELECT {', '.join(['%s'] * len(fields))} FROM woken RETURNING {quote(meta.pk.column)}")
+
+    signal_fields = [f for f in signal._meta.concrete_fields if not f.primary_key]
+    signal_columns, signal_values = _saved(signal, signal_fields)
+    audit = event._meta
+    detail, seq = event.detail, event.chain_seq
+    seq_hole, id_hole = (f"durable-hole-{secrets.token_hex(8)}" for _ in range(2))
+    event.chain_seq, event.detail = seq_hole, {**detail, "signal_id": id_hole}
+    head, middle, tail = chain.body_around(event, [seq_hole, id_hole], parent=event.chain_parent,
+                                           fields=event.chained_fields)
+    event.chain_seq, event.detail = seq, detail
+    column = {name: quote(audit.get_field(name).column)
+              for name in (event.chain_parent, "action", "actor", "detail", "created_at",
+                           "chain_seq", "prev_hash", "row_hash")}
+    sql = (f"WITH woken AS ({wake} RETURNING 1), "
+           f"sent AS (INSERT INTO {quote(signal._meta.db_table)} ({signal_columns}) "
+           f"SELECT {', '.join(['%s'] * len(signal_fields))} FROM woken RETURNING {quote(signal._meta.pk.column)} AS id), "
+           f"head AS (SELECT {column['chain_seq']} AS seq, {column['row_hash']} AS hash FROM {quote(audit.db_table)} "
+           f"WHERE {column[event.chain_parent]} = %s ORDER BY {column['chain_seq']} DESC LIMIT 1), "
+           f"link AS (SELECT sent.id, COALESCE(head.seq, 0) + 1 AS seq, COALESCE(head.hash, %s) AS prev "
+           f"FROM sent LEFT JOIN head ON TRUE) "
+           f"INSERT INTO {quote(audit.db_table)} ({', '.join(column.values())}) "
+           f"SELECT %s, %s, %s, %s::jsonb || jsonb_build_object('signal_id', link.id), %s, link.seq, link.prev, "
+           f"encode(sha256(convert_to(link.prev || %s::text || link.seq::text || %s::text || link.id::text "
+           f"|| %s::text, 'UTF8')), 'hex') FROM link "
+           f"RETURNING ({column['detail']} ->> 'signal_id')::bigint, {quote(audit.pk.column)}, "
+           f"{column['chain_seq']}, {column['prev_hash']}, {column['row_hash']}")
+    created_at = audit.get_field("created_at")
+    params += [*signal_values, signal.run_id, chain.GENESIS,
+               event.run_id, event.action, event.actor, audit.get_field("detail").get_db_prep_save(detail, connection),
+               created_at.get_db_prep_save(event.created_at, connection), "\n" + head, middle, tail]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params + values)
+        cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         return False
-    signal.pk = row[0]
+    signal.pk, event.pk, event.chain_seq, event.prev_hash, event.row_hash = row
+    event.detail = {**detail, "signal_id": signal.pk}
     _stored(signal)
+    _stored(event)
     return True
 
 

@@ -203,6 +203,63 @@ def test_writers_racing_on_one_run_keep_its_chain_whole():
     assert code == 0, out
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_signal_sent_outside_a_transaction_is_linked_and_hashed_as_verify_expects():
+    run = services.run_start("step_wait_step", id="audit:autocommit")
+
+    signal = services.signal_send(run.id, "note", {"text": "ação ✓", "n": 1.0}, actor="ana",
+                                  audit={"via": "api", "zeta": [1, {"b": 2, "a": 1}]})
+
+    event = AuditEvent.objects.get(run_id=run.id, action="signal")
+    before = AuditEvent.objects.get(run_id=run.id, chain_seq=1)
+    assert event.detail["signal_id"] == signal.pk
+    assert (event.chain_seq, event.prev_hash) == (2, before.row_hash)
+    assert event.row_hash == chain.row_digest(event, event.prev_hash, parent="run", fields=AuditEvent.chained_fields)
+    assert verify()[0] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_signal_that_waited_for_another_writers_lock_still_extends_the_chain():
+    run = services.run_start("step_wait_step", id="audit:waited")
+    holding, errors = threading.Event(), []
+
+    def holder():
+        try:
+            with transaction.atomic():
+                services.signal_send(run.id, "note", {"by": "holder"}, actor="holder")  # locks the run
+                holding.set()
+                threading.Event().wait(0.5)  # the other sender's statement starts, and waits for the row
+        except Exception as error:  # reported below
+            errors.append(error)
+        finally:
+            holding.set()
+            connection.close()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    holding.wait(timeout=10)
+    services.signal_send(run.id, "note", {"by": "main"}, actor="main")  # its snapshot misses the holder's row
+    thread.join(timeout=30)
+
+    assert errors == []
+    assert list(AuditEvent.objects.filter(run_id=run.id).order_by("chain_seq")
+                .values_list("chain_seq", "actor")) == [(1, "system"), (2, "holder"), (3, "main")]
+    assert verify()[0] == 0
+
+
+def test_the_body_cut_at_its_holes_is_the_body_once_the_database_fills_them():
+    run = services.run_start("step_wait_step", id="audit:holes")
+    event = AuditEvent(run_id=run.id, action="signal", actor="ana", created_at=run.created_at,
+                       detail={"name": "go", "a": "durable-hole-x", "signal_id": "hole-2"})
+    event.chain_seq = "hole-1"
+
+    pieces = chain.body_around(event, ["hole-1", "hole-2"], parent="run", fields=AuditEvent.chained_fields)
+
+    event.chain_seq, event.detail["signal_id"] = 7, 42
+    assert "7".join([pieces[0], "42".join(pieces[1:])]) == chain.row_body(event, parent="run",
+                                                                             fields=AuditEvent.chained_fields)
+
+
 def test_values_the_database_stores_in_its_own_form_still_verify():
     run = services.run_start("step_wait_step", id="audit:forms")
     AuditEvent.objects.create(run_id=run.id, action="note", actor="ops", created_at=run.created_at,

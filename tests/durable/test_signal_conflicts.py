@@ -66,6 +66,30 @@ def test_an_identical_redelivery_returns_the_existing_signal_whatever_the_key_or
     assert written(waiting_run.id)[:2] == (1, 1)
 
 
+def test_a_redelivery_to_a_finished_run_returns_the_existing_signal(waiting_run):
+    first = services.signal_send(waiting_run.id, "item", {"n": 1}, dedupe_key="wamid.late")
+    services.signal_send(waiting_run.id, "item", {"n": 2})
+    assert drive(waiting_run.id).status == RunStatus.COMPLETED
+
+    again = services.signal_send(waiting_run.id, "item", {"n": 1}, dedupe_key="wamid.late")
+
+    assert again.pk == first.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_redelivery_outside_a_transaction_returns_the_signal_and_writes_nothing():
+    run = services.run_start("collect_two", id="conflict:autocommit")
+    first = services.signal_send(run.id, "item", {"n": 1}, dedupe_key="wamid.auto")
+    before = written(run.id)
+
+    again = services.signal_send(run.id, "item", {"n": 1}, dedupe_key="wamid.auto")
+    with pytest.raises(SignalConflict):
+        services.signal_send(run.id, "item", {"n": 2}, dedupe_key="wamid.auto")
+
+    assert again.pk == first.pk
+    assert written(run.id) == before
+
+
 def test_a_conflict_inside_the_callers_transaction_leaves_it_usable(waiting_run):
     services.signal_send(waiting_run.id, "item", {"n": 1}, dedupe_key="wamid.5")
 
