@@ -4,27 +4,29 @@
 that may have been lost, so one indexed range scan finds all of them. Each picked run's
 ``wake_at`` moves one grace period ahead, so the next tick does not dispatch it again
 while its message is in flight. ``SKIP LOCKED`` lets two beats sweep at once harmlessly.
+On PostgreSQL the pick and the move are one statement (``sql.pick_due``).
 
 Timers due before the next tick are sent now with a countdown of less than one tick, so
 a timer fires on time instead of up to a tick late; no message ever waits longer than
 that on the broker.
 """
 import time
+from contextlib import nullcontext
 from datetime import timedelta
 
 from django.db import connection, transaction
 
-from durable import clock, conf, metrics, schedules
+from durable import clock, conf, metrics, schedules, sql
 from durable.dispatch import dispatch
 from durable.leases import on_live_connection
-from durable.models import ACTIVE_STATUSES, WorkflowRun
 
 
 def sweep_due(*, limit: int | None = None, lookahead: float | None = None) -> list[str]:
     started = time.monotonic()
     # A connection the database dropped while idle is reopened, not reported.
     run_ids = on_live_connection(lambda: _sweep_due(limit=limit, lookahead=lookahead))
-    # For /metrics: workers are other processes, so the duration is stored, not counted.
+    # For /metrics: the sweep runs in beat (durable/beat.py), not in the web process, so the
+    # duration is stored, not counted.
     metrics.record_sweep(time.monotonic() - started, dispatched=len(run_ids))
     # Due schedules start their occurrences' runs: one indexed query when none is due.
     on_live_connection(schedules.fire_due)
@@ -36,14 +38,10 @@ def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
     lookahead = conf.sweep_lookahead_seconds() if lookahead is None else lookahead
     now = clock.now()
     horizon = now + timedelta(seconds=lookahead)
-    with transaction.atomic():
-        due = WorkflowRun.objects.filter(wake_at__lte=horizon, status__in=ACTIVE_STATUSES).order_by("wake_at")
-        if connection.features.has_select_for_update_skip_locked:
-            due = due.select_for_update(skip_locked=True)
-        picked = list(due.values_list("id", "wake_at")[:limit])
-        if picked:
-            WorkflowRun.objects.filter(pk__in=[run_id for run_id, _ in picked]).update(
-                wake_at=horizon + timedelta(seconds=conf.dispatch_grace_seconds()))
-            for run_id, wake_at in picked:
-                dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()))
+    until = horizon + timedelta(seconds=conf.dispatch_grace_seconds())
+    # One statement on PostgreSQL; SQLite's SELECT and UPDATE need a transaction.
+    with transaction.atomic() if connection.vendor != "postgresql" else nullcontext():
+        picked = sql.pick_due(horizon, until, limit)
+        for run_id, wake_at in picked:
+            dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()))
     return [run_id for run_id, _ in picked]

@@ -1,10 +1,13 @@
 """Timers: deadlines and sleeps are recorded once and fire on the (fake) clock."""
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from durable import days, minutes, seconds, services, testing, workflow
-from durable.models import JournalEntry, RunStatus
+from durable.models import JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from durable.timers import sweep_due
 from tests.durable.crashed import as_if_its_worker_died
@@ -75,6 +78,51 @@ def test_the_sweep_dispatches_runs_whose_wake_time_has_passed(clock, settings):
     assert picked == ["nap:sweep"]
     assert sweep_due() == []  # not again while its message is in flight
 
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SKIP LOCKED is PostgreSQL's; SQLite has one writer")
+def test_a_run_another_sweep_holds_is_skipped_and_the_others_are_picked(clock):
+    for run_id in ("nap:held", "nap:free"):
+        drive(services.run_start("nap", id=run_id).id)
+    clock.advance(minutes(61))
+    holding, release = threading.Event(), threading.Event()
+
+    def another_sweep():
+        try:
+            with transaction.atomic():
+                list(WorkflowRun.objects.select_for_update().filter(pk="nap:held").values_list("pk"))
+                holding.set()
+                release.wait(timeout=10)
+        finally:
+            holding.set()
+            connection.close()
+
+    thread = threading.Thread(target=another_sweep)
+    thread.start()
+    holding.wait(timeout=10)
+    try:
+        picked = sweep_due()
+    finally:
+        release.set()
+        thread.join(timeout=10)
+
+    assert picked == ["nap:free"]
+    assert sweep_due() == ["nap:held"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's pick is a SELECT, then an UPDATE")
+def test_a_sweep_picks_and_moves_its_runs_in_one_statement_on_postgresql(clock):
+    for run_id in ("nap:one", "nap:two"):
+        drive(services.run_start("nap", id=run_id).id)
+    clock.advance(minutes(61))
+
+    with CaptureQueriesContext(connection) as statements:
+        picked = sweep_due()
+
+    assert sorted(picked) == ["nap:one", "nap:two"]
+    assert len([s for s in statements if "durable_workflowrun" in s["sql"]]) == 1
 
 
 def test_a_timer_due_before_the_next_tick_is_sent_now_with_a_countdown(
