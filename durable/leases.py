@@ -18,9 +18,8 @@ from django.db import DatabaseError, IntegrityError, InterfaceError, Operational
 from django.db.models import F, JSONField, Value
 from django.db.models.expressions import CombinedExpression
 
-from durable import clock, conf, limits
+from durable import clock, conf, limits, sql
 from durable.errors import Divergence, Fenced, StoreUnavailable
-from durable.sql import update_row
 from durable.models import FINISHED_STATUSES, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.store import Store
 
@@ -54,12 +53,11 @@ class Lease(Store):
 
     def load(self) -> dict[int, JournalEntry]:
         with store_errors():
-            return {entry.position: entry for entry in JournalEntry.objects.filter(run_id=self.run_id)}
+            return {entry.position: entry for entry in sql.journal_of(self.run_id)}
 
     def pending_signals(self) -> list[Signal]:
         with store_errors():
-            return list(Signal.objects.filter(run_id=self.run_id, consumed_position__isnull=True)
-                        .order_by("id"))
+            return sql.pending_signals_of(self.run_id)
 
     def step_running(self, deadline: datetime | None) -> None:
         if deadline is None:
@@ -216,15 +214,15 @@ class Lease(Store):
         entry.created_at = entry.created_at or entry.updated_at
         columns = [f for f in JournalEntry._meta.concrete_fields if not f.primary_key]
         values = [f.get_db_prep_save(getattr(entry, f.attname), connection) for f in columns]
-        sql = _FENCED_INSERT_SQL.get(len(columns))
-        if sql is None:
-            sql = _FENCED_INSERT_SQL[len(columns)] = (
+        statement = _FENCED_INSERT_SQL.get(len(columns))
+        if statement is None:
+            statement = _FENCED_INSERT_SQL[len(columns)] = (
                 f"WITH fence AS ({_fence_sql()}) "
                 f"INSERT INTO {JournalEntry._meta.db_table} ({', '.join(f.column for f in columns)}) "
                 f"SELECT {', '.join(['%s'] * len(columns))} FROM fence RETURNING id")
         try:
             with connection.cursor() as cursor:
-                cursor.execute(sql, [self.run_id, self.token, *values])
+                cursor.execute(statement, [self.run_id, self.token, *values])
                 row = cursor.fetchone()
         except IntegrityError as exc:
             raise Fenced(self.run_id) from exc
@@ -276,7 +274,7 @@ class Lease(Store):
 
     def _persist(self, values: dict, check_signal_seq: bool) -> bool:
         if check_signal_seq:
-            if update_row(WorkflowRun, self.run_id, values, fencing_token=self.token,
+            if sql.update_row(WorkflowRun, self.run_id, values, fencing_token=self.token,
                           signal_seq=self.signal_seq):
                 return True
             current = (WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
@@ -285,7 +283,7 @@ class Lease(Store):
                 raise Fenced(self.run_id)
             self.signal_seq, self.cancel_request = current
             return False
-        if not update_row(WorkflowRun, self.run_id, values, fencing_token=self.token):
+        if not sql.update_row(WorkflowRun, self.run_id, values, fencing_token=self.token):
             raise Fenced(self.run_id)
         return True
 
@@ -390,7 +388,7 @@ def _claim(run_id: str, owner: str, seconds: float):
     expires = now + timedelta(seconds=seconds)
     waiting = [status for status in WorkflowRun.sources_of("claim") if status != RunStatus.RUNNING]
     fields = [f for f in WorkflowRun._meta.concrete_fields]
-    sql = (
+    statement = (
         f"UPDATE {WorkflowRun._meta.db_table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "
         f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, updated_at = %s, "
         f"recoveries = CASE WHEN status = %s THEN recoveries + 1 ELSE 0 END "
@@ -402,18 +400,11 @@ def _claim(run_id: str, owner: str, seconds: float):
               dt.get_db_prep_save(expires, connection), dt.get_db_prep_save(now, connection),
               RunStatus.RUNNING, run_id, *waiting, RunStatus.RUNNING, dt.get_db_prep_save(now, connection)]
     with connection.cursor() as cursor:  # one statement: atomic without a transaction block
-        cursor.execute(sql, params)
+        cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:
         return None
-    converters = connection.ops.get_db_converters
-    values = []
-    for f, value in zip(fields, row):
-        expression = f.get_col(WorkflowRun._meta.db_table)
-        for converter in converters(expression) + expression.get_db_converters(connection):
-            value = converter(value, expression, connection)
-        values.append(value)
-    run = WorkflowRun.from_db(connection.alias, [f.attname for f in fields], values)
+    run = sql.instances(WorkflowRun, fields, [row])[0]
     return run, Lease(run_id=run_id, owner=owner, token=run.fencing_token, seconds=seconds,
                       signal_seq=run.signal_seq)
 

@@ -4,7 +4,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from durable import clock, services, sql
-from durable.models import AuditEvent, Signal
+from durable.models import AuditEvent, JournalEntry, Signal
+from durable.testing import drive
 
 pytestmark = pytest.mark.django_db
 
@@ -39,3 +40,31 @@ def test_a_signal_outside_a_transaction_is_one_statement_on_postgresql():
 
     assert len(statements) == 1
     assert AuditEvent.objects.get(run_id=run.id, action="signal").detail["signal_id"] == signal.pk
+
+
+def columns(rows) -> list[list]:
+    return [[getattr(row, field.attname) for field in row._meta.concrete_fields] for row in rows]
+
+
+def test_the_journal_read_gives_the_entries_the_orm_gives(clock):
+    run = services.run_start("step_wait_step", id="sql:journal")
+    drive(run.id)  # a step with its result, then a wait with no deadline
+
+    read = sql.journal_of(run.id)
+
+    assert columns(sorted(read, key=lambda e: e.position)) == columns(JournalEntry.objects.filter(run_id=run.id))
+    assert [entry.kind for entry in sorted(read, key=lambda e: e.position)] == ["step", "signal"]
+
+
+def test_the_pending_signals_read_gives_the_untaken_signals_oldest_first(clock):
+    run = services.run_start("collect_two", id="sql:signals")
+    drive(run.id)
+    services.signal_send(run.id, "item", {"n": 1})
+    drive(run.id)  # the first wait takes it
+    services.signal_send(run.id, "item", {"n": 2, "text": "ação", "nested": [{"a": None}]})
+    services.signal_send(run.id, "other", [1.5, True])
+
+    read = sql.pending_signals_of(run.id)
+
+    assert columns(read) == columns(Signal.objects.filter(run_id=run.id, consumed_position__isnull=True).order_by("id"))
+    assert [signal.payload for signal in read] == [{"n": 2, "text": "ação", "nested": [{"a": None}]}, [1.5, True]]
