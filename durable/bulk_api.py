@@ -11,7 +11,7 @@ from durable import bulk, conf
 from durable.api import DurableAPIView, attribute_filters, errors
 from durable.models import RunStatus
 from durable.selectors import RunFilter
-from durable.serializers import RunFilterSerializer, StorableText
+from durable.serializers import JSONBoolean, JSONText, RunFilterSerializer, StorableText
 
 FILTER_FIELDS = ("status", "workflow", "version")
 
@@ -84,17 +84,17 @@ class BulkRequestSerializer(serializers.Serializer):
                                      help_text="retry (failed or blocked runs), wake (pending or waiting "
                                                "runs: sleeps and back-offs end now), cancel.")
     filter = RunFilterField()
-    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000,
+    reason = JSONText(required=False, allow_blank=True, default="", max_length=1000,
                                    validators=[StorableText("reason")], help_text="For cancel: the reason recorded.")
-    graceful = serializers.BooleanField(required=False, default=False,
+    graceful = JSONBoolean(required=False, default=False,
                                         help_text="For cancel: let each workflow clean up first.")
-    dry_run = serializers.BooleanField(required=False, default=False,
+    dry_run = JSONBoolean(required=False, default=False,
                                        help_text="Count only: nothing is written; the answer has a "
                                                  "token that confirms exactly this operation.")
 
 
 class BulkConfirmSerializer(serializers.Serializer):
-    token = serializers.CharField(max_length=4000, validators=[StorableText("token")],
+    token = JSONText(max_length=4000, validators=[StorableText("token")],
                                   help_text="The token a dry run returned, or a pass's resume_token "
                                             "(valid 15 minutes, for its user only).")
 

@@ -40,6 +40,25 @@ class StorableText(RegexValidator):
         return isinstance(other, StorableText) and other.what == self.what
 
 
+class JSONText(serializers.CharField):
+    """A JSON string, and only that: DRF's CharField reads 0 or true as "0" or "True",
+    which a client whose schema says string should hear is wrong."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class JSONBoolean(serializers.BooleanField):
+    """A JSON true or false, and only that: DRF's BooleanField also takes 0, 1, "yes", "off"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
 class JournalEntrySerializer(serializers.ModelSerializer):
     duration_seconds = serializers.SerializerMethodField()
     result = serializers.JSONField(allow_null=True)
@@ -115,9 +134,9 @@ class RunFilterSerializer(serializers.Serializer):
 
 
 class RunStartSerializer(serializers.Serializer):
-    workflow = serializers.CharField(max_length=200, validators=[StorableText("workflow")],
+    workflow = JSONText(max_length=200, validators=[StorableText("workflow")],
                                      help_text="A registered workflow name; its latest version starts.")
-    id = serializers.CharField(required=False, max_length=255, validators=[StorableText("id")],
+    id = JSONText(required=False, max_length=255, validators=[StorableText("id")],
                                help_text="The run id (e.g. onboarding:c-42). Starting an existing id "
                                          "with the same input returns that run.")
     args = serializers.ListField(child=serializers.JSONField(), required=False, default=list)
@@ -125,15 +144,15 @@ class RunStartSerializer(serializers.Serializer):
 
 
 class SignalSendSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=255, validators=[StorableText("name")])
+    name = JSONText(max_length=255, validators=[StorableText("name")])
     payload = serializers.JSONField(required=False, allow_null=True, default=None,
                                     validators=[_storable("payload")])
 
 
 class RunCancelSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000,
+    reason = JSONText(required=False, allow_blank=True, default="", max_length=1000,
                                    validators=[StorableText("reason")])
-    graceful = serializers.BooleanField(
+    graceful = JSONBoolean(
         required=False, default=False,
         help_text="Let the workflow clean up first: workflow.Cancelled is raised where it waits, "
                   "and the run ends cancelled when its cleanup returns (at most an hour).")

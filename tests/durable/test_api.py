@@ -446,3 +446,45 @@ def test_a_signal_under_the_approvals_reserved_prefix_is_a_409_naming_the_owner(
     assert response.status_code == 409
     assert "reserved by 'approvals'" in response.json()["error"]["message"]
     assert not Signal.objects.exists()
+
+
+def _typed_body_fields():
+    """(path, property, JSON type) for every string or boolean property of a request body
+    in the schema the API publishes."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    components = schema["components"]["schemas"]
+    for path, operations in schema["paths"].items():
+        body = operations.get("post", {}).get("requestBody", {}).get("content", {}).get("application/json")
+        reference = (body or {}).get("schema", {}).get("$ref", "")
+        for name, spec in components.get(reference.rsplit("/", 1)[-1], {}).get("properties", {}).items():
+            if spec.get("type") in ("string", "boolean") and not spec.get("readOnly"):
+                yield path, name, spec["type"]
+
+
+MISTYPED = {"string": [0, 1, True, 2.5], "boolean": [0, 1, "true", "yes", None]}
+
+
+def test_every_string_or_boolean_of_a_request_body_refuses_another_json_type(operator, waiting_run):
+    fields = list(_typed_body_fields())
+    assert {("/api/runs/{run_id}/cancel/", "graceful"), ("/api/runs/{run_id}/signals/", "name")} <= {
+        (path, name) for path, name, _ in fields}
+    valid = {"/api/runs/": {"workflow": "three_steps", "args": [1]},
+             "/api/runs/{run_id}/signals/": {"name": "go"},
+             "/api/runs/{run_id}/cancel/": {"reason": "r", "graceful": False},
+             "/api/bulk/": {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True},
+             "/api/bulk/confirm/": {"token": "t"}}
+    before = (WorkflowRun.objects.count(), Signal.objects.count())
+
+    accepted = []
+    for path, name, json_type in fields:
+        url = path.replace("{run_id}", "orders:c-42%2Fa%20b")
+        for value in MISTYPED[json_type]:
+            response = post_json(operator, url, {**valid[path], name: value})
+            if response.status_code != 400 or name not in (response.json()["error"]["detail"] or {}):
+                accepted.append((path, name, value, response.status_code))
+
+    assert accepted == []
+    assert (WorkflowRun.objects.count(), Signal.objects.count()) == before
+    assert WorkflowRun.objects.get(pk="orders:c-42/a b").status == "waiting"
