@@ -197,14 +197,25 @@ class Lease(Store):
             entry.save(update_fields=[*fields, "updated_at"])
 
     def _landed(self, entry: JournalEntry) -> bool:
-        """After a lost connection: did the insert commit before the connection died?"""
-        with store_errors():
-            pk = (JournalEntry.objects.filter(run_id=self.run_id, position=entry.position,
-                                              status=entry.status, attempt=entry.attempt)
-                  .values_list("pk", flat=True).first())
-        if pk is None:
+        """After a lost connection: did our insert commit before the connection died?
+
+        Only while the fencing token is still ours: an entry at this position under a newer
+        token is the new holder's, and taking it for ours would run the next step's effect
+        after the run moved on. Fenced then, whether or not our own insert had landed.
+        """
+        journal, runs = JournalEntry._meta.db_table, WorkflowRun._meta.db_table
+        with store_errors(), connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT entry.id FROM {runs} AS run LEFT JOIN {journal} AS entry ON entry.run_id = run.id "
+                f"AND entry.position = %s AND entry.status = %s AND entry.attempt = %s "
+                f"WHERE run.id = %s AND run.fencing_token = %s",
+                [entry.position, entry.status, entry.attempt, self.run_id, self.token])
+            row = cursor.fetchone()
+        if row is None:
+            raise Fenced(self.run_id)
+        if row[0] is None:
             return False
-        entry.pk = pk
+        entry.pk = row[0]
         entry._state.adding = False
         return True
 

@@ -757,6 +757,26 @@ def test_a_journal_write_that_committed_before_its_connection_died_is_not_writte
     assert list(JournalEntry.objects.filter(run_id=run.id).values_list("position", "attempt")) == [(0, 1)]
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement fenced insert is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_stale_holder_whose_reply_was_lost_does_not_take_the_new_holders_entry_for_its_own(clock, settings):
+    run = services.run_start(three_steps, 1, id="lease:landed-stale")
+    _, stale = leases.claim(run.id, owner="a")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    _, new = leases.claim(run.id, owner="b")
+    new.record(JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
+                            result=2), insert=True)
+    same_position = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one",
+                                 status="completed", result=2)
+
+    with reply_lost_once_after(b"WITH fence AS") as cut, pytest.raises(Fenced):
+        stale.record(same_position, insert=True)
+
+    assert cut.is_set()
+    assert same_position._state.adding
+    assert JournalEntry.objects.filter(run_id=run.id).count() == 1
+
+
 def test_a_takeover_after_progress_counts_from_one_should_its_worker_die_there_too(clock):
     run = services.run_start(three_steps, 1, id="lease:note-recovery")
     as_if_its_worker_died(run, takeovers=5, at=7)
