@@ -110,13 +110,18 @@ class Lease(Store):
         The fence comes last, so the run row is locked only between it and the commit; a
         frozen body holds no lock on our tables, and on PostgreSQL the server ends a
         transaction left idle for longer than the lease (its writes roll back).
+
+        A failure of the database is never the step's failed attempt: opening the
+        transaction, saving the entry and committing are the engine's statements, and in
+        the body only a lost connection is (the step's own failed statement counts).
         """
-        saving = False
+        phase = "opening"
         try:
             with transaction.atomic():
                 if connection.vendor == "postgresql":
                     with connection.cursor() as cursor:
                         cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
+                phase = "body"
                 try:
                     perform()
                 except DatabaseError as exc:
@@ -125,14 +130,16 @@ class Lease(Store):
                     if _connection_lost():
                         raise StoreUnavailable(str(exc)) from exc
                     raise
-                saving = True
+                phase = "saving"
                 self._write_fenced(entry, insert, fields, consume, attributes)
         except IntegrityError as exc:
-            if saving:  # another worker wrote this position: we are the stale one
+            if phase == "saving":  # another worker wrote this position: we are the stale one
                 raise Fenced(self.run_id) from exc
+            if phase == "opening":
+                raise StoreUnavailable(str(exc)) from exc
             raise
         except DatabaseError as exc:
-            if saving:
+            if phase != "body":
                 raise StoreUnavailable(str(exc)) from exc
             raise
 

@@ -12,12 +12,13 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from durable import leases, seconds, services, workflow
+from durable import Retry, leases, seconds, services, workflow
 from durable.errors import Divergence, Fenced
 from durable.models import JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.crashed import as_if_its_worker_died
-from tests.durable.workflows import CALLS, add_one, effect, three_steps
+from tests.durable.workflows import CALLS, add_one, create_once, effect, three_steps
+from tests.effects.models import Once
 
 pytestmark = pytest.mark.django_db
 
@@ -602,7 +603,7 @@ def _terminate(pid: int) -> None:
     killer = connection.copy()
     try:
         with killer.cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])  # durable: allow (a test cut)
     finally:
         killer.close()
 
@@ -651,6 +652,30 @@ def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_r
     assert JournalEntry.objects.filter(run_id=run.id).count() == 1
     assert re.search(rf"run {re.escape(run.id)}: journal write at position 0 failed \(.*connection.*\); "
                      "retrying on a fresh connection", caplog.text)
+
+
+def cut_once_before_an_atomic_step(cut: list) -> int:
+    workflow.step(add_one, 1)
+    if not cut:  # after the claim and the first entry, before the atomic step's transaction
+        cut.append(connection.connection.info.backend_pid)  # psycopg knows it: no query in the body
+        _terminate(cut[0])
+    return workflow.step(create_once, "account", idempotency_key=f"{workflow.id}:account", atomic=True,
+                         retry=Retry(max_attempts=1))
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_cut_before_an_atomic_steps_body_spends_none_of_its_attempts():
+    cut = []
+    with override_workflow(lambda: cut_once_before_an_atomic_step(cut), name="cut_before_atomic"):
+        run = services.run_start("cut_before_atomic", id="lease:cut-before-atomic")
+        drive(run.id)
+        run = drive(run.id)
+
+    assert cut
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert JournalEntry.objects.get(run_id=run.id, position=1).attempt == 1
+    assert Once.objects.filter(key=f"{run.id}:account").count() == 1
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's writers never overlap")
