@@ -8,6 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from kombu import Exchange, Queue
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -233,6 +234,17 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Three queues that a worker started without -Q consumes: the default one, its lane for
+# takeovers (runs whose worker died are advanced before the backlog of new work), and the
+# sweep's (it never waits behind advances). Production gives the sweep a worker of its own
+# too (deploy/durable-worker-sweep.service); docs/operations.md, "Running in production".
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
+DURABLE_TAKEOVER_QUEUE = os.environ.get("DURABLE_TAKEOVER_QUEUE", "durable-takeover")
+DURABLE_SWEEP_QUEUE = os.environ.get("DURABLE_SWEEP_QUEUE", "durable-sweep")
+# Each as Celery declares a queue it creates itself: a direct exchange and routing key of its name.
+CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name)
+                      for name in (CELERY_TASK_DEFAULT_QUEUE, DURABLE_TAKEOVER_QUEUE, DURABLE_SWEEP_QUEUE)]
+CELERY_TASK_ROUTES = {"durable.sweep": {"queue": DURABLE_SWEEP_QUEUE}}
 
 # --- The durable engine. ---
 DURABLE_DISPATCHER = os.environ.get("DURABLE_DISPATCHER", "celery")

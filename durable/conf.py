@@ -70,6 +70,12 @@ def default_queue() -> str:
                or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "") or "celery")
 
 
+def takeover_queue() -> str:
+    """The default queue's lane for runs whose lease expired: the sweep sends their advance
+    here, so a worker that died costs its runs no wait behind the backlog of new work."""
+    return str(getattr(settings, "DURABLE_TAKEOVER_QUEUE", "") or "durable-takeover")
+
+
 def limit_patience_seconds() -> float:
     """How long past its wake-up a run waiting on a limit keeps its place in line."""
     return float(getattr(settings, "DURABLE_LIMIT_PATIENCE_SECONDS", 60))

@@ -43,11 +43,14 @@ def _sender(path: str):
 
 
 def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None) -> None:
-    """The message names its queue, so the worker knows where it runs (see ``tasks.advance``)."""
+    """The message names its queue, so the worker knows where it runs (see ``tasks.advance``);
+    the takeover lane's messages name none: there the run advances as on the default queue."""
     from durable.tasks import advance
 
     try:
-        if queue:
+        if queue == conf.takeover_queue():
+            advance.apply_async((run_id,), countdown=delay or None, queue=queue, retry=False)
+        elif queue:
             advance.apply_async((run_id,), {"queue": queue}, countdown=delay or None, queue=queue,
                                 retry=False)
         else:

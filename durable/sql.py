@@ -119,10 +119,11 @@ def record_signal(signal, event, now, grace) -> bool:
     return True
 
 
-def pick_due(horizon, until, limit: int) -> list[tuple[str, object]]:
+def pick_due(horizon, until, limit: int) -> list[tuple[str, object, str]]:
     """The sweep's pick: up to ``limit`` active runs whose ``wake_at`` is at or before
     ``horizon``, soonest first, their ``wake_at`` moved to ``until`` (so the next tick leaves
-    them alone while their message is in flight). Returns (id, the wake_at it had).
+    them alone while their message is in flight). Returns (id, the wake_at it had, status):
+    a running one is a takeover, its lease expired.
 
     On PostgreSQL one statement (an UPDATE over a ``SELECT ... FOR UPDATE SKIP LOCKED``:
     two sweeps never pick one run), which outside a transaction needs no BEGIN or COMMIT: a
@@ -133,26 +134,26 @@ def pick_due(horizon, until, limit: int) -> list[tuple[str, object]]:
     at = WorkflowRun._meta.get_field("wake_at")
     horizon, until = at.get_db_prep_save(horizon, connection), at.get_db_prep_save(until, connection)
     table, statuses = connection.ops.quote_name(WorkflowRun._meta.db_table), ", ".join(["%s"] * len(ACTIVE_STATUSES))
-    due = f"SELECT id, wake_at FROM {table} WHERE wake_at <= %s AND status IN ({statuses}) ORDER BY wake_at LIMIT %s"
+    due = f"SELECT id, wake_at, status FROM {table} WHERE wake_at <= %s AND status IN ({statuses}) ORDER BY wake_at LIMIT %s"
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             cursor.execute(due, [horizon, *ACTIVE_STATUSES, limit])
             picked = cursor.fetchall()
             if picked:
                 cursor.execute(f"UPDATE {table} SET wake_at = %s WHERE id IN ({', '.join(['%s'] * len(picked))})",
-                               [until, *(run_id for run_id, _ in picked)])
+                               [until, *(run_id for run_id, _, _ in picked)])
         else:
             cursor.execute(f"UPDATE {table} AS run SET wake_at = %s FROM ({due} FOR UPDATE SKIP LOCKED) AS due "
-                           f"WHERE run.id = due.id RETURNING run.id, due.wake_at",
+                           f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status",
                            [until, horizon, *ACTIVE_STATUSES, limit])
             picked = cursor.fetchall()
     expression = at.get_col(WorkflowRun._meta.db_table)
     converters = connection.ops.get_db_converters(expression)
     rows = []
-    for run_id, wake_at in picked:
+    for run_id, wake_at, status in picked:
         for converter in converters:
             wake_at = converter(wake_at, expression, connection)
-        rows.append((run_id, wake_at))
+        rows.append((run_id, wake_at, status))
     return sorted(rows, key=lambda row: row[1])
 
 

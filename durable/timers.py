@@ -9,6 +9,11 @@ On PostgreSQL the pick and the move are one statement (``sql.pick_due``).
 Timers due before the next tick are sent now with a countdown of less than one tick, so
 a timer fires on time instead of up to a tick late; no message ever waits longer than
 that on the broker.
+
+A running run is picked only once its lease has expired (its worker died or froze): its
+advance goes to the default queue's takeover lane (``conf.takeover_queue()``), which the
+default workers consume beside the default queue, so the takeover does not wait behind a
+backlog of new work.
 """
 import time
 from contextlib import nullcontext
@@ -19,6 +24,7 @@ from django.db import connection, transaction
 from durable import clock, conf, metrics, schedules, sql
 from durable.dispatch import dispatch
 from durable.leases import on_live_connection
+from durable.models import RunStatus
 
 
 def sweep_due(*, limit: int | None = None, lookahead: float | None = None) -> list[str]:
@@ -42,6 +48,8 @@ def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
     # One statement on PostgreSQL; SQLite's SELECT and UPDATE need a transaction.
     with transaction.atomic() if connection.vendor != "postgresql" else nullcontext():
         picked = sql.pick_due(horizon, until, limit)
-        for run_id, wake_at in picked:
-            dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()))
-    return [run_id for run_id, _ in picked]
+        for run_id, wake_at, status in picked:
+            # A running run is due only once its lease expired: its worker died or froze.
+            queue = conf.takeover_queue() if status == RunStatus.RUNNING else None
+            dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()), queue=queue)
+    return [run_id for run_id, _, _ in picked]

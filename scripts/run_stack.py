@@ -1,8 +1,9 @@
 """Start web, Celery workers and Celery beat together, keep them up, and stop them together.
 
-Two workers, as in production (docs/operations.md): one for the default queue, and one for
+Three workers, as in production (docs/operations.md): one for the default queue, one for
 ``llm``, the document checks that wait seconds on a language model, so that they never hold
-up the steps that send messages.
+up the steps that send messages, and one for the sweep's own queue, so that timers and
+takeovers are found on time however long the default queue's backlog is.
 
 Each child gets its own process group. A child that exits is started again, after a
 back-off that grows while it keeps dying (as systemd's Restart=always would; see
@@ -25,6 +26,7 @@ GRACE_SECONDS = 10
 STABLE_SECONDS = 60
 MAX_BACKOFF_SECONDS = 30
 LLM_QUEUE = "llm"  # processes.whatsapp.limits.LLM_QUEUE (not imported: this script runs without Django)
+SWEEP_QUEUE = "durable-sweep"  # config/settings.py DURABLE_SWEEP_QUEUE (not imported, as above)
 
 
 def commands(host: str, port: int, concurrency: int) -> dict[str, list[str]]:
@@ -37,6 +39,8 @@ def commands(host: str, port: int, concurrency: int) -> dict[str, list[str]]:
         "llm-worker": [*celery, "worker", "--loglevel", "INFO", "--pool", "threads", "--concurrency", "4",
                        "-Q", LLM_QUEUE,
                        "--hostname", "llm@%h"],
+        "sweep-worker": [*celery, "worker", "--loglevel", "INFO", "--pool", "solo", "-Q", SWEEP_QUEUE,
+                         "--hostname", "sweep@%h"],
         "beat": [*celery, "beat", "--loglevel", "INFO"],
     }
 

@@ -34,14 +34,15 @@ def test_a_child_that_dies_is_started_again_and_ctrl_c_stops_everything(tmp_path
                                  stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: len(started(output, "worker")) == 1 and started(output, "beat")
-                   and started(output, "llm-worker"), timeout=30, message="the stack to start")
+                   and started(output, "llm-worker") and started(output, "sweep-worker"), timeout=30,
+                   message="the stack to start")
         first_worker = started(output, "worker")[0]
 
         os.killpg(first_worker, signal.SIGKILL)  # the worker dies (OOM killer, segfault)
         wait_until(lambda: len(started(output, "worker")) == 2, timeout=30, message="a new worker")
 
         assert stack.poll() is None, "the stack stopped when one child died"
-        groups = [started(output, name)[-1] for name in ("web", "worker", "llm-worker", "beat")]
+        groups = [started(output, name)[-1] for name in ("web", "worker", "llm-worker", "sweep-worker", "beat")]
     finally:
         stack.send_signal(signal.SIGINT)
         stack.wait(timeout=60)

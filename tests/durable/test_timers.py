@@ -6,7 +6,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from durable import days, minutes, seconds, services, testing, workflow
+from durable import days, leases, minutes, seconds, services, testing, workflow
 from durable.models import JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from durable.timers import sweep_due
@@ -64,6 +64,20 @@ def test_sleep_wakes_after_its_duration(clock):
 
     assert run.status == RunStatus.COMPLETED
     assert CALLS["woke"] == 1
+
+
+def test_the_sweep_sends_a_run_whose_lease_expired_to_the_takeover_lane_and_a_timer_to_its_queue(
+        clock, django_capture_on_commit_callbacks):
+    napping = services.run_start("nap", id="nap:lane")
+    drive(napping.id)
+    held = services.run_start("nap", id="nap:held")
+    leases.claim(held.id, owner="a worker that then died")
+    clock.advance(minutes(61))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sorted(sweep_due()) == ["nap:held", "nap:lane"]
+
+    assert testing.dispatch_queues == {"nap:held": "durable-takeover", "nap:lane": "celery"}
 
 
 def test_the_sweep_dispatches_runs_whose_wake_time_has_passed(clock, settings):

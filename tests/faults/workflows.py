@@ -175,3 +175,14 @@ def fault_hosts(n: int) -> dict:
     booked = workflow.step(book, n, idempotency_key=f"{workflow.id}:book", atomic=True, retry=PATIENT)
     shipped = workflow.step(ship, n, idempotency_key=f"{workflow.id}:ship", retry=PATIENT)
     return {"n": n, "token": go["token"], "hosts": [arrived, booked, shipped]}
+
+
+def pause(n: int) -> int:
+    time.sleep(0.1)
+    return n
+
+
+@workflow(name="fault_backlog")
+def fault_backlog(n: int) -> int:
+    """One short step: a few thousand of these queued are the default queue's backlog."""
+    return workflow.step(pause, n)
