@@ -11,7 +11,6 @@ from django.utils.translation import gettext_lazy as _, pgettext_lazy
 from django_fsm import ConcurrentTransitionMixin, FSMField, transition
 
 from durable.chain import AppendOnly, ChainedAudit  # noqa: F401  (AppendOnly: raised by audit rows)
-from durable.models import WorkflowRun
 
 
 class ApprovalStatus(models.TextChoices):
@@ -48,7 +47,7 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
     # No database constraint: a case outlives its run's move to the archive (durable archive
     # keeps approval rows in place; the run is then read from durable's archive). The ORM
     # still refuses to delete a run with cases (PROTECT).
-    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="approval_requests",
+    run = models.ForeignKey("durable.WorkflowRun", on_delete=models.PROTECT, related_name="approval_requests",
                             db_constraint=False)
     # Copied from the run so case panels and filters need no join.
     workflow_name = models.CharField(max_length=200, db_index=True)

@@ -47,8 +47,8 @@ from approvals.models import (
 )
 from durable import clock
 from durable import services as durable_services
-from durable.errors import RunFinished, RunNotFound
-from durable.models import WorkflowRun
+from durable.errors import RunFinished
+from durable.selectors import run_get
 
 DECIDE_PERMISSION = "approvals.decide_approvalrequest"
 COMPLIANCE_GROUP = "compliance"
@@ -178,14 +178,14 @@ def _audit(case: ApprovalRequest, action: str, actor: str, from_status: str, *, 
         detail=detail or {}, created_at=clock.now())
 
 
-def _locked(request_id: int) -> ApprovalRequest:
-    """Lock the case's run, then the case: the order run_cancel and the workflow's own
-    steps take them in too, so a reviewer deciding while the run is cancelled or expires
-    waits instead of deadlocking."""
+def approval_lock(request_id: int) -> ApprovalRequest:
+    """Inside a transaction: lock the case's run, then the case, and return the case. The
+    order run_cancel and the workflow's own steps take them in too, so a reviewer deciding
+    while the run is cancelled or expires waits instead of deadlocking."""
     run_id = ApprovalRequest.objects.filter(pk=request_id).values_list("run_id", flat=True).first()
     if run_id is None:
         raise ApprovalNotFound(f"no approval request #{request_id}")
-    list(WorkflowRun.objects.select_for_update().filter(pk=run_id).values_list("pk"))
+    durable_services.run_lock(run_id)
     return ApprovalRequest.objects.select_for_update().get(pk=request_id)
 
 
@@ -263,11 +263,7 @@ def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: s
         required_approvals = _default_approvals(risk)
     if required_approvals < 1:
         raise ValueError("a case needs at least one approval")
-    from durable.models import WorkflowRun
-
-    run = WorkflowRun.objects.filter(pk=run_id).first()
-    if run is None:
-        raise RunNotFound(f"no run with id {run_id!r}")
+    run = run_get(run_id)
     now = clock.now()
     try:
         with transaction.atomic():
@@ -308,7 +304,7 @@ def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, 
     if risk not in Risk.values:
         raise ValueError(f"risk must be one of {Risk.values}, got {risk!r}")
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         _refuse_if_closed(case)
         before = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
                   "cnpj": case.summary.get("cnpj")}
@@ -331,7 +327,7 @@ def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, 
 def approval_claim(request_id: int, *, actor, meta: RequestMeta | None = None) -> ApprovalRequest:
     """Take a case so that colleagues see someone is on it. Claiming your own claim is a no-op."""
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         _require_eligible(case, actor)
         _refuse_if_closed(case)
         if case.status == ApprovalStatus.CLAIMED:
@@ -351,7 +347,7 @@ def approval_claim(request_id: int, *, actor, meta: RequestMeta | None = None) -
 def approval_release(request_id: int, *, actor, meta: RequestMeta | None = None) -> ApprovalRequest:
     """Give a claimed case back to the queue. Only its assignee may."""
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         _require_reviewer(actor)
         _refuse_if_closed(case)
         if case.status == ApprovalStatus.PENDING:
@@ -398,7 +394,7 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
             _("Give a reason to reject: the customer and the auditors will read it.") if outcome == Outcome.REJECT
             else _("Give a reason to ask for more documents: the customer and the auditors will read it."))
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         _require_eligible(case, actor)
         _refuse_if_closed(case)
         if case.assignee_id != actor.pk:
@@ -453,7 +449,7 @@ def approval_expire(request_id: int, *, actor: str = SYSTEM) -> ApprovalRequest:
     """Close an open case whose deadline passed. A case already closed is returned as it is:
     the workflow's timeout step may meet a decision that arrived just before it."""
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         if case.status in CLOSED_STATUSES:
             return case
         from_status = case.status
@@ -468,7 +464,7 @@ def approval_cancel(request_id: int, *, actor: str, reason: str = "",
                     meta: RequestMeta | None = None) -> ApprovalRequest:
     """Withdraw an open case (the process was cancelled, or an operator closes it). No signal."""
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         _refuse_if_closed(case)
         from_status = case.status
         case.cancel()
@@ -496,7 +492,7 @@ def approval_reassign(request_id: int, *, actor, to_user, reason: str,
     """
     reason = _require_reason(reason, _("reassign a case"))
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         _require_supervisor(actor)
         _refuse_if_closed(case)
         _require_eligible(case, to_user)
@@ -519,7 +515,7 @@ def approval_unclaim(request_id: int, *, actor, reason: str, meta: RequestMeta |
     """Put a claimed case (a stale claim, say) back in the queue, whoever holds it."""
     reason = _require_reason(reason, _("release someone's claim"))
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         _require_supervisor(actor)
         _refuse_if_closed(case)
         if case.status != ApprovalStatus.CLAIMED:
@@ -542,7 +538,7 @@ def approval_extend_deadline(request_id: int, *, actor, due_at: datetime, reason
     """
     reason = _require_reason(reason, _("extend a deadline"))
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         _require_supervisor(actor)
         _refuse_if_closed(case)
         if due_at is None or due_at <= case.due_at:
@@ -573,7 +569,7 @@ def approval_follow_up(request_id: int, *, actor, until: datetime | None, reason
     For a reviewer who may take the case, or a supervisor.
     """
     with transaction.atomic():
-        case = _locked(request_id)
+        case = approval_lock(request_id)
         if not is_supervisor(actor):
             _require_eligible(case, actor)
         _refuse_if_closed(case)

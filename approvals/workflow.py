@@ -98,7 +98,7 @@ def expire_approval_request(request_id: int, extensible: bool = False) -> Expiry
     from approvals.models import DECIDED_STATUSES, OPEN_STATUSES
 
     if extensible:
-        case = services._locked(request_id)  # the run, then the case: the order every writer takes
+        case = services.approval_lock(request_id)  # the run, then the case: the order every writer takes
         if case.status in OPEN_STATUSES and case.due_at > clock.now():
             return Expiry(expired=False, due_at=case.due_at)
     case = services.approval_expire(request_id, actor="system (deadline)")

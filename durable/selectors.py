@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from durable.errors import RunNotFound
-from durable.models import AuditEvent, JournalEntry, Signal, WorkflowRun
+from durable.models import AuditEvent, EntryKind, EntryStatus, JournalEntry, Signal, WorkflowRun
 
 
 class RunActor(NamedTuple):
@@ -21,11 +21,40 @@ class RunActor(NamedTuple):
     at: datetime
 
 
+class StepResult(NamedTuple):
+    """One completed step of a run, as an app reads it."""
+
+    name: str
+    position: int
+    at: datetime
+    result: object
+
+
 def run_get(run_id: str) -> WorkflowRun:
     run = WorkflowRun.objects.filter(pk=run_id).first()
     if run is None:
         raise RunNotFound(f"no run with id {run_id!r}")
     return run
+
+
+def run_exists(run_id: str) -> bool:
+    """Whether a live run has this id (an archived one does not count)."""
+    return WorkflowRun.objects.filter(pk=run_id).exists()
+
+
+def runs_started_by(run_id: str) -> list[WorkflowRun]:
+    """The child runs this run started, by id."""
+    return list(WorkflowRun.objects.filter(parent_id=run_id).order_by("id"))
+
+
+def step_results(run_id: str, names) -> list[StepResult]:
+    """What the run's completed steps named ``names`` returned, oldest first, live or
+    archived, as recorded (JSON: a dataclass's fields): for an app's panel, which must not
+    read the journal's rows or restate their kinds and statuses itself."""
+    wanted = set(names)
+    return [StepResult(name=entry.name, position=entry.position, at=entry.updated_at, result=entry.result)
+            for entry in run_journal(run_id)
+            if entry.kind == EntryKind.STEP and entry.name in wanted and entry.status == EntryStatus.COMPLETED]
 
 
 def run_or_archived(run_id: str):

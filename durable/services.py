@@ -177,6 +177,18 @@ def signal_replace_untaken(run_id: str, dedupe_key: str, payload, *, actor: str,
     return True
 
 
+def run_lock(run_id: str) -> None:
+    """Inside the caller's transaction: hold the run's row until it ends.
+
+    For an app whose rows change with a run's (an approval case): it locks the run first,
+    then its own rows, the order run_cancel and the run's own steps take, so the two wait
+    for each other instead of deadlocking. RunNotFound if there is no such run."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("run_lock holds the row until the transaction ends: call it inside one")
+    if not list(WorkflowRun.objects.select_for_update().filter(pk=run_id).values_list("pk")):
+        raise RunNotFound(f"no run with id {run_id!r}")
+
+
 def run_cancel(run_id: str, *, reason: str = "", actor: str = "system", graceful: bool = False,
                cleanup=None, audit: dict | None = None) -> WorkflowRun:
     """Cancel a run. Bumping the fencing token stops a worker that is running it right now.

@@ -14,7 +14,7 @@ from django.test.utils import override_settings
 from approvals.models import OPEN_STATUSES, ApprovalRequest
 from approvals.services import COMPLIANCE_GROUP, approval_decide
 from durable import clock
-from durable.models import WorkflowRun
+from durable.selectors import runs_started_by
 from durable.testing import drive
 from processes.billing.services import invoice_issue, payment_event_receive
 from processes.onboarding.models import Company
@@ -135,7 +135,7 @@ def seed_reconciliation(out) -> None:
                 "date": today, "amount": Decimal(amount), "description": f"PIX recebido {n}"})
     batch = reconciliation_start(batch_date=today, actor="seed_demo")
     drive(batch.run_id)
-    for child in WorkflowRun.objects.filter(parent_id=batch.run_id).order_by("id"):
+    for child in runs_started_by(batch.run_id):
         drive(child.id)   # each correction is a child run
     run = drive(batch.run_id)
     out(f"  batch {today}         {run.id:<32} {run.status:<10} {run.waiting_for or run.result or ''}")

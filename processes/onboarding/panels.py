@@ -12,8 +12,7 @@ from django.utils.translation import gettext as _, gettext_lazy
 from approvals.duties import register_case_subject
 from approvals.holds import register_approval_hold
 from approvals.panels import Section, register_case_panel, register_timeline_labels
-from durable.models import EntryStatus
-from durable.selectors import run_journal
+from durable.selectors import step_results
 from processes.onboarding.models import Company, Document, DocumentFetch
 from processes.whatsapp.selectors import conversation_for
 
@@ -50,10 +49,8 @@ def document_rows(case, company: Company) -> list[DocumentRow]:
 
 def validation_rounds(case) -> list[dict]:
     """What the validator recorded each time it ran, from the run's journal."""
-    entries = [entry for entry in run_journal(case.run_id)    # live or archived
-               if entry.name in VALIDATION_STEPS and entry.status == EntryStatus.COMPLETED]
-    return [{"round": n, "at": entry.updated_at, **(entry.result or {})}
-            for n, entry in enumerate(entries, start=1)]
+    return [{"round": n, "at": step.at, **(step.result or {})}
+            for n, step in enumerate(step_results(case.run_id, VALIDATION_STEPS), start=1)]
 
 
 def onboarding_panels(case) -> list[Section]:

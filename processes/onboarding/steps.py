@@ -22,7 +22,8 @@ from processes.onboarding.validation import (
     checker_from_settings,
     rules_checker,
 )
-from processes.whatsapp.services import media_download, message_send
+from processes.onboarding.media import media_download
+from processes.whatsapp.services import message_send
 
 log = logging.getLogger(__name__)
 

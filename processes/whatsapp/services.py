@@ -8,16 +8,14 @@ while routing never loses it either: it stays visible with a note.
 import hashlib
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
-from django.core.files.base import ContentFile
 from django.db import IntegrityError, connection, transaction
 
 from durable import clock
 from processes import conf
-from processes.whatsapp.backends import MediaRefused, MediaTooLarge, Outgoing, get_backend
+from processes.whatsapp.backends import Outgoing, get_backend
 from processes.whatsapp.models import (
     STATUS_RANK,
     InboundMessage,
@@ -36,6 +34,7 @@ from processes.webhooks.services import (
     safe_text,
     storable,
 )
+from processes.whatsapp import routing
 from processes.whatsapp.selectors import last_inbound_at
 
 log = logging.getLogger(__name__)
@@ -256,19 +255,18 @@ def inbound_store(*, wamid: str, **fields) -> InboundMessage | None:
 
 
 def inbound_process(message_id: int) -> InboundMessage:
-    """Route a stored message to its sender's onboarding run (starting one if needed).
+    """Route a stored message through the routers the processes registered (onboarding's
+    finds or starts its sender's run).
 
     Idempotent: only messages still ``received`` are routed; a failure leaves the message
     ``failed`` with the error as its note, for an operator to process again.
     """
-    from processes.onboarding.services import onboarding_route_message
-
     try:
         with transaction.atomic():
             message = InboundMessage.objects.select_for_update().get(pk=message_id)
             if message.status not in (InboundStatus.RECEIVED, InboundStatus.FAILED):
                 return message
-            status, note, company = onboarding_route_message(message)
+            status, note, company = routing.route(message)
             message.status, message.note, message.company = status, note, company
             message.processed_at = clock.now()
             message.save(update_fields=["status", "note", "company", "processed_at"])
@@ -426,46 +424,3 @@ def stored_extension(content: bytes) -> str:
 
 
 DETECTED_TYPES = {".pdf": "application/pdf", ".jpg": "image/jpeg", ".png": "image/png"}
-
-
-def media_download(document) -> bool:
-    """Fetch a document's bytes through the backend and record the outcome on the document
-    (``fetch_status``); True when a file of an accepted type is stored.
-
-    Too large (its size is recorded) or refused (an address we do not fetch) is final: a
-    retry could not help, so the checker asks the customer for another file. Bytes that are
-    not a PDF, JPEG or PNG are stored as ``.bin`` for the record and refused. The type is
-    what the bytes are, never what the message claims. Other provider errors raise, for the
-    step's retry policy.
-    """
-    from processes.onboarding.models import DocumentFetch
-
-    if document.file and document.fetch_status == DocumentFetch.STORED:
-        return True
-    max_bytes = conf.setting("DOCUMENT_MAX_BYTES", 10 * 1024 * 1024)
-    try:
-        media = get_backend().download_media(document.media_id, max_bytes=max_bytes,
-                                             mime_type=document.mime_type)
-    except (MediaTooLarge, MediaRefused) as exc:
-        log.warning("document %s not stored: %s", document.pk, exc)
-        too_large = isinstance(exc, MediaTooLarge)
-        document.size = exc.size if too_large else document.size
-        document.fetch_status = DocumentFetch.TOO_LARGE if too_large else DocumentFetch.REFUSED
-        document.fetch_note = str(exc)[:300]
-        document.save(update_fields=["size", "fetch_status", "fetch_note"])
-        return False
-    # Stored under a name we choose: the customer's file name ("../x.pdf", "a/b.pdf") is
-    # kept in file_name for display and download only.
-    safe_id = re.sub(r"[^A-Za-z0-9_.-]", "_", str(document.media_id))[:100] or "media"
-    extension = stored_extension(media.content)
-    document.file.save(f"{safe_id}{extension}", ContentFile(media.content), save=False)
-    document.size, document.sha256 = len(media.content), media.sha256
-    detected = DETECTED_TYPES.get(extension)
-    if detected:
-        document.mime_type, document.fetch_status, document.fetch_note = detected, DocumentFetch.STORED, ""
-    else:
-        document.fetch_status = DocumentFetch.REFUSED
-        document.fetch_note = "the file is not a PDF, JPEG or PNG"
-    document.save(update_fields=["file", "size", "sha256", "mime_type", "fetch_status", "fetch_note"])
-    return detected is not None
-

@@ -3,7 +3,7 @@ import pytest
 from django.db import transaction
 
 from durable import RunConflict, RunFinished, leases, services, testing
-from durable.errors import Fenced, InvalidTransition
+from durable.errors import Fenced, InvalidTransition, RunNotFound
 from durable.models import AuditEvent, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive
 from tests.durable.workflows import three_steps
@@ -91,3 +91,16 @@ def test_the_status_cannot_be_set_directly():
 
     with pytest.raises(AttributeError, match="Direct status modification is not allowed"):
         run.status = RunStatus.COMPLETED
+
+
+def test_run_lock_names_a_run_that_does_not_exist():
+    with transaction.atomic(), pytest.raises(RunNotFound, match="no run with id 'lock:missing'"):
+        services.run_lock("lock:missing")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_lock_outside_a_transaction_is_refused_as_it_would_hold_nothing():
+    run = services.run_start("three_steps", 1, id="lock:outside")
+
+    with pytest.raises(RuntimeError, match="inside one"):
+        services.run_lock(run.id)

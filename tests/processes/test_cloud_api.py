@@ -8,7 +8,8 @@ from durable.testing import drive
 from processes.onboarding.models import Company, Document
 from processes.whatsapp.backends import MediaRefused, MediaTooLarge, ProviderError, get_backend
 from processes.whatsapp.models import OutboundMessage, OutboundStatus
-from processes.whatsapp.services import media_download, message_send
+from processes.onboarding.media import media_download
+from processes.whatsapp.services import message_send
 from tests.processes.conftest import QUIET, document, whatsapp_webhook
 
 pytestmark = pytest.mark.django_db

@@ -22,7 +22,7 @@ from approvals.demo import limit_increase
 from approvals.models import ApprovalRequest
 from durable import clock
 from durable import services as durable_services
-from durable.models import WorkflowRun
+from durable.selectors import run_exists
 from durable.testing import drive
 
 KYC, SENIOR = "kyc", "kyc-senior"
@@ -95,7 +95,7 @@ class Command(BaseCommand):
 
     def _seed_case(self, slug, customer, current, requested, risk, findings, deadline, why, opened_ago, events):
         run_id = f"limit_increase:{slug}"
-        if WorkflowRun.objects.filter(pk=run_id).exists():
+        if run_exists(run_id):
             return
         users = get_user_model().objects
         with clock.fake_clock(clock.now() - opened_ago) as past:

@@ -1,0 +1,36 @@
+"""Where an inbound message goes: the processes register routers, the channel imports none.
+
+A router takes a stored ``InboundMessage`` and returns ``(status, note, company)``, or None
+when the message is not its business; routers are asked in the order they registered
+(``processes.apps`` registers onboarding's). As ``approvals.panels.register_case_panel``
+does for case pages, this keeps the dependency one way: processes know the channel.
+"""
+from collections.abc import Callable
+
+Router = Callable[[object], "tuple[str, str, object] | None"]
+
+_routers: list[Router] = []
+
+
+class NoRouter(LookupError):
+    """No registered router took the message."""
+
+
+def register_inbound_router(router: Router) -> Router:
+    if router not in _routers:
+        _routers.append(router)
+    return router
+
+
+def unregister_inbound_router(router: Router) -> None:
+    if router in _routers:
+        _routers.remove(router)
+
+
+def route(message) -> tuple[str, str, object]:
+    for router in _routers:
+        routed = router(message)
+        if routed is not None:
+            return routed
+    raise NoRouter(f"no process routes {message.message_type!r} messages "
+                   f"(routers: {', '.join(r.__qualname__ for r in _routers) or 'none registered'})")
