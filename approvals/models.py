@@ -157,22 +157,28 @@ class ApprovalDecision(models.Model):
         return f"{self.reviewer} {self.outcome} #{self.request_id}"
 
 
-# What the audit trail shows for each action it records (the row keeps the code).
-AUDIT_ACTIONS = {
-    "create": pgettext_lazy("audit action", "opened"),
-    "recheck": pgettext_lazy("audit action", "re-checked"),
-    "claim": pgettext_lazy("audit action", "claimed"),
-    "release": pgettext_lazy("audit action", "released"),
-    "approve": pgettext_lazy("audit action", "approved"),
-    "reject": pgettext_lazy("audit action", "rejected"),
-    "more_documents": pgettext_lazy("audit action", "asked for more documents"),
-    "expire": pgettext_lazy("audit action", "expired"),
-    "cancel": pgettext_lazy("audit action", "cancelled"),
-    "reassign": pgettext_lazy("audit action", "reassigned"),
-    "unclaim": pgettext_lazy("audit action", "unclaimed by a supervisor"),
-    "extend_deadline": pgettext_lazy("audit action", "deadline extended"),
-    "follow_up": pgettext_lazy("audit action", "follow-up date set"),
-}
+class CaseAction(models.TextChoices):
+    """What a case's audit row records (the row keeps the code), with what the trail shows.
+
+    A decision's row is its outcome (``Outcome``'s values are three of these)."""
+
+    CREATE = "create", pgettext_lazy("audit action", "opened")
+    RECHECK = "recheck", pgettext_lazy("audit action", "re-checked")
+    CLAIM = "claim", pgettext_lazy("audit action", "claimed")
+    RELEASE = "release", pgettext_lazy("audit action", "released")
+    APPROVE = "approve", pgettext_lazy("audit action", "approved")
+    REJECT = "reject", pgettext_lazy("audit action", "rejected")
+    MORE_DOCUMENTS = "more_documents", pgettext_lazy("audit action", "asked for more documents")
+    EXPIRE = "expire", pgettext_lazy("audit action", "expired")
+    CANCEL = "cancel", pgettext_lazy("audit action", "cancelled")
+    REASSIGN = "reassign", pgettext_lazy("audit action", "reassigned")
+    UNCLAIM = "unclaim", pgettext_lazy("audit action", "unclaimed by a supervisor")
+    EXTEND_DEADLINE = "extend_deadline", pgettext_lazy("audit action", "deadline extended")
+    FOLLOW_UP = "follow_up", pgettext_lazy("audit action", "follow-up date set")
+
+
+# What the audit trail shows for each action it records.
+AUDIT_ACTIONS = dict(CaseAction.choices)
 
 
 class ApprovalAudit(ChainedAudit):

@@ -41,6 +41,7 @@ from approvals.models import (
     ApprovalDecision,
     ApprovalRequest,
     ApprovalStatus,
+    CaseAction,
     Outcome,
     ReviewerPreference,
     Risk,
@@ -149,7 +150,7 @@ def _revocation(case: ApprovalRequest, username: str) -> ApprovalAudit | None:
     claimed the case again since."""
     taken = (case.audit.filter(action__in=("unclaim", "reassign"), detail__from=username)
              .order_by("-chain_seq").first())
-    if taken is None or case.audit.filter(action="claim", actor=username, chain_seq__gt=taken.chain_seq).exists():
+    if taken is None or case.audit.filter(action=CaseAction.CLAIM, actor=username, chain_seq__gt=taken.chain_seq).exists():
         return None
     return taken
 
@@ -173,7 +174,7 @@ def _audit(case: ApprovalRequest, action: str, actor: str, from_status: str, *, 
            meta: RequestMeta | None = None, detail: dict | None = None) -> ApprovalAudit:
     meta = meta or RequestMeta()
     return ApprovalAudit.objects.create(
-        request=case, actor=actor, action=action, from_status=from_status, to_status=case.status,
+        request=case, actor=actor, action=str(action), from_status=from_status, to_status=case.status,
         reason=reason, ip=meta.ip, user_agent=meta.user_agent, path=meta.path,
         detail=detail or {}, created_at=clock.now())
 
@@ -247,7 +248,7 @@ def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: s
                             subject_id: str = "", risk: str = Risk.LOW,
                             required_approvals: int | None = None,
                             candidate_groups: list[str] | None = None,
-                            actor: str = SYSTEM) -> ApprovalRequest:
+                            actor: str) -> ApprovalRequest:
     """Open a case for a waiting run, routed to ``candidate_groups`` (names; any reviewer if none).
 
     Idempotent on ``idempotency_key``: the workflow step that calls this may run twice
@@ -275,7 +276,7 @@ def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: s
             groups = sorted(set(candidate_groups or []))
             if groups:
                 case.candidate_groups.set([Group.objects.get_or_create(name=name)[0] for name in groups])
-            _audit(case, "create", actor, "", detail={"risk": risk, "required_approvals": required_approvals,
+            _audit(case, CaseAction.CREATE, actor, "", detail={"risk": risk, "required_approvals": required_approvals,
                                                       "due_at": due_at.isoformat(), "candidate_groups": groups})
             for receiver, error in case_opened.send_robust(sender=ApprovalRequest, case=case):
                 if error is not None:   # the case still opens; a hold keeps stale data from approval
@@ -317,7 +318,7 @@ def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, 
         _save(case, ["title", "summary", "risk", "required_approvals"])
         after = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
                  "cnpj": case.summary.get("cnpj")}
-        _audit(case, "recheck", actor, case.status, reason=reason, meta=meta,
+        _audit(case, CaseAction.RECHECK, actor, case.status, reason=reason, meta=meta,
                detail={"changed": {name: [before[name], after[name]] for name in before
                                    if before[name] != after[name]},
                        "voided_approvals": voided})
@@ -340,7 +341,7 @@ def approval_claim(request_id: int, *, actor, meta: RequestMeta | None = None) -
         case.claim()
         case.assignee, case.claimed_at = actor, clock.now()
         _save(case, ["assignee", "claimed_at"])
-        _audit(case, "claim", actor.get_username(), from_status, meta=meta)
+        _audit(case, CaseAction.CLAIM, actor.get_username(), from_status, meta=meta)
     return case
 
 
@@ -359,7 +360,7 @@ def approval_release(request_id: int, *, actor, meta: RequestMeta | None = None)
         case.release()
         case.assignee, case.claimed_at = None, None
         _save(case, ["assignee", "claimed_at"])
-        _audit(case, "release", actor.get_username(), from_status, meta=meta)
+        _audit(case, CaseAction.RELEASE, actor.get_username(), from_status, meta=meta)
     return case
 
 
@@ -423,7 +424,7 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
                 case.release()
             case.assignee, case.claimed_at = None, None
             _save(case, ["assignee", "claimed_at"])
-            _audit(case, "approve", username, from_status, reason=reason, meta=meta,
+            _audit(case, CaseAction.APPROVE, username, from_status, reason=reason, meta=meta,
                    detail={"approvals": approvals, "required": case.required_approvals})
             return case
         {Outcome.APPROVE: case.approve, Outcome.REJECT: case.reject,
@@ -445,7 +446,7 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
     return case
 
 
-def approval_expire(request_id: int, *, actor: str = SYSTEM) -> ApprovalRequest:
+def approval_expire(request_id: int, *, actor: str) -> ApprovalRequest:
     """Close an open case whose deadline passed. A case already closed is returned as it is:
     the workflow's timeout step may meet a decision that arrived just before it."""
     with transaction.atomic():
@@ -456,7 +457,7 @@ def approval_expire(request_id: int, *, actor: str = SYSTEM) -> ApprovalRequest:
         case.expire()
         case.closed_at, case.closed_by = clock.now(), actor
         _save(case, ["closed_at", "closed_by"])
-        _audit(case, "expire", actor, from_status)
+        _audit(case, CaseAction.EXPIRE, actor, from_status)
     return case
 
 
@@ -470,7 +471,7 @@ def approval_cancel(request_id: int, *, actor: str, reason: str = "",
         case.cancel()
         case.closed_at, case.closed_by = clock.now(), actor
         _save(case, ["closed_at", "closed_by"])
-        _audit(case, "cancel", actor, from_status, reason=reason, meta=meta)
+        _audit(case, CaseAction.CANCEL, actor, from_status, reason=reason, meta=meta)
     return case
 
 
@@ -506,7 +507,7 @@ def approval_reassign(request_id: int, *, actor, to_user, reason: str,
         case.reassign()
         case.assignee, case.claimed_at = to_user, clock.now()
         _save(case, ["assignee", "claimed_at"])
-        _audit(case, "reassign", actor.get_username(), from_status, reason=reason, meta=meta,
+        _audit(case, CaseAction.REASSIGN, actor.get_username(), from_status, reason=reason, meta=meta,
                detail={"from": previous, "to": to_user.get_username()})
     return case
 
@@ -524,7 +525,7 @@ def approval_unclaim(request_id: int, *, actor, reason: str, meta: RequestMeta |
         case.release()
         case.assignee, case.claimed_at = None, None
         _save(case, ["assignee", "claimed_at"])
-        _audit(case, "unclaim", actor.get_username(), from_status, reason=reason, meta=meta,
+        _audit(case, CaseAction.UNCLAIM, actor.get_username(), from_status, reason=reason, meta=meta,
                detail={"from": previous, "to": ""})
     return case
 
@@ -548,7 +549,7 @@ def approval_extend_deadline(request_id: int, *, actor, due_at: datetime, reason
         case.due_at = due_at
         _save(case, ["due_at"])
         username = actor.get_username()
-        _audit(case, "extend_deadline", username, case.status, reason=reason, meta=meta,
+        _audit(case, CaseAction.EXTEND_DEADLINE, username, case.status, reason=reason, meta=meta,
                detail={"from": previous.isoformat(), "to": due_at.isoformat()})
         try:
             durable_services.signal_send(
@@ -580,7 +581,7 @@ def approval_follow_up(request_id: int, *, actor, until: datetime | None, reason
         previous = case.follow_up_at
         case.follow_up_at = until
         _save(case, ["follow_up_at"])
-        _audit(case, "follow_up", actor.get_username(), case.status, reason=(reason or "").strip(), meta=meta,
+        _audit(case, CaseAction.FOLLOW_UP, actor.get_username(), case.status, reason=(reason or "").strip(), meta=meta,
                detail={"from": previous.isoformat() if previous else None,
                        "until": until.isoformat() if until else None})
     return case

@@ -67,7 +67,7 @@ def open_approval_request(run_id: str, signal_name: str, title: str, summary: di
         run_id=run_id, signal_name=signal_name, idempotency_key=idempotency_key, title=title,
         summary=summary, subject_type=subject_type, subject_id=subject_id, risk=risk,
         required_approvals=required_approvals, due_at=clock.now() + timedelta(seconds=timeout_seconds),
-        candidate_groups=candidate_groups)
+        candidate_groups=candidate_groups, actor=services.SYSTEM)  # the process itself
     return Ticket(request_id=case.pk, due_at=case.due_at)
 
 

@@ -53,12 +53,12 @@ def main() -> None:
         ids = [f"hops:{i}" for i in range(options.signals)]
         with transaction.atomic():
             for run_id in ids:
-                services.run_start("bench_signal", id=run_id)
+                services.run_start("bench_signal", id=run_id, actor="bench")
         wait_until(lambda: WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.WAITING).count() == len(ids))
         time.sleep(1.0)  # the last parks' acks
         sent = {}
         for run_id in ids:
-            services.signal_send(run_id, "go", {"n": 1})
+            services.signal_send(run_id, "go", {"n": 1}, actor="bench")
             sent[run_id] = datetime.now(timezone.utc).timestamp()
             time.sleep(0.02)
         wait_until(lambda: WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.COMPLETED).count() == len(ids))

@@ -208,7 +208,7 @@ def bench_durable_throughput(n: int, k: int, procs: "Processes") -> float:
     def fill():
         with transaction.atomic():
             for i in range(n):
-                services.run_start("bench_steps", k, id=f"tp:{i}")
+                services.run_start("bench_steps", k, id=f"tp:{i}", actor="bench")
         return lambda: WorkflowRun.objects.filter(status=RunStatus.COMPLETED).count() >= n
 
     reset_database()
@@ -236,8 +236,8 @@ def bench_per_step(steps: int) -> dict:
     settings.DURABLE_DISPATCHER = "none"
     connection.queries_log.clear()  # it keeps 9,000: a full log would count no statement
     try:
-        empty = services.run_start("bench_steps", 0, id="ps:0")
-        many = services.run_start("bench_steps", steps, id=f"ps:{steps}")
+        empty = services.run_start("bench_steps", 0, id="ps:0", actor="bench")
+        many = services.run_start("bench_steps", steps, id=f"ps:{steps}", actor="bench")
         with CaptureQueriesContext(connection) as q0:
             t0 = time.perf_counter()
             executor.advance(empty.id)
@@ -262,12 +262,12 @@ def bench_signal_resume(samples: int, prefix: str) -> tuple[list[float], list[fl
     ids = [f"{prefix}:{i}" for i in range(samples)]
     with transaction.atomic():
         for run_id in ids:
-            services.run_start("bench_signal", id=run_id)
+            services.run_start("bench_signal", id=run_id, actor="bench")
     wait_until(lambda: WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.WAITING).count() == samples)
     sent, send_ms = {}, []
     for run_id in ids:
         started = time.perf_counter()
-        services.signal_send(run_id, "go", {"n": 1})
+        services.signal_send(run_id, "go", {"n": 1}, actor="bench")
         send_ms.append((time.perf_counter() - started) * 1000)
         sent[run_id] = datetime.now(timezone.utc)
         time.sleep(0.02)
@@ -452,7 +452,7 @@ def bench_timer_lateness(count: int, rng) -> list[float]:
     ids = [f"timer:{i}" for i in range(count)]
     with transaction.atomic():
         for run_id in ids:
-            services.run_start("bench_timer", round(rng.uniform(1.0, 4.0), 3), id=run_id)
+            services.run_start("bench_timer", round(rng.uniform(1.0, 4.0), 3), id=run_id, actor="bench")
     wait_until(lambda: WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.COMPLETED).count() == count,
                timeout=120)
     woke = dict(JournalEntry.objects.filter(run_id__in=ids, kind=EntryKind.STEP).values_list("run_id", "created_at"))

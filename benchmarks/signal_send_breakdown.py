@@ -28,7 +28,7 @@ def waiting_runs(prefix: str, count: int) -> list[str]:
     ids = [f"{prefix}:{i}" for i in range(count)]
     with transaction.atomic():
         for run_id in ids:
-            services.run_start("bench_signal", id=run_id)
+            services.run_start("bench_signal", id=run_id, actor="bench")
     for run_id in ids:
         executor.advance(run_id)  # in-process, to its wait for "go"
     return ids
@@ -71,12 +71,12 @@ def main() -> None:
     for i, run_id in enumerate(ids):
         if i % 2:
             settings.DURABLE_DISPATCHER = "celery"
-            whole.append(timed(lambda: services.signal_send(run_id, "go", {"n": 1})))
+            whole.append(timed(lambda: services.signal_send(run_id, "go", {"n": 1}, actor="bench")))
             publish.append(timed(lambda: send_advance(run_id)))  # one more message, alone
         else:
             settings.DURABLE_DISPATCHER = "none"
             with connection.execute_wrapper(timing):
-                tx_only.append(timed(lambda: services.signal_send(run_id, "go", {"n": 1})))
+                tx_only.append(timed(lambda: services.signal_send(run_id, "go", {"n": 1}, actor="bench")))
     settings.DURABLE_DISPATCHER = "celery"
     BROKER.flushdb()
 
@@ -107,7 +107,7 @@ def profile(options) -> None:
     profiler = cProfile.Profile()
     profiler.enable()
     for run_id in ids:
-        services.signal_send(run_id, "go", {"n": 1})
+        services.signal_send(run_id, "go", {"n": 1}, actor="bench")
     profiler.disable()
     BROKER.flushdb()
     out = io.StringIO()

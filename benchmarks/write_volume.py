@@ -41,17 +41,17 @@ def main() -> None:
     settings.DURABLE_DISPATCHER = "none"  # nothing is sent: the runs are advanced here
     reset_database()
     try:
-        executor.advance(services.run_start("bench_steps", 10, id="wal:warm").id)
-        many = services.run_start("bench_steps", options.steps, id="wal:steps")
+        executor.advance(services.run_start("bench_steps", 10, id="wal:warm", actor="bench").id)
+        many = services.run_start("bench_steps", options.steps, id="wal:steps", actor="bench")
         per_step = wal_bytes(lambda: executor.advance(many.id)) / options.steps
 
         ids = [f"wal:signal:{i}" for i in range(options.signals)]
         with transaction.atomic():
             for run_id in ids:
-                services.run_start("bench_signal", id=run_id)
+                services.run_start("bench_signal", id=run_id, actor="bench")
         for run_id in ids:
             executor.advance(run_id)  # to its wait
-        per_send = wal_bytes(lambda: [services.signal_send(r, "go", {"n": 1}) for r in ids]) / len(ids)
+        per_send = wal_bytes(lambda: [services.signal_send(r, "go", {"n": 1}, actor="bench") for r in ids]) / len(ids)
         per_resume = wal_bytes(lambda: [executor.advance(r) for r in ids]) / len(ids)
 
         reset_database()

@@ -35,7 +35,7 @@ from django.db.models import Count, Exists, OuterRef
 from durable import chain, clock, history
 from durable.archive_models import ArchiveBatch, ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal
 from durable.durations import parse_age
-from durable.models import AuditEvent, JournalEntry, LimitTicket, Signal, WorkflowRun
+from durable.models import AuditAction, AuditEvent, JournalEntry, LimitTicket, Signal, WorkflowRun
 
 DEFAULT_BATCH_SIZE = 500
 MAX_BATCH_SIZE = 5000
@@ -173,7 +173,7 @@ def _append_archive_events(ids: list[str], *, actor: str, now: datetime, detail:
     events = []
     for run_id in ids:
         seq, prev = heads[run_id]
-        event = AuditEvent(run_id=run_id, action="archive", actor=actor, detail=detail, created_at=now,
+        event = AuditEvent(run_id=run_id, action=str(AuditAction.ARCHIVE), actor=actor, detail=detail, created_at=now,
                            chain_seq=seq + 1, prev_hash=prev)
         event.row_hash = chain.row_digest(event, prev, parent=AuditEvent.chain_parent,
                                           fields=AuditEvent.chained_fields)

@@ -235,6 +235,18 @@ class Signal(models.Model):
         return f"{self.name} -> {self.run_id}"
 
 
+class AuditAction(models.TextChoices):
+    """What a run's audit event records (as Zulip's AuditLogEventType names its events); the
+    row keeps the string, so the trail written before these names reads the same."""
+
+    START = "start"
+    SIGNAL = "signal"
+    CANCEL = "cancel"
+    RETRY = "retry"
+    WAKE = "wake"
+    ARCHIVE = "archive"
+
+
 class AuditEvent(ChainedAudit):
     """Who did what to which run, when, from which request.
 

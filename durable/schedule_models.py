@@ -53,6 +53,17 @@ class Schedule(models.Model):
         return self.name
 
 
+class ScheduleAction(models.TextChoices):
+    """What a schedule's audit event records: an operator's change, or what a sweep did."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    PAUSE = "pause"
+    RESUME = "resume"
+    FIRE = "fire"
+    SKIP = "skip"
+
+
 class ScheduleEvent(ChainedAudit):
     """Who created, paused or resumed a schedule, and what each sweep fired or skipped.
 

@@ -18,7 +18,7 @@ from django.db import IntegrityError, connection, transaction
 from durable import clock, cron, registry, services, validation
 from durable.cron import Occurrence, ScheduleInvalid
 from durable.errors import DurableError, RunConflict
-from durable.schedule_models import CatchUp, Schedule, ScheduleEvent
+from durable.schedule_models import CatchUp, Schedule, ScheduleAction, ScheduleEvent
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def schedule_create(name: str, workflow: str, *, cron_expression: str, id_templa
         with transaction.atomic():
             schedule = Schedule.objects.create(**fields, paused=paused, next_fire_at=next_fire_at,
                                                created_at=now, updated_at=now)
-            _audit(schedule, "create", actor, {**fields, "paused": paused, **(audit or {})}, first=True)
+            _audit(schedule, ScheduleAction.CREATE, actor, {**fields, "paused": paused, **(audit or {})}, first=True)
     except IntegrityError:
         raise ScheduleExists(f"a schedule named {name!r} exists already") from None
     return schedule
@@ -125,7 +125,7 @@ def schedule_update(name: str, *, actor: str, audit: dict | None = None, **chang
         if not schedule.paused and {"cron", "timezone"} & set(changed):
             schedule.next_fire_at = cron.after(schedule.cron, schedule.timezone, now).at
         schedule.save(update_fields=[*changed, "updated_at", "next_fire_at"])
-        _audit(schedule, "update", actor, {"changed": changed, **(audit or {})})
+        _audit(schedule, ScheduleAction.UPDATE, actor, {"changed": changed, **(audit or {})})
     return schedule
 
 
@@ -138,7 +138,7 @@ def schedule_pause(name: str, *, actor: str, reason: str = "", audit: dict | Non
             now = clock.now()
             schedule.paused, schedule.next_fire_at, schedule.updated_at = True, None, now
             schedule.save(update_fields=["paused", "next_fire_at", "updated_at"])
-            _audit(schedule, "pause", actor, {"reason": reason, **(audit or {})})
+            _audit(schedule, ScheduleAction.PAUSE, actor, {"reason": reason, **(audit or {})})
     return schedule
 
 
@@ -151,7 +151,7 @@ def schedule_resume(name: str, *, actor: str, audit: dict | None = None) -> Sche
             schedule.paused, schedule.updated_at, schedule.last_error = False, now, ""
             schedule.next_fire_at = cron.after(schedule.cron, schedule.timezone, now).at
             schedule.save(update_fields=["paused", "next_fire_at", "updated_at", "last_error"])
-            _audit(schedule, "resume", actor, {"next_fire_at": schedule.next_fire_at.isoformat(),
+            _audit(schedule, ScheduleAction.RESUME, actor, {"next_fire_at": schedule.next_fire_at.isoformat(),
                                                **(audit or {})})
     return schedule
 
@@ -230,7 +230,7 @@ def _fire(pk: int) -> list[str]:
             if conflicts:
                 detail["existing_with_other_input"] = conflicts
             if fired or plan.skipped_since is not None:
-                _audit(schedule, "fire" if fired else "skip", "sweep", {"catch_up": schedule.catch_up, **detail})
+                _audit(schedule, ScheduleAction.FIRE if fired else ScheduleAction.SKIP, "sweep", {"catch_up": schedule.catch_up, **detail})
             return fired
     except DurableError as error:   # its workflow is gone, its input no longer fits
         message = f"{type(error).__name__}: {error}"
@@ -265,7 +265,7 @@ def _get_locked(name: str) -> Schedule:
 
 def _audit(schedule: Schedule, action: str, actor: str, detail: dict, *, first: bool = False) -> ScheduleEvent:
     """Callers hold the schedule's row lock (or created it in this transaction)."""
-    event = ScheduleEvent(schedule=schedule, action=action, actor=actor or "system", detail=detail,
+    event = ScheduleEvent(schedule=schedule, action=str(action), actor=actor or "system", detail=detail,
                           created_at=clock.now())
     event.save(parent_locked=True, first_in_chain=first)
     return event

@@ -18,6 +18,7 @@ from durable.dispatch import dispatch
 from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict
 from durable.models import (
     FINISHED_STATUSES,
+    AuditAction,
     AuditEvent,
     EntryKind,
     EntryStatus,
@@ -33,7 +34,7 @@ def _audit(run_id: str, action: str, actor: str, detail: dict | None = None, *,
            first: bool = False) -> AuditEvent:
     """Every caller holds the run's row lock already (it inserted, updated or locked the
     row in this transaction); ``first`` when it created the run just now."""
-    event = AuditEvent(run_id=run_id, action=action, actor=actor or "system", detail=detail or {},
+    event = AuditEvent(run_id=run_id, action=str(action), actor=actor or "system", detail=detail or {},
                        created_at=clock.now())
     event.save(parent_locked=True, first_in_chain=first)
     return event
@@ -60,7 +61,7 @@ def _get_locked(run_id: str) -> WorkflowRun:
     return run
 
 
-def run_start(workflow, *args, id: str | None = None, actor: str = "system",
+def run_start(workflow, *args, actor: str, id: str | None = None,
               audit: dict | None = None, parent: str | None = None, **kwargs) -> WorkflowRun:
     """Create a run and dispatch it once the caller's transaction commits.
 
@@ -80,7 +81,7 @@ def run_start(workflow, *args, id: str | None = None, actor: str = "system",
         # starts again), so the check costs nothing on the common path.
         inserted = sql.insert_unless_exists(run, unless_in=ArchivedRun)
         if inserted:
-            _audit(run_id, "start", actor, {"workflow": definition.name, "version": definition.version,
+            _audit(run_id, AuditAction.START, actor, {"workflow": definition.name, "version": definition.version,
                                             **(audit or {})}, first=True)
     if not inserted:
         existing = WorkflowRun.objects.filter(pk=run_id).first()
@@ -96,7 +97,7 @@ def run_start(workflow, *args, id: str | None = None, actor: str = "system",
 
 
 def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None = None,
-                reserved_by: str | None = None, actor: str = "system",
+                reserved_by: str | None = None, actor: str,
                 audit: dict | None = None) -> Signal:
     """Record a signal for a run and wake the run once the caller's transaction commits.
 
@@ -114,7 +115,7 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
     existing = None
     for locked in (False, True):
         signal = Signal(run_id=run_id, name=name, payload=encoded, dedupe_key=dedupe_key or None, created_at=now)
-        event = AuditEvent(run_id=run_id, action="signal", actor=actor or "system", created_at=now,
+        event = AuditEvent(run_id=run_id, action=str(AuditAction.SIGNAL), actor=actor or "system", created_at=now,
                            detail={"name": name, "dedupe_key": dedupe_key, **(audit or {})})
         try:
             with _one_write(locked):  # all or nothing: a refusal leaves the caller's transaction usable
@@ -172,7 +173,7 @@ def signal_replace_untaken(run_id: str, dedupe_key: str, payload, *, actor: str,
         if signal is None:
             return False
         untaken.update(payload=codec.encode(payload))
-        _audit(run_id, "signal", actor, {"name": signal.name, "signal_id": signal.pk, "dedupe_key": dedupe_key,
+        _audit(run_id, AuditAction.SIGNAL, actor, {"name": signal.name, "signal_id": signal.pk, "dedupe_key": dedupe_key,
                                          "replaced": True, **(audit or {})})
     return True
 
@@ -189,7 +190,7 @@ def run_lock(run_id: str) -> None:
         raise RunNotFound(f"no run with id {run_id!r}")
 
 
-def run_cancel(run_id: str, *, reason: str = "", actor: str = "system", graceful: bool = False,
+def run_cancel(run_id: str, *, reason: str = "", actor: str, graceful: bool = False,
                cleanup=None, audit: dict | None = None) -> WorkflowRun:
     """Cancel a run. Bumping the fencing token stops a worker that is running it right now.
 
@@ -216,7 +217,7 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str = "system", graceful
         for name, value in changes.items():
             if name != "status":
                 setattr(run, name, value)
-        _audit(run_id, "cancel", actor, {"reason": reason, **(audit or {})})
+        _audit(run_id, AuditAction.CANCEL, actor, {"reason": reason, **(audit or {})})
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run_id, reason=reason, actor=actor)
         _cancel_children(run_id, reason=reason, actor=actor, graceful=False)
         if run.parent_id:
@@ -249,7 +250,7 @@ def _cancel_gracefully(run: WorkflowRun, *, reason: str, actor: str, now, audit,
     return run
 
 
-def run_retry(run_id: str, *, actor: str = "system", audit: dict | None = None) -> WorkflowRun:
+def run_retry(run_id: str, *, actor: str, audit: dict | None = None) -> WorkflowRun:
     """Send a failed or blocked run back to pending.
 
     For a run that failed on a step, that step gets a fresh retry budget and runs again;
@@ -273,12 +274,12 @@ def run_retry(run_id: str, *, actor: str = "system", audit: dict | None = None) 
         for name, value in changes.items():
             if name != "status":
                 setattr(run, name, value)
-        _audit(run_id, "retry", actor, {"previous_error": previous_error, **(audit or {})})
+        _audit(run_id, AuditAction.RETRY, actor, {"previous_error": previous_error, **(audit or {})})
     dispatch(run_id)
     return run
 
 
-def run_wake(run_id: str, *, actor: str = "system", audit: dict | None = None) -> WorkflowRun:
+def run_wake(run_id: str, *, actor: str, audit: dict | None = None) -> WorkflowRun:
     """Fire the run's timer now: a sleep ends, a step's back-off is skipped.
 
     A wait for a signal is only looked at again, never timed out early: that would
@@ -295,7 +296,7 @@ def run_wake(run_id: str, *, actor: str = "system", audit: dict | None = None) -
             status__in=[EntryStatus.WAITING, EntryStatus.RETRYING]).update(wake_at=now, updated_at=now)
         run.wake_at, run.updated_at = _grace(), now
         WorkflowRun.objects.filter(pk=run_id).update(wake_at=run.wake_at, updated_at=now)
-        _audit(run_id, "wake", actor, audit)
+        _audit(run_id, AuditAction.WAKE, actor, audit)
     dispatch(run_id)
     return run
 

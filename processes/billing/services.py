@@ -23,7 +23,7 @@ class PaymentPayloadInvalid(ValueError):
 
 
 def invoice_issue(*, number: str, customer_name: str, amount: Decimal, due_at, wa_id: str = "",
-                  company=None, actor: str = "system") -> Invoice:
+                  company=None, actor: str) -> Invoice:
     """Create the invoice and start its reminders (``billing:<id>``) in one transaction."""
     with transaction.atomic():
         invoice, _ = Invoice.objects.get_or_create(number=number, defaults={

@@ -96,7 +96,7 @@ def _text_body(message: InboundMessage) -> str:
     return str(text.get("body") or "") if isinstance(text, dict) else ""
 
 
-def onboarding_start(company: Company, *, actor: str = "system", audit: dict | None = None):
+def onboarding_start(company: Company, *, actor: str, audit: dict | None = None):
     """Start the company's onboarding run; idempotent on its id ``onboarding:<customer id>``."""
     return services.run_start("onboarding", company.customer_id, id=company.run_id, actor=actor,
                               audit=audit)

@@ -7,7 +7,7 @@ from durable import services
 from processes.reconciliation.models import ReconciliationBatch
 
 
-def reconciliation_start(*, batch_date: date, actor: str = "system") -> ReconciliationBatch:
+def reconciliation_start(*, batch_date: date, actor: str) -> ReconciliationBatch:
     """Open the batch and start ``reconcile:<date>``; a second call (a second beat, a
     retried task) finds both and starts nothing."""
     with transaction.atomic():

@@ -39,7 +39,7 @@ def outsider(db):
 def start_case(company: str = "acme", *, risk: str = "low", workflow: str = "approval_test") -> ApprovalRequest:
     """Start a run and drive it until it waits on its approval request; return the request."""
     args = (company, risk) if workflow in ("approval_test", "approval_routed_test") else (company,)
-    run = durable_services.run_start(workflow, *args, id=f"{workflow}:{company}")
+    run = durable_services.run_start(workflow, *args, id=f"{workflow}:{company}", actor="test")
     drive(run.id)
     return ApprovalRequest.objects.filter(run_id=run.id).order_by("-id").first()
 
@@ -57,7 +57,7 @@ def high_risk_case(db, clock):
 def start_routed_case(company: str, *, risk: str = "low", groups=("kyc",)) -> ApprovalRequest:
     """A run waiting on a case routed to ``groups``."""
     run = durable_services.run_start("approval_routed_test", company, risk, list(groups),
-                                     id=f"approval_routed_test:{company}")
+                                     id=f"approval_routed_test:{company}", actor="test")
     drive(run.id)
     return ApprovalRequest.objects.get(run_id=run.id)
 

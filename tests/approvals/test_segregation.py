@@ -52,7 +52,7 @@ def act_on_run(action: str, case, username: str) -> ApprovalRequest:
 
 def case_retried_by(username: str) -> ApprovalRequest:
     """A run that failed on its first step, retried by ``username``, then opened its case."""
-    run = durable_services.run_start("approval_after_retry_test", "initech", id="approval_after_retry_test:initech")
+    run = durable_services.run_start("approval_after_retry_test", "initech", id="approval_after_retry_test:initech", actor="test")
     assert drive(run.id).status == RunStatus.FAILED
     durable_services.run_retry(run.id, actor=username)
     drive(run.id)
@@ -196,7 +196,7 @@ def onboarding_case(db, clock):
     return services.approval_request_create(
         run_id=run.id, signal_name="compliance_decision", idempotency_key=f"{run.id}:case",
         title=f"Open a business account for {company.name}", subject_type="company",
-        subject_id=company.customer_id, due_at=clock.now())
+        subject_id=company.customer_id, due_at=clock.now(), actor="test")
 
 
 def change_company_in_the_admin(user, company: Company, **changes) -> None:

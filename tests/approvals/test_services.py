@@ -28,7 +28,7 @@ def signals_of(case):
 def test_request_create_is_idempotent_on_its_key(case):
     again = services.approval_request_create(
         run_id=case.run_id, signal_name=case.signal_name, idempotency_key=case.idempotency_key,
-        title="another title", due_at=case.due_at)
+        title="another title", due_at=case.due_at, actor="test")
 
     assert again.pk == case.pk
     assert ApprovalRequest.objects.count() == 1
@@ -211,7 +211,7 @@ def test_users_outside_compliance_can_neither_claim_nor_decide(case, outsider):
 
 
 def test_expire_closes_an_open_case_and_a_late_decision_is_refused(case, ana):
-    services.approval_expire(case.pk)
+    services.approval_expire(case.pk, actor="test")
 
     case.refresh_from_db()
     assert case.status == ApprovalStatus.EXPIRED
@@ -222,7 +222,7 @@ def test_expire_closes_an_open_case_and_a_late_decision_is_refused(case, ana):
 def test_expire_leaves_a_decided_case_as_it_is(case, ana):
     services.approval_decide(case.pk, actor=ana, outcome="approve")
 
-    assert services.approval_expire(case.pk).status == ApprovalStatus.APPROVED
+    assert services.approval_expire(case.pk, actor="test").status == ApprovalStatus.APPROVED
 
 
 def test_cancel_closes_an_open_case_without_a_signal(case, ana):
@@ -249,7 +249,7 @@ def test_a_decision_for_a_run_that_ended_is_refused_and_writes_nothing(case, ana
     # A run can also end without a cancel (it failed); keep the case open to show that.
     run_cancelled.disconnect(dispatch_uid="approvals.cancel_cases_of_cancelled_run")
     try:
-        durable_services.run_cancel(case.run_id, reason="customer withdrew")
+        durable_services.run_cancel(case.run_id, reason="customer withdrew", actor="test")
     finally:
         run_cancelled.connect(cancel_cases_of_cancelled_run, dispatch_uid="approvals.cancel_cases_of_cancelled_run")
 

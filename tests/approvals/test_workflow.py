@@ -75,7 +75,7 @@ def test_more_documents_sends_the_process_back_and_opens_a_fresh_case(db, clock,
     first = start_case("loop", workflow="approval_loop_test")
     services.approval_decide(first.pk, actor=ana, outcome="more_documents", reason="no address proof")
     drive(first.run_id)
-    durable_services.signal_send(first.run_id, "documents_received", {"files": ["address.pdf"]})
+    durable_services.signal_send(first.run_id, "documents_received", {"files": ["address.pdf"]}, actor="test")
     drive(first.run_id)
     second = ApprovalRequest.objects.filter(run_id=first.run_id).exclude(pk=first.pk).get()
 

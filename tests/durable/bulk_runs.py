@@ -20,9 +20,9 @@ def blocked_runs(*run_ids: str, version: int = 1) -> list[str]:
     """Runs of ``reorder`` v``version`` that a deploy reordering their steps blocked."""
     with override_workflow(a_then_b, name="reorder", version=version):
         for run_id in run_ids:
-            drive(services.run_start("reorder", id=run_id).id)
+            drive(services.run_start("reorder", id=run_id, actor="test").id)
     for run_id in run_ids:
-        services.signal_send(run_id, "go", {})
+        services.signal_send(run_id, "go", {}, actor="test")
     with override_workflow(b_then_a, name="reorder", version=version):
         for run_id in run_ids:
             drive(run_id)

@@ -33,7 +33,7 @@ def viewer(client):
 
 @pytest.fixture
 def waiting_run(clock):
-    return drive(services.run_start("step_wait_step", id="onboarding:c-42").id)
+    return drive(services.run_start("step_wait_step", id="onboarding:c-42", actor="test").id)
 
 
 def page(run_id: str, action: str = "change") -> str:
@@ -55,9 +55,9 @@ def b_then_a():
 @pytest.fixture
 def blocked_run(clock):
     with override_workflow(a_then_b, name="reorder"):
-        run = services.run_start("reorder", id="reorder:admin")
+        run = services.run_start("reorder", id="reorder:admin", actor="test")
         drive(run.id)
-    services.signal_send(run.id, "go", {})
+    services.signal_send(run.id, "go", {}, actor="test")
     with override_workflow(b_then_a, name="reorder"):
         return drive(run.id)
 
@@ -68,7 +68,7 @@ def stamp(value) -> str:
 
 @pytest.fixture
 def run_with_deadline(clock):
-    return drive(services.run_start("wait_with_deadline", id="onboarding:c-43").id)
+    return drive(services.run_start("wait_with_deadline", id="onboarding:c-43", actor="test").id)
 
 
 def test_the_list_shows_wake_and_update_times_to_the_second_with_their_zone(operator, run_with_deadline):
@@ -96,7 +96,7 @@ def test_the_list_shows_workflow_version_status_and_what_the_run_waits_for(opera
 
 
 def test_the_list_filters_by_status_and_searches_by_id(operator, waiting_run):
-    services.run_start("three_steps", 1, id="three:admin")
+    services.run_start("three_steps", 1, id="three:admin", actor="test")
 
     by_status = operator.get(reverse("admin:durable_workflowrun_changelist"), {"status__exact": "pending"})
     by_id = operator.get(reverse("admin:durable_workflowrun_changelist"), {"q": "c-42"})
@@ -106,7 +106,7 @@ def test_the_list_filters_by_status_and_searches_by_id(operator, waiting_run):
 
 
 def test_the_run_page_shows_the_journal_timeline_and_pending_signals(operator, waiting_run):
-    services.signal_send(waiting_run.id, "unrelated", {"note": "kept for later"})
+    services.signal_send(waiting_run.id, "unrelated", {"note": "kept for later"}, actor="test")
 
     response = operator.get(page(waiting_run.id))
 
@@ -147,7 +147,7 @@ def test_retry_sends_a_blocked_run_back_to_pending(operator, blocked_run):
 
 
 def test_wake_now_ends_a_sleep(operator, clock):
-    run = drive(services.run_start("nap", id="nap:admin").id)
+    run = drive(services.run_start("nap", id="nap:admin", actor="test").id)
 
     operator.post(page(run.id, "wake"))
 
@@ -208,7 +208,7 @@ def test_the_journal_and_the_status_cannot_be_edited(operator, waiting_run):
 
 
 def test_bulk_cancel_from_the_list_reports_what_it_refused(operator, waiting_run, clock):
-    done = drive(services.run_start("three_steps", 1, id="three:done").id)
+    done = drive(services.run_start("three_steps", 1, id="three:done", actor="test").id)
 
     response = operator.post(reverse("admin:durable_workflowrun_changelist"),
                              {"action": "cancel_selected", "_selected_action": [waiting_run.id, done.id]},
@@ -228,7 +228,7 @@ def test_audit_events_are_listed_and_read_only(operator, waiting_run):
 
 
 def test_the_action_forms_come_before_the_change_form_never_inside_it(operator, clock):
-    run = drive(services.run_start("nap", id="nap:forms").id)
+    run = drive(services.run_start("nap", id="nap:forms", actor="test").id)
 
     html = operator.get(page(run.id)).content.decode()
 
@@ -238,7 +238,7 @@ def test_the_action_forms_come_before_the_change_form_never_inside_it(operator, 
 
 
 def test_the_signal_form_shows_a_dedupe_conflict_as_a_form_error(operator, waiting_run):
-    services.signal_send(waiting_run.id, "go", {"value": 1}, dedupe_key="desk-2")
+    services.signal_send(waiting_run.id, "go", {"value": 1}, dedupe_key="desk-2", actor="test")
 
     response = operator.post(page(waiting_run.id, "signal"),
                              {"name": "go", "payload": '{"value": 2}', "dedupe_key": "desk-2"})

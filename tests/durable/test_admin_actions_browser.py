@@ -38,7 +38,7 @@ def operator_page(browser, live_server):
 
 
 def test_wake_now_on_a_sleeping_run_wakes_it_and_is_audited(operator_page):
-    run = drive(services.run_start("nap", id="nap:browser").id)
+    run = drive(services.run_start("nap", id="nap:browser", actor="test").id)
 
     page = operator_page(run.id)
     page.get_by_role("button", name="Wake now").click()
@@ -50,7 +50,7 @@ def test_wake_now_on_a_sleeping_run_wakes_it_and_is_audited(operator_page):
 
 
 def test_retry_on_a_failed_run_sends_it_back_to_pending_and_is_audited(operator_page):
-    run = drive(services.run_start("fails_in_body", id="fails:browser").id)
+    run = drive(services.run_start("fails_in_body", id="fails:browser", actor="test").id)
 
     page = operator_page(run.id)
     page.get_by_role("button", name="Retry").click()
@@ -63,7 +63,7 @@ def test_retry_on_a_failed_run_sends_it_back_to_pending_and_is_audited(operator_
 
 
 def test_cancel_with_a_reason_after_confirming_cancels_the_run_and_is_audited(operator_page):
-    run = drive(services.run_start("step_wait_step", id="wait:browser-cancel").id)
+    run = drive(services.run_start("step_wait_step", id="wait:browser-cancel", actor="test").id)
 
     page = operator_page(run.id)
     page.once("dialog", lambda dialog: dialog.accept())
@@ -78,7 +78,7 @@ def test_cancel_with_a_reason_after_confirming_cancels_the_run_and_is_audited(op
 
 
 def test_a_signal_sent_from_the_run_page_is_recorded_and_audited(operator_page):
-    run = drive(services.run_start("step_wait_step", id="wait:browser-signal").id)
+    run = drive(services.run_start("step_wait_step", id="wait:browser-signal", actor="test").id)
 
     page = operator_page(run.id)
     page.get_by_role("link", name="Send a signal…").click()

@@ -39,7 +39,7 @@ def viewer():
 
 @pytest.fixture
 def waiting_run(clock):
-    run = services.run_start("step_wait_step", id="orders:c-42/a b")
+    run = services.run_start("step_wait_step", id="orders:c-42/a b", actor="test")
     return drive(run.id)
 
 
@@ -56,9 +56,9 @@ def test_a_request_without_credentials_gets_401_in_the_error_shape():
 
 
 def test_list_filters_by_status_and_workflow_and_paginates(operator, clock):
-    services.run_start("three_steps", 1, id="three:1")
-    services.run_start("three_steps", 2, id="three:2")
-    drive(services.run_start("step_wait_step", id="wait:1").id)
+    services.run_start("three_steps", 1, id="three:1", actor="test")
+    services.run_start("three_steps", 2, id="three:2", actor="test")
+    drive(services.run_start("step_wait_step", id="wait:1", actor="test").id)
 
     response = operator.get("/api/runs/", {"status": "pending", "workflow": "three_steps", "page_size": 1})
 
@@ -85,7 +85,7 @@ def test_a_page_size_that_is_not_a_whole_number_in_range_is_a_400(operator, page
 
 
 def test_an_empty_filter_is_a_400_not_every_run(operator, clock):
-    services.run_start("three_steps", 1, id="three:1")
+    services.run_start("three_steps", 1, id="three:1", actor="test")
 
     response = operator.get("/api/runs/?workflow=")
 
@@ -102,7 +102,7 @@ def test_the_schema_says_text_fields_take_no_nul_and_pages_have_bounds(operator)
 
 
 def test_detail_of_an_id_with_colon_slash_and_space_shows_journal_and_signals(operator, waiting_run):
-    services.signal_send(waiting_run.id, "unrelated", {"x": 1})
+    services.signal_send(waiting_run.id, "unrelated", {"x": 1}, actor="test")
 
     response = operator.get("/api/runs/orders:c-42/a%20b/")
 
@@ -115,7 +115,7 @@ def test_detail_of_an_id_with_colon_slash_and_space_shows_journal_and_signals(op
 
 
 def test_a_run_whose_id_ends_like_an_action_is_still_readable(operator, clock):
-    services.run_start("three_steps", 1, id="odd/cancel")
+    services.run_start("three_steps", 1, id="odd/cancel", actor="test")
 
     response = operator.get("/api/runs/odd/cancel/")
 
@@ -281,7 +281,7 @@ def test_options_on_an_action_answers_200(operator, waiting_run, action):
 
 
 def test_a_signal_to_a_finished_run_is_a_409(operator, clock):
-    run = drive(services.run_start("three_steps", 1, id="three:done").id)
+    run = drive(services.run_start("three_steps", 1, id="three:done", actor="test").id)
 
     response = post_json(operator, f"/api/runs/{run.id}/signals/", {"name": "go"})
 
@@ -307,7 +307,7 @@ def test_retrying_a_waiting_run_is_a_409_invalid_transition(operator, waiting_ru
 
 
 def test_retry_sends_a_failed_run_back_to_pending(operator, clock):
-    run = drive(services.run_start("fails_in_body", id="fails:1").id)
+    run = drive(services.run_start("fails_in_body", id="fails:1", actor="test").id)
 
     response = operator.post(f"/api/runs/{run.id}/retry/")
 
@@ -316,7 +316,7 @@ def test_retry_sends_a_failed_run_back_to_pending(operator, clock):
 
 
 def test_wake_is_audited(operator, clock):
-    run = drive(services.run_start("nap", id="nap:1").id)
+    run = drive(services.run_start("nap", id="nap:1", actor="test").id)
 
     response = operator.post(f"/api/runs/{run.id}/wake/")
 
@@ -349,7 +349,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
 
     token = Token.objects.create(user=user_with("view_workflowrun", "operate_workflowrun")).key
     auth = {"Authorization": f"Token {token}"}
-    drive(services.run_start("step_wait_step", id="orders:st-1").id)
+    drive(services.run_start("step_wait_step", id="orders:st-1", actor="test").id)
     # Every check runs. Two exceptions, stated here: a start whose body fits the schema may
     # still name no registered workflow or not bind to its parameters (a 400 the schema cannot
     # express: each workflow has its own signature); a bulk filter's keys other than status,
@@ -417,7 +417,7 @@ def _keep_the_test_connection_open():
 
 
 def test_a_graceful_cancel_through_the_api_lets_the_workflow_clean_up(operator, clock):
-    run = services.run_start("polite_cancel", "c-api", id="cancel:api")
+    run = services.run_start("polite_cancel", "c-api", id="cancel:api", actor="test")
     drive(run.id)
 
     response = post_json(operator, f"/api/runs/{run.id}/cancel/", {"reason": "asked by phone",

@@ -124,7 +124,7 @@ def test_runs_that_finished_after_the_cutoff_or_are_still_going_stay(clock, reor
 
 
 def test_a_failed_run_stays_because_it_can_still_be_retried(clock):
-    run = drive(services.run_start("fails_in_body", id="fails:1").id)
+    run = drive(services.run_start("fails_in_body", id="fails:1", actor="test").id)
     clock.advance(timedelta(days=100))
 
     archive_now()
@@ -320,7 +320,7 @@ def test_starting_an_archived_id_again_is_refused(old_runs):
     archive_now()
 
     with pytest.raises(RunArchived, match="archived"):
-        services.run_start("reorder", id=old_runs[0].id)
+        services.run_start("reorder", id=old_runs[0].id, actor="test")
     assert not WorkflowRun.objects.filter(pk=old_runs[0].id).exists()
 
 

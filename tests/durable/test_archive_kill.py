@@ -31,7 +31,7 @@ RUNS = 120
 def finished_runs() -> list[str]:
     ids = []
     for n in range(RUNS):
-        run = services.run_start("three_steps", n, id=f"kill:{n:03d}")
+        run = services.run_start("three_steps", n, id=f"kill:{n:03d}", actor="test")
         drive(run.id)
         ids.append(run.id)
     assert WorkflowRun.objects.filter(status="completed").count() == RUNS

@@ -32,7 +32,7 @@ def badly_attributed() -> str:
 
 @pytest.fixture
 def waiting_run(clock):
-    return drive(services.run_start(attributed_onboarding, "12345678000199", id="onb:attr").id)
+    return drive(services.run_start(attributed_onboarding, "12345678000199", id="onb:attr", actor="test").id)
 
 
 def attribute_entries(run_id: str) -> int:
@@ -47,7 +47,7 @@ def test_attributes_are_stored_on_the_run_with_their_journal_entry(waiting_run):
 
 
 def test_attributes_set_twice_merge_key_by_key_and_the_latest_wins(waiting_run):
-    services.signal_send(waiting_run.id, "selfie", {"file": "s.jpg"})
+    services.signal_send(waiting_run.id, "selfie", {"file": "s.jpg"}, actor="test")
 
     run = drive(waiting_run.id)
 
@@ -59,7 +59,7 @@ def test_attributes_set_twice_merge_key_by_key_and_the_latest_wins(waiting_run):
 
 def test_replay_does_not_write_recorded_attributes_again(waiting_run):
     WorkflowRun.objects.filter(pk=waiting_run.id).update(attributes={})  # so a rewrite would show
-    services.signal_send(waiting_run.id, "selfie", {"file": "s.jpg"})
+    services.signal_send(waiting_run.id, "selfie", {"file": "s.jpg"}, actor="test")
 
     run = drive(waiting_run.id)  # replays position 0, then sets the second time
 
@@ -68,11 +68,11 @@ def test_replay_does_not_write_recorded_attributes_again(waiting_run):
 
 
 def test_a_worker_that_lost_its_lease_writes_neither_the_entry_nor_the_attributes(clock):
-    run = services.run_start(attributed_onboarding, "1", id="onb:fenced")
+    run = services.run_start(attributed_onboarding, "1", id="onb:fenced", actor="test")
     _, lease = leases.claim(run.id, owner="worker-a")
     entry = JournalEntry(run_id=run.id, position=0, kind=EntryKind.ATTRIBUTES, name="attributes",
                          status="completed", result={"stage": "stale"}, created_at=clock.now())
-    services.run_cancel(run.id, reason="stop")
+    services.run_cancel(run.id, reason="stop", actor="test")
 
     with pytest.raises(Fenced):
         lease.record(entry, insert=True, attributes={"stage": "stale"})
@@ -82,7 +82,7 @@ def test_a_worker_that_lost_its_lease_writes_neither_the_entry_nor_the_attribute
 
 
 def test_a_value_that_is_not_a_json_scalar_is_a_type_error_in_the_body_and_nothing_is_recorded(clock):
-    run = drive(services.run_start(badly_attributed, id="bad:attr").id)
+    run = drive(services.run_start(badly_attributed, id="bad:attr", actor="test").id)
 
     assert run.status == RunStatus.FAILED
     assert run.error["type"] == "TypeError"
@@ -91,7 +91,7 @@ def test_a_value_that_is_not_a_json_scalar_is_a_type_error_in_the_body_and_nothi
 
 
 def test_a_recorded_history_with_attributes_replays(waiting_run):
-    services.signal_send(waiting_run.id, "selfie", {"file": "s.jpg"})
+    services.signal_send(waiting_run.id, "selfie", {"file": "s.jpg"}, actor="test")
     drive(waiting_run.id)
 
     report = history.history_replay(history.history_parse(history.history_export(waiting_run.id)))
@@ -244,7 +244,7 @@ def attribute_case(case: str) -> str:
 
 
 def run_case(case: str) -> WorkflowRun:
-    return drive(services.run_start(attribute_case, case, id=f"attr:{case}").id)
+    return drive(services.run_start(attribute_case, case, id=f"attr:{case}", actor="test").id)
 
 
 def test_a_value_that_is_not_a_json_scalar_is_named_by_its_type_in_the_error(clock):
@@ -307,7 +307,7 @@ def test_setting_attributes_is_journaled_as_a_completed_entry(waiting_run):
 
 def test_a_crash_loop_at_setting_attributes_names_them_in_its_reason(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
-    run = services.run_start(attributed_onboarding, "1", id="attr:crash-loop")
+    run = services.run_start(attributed_onboarding, "1", id="attr:crash-loop", actor="test")
     as_if_its_worker_died(run, takeovers=2, at=0)
 
     run = drive(run.id)

@@ -167,7 +167,7 @@ def test_a_run_with_an_audit_trail_cannot_be_deleted(trail):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_test_suites_flush_still_empties_the_audit_tables():
-    services.run_start("step_wait_step", id="audit:flushed")
+    services.run_start("step_wait_step", id="audit:flushed", actor="test")
     start_case("flushed")
 
     call_command("flush", "--noinput")
@@ -177,7 +177,7 @@ def test_the_test_suites_flush_still_empties_the_audit_tables():
 
 @pytest.mark.django_db(transaction=True)
 def test_writers_racing_on_one_run_keep_its_chain_whole():
-    run = services.run_start("step_wait_step", id="audit:race")
+    run = services.run_start("step_wait_step", id="audit:race", actor="test")
     barrier, errors = threading.Barrier(4), []
 
     def writer(n: int):
@@ -205,7 +205,7 @@ def test_writers_racing_on_one_run_keep_its_chain_whole():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_signal_sent_outside_a_transaction_is_linked_and_hashed_as_verify_expects():
-    run = services.run_start("step_wait_step", id="audit:autocommit")
+    run = services.run_start("step_wait_step", id="audit:autocommit", actor="test")
 
     signal = services.signal_send(run.id, "note", {"text": "ação ✓", "n": 1.0}, actor="ana",
                                   audit={"via": "api", "zeta": [1, {"b": 2, "a": 1}]})
@@ -220,7 +220,7 @@ def test_a_signal_sent_outside_a_transaction_is_linked_and_hashed_as_verify_expe
 
 @pytest.mark.django_db(transaction=True)
 def test_a_signal_that_waited_for_another_writers_lock_still_extends_the_chain():
-    run = services.run_start("step_wait_step", id="audit:waited")
+    run = services.run_start("step_wait_step", id="audit:waited", actor="test")
     holding, errors = threading.Event(), []
 
     def holder():
@@ -243,12 +243,12 @@ def test_a_signal_that_waited_for_another_writers_lock_still_extends_the_chain()
 
     assert errors == []
     assert list(AuditEvent.objects.filter(run_id=run.id).order_by("chain_seq")
-                .values_list("chain_seq", "actor")) == [(1, "system"), (2, "holder"), (3, "main")]
+                .values_list("chain_seq", "actor")) == [(1, "test"), (2, "holder"), (3, "main")]
     assert verify()[0] == 0
 
 
 def test_the_body_cut_at_its_holes_is_the_body_once_the_database_fills_them():
-    run = services.run_start("step_wait_step", id="audit:holes")
+    run = services.run_start("step_wait_step", id="audit:holes", actor="test")
     event = AuditEvent(run_id=run.id, action="signal", actor="ana", created_at=run.created_at,
                        detail={"name": "go", "a": "durable-hole-x", "signal_id": "hole-2"})
     event.chain_seq = "hole-1"
@@ -261,7 +261,7 @@ def test_the_body_cut_at_its_holes_is_the_body_once_the_database_fills_them():
 
 
 def test_values_the_database_stores_in_its_own_form_still_verify():
-    run = services.run_start("step_wait_step", id="audit:forms")
+    run = services.run_start("step_wait_step", id="audit:forms", actor="test")
     AuditEvent.objects.create(run_id=run.id, action="note", actor="ops", created_at=run.created_at,
                               detail={"whole": 1.0, "big": 1e20, "small": 1.5e-7, "text": "ação ✓",
                                       "nested": [{"b": 2, "a": (1, 2)}]})

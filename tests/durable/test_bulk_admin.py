@@ -63,7 +63,7 @@ def test_confirming_retries_each_run_with_its_own_audit_row_and_reports_the_coun
 
 def test_a_run_finished_between_count_and_confirm_is_left_out(operator, clock):
     for n in range(2):
-        drive(services.run_start("step_wait_step", id=f"wait:{n}").id)
+        drive(services.run_start("step_wait_step", id=f"wait:{n}", actor="test").id)
     token = token_in(operator.post(BULK, {"action": "cancel", "workflow": "step_wait_step"}).content.decode())
     services.run_cancel("wait:1", reason="by hand", actor="colleague")
 
@@ -154,7 +154,7 @@ def test_a_pass_that_runs_out_of_time_offers_to_continue_with_the_runs_left(oper
 
 
 def test_a_double_clicked_confirm_acts_once(operator, clock):
-    drive(services.run_start("nap", id="nap:twice").id)
+    drive(services.run_start("nap", id="nap:twice", actor="test").id)
     token = token_in(operator.post(BULK, {"action": "wake", "workflow": "nap"}).content.decode())
     operator.post(BULK, {"token": token})
 

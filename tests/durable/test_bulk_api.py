@@ -78,7 +78,7 @@ def test_the_confirm_token_acts_on_the_previewed_runs_only(operator, blocked_v1_
 
 def test_a_run_whose_status_changed_before_its_turn_is_skipped_and_reported(operator, clock):
     for n in range(3):
-        drive(services.run_start("step_wait_step", id=f"wait:{n}").id)
+        drive(services.run_start("step_wait_step", id=f"wait:{n}", actor="test").id)
 
     def someone_else_cancels_the_last(run_id, **kwargs):
         if run_id == "wait:0":
@@ -96,8 +96,8 @@ def test_a_run_whose_status_changed_before_its_turn_is_skipped_and_reported(oper
 
 
 def test_wake_by_search_attribute_wakes_only_the_runs_with_that_value(operator, clock):
-    drive(services.run_start("staged", "11222333000181", id="staged:a").id)
-    drive(services.run_start("staged", "99888777000166", id="staged:b").id)
+    drive(services.run_start("staged", "11222333000181", id="staged:a", actor="test").id)
+    drive(services.run_start("staged", "99888777000166", id="staged:b", actor="test").id)
 
     response = bulk(operator, {"action": "wake", "filter": {"attr.cnpj": "11222333000181"}})
 
@@ -107,7 +107,7 @@ def test_wake_by_search_attribute_wakes_only_the_runs_with_that_value(operator, 
 
 def test_a_graceful_bulk_cancel_lets_each_workflow_clean_up(operator, clock):
     for customer in ("c-1", "c-2"):
-        drive(services.run_start("polite_cancel", customer, id=f"polite:{customer}").id)
+        drive(services.run_start("polite_cancel", customer, id=f"polite:{customer}", actor="test").id)
 
     response = bulk(operator, {"action": "cancel", "graceful": True, "reason": "campaign closed",
                                "filter": {"workflow": "polite_cancel", "status": "waiting"}})
@@ -120,7 +120,7 @@ def test_a_graceful_bulk_cancel_lets_each_workflow_clean_up(operator, clock):
 def test_runs_read_in_small_batches_are_each_acted_on_once(operator, clock, settings):
     settings.DURABLE_BULK_BATCH = 2
     for n in range(5):
-        drive(services.run_start("nap", id=f"nap:{n}").id)
+        drive(services.run_start("nap", id=f"nap:{n}", actor="test").id)
 
     response = bulk(operator, {"action": "wake", "filter": {"workflow": "nap"}})
 
@@ -198,7 +198,7 @@ def test_an_unknown_action_is_a_400(operator):
 def test_a_pass_that_runs_out_of_time_hands_back_a_token_that_goes_on_where_it_stopped(operator, clock, settings):
     settings.DURABLE_BULK_PASS_SECONDS = 0    # every pass stops after its first run
     for n in range(3):
-        drive(services.run_start("nap", id=f"nap:{n}").id)
+        drive(services.run_start("nap", id=f"nap:{n}", actor="test").id)
 
     first = bulk(operator, {"action": "wake", "filter": {"workflow": "nap"}}).json()
     second = bulk(operator, {"token": first["resume_token"]}, path="/api/bulk/confirm/").json()
@@ -211,7 +211,7 @@ def test_a_pass_that_runs_out_of_time_hands_back_a_token_that_goes_on_where_it_s
 
 
 def test_a_confirmation_token_acts_once(operator, clock):
-    drive(services.run_start("nap", id="nap:once").id)
+    drive(services.run_start("nap", id="nap:once", actor="test").id)
     token = bulk(operator, {"action": "wake", "filter": {"workflow": "nap"}, "dry_run": True}).json()["token"]
     bulk(operator, {"token": token}, path="/api/bulk/confirm/")
 

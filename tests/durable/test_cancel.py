@@ -25,7 +25,7 @@ def cancelled_hooks():
 
 def test_a_graceful_cancel_raises_cancelled_where_the_body_waits_and_its_cleanup_runs_once(
         clock, cancelled_hooks):
-    run = services.run_start("polite_cancel", "c-1", id="cancel:polite")
+    run = services.run_start("polite_cancel", "c-1", id="cancel:polite", actor="test")
     drive(run.id)
 
     services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
@@ -39,9 +39,9 @@ def test_a_graceful_cancel_raises_cancelled_where_the_body_waits_and_its_cleanup
 
 
 def test_a_gracefully_cancelled_run_replays_from_its_history(clock):
-    run = services.run_start("polite_cancel", "c-2", id="cancel:replay")
+    run = services.run_start("polite_cancel", "c-2", id="cancel:replay", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="duplicate", graceful=True)
+    services.run_cancel(run.id, reason="duplicate", graceful=True, actor="test")
     drive(run.id)
 
     report = history.history_replay(history.history_parse(history.history_export(run.id)))
@@ -50,10 +50,10 @@ def test_a_gracefully_cancelled_run_replays_from_its_history(clock):
 
 
 def test_a_signal_that_races_a_graceful_cancel_does_not_skip_the_cleanup(clock):
-    run = services.run_start("polite_cancel", "c-3", id="cancel:race")
+    run = services.run_start("polite_cancel", "c-3", id="cancel:race", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="stop", graceful=True)
-    services.signal_send(run.id, "documents", {"files": []})
+    services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
+    services.signal_send(run.id, "documents", {"files": []}, actor="test")
 
     run = drive(run.id)
 
@@ -62,9 +62,9 @@ def test_a_signal_that_races_a_graceful_cancel_does_not_skip_the_cleanup(clock):
 
 
 def test_cleanup_that_outlives_its_deadline_becomes_an_immediate_cancel(clock, cancelled_hooks):
-    run = services.run_start("slow_cleanup", id="cancel:slow")
+    run = services.run_start("slow_cleanup", id="cancel:slow", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="stop", graceful=True, cleanup=hours(1))
+    services.run_cancel(run.id, reason="stop", graceful=True, cleanup=hours(1), actor="test")
 
     run = drive(run.id)
     assert run.status == RunStatus.WAITING  # cleaning up: sleeping a day, woken at the deadline
@@ -79,8 +79,8 @@ def test_cleanup_that_outlives_its_deadline_becomes_an_immediate_cancel(clock, c
 
 
 def test_a_body_can_end_its_own_run_as_cancelled(clock):
-    run = services.run_start("withdraws", id="cancel:self")
-    services.signal_send(run.id, "reply", {"text": " Cancelar "})
+    run = services.run_start("withdraws", id="cancel:self", actor="test")
+    services.signal_send(run.id, "reply", {"text": " Cancelar "}, actor="test")
 
     run = drive(run.id)
 
@@ -89,10 +89,10 @@ def test_a_body_can_end_its_own_run_as_cancelled(clock):
 
 
 def test_cancel_is_immediate_unless_asked_to_be_graceful(clock):
-    run = services.run_start("polite_cancel", "c-4", id="cancel:immediate")
+    run = services.run_start("polite_cancel", "c-4", id="cancel:immediate", actor="test")
     drive(run.id)
 
-    run = services.run_cancel(run.id, reason="fraud")
+    run = services.run_cancel(run.id, reason="fraud", actor="test")
 
     assert run.status == RunStatus.CANCELLED
     assert drive(run.id).status == RunStatus.CANCELLED
@@ -100,30 +100,30 @@ def test_cancel_is_immediate_unless_asked_to_be_graceful(clock):
 
 
 def test_a_graceful_cancel_of_a_run_whose_body_cannot_run_is_immediate(clock):
-    run = services.run_start("withdraws", id="cancel:failed")
-    services.signal_send(run.id, "reply", {"nope": 1})  # the body fails on the missing key
+    run = services.run_start("withdraws", id="cancel:failed", actor="test")
+    services.signal_send(run.id, "reply", {"nope": 1}, actor="test")  # the body fails on the missing key
     assert drive(run.id).status == RunStatus.FAILED
 
-    run = services.run_cancel(run.id, reason="clean up", graceful=True)
+    run = services.run_cancel(run.id, reason="clean up", graceful=True, actor="test")
 
     assert run.status == RunStatus.CANCELLED
 
 
 def test_asking_twice_for_a_graceful_cancel_delivers_it_once(clock):
-    run = services.run_start("polite_cancel", "c-5", id="cancel:twice")
+    run = services.run_start("polite_cancel", "c-5", id="cancel:twice", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="first", graceful=True)
-    services.run_cancel(run.id, reason="second", graceful=True)
+    services.run_cancel(run.id, reason="first", graceful=True, actor="test")
+    services.run_cancel(run.id, reason="second", graceful=True, actor="test")
 
     run = drive(run.id)
 
-    assert run.result == "bye: first (system)" and CALLS["goodbye"] == 1
+    assert run.result == "bye: first (test)" and CALLS["goodbye"] == 1
 
 
 def test_a_graceful_cancel_waits_for_the_body_even_after_a_crash_mid_cleanup(clock):
-    run = services.run_start("slow_cleanup", id="cancel:resume")
+    run = services.run_start("slow_cleanup", id="cancel:resume", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="stop", graceful=True)
+    services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
     drive(run.id)  # delivered; the cleanup sleeps
 
     run = drive(run.id)  # a new advance (as after a crash) replays the delivered cancel
@@ -133,9 +133,9 @@ def test_a_graceful_cancel_waits_for_the_body_even_after_a_crash_mid_cleanup(clo
 
 
 def test_a_cleanup_that_re_raises_cancelled_replays_from_its_history(clock):
-    run = services.run_start("cleanup_then_reraise", id="cancel:reraise")
+    run = services.run_start("cleanup_then_reraise", id="cancel:reraise", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="stop", graceful=True)
+    services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
     assert drive(run.id).status == RunStatus.CANCELLED
 
     report = history.history_replay(history.history_parse(history.history_export(run.id)))
@@ -145,8 +145,8 @@ def test_a_cleanup_that_re_raises_cancelled_replays_from_its_history(clock):
 
 
 def test_a_body_that_cancelled_itself_replays_from_its_history(clock):
-    run = services.run_start("withdraws", id="cancel:self-replay")
-    services.signal_send(run.id, "reply", {"text": "cancelar"})
+    run = services.run_start("withdraws", id="cancel:self-replay", actor="test")
+    services.signal_send(run.id, "reply", {"text": "cancelar"}, actor="test")
     drive(run.id)
 
     report = history.history_replay(history.history_parse(history.history_export(run.id)))
@@ -155,9 +155,9 @@ def test_a_body_that_cancelled_itself_replays_from_its_history(clock):
 
 
 def test_a_cleanup_that_fails_still_ends_the_run_cancelled_and_says_why(clock):
-    run = services.run_start("cleanup_fails", id="cancel:broken-cleanup")
+    run = services.run_start("cleanup_fails", id="cancel:broken-cleanup", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="stop", graceful=True)
+    services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
 
     run = drive(run.id)
 
@@ -167,7 +167,7 @@ def test_a_cleanup_that_fails_still_ends_the_run_cancelled_and_says_why(clock):
 
 
 def test_a_replayed_cancel_carries_the_same_reason_and_actor(clock):
-    run = services.run_start("cleanup_after_a_nap", id="cancel:replayed")
+    run = services.run_start("cleanup_after_a_nap", id="cancel:replayed", actor="test")
     drive(run.id)
     services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
     assert drive(run.id).status == RunStatus.WAITING
@@ -180,7 +180,7 @@ def test_a_replayed_cancel_carries_the_same_reason_and_actor(clock):
 
 
 def test_cleanup_that_outlives_its_deadline_keeps_the_reason_and_who_cancelled(clock):
-    run = services.run_start("slow_cleanup", id="cancel:slow-who")
+    run = services.run_start("slow_cleanup", id="cancel:slow-who", actor="test")
     drive(run.id)
     services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True, cleanup=hours(1))
     drive(run.id)
@@ -194,7 +194,7 @@ def test_cleanup_that_outlives_its_deadline_keeps_the_reason_and_who_cancelled(c
 @pytest.mark.parametrize("waited", [seconds(0), seconds(11)], ids=["backing-off", "retry-due"])
 def test_a_graceful_cancel_at_a_failed_step_ends_the_run_there_without_another_attempt(clock, waited):
     """During the 10 s back-off, or once it is over and the second attempt is due."""
-    run = services.run_start("gives_up", id="cancel:backoff")
+    run = services.run_start("gives_up", id="cancel:backoff", actor="test")
     drive(run.id)  # the first attempt failed
     clock.advance(waited)
     services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
@@ -208,7 +208,7 @@ def test_a_graceful_cancel_at_a_failed_step_ends_the_run_there_without_another_a
 
 
 def test_a_graceful_cancel_that_arrives_before_a_child_is_started_starts_no_child(clock):
-    run = services.run_start("one_child", "e-1", id="cancel:before-child")
+    run = services.run_start("one_child", "e-1", id="cancel:before-child", actor="test")
     services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
 
     run = drive(run.id)
@@ -220,7 +220,7 @@ def test_a_graceful_cancel_that_arrives_before_a_child_is_started_starts_no_chil
 
 
 def test_a_graceful_cancel_that_finds_a_waits_deadline_passed_cancels_there_instead_of_timing_out(clock):
-    run = services.run_start("polite_cancel", "c-9", id="cancel:deadline-passed")
+    run = services.run_start("polite_cancel", "c-9", id="cancel:deadline-passed", actor="test")
     drive(run.id)
     clock.advance(days(7) + timedelta(seconds=1))
     services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
@@ -232,7 +232,7 @@ def test_a_graceful_cancel_that_finds_a_waits_deadline_passed_cancels_there_inst
 
 
 def test_a_graceful_cancel_that_finds_a_sleep_over_cancels_at_the_sleep(clock):
-    run = services.run_start("nap", id="cancel:nap-over")
+    run = services.run_start("nap", id="cancel:nap-over", actor="test")
     drive(run.id)
     clock.advance(hours(2))
     services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
@@ -253,7 +253,7 @@ def patched_then_waits() -> str:
 
 def test_a_graceful_cancel_is_never_delivered_at_a_patch_marker_but_at_the_next_call(clock):
     with override_workflow(patched_then_waits, name="patched_then_waits"):
-        run = services.run_start("patched_then_waits", id="cancel:patched")
+        run = services.run_start("patched_then_waits", id="cancel:patched", actor="test")
         services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
         run = drive(run.id)
 
@@ -264,7 +264,7 @@ def test_a_graceful_cancel_is_never_delivered_at_a_patch_marker_but_at_the_next_
 
 def test_a_run_replaying_a_delivered_cancel_whose_request_is_gone_ends_cancelled_by_the_workflow(
         clock, cancelled_hooks):
-    run = services.run_start("polite_cancel", "c-12", id="cancel:request-gone")
+    run = services.run_start("polite_cancel", "c-12", id="cancel:request-gone", actor="test")
     drive(run.id)
     # The cancel was delivered at the wait and journaled; the request itself is no longer on the run.
     JournalEntry.objects.filter(run_id=run.id, position=0).update(
@@ -280,7 +280,7 @@ def test_a_run_replaying_a_delivered_cancel_whose_request_is_gone_ends_cancelled
 
 
 def test_a_gracefully_cancelled_run_says_it_was_cancelled_why_by_whom_and_gracefully(clock):
-    run = services.run_start("polite_cancel", "c-9", id="cancel:error-shape")
+    run = services.run_start("polite_cancel", "c-9", id="cancel:error-shape", actor="test")
     drive(run.id)
     services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
 
@@ -290,8 +290,8 @@ def test_a_gracefully_cancelled_run_says_it_was_cancelled_why_by_whom_and_gracef
 
 
 def test_a_body_that_cancels_itself_is_cancelled_by_the_workflow_with_no_result(clock):
-    run = services.run_start("withdraws", id="cancel:self-actor")
-    services.signal_send(run.id, "reply", {"text": "cancelar"})
+    run = services.run_start("withdraws", id="cancel:self-actor", actor="test")
+    services.signal_send(run.id, "reply", {"text": "cancelar"}, actor="test")
 
     run = drive(run.id)
 
@@ -299,9 +299,9 @@ def test_a_body_that_cancels_itself_is_cancelled_by_the_workflow_with_no_result(
 
 
 def test_a_gracefully_cancelled_run_keeps_no_pending_cancel_request(clock):
-    run = services.run_start("polite_cancel", "c-10", id="cancel:request-cleared")
+    run = services.run_start("polite_cancel", "c-10", id="cancel:request-cleared", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="stop", graceful=True)
+    services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
 
     run = drive(run.id)
 
@@ -309,9 +309,9 @@ def test_a_gracefully_cancelled_run_keeps_no_pending_cancel_request(clock):
 
 
 def test_the_log_says_a_run_ended_cancelled_gracefully(clock, caplog):
-    run = services.run_start("polite_cancel", "c-11", id="cancel:logged")
+    run = services.run_start("polite_cancel", "c-11", id="cancel:logged", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="stop", graceful=True)
+    services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
 
     with caplog.at_level("INFO", logger="durable"):
         drive(run.id)
@@ -326,9 +326,9 @@ def test_the_cancelled_hook_is_sent_by_the_workflow_run_model(clock):
         seen.append(run_id)
 
     hooks.run_cancelled.connect(receiver, sender=WorkflowRun, weak=False, dispatch_uid="test-cancelled-sender")
-    run = services.run_start("polite_cancel", "c-12", id="cancel:sender")
+    run = services.run_start("polite_cancel", "c-12", id="cancel:sender", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="stop", graceful=True)
+    services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
 
     try:
         drive(run.id)
@@ -344,7 +344,7 @@ def quits_without_a_reason() -> str:
 
 def test_a_body_that_cancels_itself_without_a_reason_says_cancelled(clock):
     with override_workflow(quits_without_a_reason, name="quits_without_a_reason"):
-        run = services.run_start("quits_without_a_reason", id="cancel:no-reason")
+        run = services.run_start("quits_without_a_reason", id="cancel:no-reason", actor="test")
         run = drive(run.id)
 
     assert (run.status, run.error["message"]) == (RunStatus.CANCELLED, "cancelled")
@@ -360,16 +360,16 @@ def cleans_up_into_something_unstorable() -> object:
 
 def test_a_cleanup_whose_value_cannot_be_stored_ends_the_run_cancelled_with_no_result(clock):
     with override_workflow(cleans_up_into_something_unstorable, name="cleans_up_into_something_unstorable"):
-        run = services.run_start("cleans_up_into_something_unstorable", id="cancel:unstorable")
+        run = services.run_start("cleans_up_into_something_unstorable", id="cancel:unstorable", actor="test")
         drive(run.id)
-        services.run_cancel(run.id, reason="stop", graceful=True)
+        services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
         run = drive(run.id)
 
     assert (run.status, run.result) == (RunStatus.CANCELLED, None)
 
 
 def test_a_graceful_cancel_of_a_sleeping_run_cancels_it_at_its_sleep(clock):
-    run = services.run_start("nap", id="cancel:sleeping")
+    run = services.run_start("nap", id="cancel:sleeping", actor="test")
     drive(run.id)
     services.run_cancel(run.id, reason="no longer needed", actor="ops", graceful=True)
 
@@ -389,7 +389,7 @@ def uuid_then_waits() -> str:
 
 def test_a_graceful_cancel_is_never_delivered_at_a_deterministic_value_but_at_the_next_call(clock):
     with override_workflow(uuid_then_waits, name="uuid_then_waits"):
-        run = services.run_start("uuid_then_waits", id="cancel:uuid")
+        run = services.run_start("uuid_then_waits", id="cancel:uuid", actor="test")
         services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
         run = drive(run.id)
 

@@ -29,7 +29,7 @@ def test_fifty_runs_of_three_steps_all_complete(celery):
     celery.start_worker()
     with transaction.atomic():
         for n in range(50):
-            services.run_start(three_steps, n, id=f"fifty:{n}")
+            services.run_start(three_steps, n, id=f"fifty:{n}", actor="test")
 
     wait_until(lambda: WorkflowRun.objects.filter(status=RunStatus.COMPLETED).count() == 50,
                timeout=90, message="50 completed runs")
@@ -42,7 +42,7 @@ def test_a_worker_killed_during_a_long_step_is_replaced_and_no_step_before_repea
     celery.env["SLOW_STEP_SECONDS"] = "60"
     celery.start_worker("doomed")
     celery.start_beat()
-    run = services.run_start("killed_mid_step", id="kill:1")
+    run = services.run_start("killed_mid_step", id="kill:1", actor="test")
     wait_until(lambda: Effect.objects.filter(run_id=run.id, name="slow_effect").exists(),
                timeout=60, message="the slow step to start")
 
@@ -60,13 +60,13 @@ def test_a_worker_killed_during_a_long_step_is_replaced_and_no_step_before_repea
 
 @pytest.mark.skipif(not USES_REDIS, reason="flushes the Redis broker")
 def test_the_sweep_recovers_every_run_after_redis_is_flushed(celery):
-    pending = [services.run_start(three_steps, n, id=f"flushed:{n}").id for n in range(5)]
-    waiting = services.run_start("step_wait_step", id="flushed:waiting").id
+    pending = [services.run_start(three_steps, n, id=f"flushed:{n}", actor="test").id for n in range(5)]
+    waiting = services.run_start("step_wait_step", id="flushed:waiting", actor="test").id
     celery.start_worker()
     wait_until(lambda: status_of(waiting) == RunStatus.WAITING, timeout=30, message="the wait")
     celery.stop()
-    pending += [services.run_start(three_steps, n, id=f"flushed:late:{n}").id for n in range(5)]
-    services.signal_send(waiting, "go", {"value": 1})
+    pending += [services.run_start(three_steps, n, id=f"flushed:late:{n}", actor="test").id for n in range(5)]
+    services.signal_send(waiting, "go", {"value": 1}, actor="test")
 
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     celery.start_worker()
@@ -80,7 +80,7 @@ def test_the_sweep_recovers_every_run_after_redis_is_flushed(celery):
 def test_a_sleep_fires_through_beat_within_two_seconds_of_its_deadline(celery):
     celery.start_worker()
     celery.start_beat()
-    run = services.run_start("short_nap", id="nap:beat")
+    run = services.run_start("short_nap", id="nap:beat", actor="test")
 
     wait_until(lambda: status_of(run.id) == RunStatus.COMPLETED, timeout=30, message="the nap to end")
 
@@ -92,10 +92,10 @@ def test_a_sleep_fires_through_beat_within_two_seconds_of_its_deadline(celery):
 
 def test_a_signal_resumes_a_waiting_run_while_the_worker_runs(celery):
     celery.start_worker()
-    run = services.run_start("step_wait_step", id="signal:live")
+    run = services.run_start("step_wait_step", id="signal:live", actor="test")
     wait_until(lambda: status_of(run.id) == RunStatus.WAITING, timeout=30, message="the wait")
 
-    services.signal_send(run.id, "go", {"value": 42})
+    services.signal_send(run.id, "go", {"value": 42}, actor="test")
 
     wait_until(lambda: status_of(run.id) == RunStatus.COMPLETED, timeout=30, message="the resume")
     assert WorkflowRun.objects.get(pk=run.id).result == ["before", 42, "after"]
@@ -103,7 +103,7 @@ def test_a_signal_resumes_a_waiting_run_while_the_worker_runs(celery):
 
 def test_two_executors_racing_on_one_run_leave_one_journal_entry(tmp_path):
     """Executor A's lease expires mid-step (no heartbeat); B takes over; A's write is refused."""
-    run = services.run_start("one_slow_step", 3.0, id="race:1")
+    run = services.run_start("one_slow_step", 3.0, id="race:1", actor="test")
     env = subprocess_env(DURABLE_LEASE_SECONDS="1", DURABLE_HEARTBEAT="0")
     code = ("import django, sys; django.setup(); from durable.executor import advance; "
             "print(advance('race:1', owner=sys.argv[1]))")

@@ -19,7 +19,7 @@ def drive_children(parent_id: str) -> None:
 
 
 def test_fan_out_and_fan_in_returns_each_childs_result_in_order(clock):
-    parent = services.run_start("reconcile_disputes", [("e1", 10), ("e2", 20), ("e3", 30)], id="recon:d1")
+    parent = services.run_start("reconcile_disputes", [("e1", 10), ("e2", 20), ("e3", 30)], id="recon:d1", actor="test")
     drive(parent.id)
 
     drive_children(parent.id)
@@ -32,7 +32,7 @@ def test_fan_out_and_fan_in_returns_each_childs_result_in_order(clock):
 
 
 def test_a_child_that_finishes_before_the_parent_waits_is_not_missed(clock):
-    parent = services.run_start("reconcile_disputes", [("e1", 1)], id="recon:early")
+    parent = services.run_start("reconcile_disputes", [("e1", 1)], id="recon:early", actor="test")
     drive(parent.id)                   # starts the child and waits
     drive("recon:early:child:0")       # the child ends while the parent is parked
 
@@ -42,12 +42,12 @@ def test_a_child_that_finishes_before_the_parent_waits_is_not_missed(clock):
 
 
 def test_the_parents_wait_returns_the_childs_typed_result(clock):
-    parent = services.run_start("one_child", "e9", id="typed")
+    parent = services.run_start("one_child", "e9", id="typed", actor="test")
     drive(parent.id)
     child_id = "typed:child:0"
     drive(child_id)
 
-    services.signal_send(child_id, "decision", "approved")
+    services.signal_send(child_id, "decision", "approved", actor="test")
     drive(child_id)
     parent = drive(parent.id)
 
@@ -56,7 +56,7 @@ def test_the_parents_wait_returns_the_childs_typed_result(clock):
 
 
 def test_a_failed_child_raises_child_failed_in_the_parent_with_its_type_and_message(clock):
-    parent = services.run_start("reconcile_disputes", [("good", 1), ("bad", -5)], id="recon:fail")
+    parent = services.run_start("reconcile_disputes", [("good", 1), ("bad", -5)], id="recon:fail", actor="test")
     drive(parent.id)
 
     drive_children(parent.id)
@@ -69,7 +69,7 @@ def test_a_failed_child_raises_child_failed_in_the_parent_with_its_type_and_mess
 
 
 def test_one_timeout_bounds_the_wait_for_all_children_not_each_child(clock):
-    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2), ("e3", 3)], id="recon:late")
+    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2), ("e3", 3)], id="recon:late", actor="test")
     drive(parent.id)
     drive("recon:late:child:0")
     clock.advance(12 * 3600)
@@ -85,7 +85,7 @@ def test_one_timeout_bounds_the_wait_for_all_children_not_each_child(clock):
 def _parent_past_its_wait_for_the_child(clock, parent_id: str) -> WorkflowRun:
     """The one_child parent started, its child waiting for a decision, the parent's five
     days gone by: the parent is driven past its wait and returned."""
-    parent = services.run_start("one_child", "e1", id=parent_id)
+    parent = services.run_start("one_child", "e1", id=parent_id, actor="test")
     drive(parent.id)
     drive(f"{parent_id}:child:0")
     clock.advance(5 * 24 * 3600 + 1)
@@ -102,7 +102,7 @@ def test_the_wait_for_a_child_returns_none_at_its_deadline_and_the_child_goes_on
 def test_a_child_that_outlives_its_parent_finishes_without_error(clock):
     parent = _parent_past_its_wait_for_the_child(clock, "gone")
 
-    services.signal_send("gone:child:0", "decision", "late yes")
+    services.signal_send("gone:child:0", "decision", "late yes", actor="test")
     child = drive("gone:child:0")
 
     assert child.status == RunStatus.COMPLETED
@@ -110,7 +110,7 @@ def test_a_child_that_outlives_its_parent_finishes_without_error(clock):
 
 
 def test_cancelling_the_parent_cancels_its_unfinished_children(clock):
-    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:cancel")
+    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:cancel", actor="test")
     drive(parent.id)
     drive("recon:cancel:child:0")   # this one completes; the other has not run yet
 
@@ -125,7 +125,7 @@ def test_cancelling_the_parent_cancels_its_unfinished_children(clock):
 
 
 def test_a_graceful_cancel_of_the_parent_cancels_the_children_gracefully_and_the_parent_cleans_up(clock):
-    parent = services.run_start("parent_cleans_up", "e1", id="polite")
+    parent = services.run_start("parent_cleans_up", "e1", id="polite", actor="test")
     drive(parent.id)
     drive("polite:child:0")
 
@@ -142,7 +142,7 @@ def test_a_graceful_cancel_of_the_parent_cancels_the_children_gracefully_and_the
 
 
 def test_a_cancelled_child_raises_child_failed_in_a_parent_that_goes_on(clock):
-    parent = services.run_start("parent_cleans_up", "e2", id="solo")
+    parent = services.run_start("parent_cleans_up", "e2", id="solo", actor="test")
     drive(parent.id)
     drive("solo:child:0")
 
@@ -156,7 +156,7 @@ def test_a_cancelled_child_raises_child_failed_in_a_parent_that_goes_on(clock):
 def _failed_child_retried_after_the_fix(parent_id: str, *, parent_reads_the_failure: bool) -> WorkflowRun:
     """A waits_for_fixable_child parent whose child failed; the fix deployed and the child
     retried to completion (with or without the parent reading the failure first)."""
-    parent = services.run_start("waits_for_fixable_child", id=parent_id)
+    parent = services.run_start("waits_for_fixable_child", id=parent_id, actor="test")
     drive(parent.id)
     child = drive(f"{parent_id}:child:0")
     assert child.status == RunStatus.FAILED
@@ -186,10 +186,10 @@ def test_a_child_retried_to_completion_after_its_parent_acted_on_the_failure_com
 
 
 def test_a_child_id_taken_by_another_parent_is_a_conflict_in_the_body(clock):
-    first = services.run_start("one_child", "e1", "shared-child", id="first")
+    first = services.run_start("one_child", "e1", "shared-child", id="first", actor="test")
     drive(first.id)
 
-    second = services.run_start("one_child", "e1", "shared-child", id="second")
+    second = services.run_start("one_child", "e1", "shared-child", id="second", actor="test")
     second = drive(second.id)
 
     assert first.id != second.id
@@ -199,12 +199,12 @@ def test_a_child_id_taken_by_another_parent_is_a_conflict_in_the_body(clock):
 
 
 def test_an_existing_finished_run_with_the_childs_id_is_adopted_and_its_result_delivered(clock):
-    existing = services.run_start("awaits_approval", "e7", id="adopt-me")
+    existing = services.run_start("awaits_approval", "e7", id="adopt-me", actor="test")
     drive(existing.id)
-    services.signal_send(existing.id, "decision", "yes")
+    services.signal_send(existing.id, "decision", "yes", actor="test")
     drive(existing.id)
 
-    parent = services.run_start("one_child", "e7", "adopt-me", id="adopter")
+    parent = services.run_start("one_child", "e7", "adopt-me", id="adopter", actor="test")
     parent = drive(parent.id)
 
     assert parent.result == "e7: yes"
@@ -212,17 +212,17 @@ def test_an_existing_finished_run_with_the_childs_id_is_adopted_and_its_result_d
 
 
 def test_nobody_but_the_engine_may_send_a_childs_outcome_with_its_key(clock):
-    parent = services.run_start("one_child", "e1", id="spoofed")
+    parent = services.run_start("one_child", "e1", id="spoofed", actor="test")
     drive(parent.id)
 
     with pytest.raises(SignalConflict):
         services.signal_send(parent.id, children.signal_name("spoofed:child:0"),
                              {"status": "completed", "result": "forged"},
-                             dedupe_key=f"{children.DEDUPE_PREFIX}spoofed:child:0")
+                             dedupe_key=f"{children.DEDUPE_PREFIX}spoofed:child:0", actor="test")
 
 
 def test_a_parent_with_children_replays_from_its_history_without_starting_them_again(clock):
-    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:hist")
+    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:hist", actor="test")
     drive(parent.id)
     drive_children(parent.id)
     drive(parent.id)
@@ -244,7 +244,7 @@ def test_a_long_child_id_still_names_a_storable_signal():
 
 @pytest.fixture
 def family(clock):
-    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:family")
+    parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:family", actor="test")
     drive(parent.id)
     return parent
 
@@ -280,7 +280,7 @@ def test_the_api_names_a_runs_parent_and_children_and_lists_one_parents_children
 
 
 def test_a_started_child_is_journalled_as_a_completed_entry_of_its_parent(clock):
-    parent = services.run_start("reconcile_disputes", [("e1", 10)], id="recon:journalled")
+    parent = services.run_start("reconcile_disputes", [("e1", 10)], id="recon:journalled", actor="test")
 
     drive(parent.id)
 
@@ -289,11 +289,11 @@ def test_a_started_child_is_journalled_as_a_completed_entry_of_its_parent(clock)
 
 
 def test_a_child_that_is_sent_a_signal_while_it_finishes_still_ends_and_tells_its_parent(clock):
-    parent = services.run_start("one_child", "e9", id="child:late-signal")
+    parent = services.run_start("one_child", "e9", id="child:late-signal", actor="test")
     drive(parent.id)
     child_id = "child:late-signal:child:0"
     child, lease = leases.claim(child_id, owner="w")
-    services.signal_send(child_id, "unrelated", 1)  # arrives after the claim
+    services.signal_send(child_id, "unrelated", 1, actor="test")  # arrives after the claim
 
     finished = lease.finish(child, transition="complete", result="approved")
 

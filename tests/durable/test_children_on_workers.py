@@ -17,7 +17,7 @@ def test_a_fan_out_finishes_once_each_when_a_worker_is_killed_mid_way(celery):
     celery.start_worker("first")
     celery.start_worker("second")
     celery.start_beat()
-    parent = services.run_start("fan_out_bookings", CHILDREN, id="workers:fan-out")
+    parent = services.run_start("fan_out_bookings", CHILDREN, id="workers:fan-out", actor="test")
     wait_until(lambda: Once.objects.count() >= CHILDREN // 3, timeout=60, message="some bookings")
 
     celery.kill("first")

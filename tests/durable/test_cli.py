@@ -25,7 +25,7 @@ def durable(*argv: str) -> str:
 
 @pytest.fixture
 def waiting_run(clock):
-    return drive(services.run_start("step_wait_step", id="onboarding:c-7").id)
+    return drive(services.run_start("step_wait_step", id="onboarding:c-7", actor="test").id)
 
 
 def test_start_with_positional_json_arguments_creates_the_run_and_audits_the_cli():
@@ -77,7 +77,7 @@ def test_signal_resumes_the_run_and_a_repeated_dedupe_key_is_one_signal(waiting_
 
 
 def test_cancel_and_retry_go_through_the_services(clock):
-    failed = drive(services.run_start("fails_in_body", id="fails:cli").id)
+    failed = drive(services.run_start("fails_in_body", id="fails:cli", actor="test").id)
 
     durable("retry", failed.id)
     durable("cancel", failed.id, "--reason", "not needed")
@@ -93,7 +93,7 @@ def test_retry_of_a_waiting_run_exits_1_with_the_engines_message(waiting_run):
 
 
 def test_status_shows_the_run_its_journal_and_its_signals(waiting_run):
-    services.signal_send(waiting_run.id, "later", {"n": 1})
+    services.signal_send(waiting_run.id, "later", {"n": 1}, actor="test")
 
     output = durable("status", waiting_run.id)
 
@@ -103,7 +103,7 @@ def test_status_shows_the_run_its_journal_and_its_signals(waiting_run):
 
 
 def test_status_names_a_runs_parent_children_and_search_attributes(clock):
-    parent = drive(services.run_start("reconcile_disputes", [("e1", 1)], id="recon:cli").id)
+    parent = drive(services.run_start("reconcile_disputes", [("e1", 1)], id="recon:cli", actor="test").id)
     child = drive("recon:cli:child:0")
     WorkflowRun.objects.filter(pk=parent.id).update(attributes={"stage": "correcting"})
 
@@ -143,7 +143,7 @@ def test_status_json_of_an_archived_run_is_the_apis_archived_document(clock):
 
 
 def test_list_filters_by_status_and_workflow(waiting_run):
-    services.run_start("three_steps", 1, id="three:list")
+    services.run_start("three_steps", 1, id="three:list", actor="test")
 
     waiting = durable("list", "--status", "waiting")
     three = durable("list", "--workflow", "three_steps")

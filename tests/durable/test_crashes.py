@@ -19,7 +19,7 @@ from tests.support import subprocess_env
 
 @pytest.mark.django_db
 def test_a_step_interrupted_by_an_exception_runs_again_and_the_steps_before_do_not(clock, settings):
-    run = services.run_start("crash_in_middle", id="crash:1")
+    run = services.run_start("crash_in_middle", id="crash:1", actor="test")
     with pytest.raises(Crash):
         drive(run.id)
 
@@ -33,7 +33,7 @@ def test_a_step_interrupted_by_an_exception_runs_again_and_the_steps_before_do_n
 
 @pytest.mark.django_db
 def test_a_live_lease_keeps_another_worker_out(clock):
-    run = services.run_start("crash_in_middle", id="crash:2")
+    run = services.run_start("crash_in_middle", id="crash:2", actor="test")
     with pytest.raises(Crash):
         drive(run.id)
 
@@ -46,7 +46,7 @@ def test_a_live_lease_keeps_another_worker_out(clock):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_step_killed_by_sigkill_runs_again_with_the_same_key_and_the_steps_before_do_not():
-    run = services.run_start("killed_mid_step", id="sigkill:1")
+    run = services.run_start("killed_mid_step", id="sigkill:1", actor="test")
     env = subprocess_env(SLOW_STEP_SECONDS="60", DURABLE_LEASE_SECONDS="1")
     code = "import django; django.setup(); from durable.testing import drive; drive('sigkill:1')"
     worker = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)

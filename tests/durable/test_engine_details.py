@@ -23,7 +23,7 @@ def test_a_bad_attribute_name_is_refused_with_the_rule_it_broke():
 
 
 def test_a_delivered_graceful_cancel_is_journaled_as_a_cancelled_error_with_its_reason_and_actor(clock):
-    run = services.run_start("polite_cancel", "c-9", id="cancel:entry")
+    run = services.run_start("polite_cancel", "c-9", id="cancel:entry", actor="test")
     drive(run.id)
     services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
 
@@ -45,7 +45,7 @@ def test_an_atomic_steps_own_integrity_error_is_a_step_failure_not_a_lost_lease(
         return workflow.step(duplicate_booking, atomic=True, retry=Retry(max_attempts=1))
 
     with override_workflow(books_twice, name="books_twice"):
-        run = drive(services.run_start("books_twice", id="atomic:integrity").id)
+        run = drive(services.run_start("books_twice", id="atomic:integrity", actor="test").id)
 
     assert run.status == RunStatus.FAILED
     assert "IntegrityError" in run.error["message"]
@@ -63,7 +63,7 @@ def test_an_attempt_found_running_past_its_timeout_counts_as_failed_and_is_retri
         return workflow.step(slow_lookup, timeout=seconds(30), retry=Retry(max_attempts=3))
 
     with override_workflow(looks_up, name="looks_up"):
-        run = services.run_start("looks_up", id="timeout:found")
+        run = services.run_start("looks_up", id="timeout:found", actor="test")
         # A worker claimed the run, journaled the attempt as started, then died inside it.
         WorkflowRun.objects.filter(pk=run.id).update(advances=1)
         JournalEntry.objects.create(run_id=run.id, position=0, kind="step", name="slow_lookup",
@@ -92,7 +92,7 @@ def test_a_childs_result_reaches_the_parent_as_the_type_the_child_declares(clock
         return [type(result).__name__, isinstance(result, Correction)]
 
     with override_workflow(checks_type, name="checks_child_type"):
-        parent = drive(services.run_start("checks_child_type", id="typed:child").id)
+        parent = drive(services.run_start("checks_child_type", id="typed:child", actor="test").id)
         drive(f"{parent.id}:child:0")
         parent = drive(parent.id)
 
@@ -101,7 +101,7 @@ def test_a_childs_result_reaches_the_parent_as_the_type_the_child_declares(clock
 
 def test_a_run_whose_arguments_the_new_code_no_longer_takes_is_blocked_saying_why(clock):
     with override_workflow(lambda text: text, name="input_error_type"):
-        run = services.run_start("input_error_type", "plain text", id="input:type")
+        run = services.run_start("input_error_type", "plain text", id="input:type", actor="test")
     with override_workflow(lambda: "no arguments now", name="input_error_type"):
         run = drive(run.id)
 

@@ -15,7 +15,7 @@ from tests.durable.workflows import three_steps
 pytestmark = pytest.mark.django_db
 
 def test_a_completed_run_records_when_it_finished(clock):
-    run = services.run_start(three_steps, 1, id="finish:completed")
+    run = services.run_start(three_steps, 1, id="finish:completed", actor="test")
 
     run = drive(run.id)
 
@@ -24,7 +24,7 @@ def test_a_completed_run_records_when_it_finished(clock):
 
 
 def test_a_run_parked_at_a_wait_has_not_finished(clock):
-    run = services.run_start("collect_two", id="finish:waiting")
+    run = services.run_start("collect_two", id="finish:waiting", actor="test")
 
     run = drive(run.id)
 
@@ -33,9 +33,9 @@ def test_a_run_parked_at_a_wait_has_not_finished(clock):
 
 
 def test_a_run_that_waited_and_then_completed_waits_for_nothing(clock):
-    run = services.run_start("step_wait_step", id="finish:waited")
+    run = services.run_start("step_wait_step", id="finish:waited", actor="test")
     assert drive(run.id).waiting_for == "signal:go"
-    services.signal_send(run.id, "go", {"value": 1})
+    services.signal_send(run.id, "go", {"value": 1}, actor="test")
 
     run = drive(run.id)
 
@@ -52,7 +52,7 @@ def test_a_finished_run_was_last_changed_when_it_finished_not_when_it_was_claime
         return "done"
 
     with override_workflow(a_step_that_takes_five_minutes, name="finish_slow_step"):
-        run = services.run_start("finish_slow_step", id="finish:updated")
+        run = services.run_start("finish_slow_step", id="finish:updated", actor="test")
         claimed_at = clock.now()
 
         run = drive(run.id)
@@ -62,7 +62,7 @@ def test_a_finished_run_was_last_changed_when_it_finished_not_when_it_was_claime
 
 
 def test_a_stale_holder_cannot_park_the_run_even_when_no_signal_came(clock, settings):
-    run = services.run_start("collect_two", id="finish:stale-park")
+    run = services.run_start("collect_two", id="finish:stale-park", actor="test")
     stale_run, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     leases.claim(run.id, owner="b")
@@ -74,25 +74,25 @@ def test_a_stale_holder_cannot_park_the_run_even_when_no_signal_came(clock, sett
 
 
 def test_a_stale_holder_that_sees_a_new_signal_is_fenced_rather_than_told_to_look_again(clock, settings):
-    run = services.run_start("collect_two", id="finish:stale-signal")
+    run = services.run_start("collect_two", id="finish:stale-signal", actor="test")
     stale_run, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     leases.claim(run.id, owner="b")
-    services.signal_send(run.id, "item", {"n": 1})
+    services.signal_send(run.id, "item", {"n": 1}, actor="test")
 
     with pytest.raises(Fenced):
         stale.finish(stale_run, transition="suspend", waiting_for="signal:item", check_signal_seq=True)
 
 
 def test_a_holder_that_sees_a_new_signal_reads_its_own_runs_sequence(clock):
-    run = services.run_start("collect_two", id="finish:race")
+    run = services.run_start("collect_two", id="finish:race", actor="test")
     clock.advance(timedelta(seconds=1))
-    other = services.run_start("collect_two", id="finish:race-newer")  # listed first (newest first)
+    other = services.run_start("collect_two", id="finish:race-newer", actor="test")  # listed first (newest first)
     claimed_run, lease = leases.claim(run.id, owner="a")
     leases.claim(other.id, owner="a")  # the same fencing token: both runs' first claim
-    services.signal_send(other.id, "item", {"n": 1})
-    services.signal_send(other.id, "item", {"n": 2})
-    services.signal_send(run.id, "item", {"n": 1})
+    services.signal_send(other.id, "item", {"n": 1}, actor="test")
+    services.signal_send(other.id, "item", {"n": 2}, actor="test")
+    services.signal_send(run.id, "item", {"n": 1}, actor="test")
 
     parked = lease.finish(claimed_run, transition="suspend", waiting_for="signal:item", check_signal_seq=True)
 
@@ -102,8 +102,8 @@ def test_a_holder_that_sees_a_new_signal_reads_its_own_runs_sequence(clock):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_does_not_warn_of_a_lost_lease_for_a_run_its_advance_has_finished(caplog):
-    finished = services.run_start(three_steps, 1, id="finish:beat-done")
-    lost = services.run_start(three_steps, 2, id="finish:beat-lost")
+    finished = services.run_start(three_steps, 1, id="finish:beat-done", actor="test")
+    lost = services.run_start(three_steps, 2, id="finish:beat-lost", actor="test")
     finished_run, done = leases.claim(finished.id, owner="a", lease_seconds=0.6)
     _, taken = leases.claim(lost.id, owner="a", lease_seconds=0.6)
     beat, threads_before = leases.Heartbeat(), set(threading.enumerate())

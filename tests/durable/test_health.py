@@ -49,7 +49,7 @@ def test_a_sweep_that_stopped_running_makes_health_fail(sweep_just_ran):
 
 
 def test_runs_due_long_ago_mean_no_worker_advances_them(sweep_just_ran):
-    run = services.run_start("three_steps", 1, id="health:stuck")
+    run = services.run_start("three_steps", 1, id="health:stuck", actor="test")
     WorkflowRun.objects.filter(pk=run.id).update(wake_at=clock.now() - timedelta(minutes=10))
 
     code, out = health("--max-overdue", "60")

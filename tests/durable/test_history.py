@@ -39,9 +39,9 @@ def a_then_renamed():
 def finished_run(db, clock):
     """A run of a_then_b that went all the way through, recorded in the database."""
     with override_workflow(a_then_b, name="reorder"):
-        run = services.run_start("reorder", id="reorder:1")
+        run = services.run_start("reorder", id="reorder:1", actor="test")
         drive(run.id)
-        services.signal_send(run.id, "go", {"by": "ana"}, dedupe_key="go-1")
+        services.signal_send(run.id, "go", {"by": "ana"}, dedupe_key="go-1", actor="test")
         drive(run.id)
     CALLS.clear()
     return run
@@ -166,7 +166,7 @@ def test_a_body_that_queries_the_database_fails_replay(exported):
 
 def test_a_history_that_ends_in_a_wait_is_success(db, clock, tmp_path):
     with override_workflow(a_then_b, name="reorder"):
-        run = services.run_start("reorder", id="reorder:waiting")
+        run = services.run_start("reorder", id="reorder:waiting", actor="test")
         drive(run.id)
         durable_command("export", run.id, "-o", str(tmp_path / "waiting.json"))
 
@@ -222,7 +222,7 @@ def test_replay_without_anything_to_replay_says_so():
 def test_live_waiting_runs_replay_from_the_database(db, clock):
     with override_workflow(a_then_b, name="reorder"):
         for n in range(3):
-            drive(services.run_start("reorder", id=f"reorder:live-{n}").id)
+            drive(services.run_start("reorder", id=f"reorder:live-{n}", actor="test").id)
 
         code, output = durable_command("replay", "--workflow", "reorder", "--status", "waiting")
 
@@ -232,7 +232,7 @@ def test_live_waiting_runs_replay_from_the_database(db, clock):
 
 def test_live_runs_that_the_new_code_would_block_are_reported(db, clock):
     with override_workflow(a_then_b, name="reorder"):
-        drive(services.run_start("reorder", id="reorder:live").id)
+        drive(services.run_start("reorder", id="reorder:live", actor="test").id)
 
     with override_workflow(b_then_a, name="reorder"):
         code, output = durable_command("replay", "--workflow", "reorder", "--status", "waiting")
@@ -257,7 +257,7 @@ def a_then_b_with_patch():
 
 def test_histories_from_before_and_after_a_patch_both_replay(exported, tmp_path):
     with override_workflow(a_then_b_with_patch, name="reorder"):
-        patched_run = services.run_start("reorder", id="reorder:patched")
+        patched_run = services.run_start("reorder", id="reorder:patched", actor="test")
         drive(patched_run.id)
         durable_command("export", patched_run.id, "-o", str(tmp_path / "patched.json"))
 
@@ -278,7 +278,7 @@ def test_histories_from_before_and_after_a_patch_both_replay(exported, tmp_path)
 ], ids=["asleep", "sleep-due", "wait-expired"])
 def test_a_history_that_ends_at_a_timer_ends_its_replay_at_the_timer_s_position(db, clock, tmp_path,
                                                                               workflow_name, later):
-    run = services.run_start(workflow_name, id=f"history:timer:{workflow_name}")
+    run = services.run_start(workflow_name, id=f"history:timer:{workflow_name}", actor="test")
     drive(run.id)
     path = _export(run, tmp_path)
     clock.advance(later)

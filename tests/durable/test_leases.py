@@ -24,14 +24,14 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_second_claim_is_refused_while_the_lease_is_live(clock):
-    run = services.run_start(three_steps, 1, id="lease:1")
+    run = services.run_start(three_steps, 1, id="lease:1", actor="test")
     assert leases.claim(run.id, owner="a") is not None
 
     assert leases.claim(run.id, owner="b") is None
 
 
 def test_an_expired_lease_is_taken_over_and_the_old_holder_is_fenced(clock, settings):
-    run = services.run_start(three_steps, 1, id="lease:2")
+    run = services.run_start(three_steps, 1, id="lease:2", actor="test")
     _, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     _, fresh = leases.claim(run.id, owner="b")
@@ -45,7 +45,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_is_fenced(clock, sett
 
 
 def test_the_new_holder_finishes_the_run_with_no_duplicate_entry(clock, settings):
-    run = services.run_start(three_steps, 1, id="lease:3")
+    run = services.run_start(three_steps, 1, id="lease:3", actor="test")
     leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
 
@@ -66,8 +66,8 @@ def _statements_to_drive(run_id: str, queue: str | None) -> int:
 # that it runs on its queue: that must cost no statement).
 @pytest.mark.parametrize("queue", [None, "celery"], ids=["in-process", "on-a-worker"])
 def test_each_step_costs_at_most_two_sql_statements(clock, queue):
-    none = services.run_start("n_steps", 0, id="queries:0")
-    ten = services.run_start("n_steps", 10, id="queries:10")
+    none = services.run_start("n_steps", 0, id="queries:0", actor="test")
+    ten = services.run_start("n_steps", 10, id="queries:10", actor="test")
 
     per_step = (_statements_to_drive(ten.id, queue) - _statements_to_drive(none.id, queue)) / 10
 
@@ -77,7 +77,7 @@ def test_each_step_costs_at_most_two_sql_statements(clock, queue):
 
 
 def test_a_lease_owner_longer_than_its_column_is_kept_to_its_first_255_characters(clock):
-    run = services.run_start("n_steps", 1, id="lease:long-owner")
+    run = services.run_start("n_steps", 1, id="lease:long-owner", actor="test")
 
     claimed, _ = leases.claim(run.id, owner="w" * 300)
 
@@ -86,7 +86,7 @@ def test_a_lease_owner_longer_than_its_column_is_kept_to_its_first_255_character
 
 
 def test_a_new_runs_first_advance_does_not_read_its_journal(clock):
-    run = services.run_start("n_steps", 2, id="queries:first")
+    run = services.run_start("n_steps", 2, id="queries:first", actor="test")
 
     with CaptureQueriesContext(connection) as queries:
         drive(run.id)
@@ -97,7 +97,7 @@ def test_a_new_runs_first_advance_does_not_read_its_journal(clock):
 
 
 def test_a_heartbeat_after_the_run_was_parked_gives_it_no_lease(clock):
-    run = services.run_start("collect_two", id="lease:parked")
+    run = services.run_start("collect_two", id="lease:parked", actor="test")
     _, lease = leases.claim(run.id, owner="a")
     lease.finish(WorkflowRun.objects.get(pk=run.id), transition="suspend", wake_at=None,
                  waiting_for="signal:item")
@@ -107,7 +107,7 @@ def test_a_heartbeat_after_the_run_was_parked_gives_it_no_lease(clock):
 
 
 def test_a_fenced_finish_leaves_the_run_object_as_it_was(clock, settings):
-    run = services.run_start(three_steps, 1, id="lease:fenced-finish")
+    run = services.run_start(three_steps, 1, id="lease:fenced-finish", actor="test")
     stale_run, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     leases.claim(run.id, owner="b")
@@ -122,7 +122,7 @@ def test_a_fenced_finish_leaves_the_run_object_as_it_was(clock, settings):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
 def test_a_connection_the_database_dropped_while_idle_is_reopened_for_the_claim():
-    run = services.run_start(three_steps, 1, id="lease:idle-killed")
+    run = services.run_start(three_steps, 1, id="lease:idle-killed", actor="test")
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
@@ -137,7 +137,7 @@ def test_a_connection_the_database_dropped_while_idle_is_reopened_for_the_claim(
 
 
 def test_a_parked_run_names_no_lease_owner(clock):
-    run = services.run_start("collect_two", id="lease:parked-owner")
+    run = services.run_start("collect_two", id="lease:parked-owner", actor="test")
 
     run = drive(run.id, owner="worker-1")
 
@@ -152,7 +152,7 @@ def test_a_run_that_parks_with_no_new_signal_replays_its_body_once(clock):
         workflow.wait_for_signal("go")
 
     with override_workflow(counts_its_replays, name="counts_replays"):
-        run = services.run_start("counts_replays", id="lease:one-replay")
+        run = services.run_start("counts_replays", id="lease:one-replay", actor="test")
 
         drive(run.id)
 
@@ -160,7 +160,7 @@ def test_a_run_that_parks_with_no_new_signal_replays_its_body_once(clock):
 
 
 def test_a_workflows_own_lease_length_keeps_another_worker_out_while_a_step_runs(clock):
-    run = services.run_start("long_lease", id="lease:long")
+    run = services.run_start("long_lease", id="lease:long", actor="test")
 
     run = drive(run.id)
 
@@ -168,7 +168,7 @@ def test_a_workflows_own_lease_length_keeps_another_worker_out_while_a_step_runs
 
 
 def test_a_stale_holders_heartbeat_does_not_extend_the_new_holders_lease(clock, settings):
-    run = services.run_start(three_steps, 1, id="lease:stale-heartbeat")
+    run = services.run_start(three_steps, 1, id="lease:stale-heartbeat", actor="test")
     _, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     leases.claim(run.id, owner="b")
@@ -210,7 +210,7 @@ def _extended(run_id, times: int = 1):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it():
-    run = services.run_start(three_steps, 1, id="lease:heartbeat")
+    run = services.run_start(three_steps, 1, id="lease:heartbeat", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=3)
     claimed_until = _expiry(run.id)
 
@@ -221,7 +221,7 @@ def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it()
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_keeps_extending_a_lease_after_its_first_extension():
-    run = services.run_start(three_steps, 1, id="lease:heartbeat-again")
+    run = services.run_start(three_steps, 1, id="lease:heartbeat-again", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     extended_twice = _extended(run.id, times=2)
 
@@ -232,9 +232,9 @@ def test_the_heartbeat_keeps_extending_a_lease_after_its_first_extension():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_lease_too_fresh_to_extend_does_not_hold_back_the_heartbeat_of_the_next():
-    _, fresh = leases.claim(services.run_start(three_steps, 1, id="lease:fresh").id, owner="a",
+    _, fresh = leases.claim(services.run_start(three_steps, 1, id="lease:fresh", actor="test").id, owner="a",
                             lease_seconds=60)
-    _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due").id, owner="a",
+    _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due", actor="test").id, owner="a",
                           lease_seconds=0.6)
 
     extended = _extended(due.run_id)
@@ -246,10 +246,10 @@ def test_a_lease_too_fresh_to_extend_does_not_hold_back_the_heartbeat_of_the_nex
 
 @pytest.mark.django_db(transaction=True)
 def test_a_step_past_its_timeout_does_not_hold_back_the_heartbeat_of_the_next():
-    _, late = leases.claim(services.run_start(three_steps, 1, id="lease:late").id, owner="a",
+    _, late = leases.claim(services.run_start(three_steps, 1, id="lease:late", actor="test").id, owner="a",
                            lease_seconds=0.6)
     late.step_deadline = time.monotonic()
-    _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due-after-late").id, owner="a",
+    _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due-after-late", actor="test").id, owner="a",
                           lease_seconds=0.6)
 
     extended = _extended(due.run_id)
@@ -261,7 +261,7 @@ def test_a_step_past_its_timeout_does_not_hold_back_the_heartbeat_of_the_next():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_no_lost_lease_for_a_lease_it_extends(caplog):
-    run = services.run_start(three_steps, 1, id="lease:alive-no-log")
+    run = services.run_start(three_steps, 1, id="lease:alive-no-log", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     extended_twice = _extended(run.id, times=2)
 
@@ -274,10 +274,10 @@ def test_the_heartbeat_logs_no_lost_lease_for_a_lease_it_extends(caplog):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_stays(caplog):
-    _, late = leases.claim(services.run_start(three_steps, 1, id="lease:late-once").id, owner="a",
+    _, late = leases.claim(services.run_start(three_steps, 1, id="lease:late-once", actor="test").id, owner="a",
                            lease_seconds=0.6)
     late.step_deadline = time.monotonic()
-    run = services.run_start(three_steps, 2, id="lease:ticks")
+    run = services.run_start(three_steps, 2, id="lease:ticks", actor="test")
     _, ticking = leases.claim(run.id, owner="a", lease_seconds=0.6)
     ticked_twice = _extended(run.id, times=2)  # two extensions of the other: two ticks or more
 
@@ -290,7 +290,7 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_s
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_thread_ends_without_an_error_once_its_leases_are_released(monkeypatch):
-    run = services.run_start(three_steps, 1, id="lease:idle-exit-clean")
+    run = services.run_start(three_steps, 1, id="lease:idle-exit-clean", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     errors, threads_before = [], set(threading.enumerate())
     monkeypatch.setattr(threading, "excepthook", errors.append)
@@ -302,8 +302,8 @@ def test_the_heartbeat_thread_ends_without_an_error_once_its_leases_are_released
 
 
 def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
-    mine = services.run_start(three_steps, 1, id="lease:mine")
-    other = services.run_start(three_steps, 2, id="lease:other")
+    mine = services.run_start(three_steps, 1, id="lease:mine", actor="test")
+    other = services.run_start(three_steps, 2, id="lease:other", actor="test")
     _, lease = leases.claim(mine.id, owner="a")
     leases.claim(other.id, owner="b")  # same fencing token number: both runs' first claim
     expires = WorkflowRun.objects.get(pk=other.id).lease_expires_at
@@ -321,7 +321,7 @@ def row_locked_by_a_sender(run_id: str):
     def sender():
         try:
             with transaction.atomic():
-                services.signal_send(run_id, "poke")
+                services.signal_send(run_id, "poke", actor="test")
                 locked.set()
                 release.wait(timeout=30)
         finally:
@@ -340,7 +340,7 @@ def row_locked_by_a_sender(run_id: str):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has no row locks to pass over")
 @pytest.mark.django_db(transaction=True)
 def test_a_heartbeat_passes_over_a_run_row_another_transaction_holds_instead_of_waiting():
-    run = services.run_start(three_steps, 1, id="lease:locked-row")
+    run = services.run_start(three_steps, 1, id="lease:locked-row", actor="test")
     _, lease = leases.claim(run.id, owner="a")
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
 
@@ -352,7 +352,7 @@ def test_a_heartbeat_passes_over_a_run_row_another_transaction_holds_instead_of_
 
 
 def test_a_heartbeat_that_does_not_wait_still_reports_a_lost_lease(clock, settings):
-    run = services.run_start(three_steps, 1, id="lease:lost-no-wait")
+    run = services.run_start(three_steps, 1, id="lease:lost-no-wait", actor="test")
     _, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     leases.claim(run.id, owner="b")
@@ -361,7 +361,7 @@ def test_a_heartbeat_that_does_not_wait_still_reports_a_lost_lease(clock, settin
 
 
 def test_an_extended_lease_is_also_when_the_sweep_looks_at_the_run_again(clock):
-    run = services.run_start(three_steps, 1, id="lease:extend-wake")
+    run = services.run_start(three_steps, 1, id="lease:extend-wake", actor="test")
     _, lease = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=1))
 
@@ -373,7 +373,7 @@ def test_an_extended_lease_is_also_when_the_sweep_looks_at_the_run_again(clock):
 
 def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_crash_loop(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
-    run = services.run_start(three_steps, 1, id="lease:crash-loop")
+    run = services.run_start(three_steps, 1, id="lease:crash-loop", actor="test")
     as_if_its_worker_died(run, takeovers=2, at=0)  # two takeovers already happened there
 
     run = drive(run.id)  # the third
@@ -386,7 +386,7 @@ def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_c
 
 def test_a_crash_loop_at_a_recorded_value_names_the_value_in_its_reason(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
-    run = services.run_start("deterministic_values", id="lease:crash-loop-now")
+    run = services.run_start("deterministic_values", id="lease:crash-loop-now", actor="test")
     as_if_its_worker_died(run, takeovers=2, at=0)
 
     run = drive(run.id)
@@ -397,7 +397,7 @@ def test_a_crash_loop_at_a_recorded_value_names_the_value_in_its_reason(clock, s
 
 def test_a_takeover_after_progress_counts_its_recoveries_from_one_again(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
-    run = services.run_start(three_steps, 1, id="lease:crash-progress")
+    run = services.run_start(three_steps, 1, id="lease:crash-progress", actor="test")
     as_if_its_worker_died(run, takeovers=5, at=7)  # earlier takeovers were at another position
 
     run = drive(run.id)
@@ -409,8 +409,8 @@ def test_a_takeover_after_progress_counts_its_recoveries_from_one_again(clock, s
 def test_a_heartbeat_whose_thread_ended_idle_starts_a_new_one_for_the_next_step():
     beat = leases.Heartbeat()
     beat.IDLE_EXIT_SECONDS = 0
-    first = services.run_start(three_steps, 1, id="lease:beat-1")
-    second = services.run_start(three_steps, 2, id="lease:beat-2")
+    first = services.run_start(three_steps, 1, id="lease:beat-1", actor="test")
+    second = services.run_start(three_steps, 2, id="lease:beat-2", actor="test")
     _, lease = leases.claim(first.id, owner="a")
     with beat.hold(lease):
         thread = beat._thread
@@ -430,7 +430,7 @@ def test_a_heartbeat_whose_thread_ended_idle_starts_a_new_one_for_the_next_step(
 def test_a_writer_frozen_between_its_fence_and_its_commit_holds_the_run_no_longer_than_its_lease():
     from django.db import DatabaseError
 
-    run = services.run_start(three_steps, 1, id="lease:idle-fence")
+    run = services.run_start(three_steps, 1, id="lease:idle-fence", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.5)
 
     with pytest.raises(DatabaseError, match="idle-in-transaction timeout"):
@@ -445,7 +445,7 @@ def test_a_writer_frozen_between_its_fence_and_its_commit_holds_the_run_no_longe
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_which_run_lost_its_lease_while_a_step_ran(caplog):
-    run = services.run_start(three_steps, 1, id="lease:lost-log")
+    run = services.run_start(three_steps, 1, id="lease:lost-log", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     services.run_cancel(run.id, reason="operator", actor="ops")   # bumps the token under the step
 
@@ -457,7 +457,7 @@ def test_the_heartbeat_logs_which_run_lost_its_lease_while_a_step_ran(caplog):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_lease(caplog):
-    run = services.run_start(three_steps, 1, id="lease:timeout-log")
+    run = services.run_start(three_steps, 1, id="lease:timeout-log", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     lease.step_deadline = time.monotonic()           # the step's timeout has passed
@@ -471,7 +471,7 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_leas
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_keeps_extending_the_lease_of_a_step_whose_timeout_is_ahead(caplog):
-    run = services.run_start(three_steps, 1, id="lease:timeout-ahead")
+    run = services.run_start(three_steps, 1, id="lease:timeout-ahead", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = _expiry(run.id)
     lease.step_running(timezone.now() + timedelta(seconds=60))
@@ -485,7 +485,7 @@ def test_the_heartbeat_keeps_extending_the_lease_of_a_step_whose_timeout_is_ahea
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_stops_extending_the_lease_of_a_step_whose_timeout_has_passed(caplog):
-    run = services.run_start(three_steps, 1, id="lease:timeout-passed")
+    run = services.run_start(three_steps, 1, id="lease:timeout-passed", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     lease.step_running(timezone.now() - timedelta(seconds=1))
@@ -499,7 +499,7 @@ def test_the_heartbeat_stops_extending_the_lease_of_a_step_whose_timeout_has_pas
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_extends_the_lease_again_once_a_timed_step_has_ended():
-    run = services.run_start(three_steps, 1, id="lease:timeout-ended")
+    run = services.run_start(three_steps, 1, id="lease:timeout-ended", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     lease.step_running(timezone.now() - timedelta(seconds=1))
@@ -517,7 +517,7 @@ def test_a_crash_loop_at_a_patch_marker_names_the_change_in_its_reason(clock, se
         return "new" if workflow.patched("new-pricing") else "old"
 
     with override_workflow(prices_with_a_patch, name="prices_with_a_patch"):
-        run = services.run_start("prices_with_a_patch", id="lease:crash-loop-patch")
+        run = services.run_start("prices_with_a_patch", id="lease:crash-loop-patch", actor="test")
         as_if_its_worker_died(run, takeovers=2, at=0)
 
         run = drive(run.id)
@@ -538,7 +538,7 @@ def test_a_worker_dying_in_the_same_step_again_and_again_gets_the_run_blocked_at
         return workflow.step(kills_its_worker, workflow.step(add_one, 1))
 
     with override_workflow(dies_at_its_second_step, name="dies_at_its_second_step"):
-        run = services.run_start("dies_at_its_second_step", id="lease:crash-loop-natural")
+        run = services.run_start("dies_at_its_second_step", id="lease:crash-loop-natural", actor="test")
         for _ in range(3):  # the first holder, then two takeovers of its expired lease
             with pytest.raises(SystemExit):
                 drive(run.id)
@@ -552,8 +552,8 @@ def test_a_worker_dying_in_the_same_step_again_and_again_gets_the_run_blocked_at
 
 
 def test_a_write_that_would_take_a_signal_already_taken_is_refused_naming_the_signal(clock):
-    run = services.run_start("collect_two", id="lease:signal-taken-twice")
-    signal = services.signal_send(run.id, "item", {"n": 1})
+    run = services.run_start("collect_two", id="lease:signal-taken-twice", actor="test")
+    signal = services.signal_send(run.id, "item", {"n": 1}, actor="test")
     _, lease = leases.claim(run.id, owner="a")
     lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
                               created_at=clock.now()), insert=True, consume=[signal])
@@ -568,9 +568,9 @@ def test_a_write_that_would_take_a_signal_already_taken_is_refused_naming_the_si
 
 
 def test_a_refused_batch_of_signals_names_each_of_their_names_once(clock):
-    run = services.run_start("collect_two", id="lease:batch-taken")
-    item = services.signal_send(run.id, "item", {"n": 1})
-    note = services.signal_send(run.id, "note", {"n": 2})
+    run = services.run_start("collect_two", id="lease:batch-taken", actor="test")
+    item = services.signal_send(run.id, "item", {"n": 1}, actor="test")
+    note = services.signal_send(run.id, "note", {"n": 2}, actor="test")
     _, lease = leases.claim(run.id, owner="a")
     lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
                               created_at=clock.now()), insert=True, consume=[item])
@@ -611,7 +611,7 @@ def _terminate(pid: int) -> None:
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_which_run_it_failed_to_extend_and_the_databases_error(caplog):
-    run = services.run_start(three_steps, 1, id="lease:beat-failed")
+    run = services.run_start(three_steps, 1, id="lease:beat-failed", actor="test")
     _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     before = _other_backends()
@@ -644,7 +644,7 @@ def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_r
         return workflow.step(loses_its_connection, 1)
 
     with override_workflow(one_step, name="loses_its_connection"):
-        run = services.run_start("loses_its_connection", id="lease:write-retried")
+        run = services.run_start("loses_its_connection", id="lease:write-retried", actor="test")
         with caplog.at_level(logging.WARNING, logger="durable.leases"):
             run = drive(run.id)
 
@@ -668,7 +668,7 @@ def cut_once_before_an_atomic_step(cut: list) -> int:
 def test_a_connection_cut_before_an_atomic_steps_body_spends_none_of_its_attempts():
     cut = []
     with override_workflow(lambda: cut_once_before_an_atomic_step(cut), name="cut_before_atomic"):
-        run = services.run_start("cut_before_atomic", id="lease:cut-before-atomic")
+        run = services.run_start("cut_before_atomic", id="lease:cut-before-atomic", actor="test")
         drive(run.id)
         run = drive(run.id)
 
@@ -681,7 +681,7 @@ def test_a_connection_cut_before_an_atomic_steps_body_spends_none_of_its_attempt
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's writers never overlap")
 @pytest.mark.django_db(transaction=True)
 def test_a_journal_write_that_meets_a_cancel_being_committed_waits_for_it_and_is_refused():
-    run = services.run_start(three_steps, 1, id="lease:fence-race")
+    run = services.run_start(three_steps, 1, id="lease:fence-race", actor="test")
     _, lease = leases.claim(run.id, owner="a")
     entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
     cancelling, done = threading.Event(), threading.Event()
@@ -773,7 +773,7 @@ def test_a_journal_write_that_committed_before_its_connection_died_is_not_writte
         return workflow.step(add_one, 1, timeout=seconds(30))  # its start is journaled, then updated
 
     with override_workflow(one_timed_step, name="one_timed_step"):
-        run = services.run_start("one_timed_step", id="lease:write-landed")
+        run = services.run_start("one_timed_step", id="lease:write-landed", actor="test")
         with reply_lost_once_after(b"WITH fence AS") as cut:
             run = drive(run.id)
 
@@ -785,7 +785,7 @@ def test_a_journal_write_that_committed_before_its_connection_died_is_not_writte
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement fenced insert is PostgreSQL's")
 @pytest.mark.django_db(transaction=True)
 def test_a_stale_holder_whose_reply_was_lost_does_not_take_the_new_holders_entry_for_its_own(clock, settings):
-    run = services.run_start(three_steps, 1, id="lease:landed-stale")
+    run = services.run_start(three_steps, 1, id="lease:landed-stale", actor="test")
     _, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     _, new = leases.claim(run.id, owner="b")
@@ -803,9 +803,9 @@ def test_a_stale_holder_whose_reply_was_lost_does_not_take_the_new_holders_entry
 
 
 def test_a_takeover_after_progress_counts_from_one_should_its_worker_die_there_too(clock):
-    run = services.run_start(three_steps, 1, id="lease:note-recovery")
+    run = services.run_start(three_steps, 1, id="lease:note-recovery", actor="test")
     as_if_its_worker_died(run, takeovers=5, at=7)
-    other = services.run_start(three_steps, 1, id="lease:note-recovery-other")
+    other = services.run_start(three_steps, 1, id="lease:note-recovery-other", actor="test")
     as_if_its_worker_died(other, takeovers=5, at=7)
     _, lease = leases.claim(run.id, owner="b")
     leases.claim(other.id, owner="c")  # the same fencing token as ``lease``
@@ -817,7 +817,7 @@ def test_a_takeover_after_progress_counts_from_one_should_its_worker_die_there_t
 
 
 def test_a_stale_holder_does_not_reset_the_takeover_count(clock, settings):
-    run = services.run_start(three_steps, 1, id="lease:note-recovery-stale")
+    run = services.run_start(three_steps, 1, id="lease:note-recovery-stale", actor="test")
     as_if_its_worker_died(run, takeovers=5, at=7)
     _, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
@@ -829,7 +829,7 @@ def test_a_stale_holder_does_not_reset_the_takeover_count(clock, settings):
 
 
 def test_an_atomic_write_at_a_position_already_recorded_is_fenced(clock):
-    run = services.run_start(three_steps, 1, id="lease:atomic-twice")
+    run = services.run_start(three_steps, 1, id="lease:atomic-twice", actor="test")
     _, lease = leases.claim(run.id, owner="a")
     first = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
                          created_at=clock.now())

@@ -18,7 +18,7 @@ def holding(workflow_name: str, n: int, *, key: str = "", declared=ONE_AT_A_TIME
     """A run of ``workflow_name`` claimed by a worker, asking for ``declared`` at position 0:
     (its lease, None when it got the slot else when to come back)."""
     run = services.run_start(workflow_name, *([key] if workflow_name == "per_key" else []), n,
-                             id=f"{workflow_name}:{key}:{n}")
+                             id=f"{workflow_name}:{key}:{n}", actor="test")
     _, lease = leases.claim(run.id, owner=f"worker-{n}")
     return lease, lease.acquire_limit(declared, key, 0, "celery")
 
@@ -38,7 +38,7 @@ def test_a_limit_needs_a_rate_or_a_concurrency():
 
 
 def test_a_step_over_its_rate_waits_on_a_durable_timer_and_does_not_fail(clock):
-    runs = [services.run_start(rate_two, n, id=f"rate:{n}") for n in range(3)]
+    runs = [services.run_start(rate_two, n, id=f"rate:{n}", actor="test") for n in range(3)]
 
     states = [drive(run.id) for run in runs]
 
@@ -48,7 +48,7 @@ def test_a_step_over_its_rate_waits_on_a_durable_timer_and_does_not_fail(clock):
 
 
 def test_a_run_that_waited_for_its_rate_completes_once_the_window_has_room(clock):
-    runs = [services.run_start(rate_two, n, id=f"rate:{n}") for n in range(3)]
+    runs = [services.run_start(rate_two, n, id=f"rate:{n}", actor="test") for n in range(3)]
     for run in runs:
         drive(run.id)
 
@@ -59,7 +59,7 @@ def test_a_run_that_waited_for_its_rate_completes_once_the_window_has_room(clock
 
 
 def test_runs_waiting_for_a_rate_are_served_in_the_order_they_came(clock):
-    runs = [services.run_start(rate_two, n, id=f"order:{n}") for n in range(5)]
+    runs = [services.run_start(rate_two, n, id=f"order:{n}", actor="test") for n in range(5)]
     for run in runs:
         drive(run.id)
     clock.advance(timedelta(seconds=1))
@@ -131,7 +131,7 @@ def test_a_keyed_limit_serialises_one_key_and_lets_the_others_through(clock):
 
 
 def test_a_worker_that_lost_its_run_takes_no_slot(clock, settings):
-    run = services.run_start("one_at_a_time", 1, id="stale:1")
+    run = services.run_start("one_at_a_time", 1, id="stale:1", actor="test")
     _, stale = leases.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     leases.claim(run.id, owner="b")
@@ -142,7 +142,7 @@ def test_a_worker_that_lost_its_run_takes_no_slot(clock, settings):
 
 
 def test_a_step_naming_an_undeclared_limit_blocks_its_run_with_a_clear_message(clock):
-    run = services.run_start("undeclared_limit", id="undeclared:1")
+    run = services.run_start("undeclared_limit", id="undeclared:1", actor="test")
 
     blocked = drive(run.id)
 
@@ -152,7 +152,7 @@ def test_a_step_naming_an_undeclared_limit_blocks_its_run_with_a_clear_message(c
 
 
 def test_a_completed_run_leaves_no_ticket_of_a_concurrency_limit_behind(clock):
-    run = services.run_start("one_at_a_time", 1, id="done:1")
+    run = services.run_start("one_at_a_time", 1, id="done:1", actor="test")
 
     drive(run.id)
 
@@ -161,7 +161,7 @@ def test_a_completed_run_leaves_no_ticket_of_a_concurrency_limit_behind(clock):
 
 
 def test_a_sent_step_keeps_its_released_ticket_while_it_counts_in_the_rate_window(clock):
-    run = services.run_start(rate_two, 1, id="done:2")
+    run = services.run_start(rate_two, 1, id="done:2", actor="test")
 
     drive(run.id)
 
@@ -203,7 +203,7 @@ def sends_on_the_llm_queue(n: int) -> str:
 
 def test_a_run_waiting_in_line_for_a_limit_is_woken_on_its_step_s_queue(clock):
     with override_workflow(sends_on_the_llm_queue, name="sends_on_the_llm_queue"):
-        runs = [services.run_start("sends_on_the_llm_queue", n, id=f"rate:queue:{n}") for n in range(3)]
+        runs = [services.run_start("sends_on_the_llm_queue", n, id=f"rate:queue:{n}", actor="test") for n in range(3)]
 
         for run in runs:
             drive(run.id)

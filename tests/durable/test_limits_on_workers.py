@@ -21,7 +21,7 @@ def completed(prefix: str) -> int:
 
 def start_many(workflow_name: str, count: int, prefix: str, *args) -> list[str]:
     with transaction.atomic():
-        return [services.run_start(workflow_name, *args, n, id=f"{prefix}{n}").id for n in range(count)]
+        return [services.run_start(workflow_name, *args, n, id=f"{prefix}{n}", actor="test").id for n in range(count)]
 
 
 def busiest_window(times: list, width: timedelta) -> int:
@@ -102,10 +102,10 @@ def test_a_key_with_concurrency_one_runs_one_step_at_a_time_while_other_keys_pro
 def test_a_killed_worker_holding_the_only_slot_does_not_keep_it(celery):
     celery.start_worker("doomed")
     celery.start_beat()
-    hog = services.run_start("hog_the_slot", 1, id="hog:1")
+    hog = services.run_start("hog_the_slot", 1, id="hog:1", actor="test")
     wait_until(lambda: Effect.objects.filter(run_id=hog.id, name="start").exists(), timeout=60,
                message="the hog to take the slot")
-    queued = services.run_start("one_at_a_time", 1, id="queued:1")
+    queued = services.run_start("one_at_a_time", 1, id="queued:1", actor="test")
     wait_until(lambda: WorkflowRun.objects.filter(pk=queued.id, waiting_for="limit:test-one").exists(),
                timeout=30, message="the second run to wait for the slot")
 
@@ -124,7 +124,7 @@ def test_a_busy_llm_worker_does_not_delay_sends_on_the_default_queue(celery):
     celery.start_worker("default", concurrency=2)
     celery.start_worker("llm", concurrency=1, queues=[LLM_QUEUE])
     celery.start_beat()
-    check = services.run_start("slow_llm_check", id="llm:1")
+    check = services.run_start("slow_llm_check", id="llm:1", actor="test")
     wait_until(lambda: Effect.objects.filter(run_id=check.id, name="start").exists(), timeout=60,
                message="the llm worker to start the check")
     started = time.monotonic()

@@ -53,9 +53,9 @@ def test_an_empty_token_setting_never_matches(client, settings):
 
 
 def test_runs_are_counted_by_workflow_and_status(scrape, clock):
-    drive(services.run_start("step_wait_step", id="w:1").id)
-    drive(services.run_start("step_wait_step", id="w:2").id)
-    services.run_start("three_steps", 1, id="t:1")
+    drive(services.run_start("step_wait_step", id="w:1", actor="test").id)
+    drive(services.run_start("step_wait_step", id="w:2", actor="test").id)
+    services.run_start("three_steps", 1, id="t:1", actor="test")
 
     metrics = scrape()
 
@@ -65,13 +65,13 @@ def test_runs_are_counted_by_workflow_and_status(scrape, clock):
 
 
 def test_steps_retries_advances_and_signals_are_counted(scrape, clock):
-    run = drive(services.run_start("gives_up", id="g:1").id)       # attempt 1 fails, backs off
+    run = drive(services.run_start("gives_up", id="g:1", actor="test").id)       # attempt 1 fails, backs off
     for _ in range(2):
         clock.advance(timedelta(minutes=5))
         run = drive(run.id)                                            # attempts 2 and 3
-    waiting = drive(services.run_start("step_wait_step", id="w:1").id)
-    services.signal_send(waiting.id, "go", {"value": 1}, dedupe_key="k")
-    services.signal_send(waiting.id, "go", {"value": 1}, dedupe_key="k")   # a redelivery
+    waiting = drive(services.run_start("step_wait_step", id="w:1", actor="test").id)
+    services.signal_send(waiting.id, "go", {"value": 1}, dedupe_key="k", actor="test")
+    services.signal_send(waiting.id, "go", {"value": 1}, dedupe_key="k", actor="test")   # a redelivery
 
     metrics = scrape()
 
@@ -96,8 +96,8 @@ def b_then_a():
 
 def test_blocked_runs_are_a_gauge_of_their_own(scrape, clock):
     with override_workflow(a_then_b, name="reorder"):
-        run = drive(services.run_start("reorder", id="reorder:m").id)
-    services.signal_send(run.id, "go", {})
+        run = drive(services.run_start("reorder", id="reorder:m", actor="test").id)
+    services.signal_send(run.id, "go", {}, actor="test")
     with override_workflow(b_then_a, name="reorder"):
         drive(run.id)
 
@@ -105,7 +105,7 @@ def test_blocked_runs_are_a_gauge_of_their_own(scrape, clock):
 
 
 def test_sweep_lag_is_the_age_of_the_oldest_due_wake_at(scrape, clock):
-    drive(services.run_start("nap", id="nap:1").id)                  # wakes in an hour
+    drive(services.run_start("nap", id="nap:1", actor="test").id)                  # wakes in an hour
 
     clock.advance(timedelta(hours=1, seconds=30))
 
@@ -113,7 +113,7 @@ def test_sweep_lag_is_the_age_of_the_oldest_due_wake_at(scrape, clock):
 
 
 def test_the_last_sweeps_duration_is_visible_to_the_web_process(scrape, clock):
-    services.run_start("three_steps", 1, id="t:due")
+    services.run_start("three_steps", 1, id="t:due", actor="test")
     clock.advance(timedelta(minutes=1))
 
     timers.sweep_due()
@@ -150,7 +150,7 @@ def test_a_log_line_from_a_step_carries_the_run_id_and_position(clock):
     logger.addHandler(handler)
     try:
         with override_workflow(logs_then_steps, name="logs"):
-            drive(services.run_start("logs", id="logs:1").id)
+            drive(services.run_start("logs", id="logs:1", actor="test").id)
         logger.warning("outside any run")
     finally:
         logger.removeHandler(handler)

@@ -55,19 +55,19 @@ def _clear_sent():
 
 
 def test_onboarding_asks_twice_for_missing_documents_then_opens_the_account(clock):
-    run = services.run_start(onboarding, "c-42", id="onboarding:c-42")
+    run = services.run_start(onboarding, "c-42", id="onboarding:c-42", actor="test")
     assert drive(run.id).waiting_for == "signal:documents_received"
 
-    services.signal_send(run.id, "documents_received", {"kinds": ["articles"]}, dedupe_key="m1")
+    services.signal_send(run.id, "documents_received", {"kinds": ["articles"]}, dedupe_key="m1", actor="test")
     drive(run.id)
     clock.advance(days(2))
-    services.signal_send(run.id, "documents_received", {"kinds": ["articles", "address"]}, dedupe_key="m2")
+    services.signal_send(run.id, "documents_received", {"kinds": ["articles", "address"]}, dedupe_key="m2", actor="test")
     drive(run.id)
     services.signal_send(run.id, "documents_received", {"kinds": ["articles", "address", "selfie"]},
-                         dedupe_key="m3")
+                         dedupe_key="m3", actor="test")
     run = drive(run.id)
     assert run.waiting_for == "signal:compliance_decision"
-    services.signal_send(run.id, "compliance_decision", {"approved": True, "by": "ana"})
+    services.signal_send(run.id, "compliance_decision", {"approved": True, "by": "ana"}, actor="test")
     run = drive(run.id)
 
     assert run.status == RunStatus.COMPLETED
@@ -80,7 +80,7 @@ def test_onboarding_asks_twice_for_missing_documents_then_opens_the_account(cloc
 
 
 def test_onboarding_closes_the_case_when_no_documents_arrive_in_seven_days(clock):
-    run = services.run_start(onboarding, "c-7", id="onboarding:c-7")
+    run = services.run_start(onboarding, "c-7", id="onboarding:c-7", actor="test")
     drive(run.id)
 
     clock.advance(days(7))

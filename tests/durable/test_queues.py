@@ -19,7 +19,7 @@ def marks(run_id: str) -> list[str]:
 
 
 def test_a_step_on_another_queue_hands_the_run_to_that_queue(clock, django_capture_on_commit_callbacks):
-    run = services.run_start(llm_in_the_middle, id="queue:1")
+    run = services.run_start(llm_in_the_middle, id="queue:1", actor="test")
 
     with django_capture_on_commit_callbacks(execute=True):
         handed = drive(run.id, queue=DEFAULT)
@@ -30,7 +30,7 @@ def test_a_step_on_another_queue_hands_the_run_to_that_queue(clock, django_captu
 
 
 def test_the_step_after_it_goes_back_to_the_default_queue(clock, django_capture_on_commit_callbacks):
-    run = services.run_start(llm_in_the_middle, id="queue:2")
+    run = services.run_start(llm_in_the_middle, id="queue:2", actor="test")
     drive(run.id, queue=DEFAULT)
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -42,7 +42,7 @@ def test_the_step_after_it_goes_back_to_the_default_queue(clock, django_capture_
 
 
 def test_a_step_done_on_its_queue_is_replayed_anywhere_without_a_hand_off(clock):
-    run = services.run_start(llm_in_the_middle, id="queue:3")
+    run = services.run_start(llm_in_the_middle, id="queue:3", actor="test")
     drive(run.id, queue=DEFAULT)
     drive(run.id, queue=LLM_QUEUE)
 
@@ -54,21 +54,21 @@ def test_a_step_done_on_its_queue_is_replayed_anywhere_without_a_hand_off(clock)
 
 
 def test_an_in_process_driver_runs_every_step_whatever_its_queue(clock):
-    run = services.run_start(llm_in_the_middle, id="queue:4")
+    run = services.run_start(llm_in_the_middle, id="queue:4", actor="test")
 
     assert drive(run.id).status == RunStatus.COMPLETED
 
 
 def test_a_workflow_with_a_queue_is_started_on_that_queue(clock, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_start(all_on_llm, id="queue:5")
+        run = services.run_start(all_on_llm, id="queue:5", actor="test")
 
     assert testing.dispatch_queues[run.id] == LLM_QUEUE
     assert drive(run.id, queue=LLM_QUEUE).status == RunStatus.COMPLETED
 
 
 def test_a_workflow_with_a_queue_reached_on_the_default_queue_is_handed_to_its_own(clock):
-    run = services.run_start(all_on_llm, id="queue:6")
+    run = services.run_start(all_on_llm, id="queue:6", actor="test")
 
     handed = drive(run.id, queue=DEFAULT)
 
@@ -78,7 +78,7 @@ def test_a_workflow_with_a_queue_reached_on_the_default_queue_is_handed_to_its_o
 
 def test_runs_that_name_no_queue_are_dispatched_without_one(clock, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        services.run_start("three_steps", 1, id="queue:7")
+        services.run_start("three_steps", 1, id="queue:7", actor="test")
 
     assert testing.dispatch_queues["queue:7"] == DEFAULT
     assert WorkflowRun.objects.get(pk="queue:7").waiting_for == ""
@@ -86,7 +86,7 @@ def test_runs_that_name_no_queue_are_dispatched_without_one(clock, django_captur
 
 def test_a_handed_on_run_is_swept_back_only_after_the_dispatch_grace_period(clock, settings):
     settings.DURABLE_DISPATCH_GRACE_SECONDS = 30
-    run = services.run_start(llm_in_the_middle, id="queue:grace")
+    run = services.run_start(llm_in_the_middle, id="queue:grace", actor="test")
 
     handed = drive(run.id, queue=DEFAULT)
 

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_run_of_three_steps_completes_with_the_last_result(clock):
-    run = services.run_start(three_steps, 1, id="three:1")
+    run = services.run_start(three_steps, 1, id="three:1", actor="test")
 
     run = drive(run.id)
 
@@ -25,11 +25,11 @@ def test_a_run_of_three_steps_completes_with_the_last_result(clock):
 
 
 def test_replay_returns_recorded_results_without_calling_the_step_again(clock):
-    run = services.run_start("step_wait_step", id="replay:1")
+    run = services.run_start("step_wait_step", id="replay:1", actor="test")
     drive(run.id)
     assert CALLS["before"] == 1
 
-    services.signal_send(run.id, "go", {"value": 7})
+    services.signal_send(run.id, "go", {"value": 7}, actor="test")
     run = drive(run.id)
 
     assert run.status == RunStatus.COMPLETED
@@ -39,7 +39,7 @@ def test_replay_returns_recorded_results_without_calling_the_step_again(clock):
 
 
 def test_a_completed_run_is_not_advanced_again(clock):
-    run = services.run_start(three_steps, 1, id="three:again")
+    run = services.run_start(three_steps, 1, id="three:again", actor="test")
     drive(run.id)
 
     drive(run.id)
@@ -48,7 +48,7 @@ def test_a_completed_run_is_not_advanced_again(clock):
 
 
 def test_deterministic_values_are_recorded_and_replayed(clock):
-    run = services.run_start("deterministic_values", id="values:1")
+    run = services.run_start("deterministic_values", id="values:1", actor="test")
     run = drive(run.id)
     recorded = [e.result for e in JournalEntry.objects.filter(run=run).order_by("position")]
 
@@ -60,7 +60,7 @@ def test_deterministic_values_are_recorded_and_replayed(clock):
 
 
 def test_an_exception_in_the_body_fails_the_run_with_its_error(clock):
-    run = services.run_start("fails_in_body", id="body:1")
+    run = services.run_start("fails_in_body", id="body:1", actor="test")
 
     run = drive(run.id)
 
@@ -71,7 +71,7 @@ def test_an_exception_in_the_body_fails_the_run_with_its_error(clock):
 
 def test_a_steps_dataclass_result_comes_back_as_that_dataclass(clock):
     with override_workflow(lambda: type(workflow.step(validate, ["articles"])).__name__, name="typed_step"):
-        run = services.run_start("typed_step", id="typed:1")
+        run = services.run_start("typed_step", id="typed:1", actor="test")
 
         run = drive(run.id)
 
@@ -89,7 +89,7 @@ def test_a_running_step_knows_its_name_position_and_attempt(clock):
         return workflow.step(reports_itself, name="introspect")
 
     with override_workflow(body, name="introspection"):
-        run = services.run_start("introspection", id="introspect:1")
+        run = services.run_start("introspection", id="introspect:1", actor="test")
 
         run = drive(run.id)
 
@@ -98,7 +98,7 @@ def test_a_running_step_knows_its_name_position_and_attempt(clock):
 
 def test_a_run_started_with_keyword_arguments_receives_them(clock):
     with override_workflow(lambda *, greeting: greeting, name="keywords"):
-        run = services.run_start("keywords", greeting="olá", id="keywords:1")
+        run = services.run_start("keywords", greeting="olá", id="keywords:1", actor="test")
 
         run = drive(run.id)
 
@@ -108,7 +108,7 @@ def test_a_run_started_with_keyword_arguments_receives_them(clock):
 def test_a_run_that_keeps_replaying_is_handed_back_to_the_sweep_with_a_wake_time(clock):
     no_backoff = Retry(max_attempts=1000, initial_interval=seconds(0))
     with override_workflow(lambda: workflow.step(always_fails, retry=no_backoff), name="spins"):
-        run = services.run_start("spins", id="spins:1")
+        run = services.run_start("spins", id="spins:1", actor="test")
 
         run = drive(run.id)
 
@@ -117,7 +117,7 @@ def test_a_run_that_keeps_replaying_is_handed_back_to_the_sweep_with_a_wake_time
 
 
 def test_a_failed_run_is_logged_with_its_id(clock, caplog):
-    run = services.run_start("fails_in_body", id="logged:failed")
+    run = services.run_start("fails_in_body", id="logged:failed", actor="test")
 
     drive(run.id)
 
@@ -126,9 +126,9 @@ def test_a_failed_run_is_logged_with_its_id(clock, caplog):
 
 def test_a_blocked_run_is_logged_with_its_id(clock, caplog):
     with override_workflow(a_then_b, name="logged_blocked"):
-        run = services.run_start("logged_blocked", id="logged:blocked")
+        run = services.run_start("logged_blocked", id="logged:blocked", actor="test")
         drive(run.id)
-    services.signal_send(run.id, "go", {})
+    services.signal_send(run.id, "go", {}, actor="test")
 
     with override_workflow(b_then_a, name="logged_blocked"):
         drive(run.id)
@@ -138,10 +138,10 @@ def test_a_blocked_run_is_logged_with_its_id(clock, caplog):
 
 def test_a_fenced_advance_is_logged_with_the_runs_id(clock, caplog):
     def cancels_itself():
-        services.run_cancel(current_step().run_id, reason="cancelled mid-step")
+        services.run_cancel(current_step().run_id, reason="cancelled mid-step", actor="test")
 
     with override_workflow(lambda: workflow.step(cancels_itself), name="logged_fenced"):
-        run = services.run_start("logged_fenced", id="logged:fenced")
+        run = services.run_start("logged_fenced", id="logged:fenced", actor="test")
 
         drive(run.id)
 
@@ -160,7 +160,7 @@ class Notifier:
 
 def test_a_step_of_a_callable_without_a_name_is_journaled_under_its_class(clock):
     with override_workflow(lambda: workflow.step(Notifier(), "hello"), name="nameless_step"):
-        run = services.run_start("nameless_step", id="nameless:1")
+        run = services.run_start("nameless_step", id="nameless:1", actor="test")
 
         run = drive(run.id)
 
@@ -170,7 +170,7 @@ def test_a_step_of_a_callable_without_a_name_is_journaled_under_its_class(clock)
 def test_a_step_of_a_partial_is_journaled_under_the_wrapped_function_so_any_process_replays_it(clock):
     with override_workflow(lambda: workflow.step(functools.partial(functools.partial(validate), ["id"])),
                            name="partial_step"):
-        run = services.run_start("partial_step", id="partial:1")
+        run = services.run_start("partial_step", id="partial:1", actor="test")
 
         run = drive(run.id)
 
@@ -185,9 +185,9 @@ def validates_then_waits():
 
 def test_a_steps_dataclass_result_is_that_dataclass_again_on_replay(clock):
     with override_workflow(validates_then_waits, name="typed_step_replayed"):
-        run = services.run_start("typed_step_replayed", id="typed:replayed")
+        run = services.run_start("typed_step_replayed", id="typed:replayed", actor="test")
         drive(run.id)
-        services.signal_send(run.id, "go", {})
+        services.signal_send(run.id, "go", {}, actor="test")
 
         run = drive(run.id)
 
@@ -202,9 +202,9 @@ def uuid_and_its_type() -> str:
 
 def test_a_recorded_uuid_is_a_uuid_again_after_a_replay(clock):
     with override_workflow(uuid_and_its_type, name="uuid_and_its_type"):
-        run = services.run_start("uuid_and_its_type", id="values:uuid-type")
+        run = services.run_start("uuid_and_its_type", id="values:uuid-type", actor="test")
         drive(run.id)
-        services.signal_send(run.id, "go")
+        services.signal_send(run.id, "go", actor="test")
         run = drive(run.id)
 
     recorded = JournalEntry.objects.get(run_id=run.id, position=0)

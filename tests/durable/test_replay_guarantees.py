@@ -26,12 +26,12 @@ def _journal(run_id: str) -> list[tuple]:
 
 @pytest.mark.parametrize("kind", ["now", "uuid4", "random"])
 def test_a_recorded_value_is_returned_again_on_replay_not_regenerated(clock, kind):
-    run = services.run_start("value_across_a_wait", kind, id=f"values:{kind}")
+    run = services.run_start("value_across_a_wait", kind, id=f"values:{kind}", actor="test")
     drive(run.id)
     recorded = JournalEntry.objects.get(run_id=run.id, position=0).result
     clock.advance(timedelta(hours=1))  # a fresh now() would differ from the recorded one
 
-    services.signal_send(run.id, "go", {})
+    services.signal_send(run.id, "go", {}, actor="test")
     run = drive(run.id)
 
     assert run.status == RunStatus.COMPLETED
@@ -42,7 +42,7 @@ def test_a_recorded_value_is_returned_again_on_replay_not_regenerated(clock, kin
 
 
 def test_an_atomic_step_that_dies_after_its_writes_leaves_neither_writes_nor_entry(clock):
-    run = services.run_start("atomic_crash", id="atomic:crash")
+    run = services.run_start("atomic_crash", id="atomic:crash", actor="test")
 
     with pytest.raises(Crash):
         drive(run.id)
@@ -53,7 +53,7 @@ def test_an_atomic_step_that_dies_after_its_writes_leaves_neither_writes_nor_ent
 
 
 def test_an_atomic_step_that_raises_keeps_none_of_its_writes_for_the_retry(clock):
-    run = services.run_start("atomic_retry", id="atomic:retry")
+    run = services.run_start("atomic_retry", id="atomic:retry", actor="test")
     assert drive(run.id).status == RunStatus.WAITING
     clock.advance(seconds(5))
 
@@ -65,7 +65,7 @@ def test_an_atomic_step_that_raises_keeps_none_of_its_writes_for_the_retry(clock
 
 
 def test_a_completed_atomic_step_has_its_writes_committed_with_its_entry(clock):
-    run = services.run_start("atomic_write", id="atomic:write")
+    run = services.run_start("atomic_write", id="atomic:write", actor="test")
 
     run = drive(run.id)
 
@@ -79,23 +79,23 @@ def test_a_completed_atomic_step_has_its_writes_committed_with_its_entry(clock):
 
 
 def test_one_signal_resumes_one_wait_even_across_replays(clock):
-    run = services.run_start("collect_two", id="signals:one")
-    services.signal_send(run.id, "item", {"n": 1})
+    run = services.run_start("collect_two", id="signals:one", actor="test")
+    services.signal_send(run.id, "item", {"n": 1}, actor="test")
     assert drive(run.id).status == RunStatus.WAITING
     assert drive(run.id).status == RunStatus.WAITING  # a replay reloads the signals
 
-    services.signal_send(run.id, "item", {"n": 2})
+    services.signal_send(run.id, "item", {"n": 2}, actor="test")
     run = drive(run.id)
 
     assert run.result == [1, 2]
 
 
 def test_a_signal_redelivered_after_it_was_consumed_resumes_nothing(clock):
-    run = services.run_start("collect_two", id="signals:redelivered")
-    services.signal_send(run.id, "item", {"n": 1}, dedupe_key="wamid.1")
+    run = services.run_start("collect_two", id="signals:redelivered", actor="test")
+    services.signal_send(run.id, "item", {"n": 1}, dedupe_key="wamid.1", actor="test")
     drive(run.id)
 
-    services.signal_send(run.id, "item", {"n": 1}, dedupe_key="wamid.1")  # the provider retries
+    services.signal_send(run.id, "item", {"n": 1}, dedupe_key="wamid.1", actor="test")  # the provider retries
     run = drive(run.id)
 
     assert run.status == RunStatus.WAITING
@@ -106,7 +106,7 @@ def test_a_signal_redelivered_after_it_was_consumed_resumes_nothing(clock):
 
 
 def test_a_replay_before_the_deadline_does_not_push_the_deadline_back(clock):
-    run = services.run_start("wait_with_deadline", id="deadline:replayed")
+    run = services.run_start("wait_with_deadline", id="deadline:replayed", actor="test")
     drive(run.id)
     clock.advance(days(6))
     drive(run.id)  # replays the wait one day before its deadline
@@ -126,7 +126,7 @@ def wait_with_a_one_day_deadline() -> str:
 
 
 def test_a_changed_timeout_argument_does_not_move_a_recorded_deadline(clock):
-    run = services.run_start("wait_with_deadline", id="deadline:redeployed")
+    run = services.run_start("wait_with_deadline", id="deadline:redeployed", actor="test")
     drive(run.id)
     recorded = clock.now() + days(7)
     clock.advance(days(2))
@@ -144,13 +144,13 @@ def test_a_changed_timeout_argument_does_not_move_a_recorded_deadline(clock):
 
 def cancel_own_run() -> str:
     effect("cancel_own_run")
-    services.run_cancel(workflow.id, reason="an operator cancelled while the step ran")
+    services.run_cancel(workflow.id, reason="an operator cancelled while the step ran", actor="test")
     return "finished after the cancel"
 
 
 def test_a_step_that_finishes_after_its_run_was_cancelled_is_not_journaled(clock):
     with override_workflow(lambda: workflow.step(cancel_own_run), name="cancelled_mid_step"):
-        run = services.run_start("cancelled_mid_step", id="fence:cancelled")
+        run = services.run_start("cancelled_mid_step", id="fence:cancelled", actor="test")
 
         run = drive(run.id)
 
@@ -172,7 +172,7 @@ def test_a_worker_that_lost_its_lease_cannot_overwrite_the_new_holders_outcome(c
         return "from the new holder"
 
     with override_workflow(pauses_before_finishing, name="taken_over_before_finishing"):
-        run = services.run_start("taken_over_before_finishing", id="fence:takeover")
+        run = services.run_start("taken_over_before_finishing", id="fence:takeover", actor="test")
 
         run = drive(run.id, owner="old-holder")
 
@@ -184,11 +184,11 @@ def test_a_worker_that_lost_its_lease_cannot_overwrite_the_new_holders_outcome(c
 
 
 def test_a_signal_during_the_back_off_does_not_run_the_failed_step_early(clock):
-    run = services.run_start("gives_up", id="retry:nudged")
+    run = services.run_start("gives_up", id="retry:nudged", actor="test")
     retry_at = drive(run.id).wake_at
     clock.advance(seconds(5))
 
-    services.signal_send(run.id, "nudge", {})
+    services.signal_send(run.id, "nudge", {}, actor="test")
     run = drive(run.id)
 
     assert run.status == RunStatus.WAITING
@@ -197,7 +197,7 @@ def test_a_signal_during_the_back_off_does_not_run_the_failed_step_early(clock):
 
 
 def test_a_failed_step_runs_again_exactly_when_its_back_off_ends(clock):
-    run = services.run_start("gives_up", id="retry:boundary")
+    run = services.run_start("gives_up", id="retry:boundary", actor="test")
     drive(run.id)  # back-off of 10 seconds before attempt 2
     clock.advance(seconds(10) - timedelta(microseconds=1))
     drive(run.id)

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_failing_step_backs_off_then_raises_step_failed_into_the_body(clock):
-    run = services.run_start("gives_up", id="gives_up:1")
+    run = services.run_start("gives_up", id="gives_up:1", actor="test")
     start = clock.now()
 
     run = drive(run.id)
@@ -45,16 +45,16 @@ def fails_once_then_waits():
 
 
 def test_a_run_backing_off_says_which_step_it_will_retry(clock):
-    run = drive(services.run_start("gives_up", id="gives_up:waiting-for").id)
+    run = drive(services.run_start("gives_up", id="gives_up:waiting-for", actor="test").id)
 
     assert (run.status, run.waiting_for) == (RunStatus.WAITING, "retry:always_fails")
 
 
 def test_a_failed_step_replays_as_the_same_failure_without_running_again(clock):
     with override_workflow(fails_once_then_waits, name="fails_then_waits"):
-        run = services.run_start("fails_then_waits", id="fails_then_waits:1")
+        run = services.run_start("fails_then_waits", id="fails_then_waits:1", actor="test")
         assert drive(run.id).status == RunStatus.WAITING
-        services.signal_send(run.id, "go", {})
+        services.signal_send(run.id, "go", {}, actor="test")
 
         run = drive(run.id)  # replays the failed entry: StepFailed again, from the journal
 
@@ -63,7 +63,7 @@ def test_a_failed_step_replays_as_the_same_failure_without_running_again(clock):
 
 
 def test_an_operator_retry_gives_a_failed_step_a_fresh_budget(clock):
-    run = services.run_start("fails_in_body", id="retry:body")
+    run = services.run_start("fails_in_body", id="retry:body", actor="test")
     assert drive(run.id).status == RunStatus.FAILED
 
     services.run_retry(run.id, actor="ops@example.com")
@@ -89,11 +89,11 @@ def succeeds_on_retry_then_waits():
 
 def test_a_step_that_succeeds_on_its_retry_is_not_run_again_on_replay(clock):
     with override_workflow(succeeds_on_retry_then_waits, name="succeeds_on_retry"):
-        run = services.run_start("succeeds_on_retry", id="retry:then-replay")
+        run = services.run_start("succeeds_on_retry", id="retry:then-replay", actor="test")
         drive(run.id)
         clock.advance(seconds(5))
         drive(run.id)  # attempt 2 succeeds; the run waits for "go"
-        services.signal_send(run.id, "go", {})
+        services.signal_send(run.id, "go", {}, actor="test")
 
         run = drive(run.id)
 
@@ -112,9 +112,9 @@ def fails_then_reports_after_a_wait():
 
 def test_a_replayed_failure_carries_the_recorded_message(clock):
     with override_workflow(fails_then_reports_after_a_wait, name="reports_failure"):
-        run = services.run_start("reports_failure", id="retry:message")
+        run = services.run_start("reports_failure", id="retry:message", actor="test")
         drive(run.id)
-        services.signal_send(run.id, "go", {})
+        services.signal_send(run.id, "go", {}, actor="test")
 
         run = drive(run.id)
 
@@ -122,7 +122,7 @@ def test_a_replayed_failure_carries_the_recorded_message(clock):
 
 
 def test_a_failed_steps_entry_keeps_the_traceback(clock):
-    run = services.run_start("gives_up", id="retry:traceback")
+    run = services.run_start("gives_up", id="retry:traceback", actor="test")
     drive(run.id)
 
     entry = JournalEntry.objects.get(run_id=run.id, position=0)
@@ -132,7 +132,7 @@ def test_a_failed_steps_entry_keeps_the_traceback(clock):
 
 
 def test_a_failed_steps_traceback_reads_as_python_prints_it(clock):
-    run = services.run_start("gives_up", id="retry:traceback-format")
+    run = services.run_start("gives_up", id="retry:traceback-format", actor="test")
     drive(run.id)
 
     traceback = JournalEntry.objects.get(run_id=run.id, position=0).error["traceback"]
@@ -148,7 +148,7 @@ def fails_with_a_long_message() -> None:
 def test_a_long_traceback_is_cut_to_its_last_4000_characters(clock):
     body = lambda: workflow.step(fails_with_a_long_message, retry=Retry(max_attempts=1))  # noqa: E731
     with override_workflow(body, name="long_failure"):
-        run = services.run_start("long_failure", id="retry:long-traceback")
+        run = services.run_start("long_failure", id="retry:long-traceback", actor="test")
         drive(run.id)
 
     traceback = JournalEntry.objects.get(run_id=run.id, position=0).error["traceback"]

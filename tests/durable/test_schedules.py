@@ -217,7 +217,7 @@ def test_a_schedule_whose_workflow_is_gone_records_why_and_the_sweep_goes_on():
     with fake_clock(NOON) as clock:
         daily()
         Schedule.objects.filter(name="report-daily").update(workflow_name="retired_report")
-        nap = services.run_start("nap", id="nap:schedules")
+        nap = services.run_start("nap", id="nap:schedules", actor="test")
         clock.advance(hours(13))
 
         picked = sweep_due()

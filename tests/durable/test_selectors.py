@@ -8,7 +8,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_step_results_are_the_named_steps_results_oldest_first(clock):
-    run = drive(services.run_start("step_wait_step", id="selectors:results").id)
+    run = drive(services.run_start("step_wait_step", id="selectors:results", actor="test").id)
 
     assert [(step.name, step.position, step.result) for step in selectors.step_results(run.id, ["record"])] \
         == [("record", 0, "before")]
@@ -16,17 +16,17 @@ def test_step_results_are_the_named_steps_results_oldest_first(clock):
 
 
 def test_a_signal_is_not_a_step_result_even_under_a_wanted_name(clock):
-    run = drive(services.run_start("step_wait_step", id="selectors:signal").id)
-    services.signal_send(run.id, "go", {"ok": True})
+    run = drive(services.run_start("step_wait_step", id="selectors:signal", actor="test").id)
+    services.signal_send(run.id, "go", {"ok": True}, actor="test")
     run = drive(run.id)
 
     assert [step.result for step in selectors.step_results(run.id, ["record", "go"])] == ["before", "after"]
 
 
 def test_runs_started_by_lists_a_parents_children_and_run_exists_only_live_runs(clock):
-    parent = services.run_start("three_steps", 1, id="selectors:parent")
-    services.run_start("three_steps", 2, id="selectors:child-b", parent=parent.id)
-    services.run_start("three_steps", 3, id="selectors:child-a", parent=parent.id)
+    parent = services.run_start("three_steps", 1, id="selectors:parent", actor="test")
+    services.run_start("three_steps", 2, id="selectors:child-b", parent=parent.id, actor="test")
+    services.run_start("three_steps", 3, id="selectors:child-a", parent=parent.id, actor="test")
 
     assert [run.id for run in selectors.runs_started_by(parent.id)] == ["selectors:child-a", "selectors:child-b"]
     assert selectors.run_exists(parent.id) and not selectors.run_exists("selectors:nobody")

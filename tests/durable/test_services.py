@@ -12,9 +12,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_starting_an_existing_id_returns_the_existing_run(clock):
-    first = services.run_start(three_steps, 1, id="same:1")
+    first = services.run_start(three_steps, 1, id="same:1", actor="test")
 
-    second = services.run_start(three_steps, 1, id="same:1")
+    second = services.run_start(three_steps, 1, id="same:1", actor="test")
 
     assert second.pk == first.pk
     assert WorkflowRun.objects.count() == 1
@@ -22,14 +22,14 @@ def test_starting_an_existing_id_returns_the_existing_run(clock):
 
 
 def test_starting_an_existing_id_with_other_input_is_a_conflict(clock):
-    services.run_start(three_steps, 1, id="same:2")
+    services.run_start(three_steps, 1, id="same:2", actor="test")
 
     with pytest.raises(RunConflict, match="already exists"):
-        services.run_start(three_steps, 2, id="same:2")
+        services.run_start(three_steps, 2, id="same:2", actor="test")
 
 
 def test_start_accepts_the_workflow_name_and_records_the_version(clock):
-    run = services.run_start("three_steps", 5, id="byname:1")
+    run = services.run_start("three_steps", 5, id="byname:1", actor="test")
 
     assert (run.workflow_name, run.workflow_version, run.input) == (
         "three_steps", 1, {"args": [5], "kwargs": {}})
@@ -38,7 +38,7 @@ def test_start_accepts_the_workflow_name_and_records_the_version(clock):
 def test_a_run_is_dispatched_only_when_the_callers_transaction_commits(django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
-            services.run_start(three_steps, 1, id="commit:1")
+            services.run_start(three_steps, 1, id="commit:1", actor="test")
             assert testing.dispatched == []
 
     assert testing.dispatched == ["commit:1"]
@@ -47,14 +47,14 @@ def test_a_run_is_dispatched_only_when_the_callers_transaction_commits(django_ca
 def test_a_rolled_back_start_leaves_nothing_behind():
     with pytest.raises(RuntimeError):
         with transaction.atomic():
-            services.run_start(three_steps, 1, id="rollback:1")
+            services.run_start(three_steps, 1, id="rollback:1", actor="test")
             raise RuntimeError("the caller's request failed")
 
     assert not WorkflowRun.objects.filter(pk="rollback:1").exists()
 
 
 def test_cancel_ends_a_waiting_run_and_refuses_later_signals(clock):
-    run = services.run_start("collect_two", id="cancel:1")
+    run = services.run_start("collect_two", id="cancel:1", actor="test")
     drive(run.id)
 
     run = services.run_cancel(run.id, reason="customer withdrew", actor="ops")
@@ -62,15 +62,15 @@ def test_cancel_ends_a_waiting_run_and_refuses_later_signals(clock):
     assert run.status == RunStatus.CANCELLED
     assert run.error == {"type": "Cancelled", "message": "customer withdrew"}
     with pytest.raises(RunFinished):
-        services.signal_send(run.id, "item", {"n": 1})
+        services.signal_send(run.id, "item", {"n": 1}, actor="test")
 
 
 def test_cancel_fences_the_worker_that_is_running_the_run(clock):
-    run = services.run_start(three_steps, 1, id="cancel:2")
+    run = services.run_start(three_steps, 1, id="cancel:2", actor="test")
     _, lease = leases.claim(run.id, owner="worker-a")
     entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
 
-    services.run_cancel(run.id, reason="stop")
+    services.run_cancel(run.id, reason="stop", actor="test")
 
     with pytest.raises(Fenced):
         lease.record(entry, insert=True)
@@ -79,15 +79,15 @@ def test_cancel_fences_the_worker_that_is_running_the_run(clock):
 
 
 def test_only_failed_or_blocked_runs_can_be_retried(clock):
-    run = services.run_start("collect_two", id="retry:waiting")
+    run = services.run_start("collect_two", id="retry:waiting", actor="test")
     drive(run.id)
 
     with pytest.raises(InvalidTransition, match="waiting"):
-        services.run_retry(run.id)
+        services.run_retry(run.id, actor="test")
 
 
 def test_the_status_cannot_be_set_directly():
-    run = services.run_start(three_steps, 1, id="protected:1")
+    run = services.run_start(three_steps, 1, id="protected:1", actor="test")
 
     with pytest.raises(AttributeError, match="Direct status modification is not allowed"):
         run.status = RunStatus.COMPLETED
@@ -100,7 +100,7 @@ def test_run_lock_names_a_run_that_does_not_exist():
 
 @pytest.mark.django_db(transaction=True)
 def test_run_lock_outside_a_transaction_is_refused_as_it_would_hold_nothing():
-    run = services.run_start("three_steps", 1, id="lock:outside")
+    run = services.run_start("three_steps", 1, id="lock:outside", actor="test")
 
     with pytest.raises(RuntimeError, match="inside one"):
         services.run_lock(run.id)

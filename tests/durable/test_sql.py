@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_plain_insert_gives_the_row_the_primary_key_the_database_assigned():
-    run = services.run_start("collect_two", id="sql:insert")
+    run = services.run_start("collect_two", id="sql:insert", actor="test")
     signal = Signal(run_id=run.id, name="item", payload={"n": 1}, created_at=clock.now())
 
     sql.insert(signal)
@@ -21,7 +21,7 @@ def test_the_plain_insert_gives_the_row_the_primary_key_the_database_assigned():
 
 
 def test_the_plain_insert_refuses_a_row_that_has_a_primary_key_already():
-    run = services.run_start("collect_two", id="sql:insert-pk")
+    run = services.run_start("collect_two", id="sql:insert-pk", actor="test")
     signal = Signal(pk=999, run_id=run.id, name="item", payload={}, created_at=clock.now())
 
     with pytest.raises(ValueError, match="primary key already"):
@@ -33,7 +33,7 @@ def test_the_plain_insert_refuses_a_row_that_has_a_primary_key_already():
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite allows no writes in a WITH")
 def test_a_signal_outside_a_transaction_is_one_statement_on_postgresql():
-    run = services.run_start("collect_two", id="sql:one-statement")
+    run = services.run_start("collect_two", id="sql:one-statement", actor="test")
 
     with CaptureQueriesContext(connection) as statements:
         signal = services.signal_send(run.id, "item", {"n": 1}, actor="ana")
@@ -47,7 +47,7 @@ def columns(rows) -> list[list]:
 
 
 def test_the_journal_read_gives_the_entries_the_orm_gives(clock):
-    run = services.run_start("step_wait_step", id="sql:journal")
+    run = services.run_start("step_wait_step", id="sql:journal", actor="test")
     drive(run.id)  # a step with its result, then a wait with no deadline
 
     read = sql.journal_of(run.id)
@@ -57,12 +57,12 @@ def test_the_journal_read_gives_the_entries_the_orm_gives(clock):
 
 
 def test_the_pending_signals_read_gives_the_untaken_signals_oldest_first(clock):
-    run = services.run_start("collect_two", id="sql:signals")
+    run = services.run_start("collect_two", id="sql:signals", actor="test")
     drive(run.id)
-    services.signal_send(run.id, "item", {"n": 1})
+    services.signal_send(run.id, "item", {"n": 1}, actor="test")
     drive(run.id)  # the first wait takes it
-    services.signal_send(run.id, "item", {"n": 2, "text": "ação", "nested": [{"a": None}]})
-    services.signal_send(run.id, "other", [1.5, True])
+    services.signal_send(run.id, "item", {"n": 2, "text": "ação", "nested": [{"a": None}]}, actor="test")
+    services.signal_send(run.id, "other", [1.5, True], actor="test")
 
     read = sql.pending_signals_of(run.id)
 

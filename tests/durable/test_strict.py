@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 def run_body(body, name="strict_probe"):
     with override_workflow(body, name=name):
-        run = services.run_start(name, id=f"{name}:1")
+        run = services.run_start(name, id=f"{name}:1", actor="test")
         return drive(run.id)
 
 
@@ -186,12 +186,12 @@ def test_outside_a_workflow_body_everything_behaves_normally():
 
 def test_a_fixed_body_resumes_after_retry(clock):
     with override_workflow(body_datetime_now, name="fixable"):
-        run = services.run_start("fixable", id="fixable:1")
+        run = services.run_start("fixable", id="fixable:1", actor="test")
         drive(run.id)
 
     with override_workflow(lambda: workflow.step(record, "before") and workflow.now().isoformat(),
                            name="fixable"):
-        services.run_retry(run.id)
+        services.run_retry(run.id, actor="test")
         run = drive(run.id)
 
     assert run.status == RunStatus.COMPLETED

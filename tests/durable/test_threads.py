@@ -38,7 +38,7 @@ def test_two_runs_advanced_at_once_by_two_threads_each_see_their_own_clock_and_s
 
     with override_workflow(meet, name="meet"):
         for run_id in clocks:
-            services.run_start("meet", id=run_id)
+            services.run_start("meet", id=run_id, actor="test")
         threads = [threading.Thread(target=advance, args=(run_id,)) for run_id in clocks]
         for thread in threads:
             thread.start()

@@ -18,7 +18,7 @@ THREADS = 50
 
 def start_io_runs(workflow: str, count: int, seconds_to_wait: float) -> list[str]:
     with transaction.atomic():
-        return [services.run_start(workflow, n, seconds_to_wait, id=f"{workflow}:{n}").id
+        return [services.run_start(workflow, n, seconds_to_wait, id=f"{workflow}:{n}", actor="test").id
                 for n in range(count)]
 
 
@@ -109,12 +109,12 @@ def test_a_run_row_locked_by_a_slow_transaction_does_not_stall_the_heartbeat_of_
     celery.start_worker("threads", concurrency=40, pool="threads")
     celery.start_beat()
     run_ids = start_io_runs("io_bound", 20, 4.0)
-    locked = services.run_start("io_bound", 99, 4.0, id="io_bound:locked").id
+    locked = services.run_start("io_bound", 99, 4.0, id="io_bound:locked", actor="test").id
     wait_until(lambda: Effect.objects.filter(name="wait_on_io").count() == 21, timeout=60,
                message="every step to be running")
 
     with transaction.atomic():  # a webhook that signals the run, then works on in its transaction
-        services.signal_send(locked, "poke")
+        services.signal_send(locked, "poke", actor="test")
         time.sleep(4.0)  # twice the lease
     wait_until(lambda: completed([*run_ids, locked]) == 21, timeout=120, interval=0.2,
                message="21 completed runs")

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_wait_for_signal_returns_none_after_its_deadline(clock):
-    run = services.run_start("wait_with_deadline", id="deadline:1")
+    run = services.run_start("wait_with_deadline", id="deadline:1", actor="test")
     run = drive(run.id)
     assert run.status == RunStatus.WAITING
     assert run.wake_at == clock.now() + days(7)
@@ -31,7 +31,7 @@ def test_wait_for_signal_returns_none_after_its_deadline(clock):
 
 
 def test_a_wait_before_its_deadline_keeps_waiting(clock):
-    run = services.run_start("wait_with_deadline", id="deadline:2")
+    run = services.run_start("wait_with_deadline", id="deadline:2", actor="test")
     drive(run.id)
 
     clock.advance(days(6))
@@ -42,7 +42,7 @@ def test_a_wait_before_its_deadline_keeps_waiting(clock):
 
 
 def test_the_deadline_is_recorded_at_the_first_encounter(clock):
-    run = services.run_start("wait_with_deadline", id="deadline:3")
+    run = services.run_start("wait_with_deadline", id="deadline:3", actor="test")
     drive(run.id)
     deadline = JournalEntry.objects.get(run=run, position=0).wake_at
 
@@ -53,7 +53,7 @@ def test_the_deadline_is_recorded_at_the_first_encounter(clock):
 
 
 def test_sleep_wakes_after_its_duration(clock):
-    run = services.run_start("nap", id="nap:1")
+    run = services.run_start("nap", id="nap:1", actor="test")
     run = drive(run.id)
     assert run.status == RunStatus.WAITING
 
@@ -68,9 +68,9 @@ def test_sleep_wakes_after_its_duration(clock):
 
 def test_the_sweep_sends_a_run_whose_lease_expired_to_the_takeover_lane_and_a_timer_to_its_queue(
         clock, django_capture_on_commit_callbacks):
-    napping = services.run_start("nap", id="nap:lane")
+    napping = services.run_start("nap", id="nap:lane", actor="test")
     drive(napping.id)
-    held = services.run_start("nap", id="nap:held")
+    held = services.run_start("nap", id="nap:held", actor="test")
     leases.claim(held.id, owner="a worker that then died")
     clock.advance(minutes(61))
 
@@ -81,9 +81,9 @@ def test_the_sweep_sends_a_run_whose_lease_expired_to_the_takeover_lane_and_a_ti
 
 
 def test_the_sweep_dispatches_runs_whose_wake_time_has_passed(clock, settings):
-    waiting = services.run_start("nap", id="nap:sweep")
+    waiting = services.run_start("nap", id="nap:sweep", actor="test")
     drive(waiting.id)
-    early = services.run_start("wait_with_deadline", id="deadline:sweep")
+    early = services.run_start("wait_with_deadline", id="deadline:sweep", actor="test")
     drive(early.id)
 
     clock.advance(minutes(61))
@@ -98,7 +98,7 @@ def test_the_sweep_dispatches_runs_whose_wake_time_has_passed(clock, settings):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SKIP LOCKED is PostgreSQL's; SQLite has one writer")
 def test_a_run_another_sweep_holds_is_skipped_and_the_others_are_picked(clock):
     for run_id in ("nap:held", "nap:free"):
-        drive(services.run_start("nap", id=run_id).id)
+        drive(services.run_start("nap", id=run_id, actor="test").id)
     clock.advance(minutes(61))
     holding, release = threading.Event(), threading.Event()
 
@@ -129,7 +129,7 @@ def test_a_run_another_sweep_holds_is_skipped_and_the_others_are_picked(clock):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's pick is a SELECT, then an UPDATE")
 def test_a_sweep_picks_and_moves_its_runs_in_one_statement_on_postgresql(clock):
     for run_id in ("nap:one", "nap:two"):
-        drive(services.run_start("nap", id=run_id).id)
+        drive(services.run_start("nap", id=run_id, actor="test").id)
     clock.advance(minutes(61))
 
     with CaptureQueriesContext(connection) as statements:
@@ -141,7 +141,7 @@ def test_a_sweep_picks_and_moves_its_runs_in_one_statement_on_postgresql(clock):
 
 def test_a_timer_due_before_the_next_tick_is_sent_now_with_a_countdown(
         clock, django_capture_on_commit_callbacks):
-    run = services.run_start("nap", id="nap:lookahead")
+    run = services.run_start("nap", id="nap:lookahead", actor="test")
     drive(run.id)
     clock.advance(minutes(60) - timedelta(milliseconds=400))
 
@@ -159,7 +159,7 @@ def test_a_zero_length_sleep_completes_without_waiting(clock):
         return workflow.step(record, "after the nap")
 
     with override_workflow(naps_for_nothing, name="zero_nap"):
-        run = services.run_start("zero_nap", id="nap:zero")
+        run = services.run_start("zero_nap", id="nap:zero", actor="test")
 
         run = drive(run.id)
 
@@ -167,7 +167,7 @@ def test_a_zero_length_sleep_completes_without_waiting(clock):
 
 
 def test_a_sleep_replayed_before_its_end_keeps_waiting_for_the_same_time(clock):
-    run = services.run_start("nap", id="nap:early")
+    run = services.run_start("nap", id="nap:early", actor="test")
     wake_at = drive(run.id).wake_at
     clock.advance(minutes(30))
 
@@ -177,7 +177,7 @@ def test_a_sleep_replayed_before_its_end_keeps_waiting_for_the_same_time(clock):
 
 
 def test_a_sleeps_entry_records_when_it_began(clock):
-    run = services.run_start("nap", id="nap:started")
+    run = services.run_start("nap", id="nap:started", actor="test")
     began = clock.now()
 
     drive(run.id)
@@ -191,7 +191,7 @@ def test_a_sub_second_sleep_still_waits(clock):
         return workflow.step(record, "after the nap")
 
     with override_workflow(naps_briefly, name="brief_nap"):
-        run = services.run_start("brief_nap", id="nap:brief")
+        run = services.run_start("brief_nap", id="nap:brief", actor="test")
 
         run = drive(run.id)
 
@@ -199,7 +199,7 @@ def test_a_sub_second_sleep_still_waits(clock):
 
 
 def test_a_sleeping_run_says_it_waits_for_its_sleep(clock):
-    run = services.run_start("nap", id="nap:waiting-for")
+    run = services.run_start("nap", id="nap:waiting-for", actor="test")
 
     run = drive(run.id)
 
@@ -207,7 +207,7 @@ def test_a_sleeping_run_says_it_waits_for_its_sleep(clock):
 
 
 def test_a_finished_sleep_is_journaled_as_completed(clock):
-    run = services.run_start("nap", id="nap:completed")
+    run = services.run_start("nap", id="nap:completed", actor="test")
     drive(run.id)
     clock.advance(minutes(60))
 
@@ -217,7 +217,7 @@ def test_a_finished_sleep_is_journaled_as_completed(clock):
 
 
 def test_a_wait_that_timed_out_is_journaled_as_completed_by_its_deadline(clock):
-    run = services.run_start("wait_with_deadline", id="deadline:journaled")
+    run = services.run_start("wait_with_deadline", id="deadline:journaled", actor="test")
     drive(run.id)
     clock.advance(days(7))
 
@@ -233,7 +233,7 @@ def test_a_sleep_of_zero_lets_the_run_go_on_in_the_same_advance(clock):
         return "awake"
 
     with override_workflow(naps_for_nothing, name="zero_nap"):
-        run = services.run_start("zero_nap", id="sleep:zero")
+        run = services.run_start("zero_nap", id="sleep:zero", actor="test")
 
         run = drive(run.id)
 
@@ -243,7 +243,7 @@ def test_a_sleep_of_zero_lets_the_run_go_on_in_the_same_advance(clock):
 
 def test_a_crash_loop_at_a_new_sleep_names_the_sleep_in_its_reason(clock, settings):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
-    run = services.run_start("nap", id="sleep:crash-loop")
+    run = services.run_start("nap", id="sleep:crash-loop", actor="test")
     as_if_its_worker_died(run, takeovers=2, at=0)
 
     run = drive(run.id)

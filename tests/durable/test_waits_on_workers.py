@@ -24,10 +24,10 @@ def waiting(run_id: str) -> None:
 
 def test_wait_for_any_on_a_worker_resumes_with_the_signal_that_came(celery):
     celery.start_worker()
-    run = services.run_start("paid_or_voided", id="workers:any")
+    run = services.run_start("paid_or_voided", id="workers:any", actor="test")
     waiting(run.id)
 
-    services.signal_send(run.id, "paid", {"amount": 42})
+    services.signal_send(run.id, "paid", {"amount": 42}, actor="test")
 
     assert finished(run.id).result == {"name": "paid", "amount": 42}
 
@@ -35,12 +35,12 @@ def test_wait_for_any_on_a_worker_resumes_with_the_signal_that_came(celery):
 def test_drain_on_a_worker_takes_what_was_sent_with_the_start(celery):
     celery.start_worker()
     with transaction.atomic():
-        run = services.run_start("drain_then_wait", id="workers:drain")
+        run = services.run_start("drain_then_wait", id="workers:drain", actor="test")
         for n in (1, 2, 3):
-            services.signal_send(run.id, "item", {"n": n})
+            services.signal_send(run.id, "item", {"n": n}, actor="test")
     waiting(run.id)
 
-    services.signal_send(run.id, "item", {"n": 4})
+    services.signal_send(run.id, "item", {"n": 4}, actor="test")
 
     assert finished(run.id).result == {"early": [1, 2, 3], "later": 4}
 
@@ -48,14 +48,14 @@ def test_drain_on_a_worker_takes_what_was_sent_with_the_start(celery):
 def test_collect_on_a_worker_makes_one_batch_of_what_came_together(celery):
     celery.start_worker()
     celery.start_beat()
-    run = services.run_start("quick_batches", id="workers:collect")
+    run = services.run_start("quick_batches", id="workers:collect", actor="test")
     waiting(run.id)
 
-    services.signal_send(run.id, "doc", {"n": 1})
+    services.signal_send(run.id, "doc", {"n": 1}, actor="test")
     time.sleep(0.3)
-    services.signal_send(run.id, "doc", {"n": 2})
+    services.signal_send(run.id, "doc", {"n": 2}, actor="test")
     time.sleep(3.0)  # quiet for longer than 1.5 s: the first batch closes
-    services.signal_send(run.id, "doc", {"n": 3})
+    services.signal_send(run.id, "doc", {"n": 3}, actor="test")
 
     assert finished(run.id).result == [[1, 2], [3]]
 
@@ -66,10 +66,10 @@ def test_a_graceful_cancel_whose_cleanup_kills_its_worker_still_cleans_up_once(c
     celery.env["CLEANUP_MARKERS"] = str(markers)
     celery.start_worker()
     celery.start_beat()
-    run = services.run_start("cleanup_survives_a_kill", "c-9", id="workers:cancel")
+    run = services.run_start("cleanup_survives_a_kill", "c-9", id="workers:cancel", actor="test")
     waiting(run.id)
 
-    services.run_cancel(run.id, reason="customer withdrew", graceful=True)
+    services.run_cancel(run.id, reason="customer withdrew", graceful=True, actor="test")
     run = finished(run.id)
 
     assert run.status == RunStatus.CANCELLED
@@ -84,7 +84,7 @@ def test_on_a_worker_attributes_find_the_run_and_a_conflicting_redelivery_change
 
     celery.start_worker()
     for cnpj in ("11.222.333/0001-81", "22.333.444/0001-90", "33.444.555/0001-09"):
-        run = services.run_start("staged", cnpj, id=f"workers:staged:{cnpj[:2]}")
+        run = services.run_start("staged", cnpj, id=f"workers:staged:{cnpj[:2]}", actor="test")
     for run_id in WorkflowRun.objects.filter(workflow_name="staged").values_list("id", flat=True):
         waiting(run_id)
     user = User.objects.create_user("viewer", password="pw-unused-123")
@@ -93,9 +93,9 @@ def test_on_a_worker_attributes_find_the_run_and_a_conflicting_redelivery_change
 
     found = client.get("/api/runs/", {"attr.cnpj": "22.333.444/0001-90"}).json()["results"]
     assert [r["id"] for r in found] == ["workers:staged:22"]
-    services.signal_send("workers:staged:22", "documents", {"kind": "contrato"}, dedupe_key="wamid.7")
+    services.signal_send("workers:staged:22", "documents", {"kind": "contrato"}, dedupe_key="wamid.7", actor="test")
     with pytest.raises(SignalConflict):
-        services.signal_send("workers:staged:22", "documents", {"kind": "selfie"}, dedupe_key="wamid.7")
+        services.signal_send("workers:staged:22", "documents", {"kind": "selfie"}, dedupe_key="wamid.7", actor="test")
 
     assert finished("workers:staged:22").result == "contrato"
     in_review = client.get("/api/runs/", {"attr.stage": "in review"}).json()["results"]

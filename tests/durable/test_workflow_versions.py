@@ -24,14 +24,14 @@ def greeting_v2(name: str) -> str:
 
 def test_runs_started_on_v1_finish_on_v1_while_new_runs_start_on_v2(clock):
     with override_workflow(greeting_v1, name="greeting_versions", version=1):
-        old = services.run_start("greeting_versions", "ana", id="greeting_versions:old")
+        old = services.run_start("greeting_versions", "ana", id="greeting_versions:old", actor="test")
         drive(old.id)
 
         with override_workflow(greeting_v2, name="greeting_versions", version=2):  # the deploy
-            new = services.run_start("greeting_versions", "rui", id="greeting_versions:new")
+            new = services.run_start("greeting_versions", "rui", id="greeting_versions:new", actor="test")
             drive(new.id)
-            services.signal_send(old.id, "answered", {})
-            services.signal_send(new.id, "answered", {})
+            services.signal_send(old.id, "answered", {}, actor="test")
+            services.signal_send(new.id, "answered", {}, actor="test")
             old, new = drive(old.id), drive(new.id)
 
     assert (old.workflow_version, old.status, old.result) == (1, RunStatus.COMPLETED, "hello ana")
@@ -42,8 +42,8 @@ def test_runs_started_on_v1_finish_on_v1_while_new_runs_start_on_v2(clock):
 def test_a_run_can_be_started_on_an_explicit_older_version_by_its_definition(clock):
     with override_workflow(greeting_v1, name="greeting_versions", version=1) as v1, \
             override_workflow(greeting_v2, name="greeting_versions", version=2):
-        run = services.run_start(v1, "eva", id="greeting_versions:pinned")
-        services.signal_send(run.id, "answered", {})
+        run = services.run_start(v1, "eva", id="greeting_versions:pinned", actor="test")
+        services.signal_send(run.id, "answered", {}, actor="test")
         run = drive(run.id)
 
     assert (run.workflow_version, run.result) == (1, "hello eva")

@@ -13,7 +13,7 @@ from tests.effects.models import Effect
 
 
 def start_runs(count: int, *, first: int = 0) -> list[str]:
-    return [services.run_start("fault_order", n, id=f"fault:{n}").id for n in range(first, first + count)]
+    return [services.run_start("fault_order", n, id=f"fault:{n}", actor="test").id for n in range(first, first + count)]
 
 
 class SignalSender(threading.Thread):
@@ -31,7 +31,7 @@ class SignalSender(threading.Thread):
             for at, run_id, redeliver in self.plan:
                 time.sleep(max(0.0, at - (time.monotonic() - started)))
                 for _ in range(2 if redeliver else 1):
-                    services.signal_send(run_id, "go", {"token": f"t-{run_id}"}, dedupe_key=f"{run_id}:go")
+                    services.signal_send(run_id, "go", {"token": f"t-{run_id}"}, dedupe_key=f"{run_id}:go", actor="test")
                     self.sent += 1
         except BaseException as exc:  # surfaced by the test
             self.error = exc

@@ -262,7 +262,7 @@ def test_a_host_cut_off_mid_step_loses_its_runs_to_the_others_and_is_fenced_when
     for number, host in enumerate(hosts):
         start_host(celery, host, beat=number == 0)
     victim, owners = hosts[-1], Owners(hosts)
-    run_ids = [services.run_start("fault_hosts", n, id=f"hosts:{n}").id for n in range(RUNS)]
+    run_ids = [services.run_start("fault_hosts", n, id=f"hosts:{n}", actor="test").id for n in range(RUNS)]
     wait_until(lambda: JournalEntry.objects.filter(run_id__in=run_ids, position=ARRIVE).count() == RUNS,
                timeout=180, interval=0.2, message="every run to arrive")
     arrivals = Counter(JournalEntry.objects.filter(run_id__in=run_ids, position=ARRIVE)

@@ -84,12 +84,12 @@ def test_a_worker_frozen_inside_an_atomic_step_holds_the_run_for_no_longer_than_
     celery.start_worker("w0", concurrency=1)
     celery.start_worker("w1", concurrency=1)
     celery.start_beat()
-    run_id = services.run_start("fault_frozen", 1, True, id="frozen:1").id
+    run_id = services.run_start("fault_frozen", 1, True, id="frozen:1", actor="test").id
 
     frozen, frozen_at, token = freeze_inside_the_step(celery, markers, run_id, "atomic", 1)
     try:
         sending = time.monotonic()
-        services.signal_send(run_id, "go", {"token": "t-1"}, dedupe_key="go:1")
+        services.signal_send(run_id, "go", {"token": "t-1"}, dedupe_key="go:1", actor="test")
         send_seconds = time.monotonic() - sending
         wait_until(lambda: taken_over(run_id, token), timeout=30, interval=0.02,
                    message="another worker to take the run")
@@ -118,7 +118,7 @@ def test_a_worker_frozen_inside_a_plain_step_is_taken_over_and_fenced(celery_pro
     celery.start_worker("w0", concurrency=1)
     celery.start_worker("w1", concurrency=1)
     celery.start_beat()
-    run_id = services.run_start("fault_frozen", 2, False, id="frozen:2").id
+    run_id = services.run_start("fault_frozen", 2, False, id="frozen:2", actor="test").id
 
     frozen, frozen_at, token = freeze_inside_the_step(celery, markers, run_id, "plain", 2)
     try:
@@ -127,7 +127,7 @@ def test_a_worker_frozen_inside_a_plain_step_is_taken_over_and_fenced(celery_pro
         takeover_seconds = time.monotonic() - frozen_at
         wait_until(lambda: JournalEntry.objects.filter(run_id=run_id, position=0).exists(), timeout=30,
                    message="the new holder to record the step")
-        services.signal_send(run_id, "go", {"token": "t-2"}, dedupe_key="go:2")
+        services.signal_send(run_id, "go", {"token": "t-2"}, dedupe_key="go:2", actor="test")
         wait_until(lambda: run_of(run_id).status == RunStatus.COMPLETED, timeout=30,
                    message="the run to complete")
         time.sleep(max(0.0, 3 * LEASE - (time.monotonic() - frozen_at)))
@@ -150,7 +150,7 @@ def test_connections_lost_inside_an_atomic_step_spend_none_of_its_retries(celery
     celery.start_worker("w0", concurrency=1)
     celery.start_beat()
     blips = 4  # more than the step's three attempts
-    run_id = services.run_start("fault_blips", 1, blips, id="blips:1").id
+    run_id = services.run_start("fault_blips", 1, blips, id="blips:1", actor="test").id
 
     cut = 0
     for attempt in range(1, blips + 1):
@@ -178,7 +178,7 @@ def test_a_journal_write_whose_connection_died_is_sent_again_not_the_effect(cele
 
     run_ids = []
     for n in range(3):
-        run_ids.append(services.run_start("fault_lost_write", n, id=f"blip:{n}").id)
+        run_ids.append(services.run_start("fault_lost_write", n, id=f"blip:{n}", actor="test").id)
         wait_until(lambda: attempts(markers, "send", n) >= 1, timeout=60, message=f"send {n} to start")
         time.sleep(0.2)  # the effect is made; the step pauses before returning
         assert terminate_worker_connections() >= 1
@@ -195,7 +195,7 @@ def test_a_step_that_kills_its_worker_every_time_blocks_the_run_as_a_crash_loop(
     celery.env["DURABLE_CRASH_LOOP_LIMIT"] = "3"
     worker = celery.start_worker("w0", concurrency=1)
     celery.start_beat()
-    run_id = services.run_start("fault_crash_loop", 1, id="crash:1").id
+    run_id = services.run_start("fault_crash_loop", 1, id="crash:1", actor="test").id
 
     wait_until(lambda: run_of(run_id).status == RunStatus.BLOCKED, timeout=90,
                message="the run to be blocked")
@@ -214,7 +214,7 @@ def test_a_hung_step_times_out_and_its_retry_completes_the_run(celery_processes,
     celery.start_worker("w0", concurrency=2)
     celery.start_beat()
     started = time.monotonic()
-    run_id = services.run_start("fault_timeout", 1, 3600.0, id="timeout:1").id
+    run_id = services.run_start("fault_timeout", 1, 3600.0, id="timeout:1", actor="test").id
 
     wait_until(lambda: run_of(run_id).status == RunStatus.COMPLETED, timeout=60,
                message="the run to complete")
@@ -231,7 +231,7 @@ def test_a_timed_out_step_that_returns_late_is_fenced(celery_processes, markers)
     celery = celery_processes
     celery.start_worker("w0", concurrency=2)
     celery.start_beat()
-    run_id = services.run_start("fault_timeout", 2, 5.0, id="timeout:2").id
+    run_id = services.run_start("fault_timeout", 2, 5.0, id="timeout:2", actor="test").id
     wait_until(lambda: run_of(run_id).status == RunStatus.COMPLETED, timeout=60,
                message="the run to complete")
     completed = JournalEntry.objects.get(run_id=run_id, position=0)

@@ -30,7 +30,7 @@ needs_a_broker_server = pytest.mark.skipif(
 @needs_a_broker_server
 def test_a_run_whose_worker_died_is_taken_over_within_lease_and_two_ticks_behind_a_backlog(celery_processes):
     celery = celery_processes
-    backlog = [services.run_start("fault_backlog", n, id=f"backlog:{n}").id for n in range(BACKLOG)]
+    backlog = [services.run_start("fault_backlog", n, id=f"backlog:{n}", actor="test").id for n in range(BACKLOG)]
     # Only their messages make the backlog: the sweep leaves these runs alone meanwhile.
     WorkflowRun.objects.filter(pk__in=backlog).update(wake_at=clock.now() + timedelta(hours=1))
     for run_id in backlog:
@@ -41,7 +41,7 @@ def test_a_run_whose_worker_died_is_taken_over_within_lease_and_two_ticks_behind
     wait_until(lambda: WorkflowRun.objects.filter(pk__in=backlog, status=RunStatus.COMPLETED).exists(),
                timeout=60, message="the workers to work through the backlog")
 
-    victim = services.run_start("fault_backlog", -1, id="backlog:victim")
+    victim = services.run_start("fault_backlog", -1, id="backlog:victim", actor="test")
     _, dead = leases.claim(victim.id, owner="a worker that dies", lease_seconds=LEASE)
     claimed_at = time.monotonic()
     wait_until(lambda: WorkflowRun.objects.get(pk=victim.id).fencing_token > dead.token, timeout=60,

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def invoice(clock):
     invoice = invoice_issue(number="NF-1001", customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
-                            due_at=clock.now() - timedelta(hours=1), wa_id="5511955554444")
+                            due_at=clock.now() - timedelta(hours=1), wa_id="5511955554444", actor="test")
     drive(invoice.run_id)
     return invoice
 
@@ -64,7 +64,7 @@ def test_unpaid_after_two_reminders_opens_exactly_one_finance_ticket(invoice, cl
 
 def test_a_future_invoice_is_reminded_only_when_due(clock):
     invoice = invoice_issue(number="NF-2002", customer_name="X", amount=Decimal("10"),
-                            due_at=clock.now() + days(5), wa_id="5511955550000")
+                            due_at=clock.now() + days(5), wa_id="5511955550000", actor="test")
 
     drive(invoice.run_id)
     clock.advance(days(5))
@@ -75,7 +75,7 @@ def test_a_future_invoice_is_reminded_only_when_due(clock):
 
 def test_an_invoice_paid_before_it_is_due_gets_no_reminder(signed_post, clock):
     invoice = invoice_issue(number="NF-3003", customer_name="Y", amount=Decimal("350.00"),
-                            due_at=clock.now() + days(5), wa_id="5511955551111")
+                            due_at=clock.now() + days(5), wa_id="5511955551111", actor="test")
     drive(invoice.run_id)
 
     signed_post(payment("evt_early", invoice_number="NF-3003"), url=PAYMENTS_URL)

@@ -30,7 +30,7 @@ def test_a_worker_logs_the_greeting_at_info_without_redirected_output_or_broker_
 
     with celery_processes(tmp_path) as celery:
         celery.start_worker()
-        onboarding_start(company)
+        onboarding_start(company, actor="test")
         wait_until(lambda: "[whatsapp -> 5511900000077]" in worker_log.read_text(errors="replace"),
                    timeout=60, message="the greeting in the worker's log")
     log = worker_log.read_text(errors="replace")

@@ -43,7 +43,7 @@ def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_t
     settings.RECONCILIATION_CLOSING_TIME = "06:00"
 
     with fake_clock(STARTED) as clock:
-        batch = reconciliation_start(batch_date=DAY)
+        batch = reconciliation_start(batch_date=DAY, actor="test")
         drive(batch.run_id)
         drive_corrections(batch.run_id)
         run = drive(batch.run_id)
@@ -62,7 +62,7 @@ def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_t
 
 @pytest.mark.django_db
 def test_each_missing_entry_is_a_child_run_named_after_the_entry(statement, clock):
-    batch = reconciliation_start(batch_date=DAY)
+    batch = reconciliation_start(batch_date=DAY, actor="test")
 
     drive(batch.run_id)
 
@@ -143,7 +143,7 @@ def test_a_second_sweep_or_a_manual_start_of_the_same_day_starts_nothing(seeded_
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_during_corrections_posts_each_correction_once(statement):
-    batch = reconciliation_start(batch_date=DAY)
+    batch = reconciliation_start(batch_date=DAY, actor="test")
     env = subprocess_env(DURABLE_LEASE_SECONDS="1", SLOW_LEDGER_SECONDS="60",
                          RECONCILIATION_LEDGER_CLIENT="tests.processes.slow_ledger.SlowLedger")
     code = ("import django; django.setup(); from durable.testing import drive; "

@@ -93,10 +93,10 @@ def test_the_model_is_asked_inside_a_step_so_a_replay_does_not_ask_again(fake_ht
     for kind, mime in [("articles_of_association", "application/pdf"), ("proof_of_address", "application/pdf"),
                        ("selfie", "image/jpeg")]:
         Document.objects.create(company=company, kind=kind, mime_type=mime, media_id=kind)
-    run = services.run_start("onboarding", company.customer_id, id=company.run_id)
+    run = services.run_start("onboarding", company.customer_id, id=company.run_id, actor="test")
     drive(run.id)
     for document in company.documents.all():
-        services.signal_send(run.id, "documents_received", {"document_id": document.pk})
+        services.signal_send(run.id, "documents_received", {"document_id": document.pk}, actor="test")
     drive(run.id)
     clock.advance(31)   # the quiet period: the batch closes
     drive(run.id)
@@ -119,9 +119,9 @@ def test_when_the_model_never_answers_the_rules_decide(fake_http, settings, cloc
     fake_http.route("POST", "/v1/chat/completions", {"error": "overloaded"}, status=503)
     company = Company.objects.create(wa_id="5511900000002")
     Document.objects.create(company=company, kind="selfie", mime_type="image/jpeg", media_id="m")
-    run = services.run_start("onboarding", company.customer_id, id=company.run_id)
+    run = services.run_start("onboarding", company.customer_id, id=company.run_id, actor="test")
     drive(run.id)
-    services.signal_send(run.id, "documents_received", {"document_id": company.documents.get().pk})
+    services.signal_send(run.id, "documents_received", {"document_id": company.documents.get().pk}, actor="test")
     drive(run.id)
     clock.advance(31)   # the quiet period: the batch closes
 

@@ -134,7 +134,7 @@ def test_an_unsupported_message_is_kept_and_visible_to_operators(signed_post):
 def test_a_document_after_the_onboarding_ended_is_kept_unmatched(signed_post):
     signed_post(whatsapp_webhook(CONTRACT))
     from durable import services
-    services.run_cancel(Company.objects.get().run_id, reason="customer withdrew")
+    services.run_cancel(Company.objects.get().run_id, reason="customer withdrew", actor="test")
 
     signed_post(whatsapp_webhook(document("wamid.LATE", "comprovante")))
 
