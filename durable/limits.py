@@ -19,20 +19,19 @@ durable timer, in line.
 - A holder that frees a concurrency slot wakes the next waiters at once; waiters for a
   rate wake when the window has room (the sweep fires their timer).
 """
-import hashlib
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import connection, transaction
-from django.db.models import Count, F, Q, Value
-from django.db.models.functions import Coalesce, Least
+from django.db import transaction
+from django.db.models import Count, F, Q
 
-from durable import clock, conf
+from durable import clock, conf, sql
 from durable.dispatch import dispatch
 from durable.durations import as_timedelta
 from durable.errors import LimitNotFound
-from durable.models import ACTIVE_STATUSES, FINISHED_STATUSES, LimitTicket, RunStatus, TicketState, WorkflowRun
+from durable.locks import advisory_xact_lock
+from durable.models import ACTIVE_STATUSES, LimitTicket, RunStatus, TicketState
 
 # pg_advisory_xact_lock(class, object): the class keeps our locks apart from anyone else's.
 ADVISORY_LOCK_CLASS = 0x64757261  # "dura"
@@ -164,14 +163,8 @@ def release(lease, declared: Limit, key: str, position: int) -> None:
 
 
 def _lock(name: str, key: str) -> None:
-    """Serialise the limit's acquirers and releasers until commit. SQLite needs no statement:
-    its IMMEDIATE transactions (config/settings.py) hold the database's write lock from BEGIN."""
-    if connection.vendor != "postgresql":
-        return
-    digest = hashlib.blake2b(f"{name}\0{key}".encode(), digest_size=4).digest()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)",
-                       [ADVISORY_LOCK_CLASS, int.from_bytes(digest, "big", signed=True)])
+    """Serialise the limit's acquirers and releasers until commit."""
+    advisory_xact_lock(ADVISORY_LOCK_CLASS, name, key)
 
 
 def _live_run(now) -> Q:
@@ -272,9 +265,6 @@ def _wake_next(declared: Limit, key: str, now) -> None:
         return
     LimitTicket.objects.filter(id__in=[ticket_id for ticket_id, _, _ in chosen]).update(wake_at=now)
     grace = now + timedelta(seconds=conf.dispatch_grace_seconds())
-    WorkflowRun.objects.filter(pk__in=[run_id for _, run_id, _ in chosen]).exclude(
-        status__in=FINISHED_STATUSES).update(
-        signal_seq=F("signal_seq") + 1, updated_at=now,
-        wake_at=Least(Coalesce("wake_at", Value(grace)), Value(grace)))
+    sql.wake_runs([run_id for _, run_id, _ in chosen], now=now, by=grace)
     for _, run_id, queue in chosen:
         dispatch(run_id, queue=queue or None)

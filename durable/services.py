@@ -8,8 +8,6 @@ from contextlib import nullcontext
 from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce, Least
 
 from durable import clock, codec, conf, hooks, registry, sql
 from durable.archive_models import ArchivedRun
@@ -240,10 +238,8 @@ def _cancel_gracefully(run: WorkflowRun, *, reason: str, actor: str, now, audit,
         run.cancel_request = {"reason": reason or "cancelled", "actor": actor,
                               "deadline": (now + cleanup).isoformat(), "asked_at": now.isoformat()}
         # signal_seq: a worker about to park this run looks again and sees the request.
-        WorkflowRun.objects.filter(pk=run.id).update(
-            cancel_request=run.cancel_request, signal_seq=F("signal_seq") + 1, updated_at=now,
-            wake_at=Least(Coalesce("wake_at", Value(now)), Value(now)))
-        _audit(run.id, "cancel", actor, {"reason": reason, "graceful": True,
+        sql.wake_runs([run.id], now=now, by=now, cancel_request=run.cancel_request)
+        _audit(run.id, AuditAction.CANCEL, actor, {"reason": reason, "graceful": True,
                                          "cleanup_until": run.cancel_request["deadline"], **(audit or {})})
         _cancel_children(run.id, reason=reason, actor=actor, graceful=True)
         dispatch(run.id)

@@ -44,6 +44,39 @@ def insert_unless_exists(instance, *, conflict_field: str = "id", unless_in=None
     return inserted
 
 
+def wake_runs(run_ids, *, now, by, **also) -> int:
+    """Wake the unfinished runs among ``run_ids``: the one "wake the run" write of the engine.
+
+    ``signal_seq`` goes up, so a worker about to park one of them (``Lease.finish`` with
+    ``check_signal_seq``) looks again and no wake-up is lost; ``wake_at`` comes forward to
+    ``by`` unless it is sooner, so the sweep finds the run should its message be lost.
+    ``also``: other columns to set in the same statement (a graceful cancel's request).
+    Returns how many runs were woken. The caller dispatches them after commit."""
+    run_ids = list(run_ids)
+    if not run_ids:
+        return 0
+    statement, params = _wake_statement(run_ids, now=now, by=by, **also)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.rowcount
+
+
+def _wake_statement(run_ids: list, *, now, by, **also) -> tuple[str, list]:
+    from durable.models import FINISHED_STATUSES, WorkflowRun
+
+    meta, quote = WorkflowRun._meta, connection.ops.quote_name
+    at = meta.get_field("wake_at")
+    fields = [meta.get_field(name) for name in also]
+    sets = "".join(f", {quote(field.column)} = %s" for field in fields)
+    statement = (f"UPDATE {quote(meta.db_table)} SET signal_seq = signal_seq + 1, updated_at = %s, "
+                 f"wake_at = CASE WHEN wake_at IS NULL OR wake_at > %s THEN %s ELSE wake_at END{sets} "
+                 f"WHERE id IN ({', '.join(['%s'] * len(run_ids))}) "
+                 f"AND status NOT IN ({', '.join(['%s'] * len(FINISHED_STATUSES))})")
+    now, by = at.get_db_prep_save(now, connection), at.get_db_prep_save(by, connection)
+    values = [field.get_db_prep_save(value, connection) for field, value in zip(fields, also.values())]
+    return statement, [now, by, by, *values, *run_ids, *FINISHED_STATUSES]
+
+
 def record_signal(signal, event, now, grace) -> bool:
     """signal_send's writes: wake the unfinished run (bump ``signal_seq``, which locks the row,
     and bring ``wake_at`` forward to ``grace`` unless it is sooner) and, only if it was woken,
@@ -59,15 +92,9 @@ def record_signal(signal, event, now, grace) -> bool:
     locks the run and calls again. SQLite allows no writes in a WITH, and serialises writers:
     there it is the UPDATE, the INSERT and the audit row's own save."""
     from durable import chain
-    from durable.models import FINISHED_STATUSES, WorkflowRun
 
     quote = connection.ops.quote_name
-    at = WorkflowRun._meta.get_field("wake_at")
-    now, grace = at.get_db_prep_save(now, connection), at.get_db_prep_save(grace, connection)
-    wake = (f"UPDATE {quote(WorkflowRun._meta.db_table)} SET signal_seq = signal_seq + 1, updated_at = %s, "
-            f"wake_at = CASE WHEN wake_at IS NULL OR wake_at > %s THEN %s ELSE wake_at END "
-            f"WHERE id = %s AND status NOT IN ({', '.join(['%s'] * len(FINISHED_STATUSES))})")
-    params = [now, grace, grace, signal.run_id, *FINISHED_STATUSES]
+    wake, params = _wake_statement([signal.run_id], now=now, by=grace)
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(wake, params)

@@ -5,15 +5,15 @@ savepoint): a part of the wrong shape is quarantined with the reason and never c
 neighbours. Routing a message to a workflow happens once it is committed, so a failure
 while routing never loses it either: it stays visible with a note.
 """
-import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from durable import clock
+from durable.locks import advisory_xact_lock
 from processes import conf
 from processes.whatsapp.backends import Outgoing, get_backend
 from processes.whatsapp.models import (
@@ -301,14 +301,9 @@ def _lock_provider_id(provider_id: str) -> None:
     """Serialise, per provider id, a status's lookup with our send recording that id.
 
     Without it a status could miss the row being saved, and the save miss the status being
-    kept, each invisible to the other's transaction. A transaction-scoped advisory lock on
-    PostgreSQL; SQLite's IMMEDIATE transactions already let one writer in at a time.
+    kept, each invisible to the other's transaction.
     """
-    if connection.vendor != "postgresql":
-        return
-    key = int.from_bytes(hashlib.blake2b(provider_id.encode(), digest_size=4).digest(), "big", signed=True)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [PROVIDER_ID_LOCK, key])
+    advisory_xact_lock(PROVIDER_ID_LOCK, provider_id)
 
 
 def _status_record(message: OutboundMessage, status: dict) -> bool:

@@ -1,10 +1,12 @@
 """The engine's plain statements (durable/sql.py): what the ORM would have written, less Python."""
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from durable import clock, services, sql
-from durable.models import AuditEvent, JournalEntry, Signal
+from durable.models import AuditEvent, JournalEntry, Signal, WorkflowRun
 from durable.testing import drive
 
 pytestmark = pytest.mark.django_db
@@ -68,3 +70,30 @@ def test_the_pending_signals_read_gives_the_untaken_signals_oldest_first(clock):
 
     assert columns(read) == columns(Signal.objects.filter(run_id=run.id, consumed_position__isnull=True).order_by("id"))
     assert [signal.payload for signal in read] == [{"n": 2, "text": "ação", "nested": [{"a": None}]}, [1.5, True]]
+
+
+def test_waking_runs_bumps_their_signal_seq_and_brings_wake_at_forward_never_back(clock):
+    later = drive(services.run_start("nap", id="sql:wake-later", actor="test").id)   # wakes in an hour
+    sooner = services.run_start("nap", id="sql:wake-sooner", actor="test")          # due in the grace period
+    done = drive(services.run_start("three_steps", 1, id="sql:wake-done", actor="test").id)
+    by = clock.now() + timedelta(minutes=5)
+
+    woken = sql.wake_runs([later.id, sooner.id, done.id], now=clock.now(), by=by)
+
+    rows = dict(WorkflowRun.objects.values_list("id", "wake_at"))
+    seqs = dict(WorkflowRun.objects.values_list("id", "signal_seq"))
+    assert woken == 2
+    assert (rows[later.id], rows[sooner.id]) == (by, sooner.wake_at)
+    assert (seqs[later.id], seqs[sooner.id], seqs[done.id]) == (later.signal_seq + 1, sooner.signal_seq + 1,
+                                                                done.signal_seq)
+
+
+def test_waking_a_run_sets_the_other_columns_asked_for_in_the_same_statement(clock):
+    run = drive(services.run_start("nap", id="sql:wake-also", actor="test").id)
+    request = {"reason": "operator", "actor": "ops"}
+
+    with CaptureQueriesContext(connection) as queries:
+        sql.wake_runs([run.id], now=clock.now(), by=clock.now(), cancel_request=request)
+
+    assert len(queries) == 1
+    assert WorkflowRun.objects.get(pk=run.id).cancel_request == request
