@@ -8,7 +8,7 @@ run commit together or not at all, and a case can never produce two signals.
 """
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
@@ -56,6 +56,9 @@ COMPLIANCE_GROUP = "compliance"
 # Balances the queue: reassigns and unclaims cases, moves deadlines, sees the dashboard.
 SUPERVISOR_GROUP = "compliance-supervisor"
 SYSTEM = "system"
+# How far ahead a follow-up date or a moved deadline may be: a date years out is a typo, and
+# one past year 9999 in UTC cannot be read back at all (it broke the case for everyone).
+DATE_WINDOW = timedelta(days=366)
 # Sent (under the case's own signal name) when a supervisor moves a deadline: the payload
 # says so, and request_approval's wait re-reads the due date and waits until then.
 DEADLINE_EXTENDED = "deadline_extended"
@@ -530,6 +533,12 @@ def approval_unclaim(request_id: int, *, actor, reason: str, meta: RequestMeta |
     return case
 
 
+def _refuse_beyond_the_window(when: datetime, message: str) -> None:
+    latest = clock.now() + DATE_WINDOW
+    if when > latest:
+        raise InvalidDate(message % {"latest": f"{latest:%Y-%m-%d %H:%M}"})
+
+
 def approval_extend_deadline(request_id: int, *, actor, due_at: datetime, reason: str,
                              meta: RequestMeta | None = None) -> ApprovalRequest:
     """Move a case's deadline later, and tell its run so that its wait honours the new one.
@@ -545,6 +554,7 @@ def approval_extend_deadline(request_id: int, *, actor, due_at: datetime, reason
         if due_at is None or due_at <= case.due_at:
             raise InvalidDate(_("The new deadline must be later than the current one (%(due)s UTC).")
                               % {"due": f"{case.due_at:%Y-%m-%d %H:%M}"})
+        _refuse_beyond_the_window(due_at, _("The new deadline must be within a year, by %(latest)s UTC."))
         previous = case.due_at
         case.due_at = due_at
         _save(case, ["due_at"])
@@ -578,6 +588,7 @@ def approval_follow_up(request_id: int, *, actor, until: datetime | None, reason
             reason = _require_reason(reason, _("set a follow-up date"))
             if until <= clock.now():
                 raise InvalidDate(_("The follow-up date must be in the future."))
+            _refuse_beyond_the_window(until, _("The follow-up date must be within a year, by %(latest)s UTC."))
         previous = case.follow_up_at
         case.follow_up_at = until
         _save(case, ["follow_up_at"])

@@ -7,6 +7,7 @@ and so does a reviewer opening a case routed to groups they are not in.
 """
 import hashlib
 import zoneinfo
+from datetime import timezone as dt_timezone
 
 from django.conf import settings
 from django.contrib import messages
@@ -214,6 +215,7 @@ class CaseActionView(ReviewerView):
     action = ""
 
     def post(self, request, pk):
+        _openable_or_403(request, pk)  # who may act is decided before any input is read
         meta = services.RequestMeta.from_http(request)
         reason = request.POST.get("reason", "")
         try:
@@ -247,8 +249,8 @@ def _refused(request, pk, exc: ApprovalError, reason: str):
     if isinstance(exc, ApprovalNotFound):
         raise Http404(str(exc)) from None
     case = _case_or_404(pk)
-    if isinstance(exc, (NotEligible, NotAllowed)) and not services.may_open(case, request.user):
-        raise PermissionDenied(str(exc))
+    if not services.may_open(case, request.user):  # whatever was refused, the case stays unseen
+        raise PermissionDenied(str(exc) if isinstance(exc, (NotEligible, NotAllowed)) else "")
     return render_case(request, case, error=str(exc), reason=reason, status=exc.status_code)
 
 
@@ -260,7 +262,12 @@ def _posted_datetime(request, name: str):
         value = None
     if value is None:
         raise InvalidDate(_("Give a date and time (YYYY-MM-DD HH:MM)."))
-    return timezone.make_aware(value) if timezone.is_naive(value) else value
+    try:
+        value = timezone.make_aware(value) if timezone.is_naive(value) else value
+        value.astimezone(dt_timezone.utc)  # 9999-12-31 23:59 in São Paulo is past year 9999 in UTC
+    except (OverflowError, ValueError):
+        raise InvalidDate(_("Give a date and time (YYYY-MM-DD HH:MM).")) from None
+    return value
 
 
 class SupervisorActionView(SupervisorView):

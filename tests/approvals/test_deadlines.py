@@ -178,3 +178,34 @@ def test_clearing_a_follow_up_puts_the_case_back_in_the_queue(junior_case, junio
 
     assert response.status_code == 302
     assert list(selectors.approvals_open_for(junior)) == [junior_case]
+
+
+# --- dates far ahead (year 9999 in São Paulo is year 10000 in UTC: unreadable once stored) ---
+
+FAR_AHEAD = {"the last minute a form can type": "9999-12-31T23:59", "a year and a day ahead": None}
+
+
+@pytest.mark.parametrize("typed", FAR_AHEAD.values(), ids=FAR_AHEAD.keys())
+@pytest.mark.parametrize("url, field, who", [("approval_follow_up", "follow_up_at", "junior"),
+                                              ("approval_extend", "due_at", "supervisor")],
+                         ids=["follow-up", "extend"])
+def test_a_date_beyond_a_year_is_a_400_and_the_case_still_opens_for_everyone(
+        junior_case, junior, supervisor, clock, url, field, who, typed):
+    user = {"junior": junior, "supervisor": supervisor}[who]
+    due_at = junior_case.due_at
+    typed = typed or f"{timezone.localtime(clock.now() + days(367)):%Y-%m-%dT%H:%M}"
+
+    response = signed_in(user).post(reverse(url, args=[junior_case.pk]), {field: typed, "reason": "later"})
+
+    junior_case.refresh_from_db()
+    assert response.status_code == 400
+    assert (junior_case.follow_up_at, junior_case.due_at) == (None, due_at)
+    for reader in (junior, supervisor):
+        assert signed_in(reader).get(reverse("approval_case", args=[junior_case.pk])).status_code == 200
+
+
+def test_a_follow_up_a_year_ahead_is_still_taken(junior_case, junior, clock):
+    case = services.approval_follow_up(junior_case.pk, actor=junior, until=clock.now() + days(365),
+                                       reason="the customer's annual audit")
+
+    assert case.follow_up_at == clock.now() + days(365)

@@ -78,3 +78,23 @@ def test_a_supervisor_queue_lists_every_open_case_whatever_its_groups(supervisor
     page = signed_in(supervisor).get(reverse("approval_queue")).content.decode()
 
     assert f'data-case="{junior_case.pk}"' in page and f'data-case="{senior_case.pk}"' in page
+
+
+BAD_INPUT_ON_A_CASE = {
+    "an unknown outcome": ("approval_decide", {"outcome": "maybe"}),
+    "a reject without a reason": ("approval_decide", {"outcome": "reject", "reason": ""}),
+    "a follow-up with a date that is none": ("approval_follow_up", {"follow_up_at": "soon", "reason": "wait"}),
+    "a release of someone else's claim": ("approval_release", {}),
+}
+
+
+@pytest.mark.parametrize("url, form", BAD_INPUT_ON_A_CASE.values(), ids=BAD_INPUT_ON_A_CASE.keys())
+def test_bad_input_from_a_reviewer_outside_the_cases_groups_is_a_403_that_shows_nothing_of_the_case(
+        junior, senior, senior_case, url, form):
+    services.approval_claim(senior_case.pk, actor=senior)
+
+    response = signed_in(junior).post(reverse(url, args=[senior_case.pk]), form)
+
+    assert response.status_code == 403
+    assert senior_case.title not in response.content.decode()
+    assert "globex" not in response.content.decode().lower()
