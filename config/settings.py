@@ -239,8 +239,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # sweep's (it never waits behind advances). Production gives the sweep a worker of its own
 # too (deploy/durable-worker-sweep.service); docs/operations.md, "Running in production".
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
-DURABLE_TAKEOVER_QUEUE = os.environ.get("DURABLE_TAKEOVER_QUEUE", "durable-takeover")
-DURABLE_SWEEP_QUEUE = os.environ.get("DURABLE_SWEEP_QUEUE", "durable-sweep")
+# Fixed names: scripts/run_stack.py and deploy/durable-worker-sweep.service name them too.
+DURABLE_TAKEOVER_QUEUE = "durable-takeover"
+DURABLE_SWEEP_QUEUE = "durable-sweep"
 # Each as Celery declares a queue it creates itself: a direct exchange and routing key of its name.
 CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name)
                       for name in (CELERY_TASK_DEFAULT_QUEUE, DURABLE_TAKEOVER_QUEUE, DURABLE_SWEEP_QUEUE)]

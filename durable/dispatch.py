@@ -6,6 +6,11 @@ dotted path of a ``send(run_id, *, delay, queue=None)`` callable, or one of the 
 below. ``queue`` is passed only when the advance must go to a queue other than the default
 (``durable.conf.default_queue``), so a sender written before queues existed still works for
 runs that use none.
+
+A takeover (the sweep found a run whose lease expired) goes to the default queue's lane,
+``conf.takeover_queue()``, only through a sender that says it knows the lane (an attribute
+``takeover_lane = True``, as ``send_advance`` and the tests' recorder have): it is passed as
+``queue``. Any other sender gets the takeover as the plain advance it always got.
 """
 import functools
 import logging
@@ -23,10 +28,13 @@ SHORT_NAMES = {
 }
 
 
-def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None) -> None:
+def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None, takeover: bool = False) -> None:
     """Send "advance run X" after commit; ``delay`` (under one sweep tick) for timers,
-    ``queue`` for a run whose next step runs on a queue of its own."""
+    ``queue`` for a run whose next step runs on a queue of its own, ``takeover`` for a run
+    whose lease expired (the sweep's: it goes ahead of the default queue's backlog)."""
     send = _sender(conf.dispatcher())
+    if takeover and getattr(send, "takeover_lane", False):
+        queue = conf.takeover_queue()
     if queue and queue != conf.default_queue():
         transaction.on_commit(lambda: send(run_id, delay=delay, queue=queue), robust=True)
     else:
@@ -58,3 +66,6 @@ def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None) -
     except Exception:
         log.warning("run %s: could not send the advance message; the sweep will pick it up",
                     run_id, exc_info=True)
+
+
+send_advance.takeover_lane = True

@@ -21,6 +21,9 @@ def record_dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None
     dispatch_queues[run_id] = queue or conf.default_queue()
 
 
+record_dispatch.takeover_lane = True  # as send_advance: a takeover is recorded on its lane
+
+
 def drive(run_id: str, *, owner: str = "driver", queue: str | None = None) -> WorkflowRun:
     """Advance the run in this process until it waits or ends, and return it fresh.
 

@@ -50,6 +50,6 @@ def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
         picked = sql.pick_due(horizon, until, limit)
         for run_id, wake_at, status in picked:
             # A running run is due only once its lease expired: its worker died or froze.
-            queue = conf.takeover_queue() if status == RunStatus.RUNNING else None
-            dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()), queue=queue)
+            dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()),
+                     takeover=status == RunStatus.RUNNING)
     return [run_id for run_id, _, _ in picked]

@@ -80,6 +80,28 @@ def test_the_sweep_sends_a_run_whose_lease_expired_to_the_takeover_lane_and_a_ti
     assert testing.dispatch_queues == {"nap:held": "durable-takeover", "nap:lane": "celery"}
 
 
+SENT_BY_AN_OLD_SENDER = []
+
+
+def send_as_before_queues(run_id: str, *, delay: float) -> None:
+    """A DURABLE_DISPATCHER written before queues and the takeover lane existed."""
+    SENT_BY_AN_OLD_SENDER.append(run_id)
+
+
+def test_a_sender_that_knows_no_lane_gets_a_takeover_as_the_plain_advance_it_always_got(
+        clock, settings, django_capture_on_commit_callbacks):
+    settings.DURABLE_DISPATCHER = f"{__name__}.send_as_before_queues"
+    held = services.run_start("nap", id="nap:old-sender", actor="test")
+    leases.claim(held.id, owner="a worker that then died")
+    clock.advance(minutes(61))
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        sweep_due()
+
+    assert SENT_BY_AN_OLD_SENDER == ["nap:old-sender"]
+    assert len(callbacks) == 1
+
+
 def test_the_sweep_dispatches_runs_whose_wake_time_has_passed(clock, settings):
     waiting = services.run_start("nap", id="nap:sweep", actor="test")
     drive(waiting.id)
