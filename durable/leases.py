@@ -113,7 +113,8 @@ class Lease(Store):
 
         A failure of the database is never the step's failed attempt: opening the
         transaction, saving the entry and committing are the engine's statements, and in
-        the body only a lost connection is (the step's own failed statement counts).
+        the body only a lost connection is (the step's own failed statement counts, and so
+        does a constraint of its own rows checked at commit, such as a deferred foreign key).
         """
         phase = "opening"
         try:
@@ -132,12 +133,13 @@ class Lease(Store):
                     raise
                 phase = "saving"
                 self._write_fenced(entry, insert, fields, consume, attributes)
+                phase = "committing"
         except IntegrityError as exc:
             if phase == "saving":  # another worker wrote this position: we are the stale one
                 raise Fenced(self.run_id) from exc
             if phase == "opening":
                 raise StoreUnavailable(str(exc)) from exc
-            raise
+            raise  # the body's own, in its statement or checked at commit
         except DatabaseError as exc:
             if phase != "body":
                 raise StoreUnavailable(str(exc)) from exc

@@ -5,7 +5,9 @@ from datetime import timedelta
 
 import pytest
 from django.db import IntegrityError
+from django.utils import timezone
 
+from approvals.models import ReviewerPreference
 from durable import Retry, clock as durable_clock, seconds, services, workflow
 from durable.context import check_attribute_name
 from durable.models import EntryStatus, JournalEntry, RunStatus, WorkflowRun
@@ -51,6 +53,26 @@ def test_an_atomic_steps_own_integrity_error_is_a_step_failure_not_a_lost_lease(
     assert "IntegrityError" in run.error["message"]
     assert not Once.objects.exists()        # the failed attempt's first write rolled back too
     assert CALLS["duplicate_booking"] == 1
+
+
+def prefer_for_nobody(idempotency_key: str) -> int:
+    effect("prefer_for_nobody")
+    # A user that does not exist: the foreign key is checked at commit (deferred), not here.
+    return ReviewerPreference.objects.create(user_id=987654321, language="pt-br", updated_at=timezone.now()).pk
+
+
+@pytest.mark.django_db(transaction=True)  # a real COMMIT, where the deferred key is checked
+def test_an_atomic_steps_foreign_key_refused_at_commit_is_a_step_failure_not_a_lost_lease(clock):
+    def prefers_for_nobody():
+        return workflow.step(prefer_for_nobody, atomic=True, retry=Retry(max_attempts=1))
+
+    with override_workflow(prefers_for_nobody, name="prefers_for_nobody"):
+        run = drive(services.run_start("prefers_for_nobody", id="atomic:deferred-fk", actor="test").id)
+
+    assert run.status == RunStatus.FAILED, run.error
+    assert "IntegrityError" in run.error["message"]
+    assert not ReviewerPreference.objects.exists()
+    assert CALLS["prefer_for_nobody"] == 1
 
 
 def slow_lookup(idempotency_key: str) -> str:
