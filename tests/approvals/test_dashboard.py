@@ -1,4 +1,5 @@
 """The supervisor dashboard and the queue's sorting and filters: figures on the page and in /metrics."""
+import re
 from datetime import timedelta
 
 import pytest
@@ -149,3 +150,19 @@ def test_the_case_page_offers_the_keyboard_shortcuts_help(junior, clock):
     page = signed_in(junior).get(reverse("approval_case", args=[case.pk])).content.decode()
 
     assert 'id="shortcuts-help"' in page and "shortcuts.js" in page
+
+
+SVG_NUMBERS = re.compile(r'\b(x|y|x1|x2|y1|y2|width|height|viewBox)="([^"]*)"')
+
+
+@pytest.mark.parametrize("language", ["en", "pt-br"])
+def test_the_charts_coordinates_are_numbers_a_browser_reads_in_every_language(
+        decided_week, supervisor, settings, language):
+    settings.LANGUAGE_CODE = language   # the supervisor chose none: the project's language
+    page = signed_in(supervisor).get(reverse("approval_dashboard")).content.decode()
+    chart = re.search(r'<svg class="chart".*?</svg>', page, re.S).group(0)
+
+    values = SVG_NUMBERS.findall(chart)
+    assert len(values) > 10
+    assert [(name, value) for name, value in values
+            if not re.fullmatch(r"-?\d+(\.\d+)?( -?\d+(\.\d+)?)*", value)] == []
