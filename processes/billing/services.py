@@ -104,10 +104,17 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
                 else:
                     event.invoice, event.status = invoice, PaymentEventStatus.APPLIED
                     event.note = _apply_payment(invoice, event_id=event.event_id)
+            event.note = _fitting(event.note, PaymentEvent._meta.get_field("note").max_length)
             event.save()
     except IntegrityError:  # a concurrent delivery of the same event won the race
         return PaymentEvent.objects.get(event_id=payload["id"]), False
     return event, True
+
+
+def _fitting(note: str, limit: int) -> str:
+    """Our note about an event, cut to its column: it quotes the provider's fields, whose
+    length we do not control (the event's payload keeps them whole)."""
+    return note if len(note) <= limit else note[:limit - 1] + "…"
 
 
 def _apply_payment(invoice: Invoice, *, event_id: str) -> str:

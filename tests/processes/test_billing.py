@@ -111,6 +111,18 @@ def test_a_payment_for_an_unknown_invoice_is_kept_unmatched(signed_post):
     assert PaymentEvent.objects.get().note == "no invoice 'NF-404'"
 
 
+def test_a_payment_naming_an_invoice_longer_than_the_note_is_kept_with_the_note_cut_to_fit(signed_post):
+    number = "NF-" + "9" * 400   # a provider's field longer than any invoice number we issue
+
+    response = signed_post(payment("evt_long", invoice_number=number), url=PAYMENTS_URL)
+
+    event = PaymentEvent.objects.get()
+    assert (response.status_code, response.json()["status"]) == (200, "unmatched")
+    assert len(event.note) == PaymentEvent._meta.get_field("note").max_length
+    assert event.note.startswith("no invoice 'NF-999") and event.note.endswith("…")
+    assert event.payload["data"]["invoice"] == number   # the whole value is kept, in the payload
+
+
 def test_a_payment_event_without_an_id_is_400(signed_post):
     response = signed_post({"type": "payment.succeeded"}, url=PAYMENTS_URL)
 
