@@ -70,6 +70,11 @@ def default_queue() -> str:
                or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "") or "celery")
 
 
+def sweep_queue() -> str:
+    """The queue beat sends ``durable.sweep`` to (CELERY_TASK_ROUTES), for messages that name it."""
+    return str(getattr(settings, "DURABLE_SWEEP_QUEUE", "") or "durable-sweep")
+
+
 def takeover_queue() -> str:
     """The default queue's lane for runs whose lease expired: the sweep sends their advance
     here, so a worker that died costs its runs no wait behind the backlog of new work."""

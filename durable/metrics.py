@@ -32,13 +32,27 @@ def _cache():
         return caches["default"]
 
 
-def record_sweep(duration_seconds: float, *, dispatched: int) -> None:
-    """Remember the last sweep for /metrics. Never lets a cache outage fail the sweep."""
+def record_sweep(duration_seconds: float, *, dispatched: int) -> float | None:
+    """Remember the last sweep for /metrics, and return how long after the previous one it
+    ran (None for the first one the cache knows). A gap over twice the interval counts as a
+    late sweep. Never lets a cache outage fail the sweep."""
+    now = time.time()
     try:
-        _cache().set(SWEEP_CACHE_KEY, {"duration": duration_seconds, "dispatched": dispatched,
-                                       "at": time.time()}, timeout=None)
+        cache = _cache()
+        previous = cache.get(SWEEP_CACHE_KEY) or {}
+        gap = now - previous["at"] if "at" in previous else None
+        late = previous.get("late", 0) + (1 if gap is not None and gap > late_after_seconds() else 0)
+        cache.set(SWEEP_CACHE_KEY, {"duration": duration_seconds, "dispatched": dispatched, "at": now,
+                                    "gap": gap, "late": late}, timeout=None)
+        return gap
     except Exception:
         log.debug("could not record the sweep's duration", exc_info=True)
+        return None
+
+
+def late_after_seconds() -> float:
+    """A sweep that comes more than two intervals after the one before it is late."""
+    return 2 * float(getattr(settings, "DURABLE_SWEEP_INTERVAL_SECONDS", 1))
 
 
 def last_sweep() -> dict | None:
@@ -112,6 +126,14 @@ class DurableCollector:
                                     "Runs the last sweep dispatched.", value=sweep["dispatched"])
             yield GaugeMetricFamily("durable_sweep_last_timestamp_seconds",
                                     "Unix time of the last sweep.", value=sweep["at"])
+            if sweep.get("gap") is not None:
+                yield GaugeMetricFamily("durable_sweep_last_gap_seconds",
+                                        "Seconds between the last sweep and the one before it.",
+                                        value=sweep["gap"])
+            yield CounterMetricFamily("durable_sweep_late", "Sweeps that ran more than twice the "
+                                      "interval after the one before (their queue or worker was "
+                                      "behind), since the cache was last emptied.",
+                                      value=sweep.get("late", 0))
 
 
 _app_collectors: list = []

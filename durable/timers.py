@@ -15,6 +15,7 @@ advance goes to the default queue's takeover lane (``conf.takeover_queue()``), w
 default workers consume beside the default queue, so the takeover does not wait behind a
 backlog of new work.
 """
+import logging
 import time
 from contextlib import nullcontext
 from datetime import timedelta
@@ -26,6 +27,8 @@ from durable.dispatch import dispatch
 from durable.leases import on_live_connection
 from durable.models import RunStatus
 
+log = logging.getLogger(__name__)
+
 
 def sweep_due(*, limit: int | None = None, lookahead: float | None = None) -> list[str]:
     started = time.monotonic()
@@ -33,7 +36,11 @@ def sweep_due(*, limit: int | None = None, lookahead: float | None = None) -> li
     run_ids = on_live_connection(lambda: _sweep_due(limit=limit, lookahead=lookahead))
     # For /metrics: the sweep runs in beat (durable/beat.py), not in the web process, so the
     # duration is stored, not counted.
-    metrics.record_sweep(time.monotonic() - started, dispatched=len(run_ids))
+    gap = metrics.record_sweep(time.monotonic() - started, dispatched=len(run_ids))
+    if gap is not None and gap > metrics.late_after_seconds():
+        log.warning("the sweep ran %.1f s after the previous one (more than twice its interval): "
+                    "its queue (%s) or its worker is behind, and timers and takeovers wait with it",
+                    gap, conf.sweep_queue())
     # Due schedules start their occurrences' runs: one indexed query when none is due.
     on_live_connection(schedules.fire_due)
     return run_ids

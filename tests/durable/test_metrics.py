@@ -158,3 +158,42 @@ def test_a_log_line_from_a_step_carries_the_run_id_and_position(clock):
     inside, outside = handler.records
     assert (inside.run_id, inside.position) == ("logs:1", 1)
     assert (outside.run_id, outside.position) == ("-", "-")
+
+
+@pytest.fixture
+def wall_clock(monkeypatch):
+    """The sweep's record is in wall-clock seconds (web and workers compare it): set them."""
+    from durable import metrics
+
+    now = [1_000_000.0]
+    monkeypatch.setattr(metrics.time, "time", lambda: now[0])
+    metrics._cache().delete(metrics.SWEEP_CACHE_KEY)
+    return now
+
+
+def test_a_sweep_more_than_two_intervals_after_the_last_is_logged_and_counted_as_late(
+        scrape, clock, settings, wall_clock, caplog):
+    settings.DURABLE_SWEEP_INTERVAL_SECONDS = 1
+    timers.sweep_due()
+    wall_clock[0] += 1.5                       # on time: under two intervals
+    timers.sweep_due()
+    wall_clock[0] += 70                        # the sweep's queue was behind for 70 s
+    with caplog.at_level(logging.WARNING, logger="durable.timers"):
+        timers.sweep_due()
+
+    metrics = scrape()
+    assert metrics[("durable_sweep_last_gap_seconds", ())] == 70
+    assert metrics[("durable_sweep_late_total", ())] == 1
+    assert "the sweep ran 70.0 s after the previous one" in caplog.text
+    assert "durable-sweep" in caplog.text
+
+
+def test_a_sweep_on_time_logs_nothing_and_counts_no_late_sweep(scrape, clock, settings, wall_clock, caplog):
+    settings.DURABLE_SWEEP_INTERVAL_SECONDS = 1
+    with caplog.at_level(logging.WARNING, logger="durable.timers"):
+        for _ in range(3):
+            timers.sweep_due()
+            wall_clock[0] += 1.0
+
+    assert scrape()[("durable_sweep_late_total", ())] == 0
+    assert "the sweep ran" not in caplog.text
