@@ -41,7 +41,14 @@ def media_url_check(url: str) -> str:
     parts = urllib.parse.urlsplit(str(url))
     schemes = [scheme.lower() for scheme in conf.setting("WHATSAPP_MEDIA_SCHEMES", ["https"])]
     hosts = [host.lower() for host in conf.setting("WHATSAPP_MEDIA_HOSTS", [])]
-    if parts.scheme.lower() not in schemes or (parts.hostname or "").lower() not in hosts:
+    try:
+        port = parts.port
+    except ValueError:  # a port that is no number, or out of range
+        port = -1
+    # A host listed bare is that host on its scheme's own port; another port must be listed.
+    default = {"https": 443, "http": 80}.get(parts.scheme.lower())
+    where = (parts.hostname or "").lower() if port in (None, default) else f"{(parts.hostname or '').lower()}:{port}"
+    if parts.scheme.lower() not in schemes or where not in hosts:
         raise MediaRefused(f"media URL {str(url)[:200]!r} is not {'/'.join(schemes)} to one of "
                            f"WHATSAPP_MEDIA_HOSTS {hosts}")
     return url
@@ -128,7 +135,8 @@ class CloudAPIBackend:
     def _request(self, url: str, *, body: dict | None = None) -> bytes:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(url, data=data, method="POST" if body is not None else "GET")
-        request.add_header("Authorization", f"Bearer {self.token}")
+        # Unredirected: urllib copies ordinary headers to a redirect's target, any host at all.
+        request.add_unredirected_header("Authorization", f"Bearer {self.token}")
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:

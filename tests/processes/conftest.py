@@ -157,7 +157,7 @@ def cloud_api(fake_http, settings):
     settings.WHATSAPP_TEMPLATE_NAME = "account_update"
     # The fake Graph API speaks plain http on 127.0.0.1: allowed here explicitly, never in production.
     settings.WHATSAPP_MEDIA_SCHEMES = ["http"]
-    settings.WHATSAPP_MEDIA_HOSTS = ["127.0.0.1"]
+    settings.WHATSAPP_MEDIA_HOSTS = [f"127.0.0.1:{fake_http.server.server_port}"]  # its port, listed
     fake_http.route_sequence("POST", "/v21.0/PHONE-ID/messages",
                              lambda n: {"messaging_product": "whatsapp", "messages": [{"id": f"wamid.OUT{n}"}]})
     return fake_http

@@ -129,8 +129,30 @@ def test_a_host_outside_the_provider_hosts_is_refused(cloud_api):
     assert "/files/MEDIA-X" not in cloud_api.paths()
 
 
+def test_the_metadata_calls_redirect_to_another_host_does_not_carry_the_token(cloud_api):
+    elsewhere = cloud_api.url.replace("127.0.0.1", "localhost") + "/elsewhere/MEDIA-M"
+    cloud_api.redirect("/v21.0/MEDIA-M", elsewhere)
+    cloud_api.route("GET", "/elsewhere/MEDIA-M", {"url": cloud_api.url + "/files/MEDIA-M"})
+    cloud_api.route("GET", "/files/MEDIA-M", PDF, content_type="application/pdf")
+
+    get_backend().download_media("MEDIA-M")
+
+    by_path = {r["path"]: r["headers"] for r in cloud_api.requests}
+    assert "Authorization" not in by_path["/elsewhere/MEDIA-M"]
+
+
+def test_a_media_url_on_a_port_the_allow_list_does_not_name_is_refused(cloud_api, settings):
+    settings.WHATSAPP_MEDIA_HOSTS = ["127.0.0.1"]   # the host alone: its scheme's own port only
+    media_meta(cloud_api, "MEDIA-P", cloud_api.url + "/files/MEDIA-P")
+
+    with pytest.raises(MediaRefused, match="WHATSAPP_MEDIA_HOSTS"):
+        get_backend().download_media("MEDIA-P")
+
+    assert "/files/MEDIA-P" not in cloud_api.paths()
+
+
 def test_a_redirect_to_another_host_does_not_receive_the_token(cloud_api, settings):
-    settings.WHATSAPP_MEDIA_HOSTS = ["127.0.0.1", "localhost"]
+    settings.WHATSAPP_MEDIA_HOSTS = [f"{host}:{cloud_api.server.server_port}" for host in ("127.0.0.1", "localhost")]
     media_meta(cloud_api, "MEDIA-R", cloud_api.url + "/files/MEDIA-R")
     cloud_api.redirect("/files/MEDIA-R", cloud_api.url.replace("127.0.0.1", "localhost") + "/cdn/MEDIA-R")
     cloud_api.route("GET", "/cdn/MEDIA-R", PDF, content_type="application/pdf")
