@@ -4,6 +4,7 @@ Run ids may contain ':', '/', newlines, anything: the ``run_id`` converter match
 character (``path`` stops at a newline). The action routes come first, and a GET on
 them falls back to the detail of the longer id.
 """
+from django.http import HttpResponse
 from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
@@ -22,10 +23,27 @@ class RunIdConverter:
 
 register_converter(RunIdConverter, "run_id")
 
+
+class _Page:
+    """The docs pages render HTML through a template; DRF's OPTIONS answer (a metadata dict)
+    has no template, so OPTIONS answered 500. It says which methods there are, and no more."""
+
+    def options(self, request, *args, **kwargs):
+        return HttpResponse(headers={"Allow": ", ".join(self.allowed_methods)})
+
+
+class SwaggerPage(_Page, SpectacularSwaggerView):
+    pass
+
+
+class RedocPage(_Page, SpectacularRedocView):
+    pass
+
+
 api_patterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("docs/", SwaggerPage.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc/", RedocPage.as_view(url_name="api-schema"), name="api-redoc"),
     path("runs/", api.RunCollectionView.as_view(), name="api-runs"),
     path("bulk/", bulk_api.BulkView.as_view(), name="api-bulk"),
     path("bulk/confirm/", bulk_api.BulkConfirmView.as_view(), name="api-bulk-confirm"),

@@ -337,6 +337,16 @@ def test_the_schema_and_the_docs_page_are_served_without_a_cdn(operator, viewer)
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "the docs page loads something from elsewhere"
 
 
+@pytest.mark.parametrize("page", ["/api/docs/", "/api/redoc/"])
+def test_options_on_a_docs_page_says_its_methods_and_is_no_server_error(operator, page):
+    operator.force_authenticate(User.objects.get(username="operator"))
+
+    response = operator.options(page)
+
+    assert response.status_code == 200
+    assert "GET" in response["Allow"]
+
+
 @pytest.mark.slow
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
     """Generated requests (valid and invalid) against every operation of the schema, in-process."""
