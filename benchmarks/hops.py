@@ -38,9 +38,9 @@ def _prerun(task=None, args=None, **kwargs):
 @worker_process_init.connect
 def _wrap_the_store(**kwargs):
     """The claim and the two reads of a resume, each stamped when it returns."""
-    from durable import leases
+    from durable.store import live
 
-    claim, load, pending = leases.claim, leases.Lease.load, leases.Lease.pending_signals
+    claim, load, pending = live.claim, live.LiveStore.load, live.LiveStore.pending_signals
 
     def claimed(run_id, **options):
         result = claim(run_id, **options)
@@ -57,5 +57,5 @@ def _wrap_the_store(**kwargs):
         stamp(lease.run_id, "signals")
         return result
 
-    leases.claim, leases.Lease.load, leases.Lease.pending_signals = claimed, loaded, signals
+    live.claim, live.LiveStore.load, live.LiveStore.pending_signals = claimed, loaded, signals
 

@@ -10,6 +10,7 @@ from durable import registry
 from durable.errors import RunConflict, RunFinished, RunNotFound, SignalConflict
 from durable.models import WorkflowRun
 from durable.services import run_start, signal_replace_untaken, signal_send
+from durable.store import live
 
 SIGNAL_PREFIX = "durable.child:"
 DEDUPE_PREFIX = "durable:child:"
@@ -47,8 +48,7 @@ def start(parent_id: str, definition, args, kwargs, child_id: str) -> WorkflowRu
     if child.parent_id is not None:
         raise RunConflict(f"run {child_id!r} is already a child of {child.parent_id!r}; "
                           f"refusing to make it a child of {parent_id!r} too")
-    adopted = WorkflowRun.objects.filter(pk=child_id, parent__isnull=True).update(parent=parent_id)
-    if not adopted:
+    if not live.adopt_child(child_id, parent_id):
         raise RunConflict(f"run {child_id!r} was just made the child of another run")
     child.parent_id = parent_id
     child.refresh_from_db(fields=["status", "result", "error"])

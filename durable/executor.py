@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from django.db import connection, transaction
 
 from durable import clock, codec, conf, hooks, leases, registry
+from durable.store import live
 from durable.context import Diverged, Raised, ReplayContext, Returned, Suspended, error_of, replay
 from durable.dispatch import dispatch
 from durable.errors import Cancelled, Fenced, Handoff, PayloadError, StoreUnavailable, WorkflowNotFound
@@ -35,7 +36,7 @@ class Outcome:
 def advance(run_id: str, *, owner: str | None = None, queue: str | None = None) -> str:
     """``queue``: the Celery queue this advance runs on; a step that asks for another hands
     the run there. None (in-process drivers) runs every step here."""
-    claimed = leases.claim(run_id, owner=owner)
+    claimed = live.claim(run_id, owner=owner)
     if claimed is None:
         return Outcome.SKIPPED
     run, lease = claimed
@@ -187,7 +188,7 @@ def _hand_back(run, lease, exc: StoreUnavailable) -> None:
     """The database failed under this advance. Give the run back at once on a fresh
     connection, so the sweep resumes it next tick; if that fails too, the lease expires."""
     log.warning("run %s: database unavailable, handing the run back: %s", run.id,
-                leases._first_line(exc))
+                live.first_line(exc))
     if connection.in_atomic_block:
         return
     connection.close()

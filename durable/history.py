@@ -14,13 +14,12 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connections
-from django.utils.dateparse import parse_datetime
 
 from durable import registry
 from durable.context import Diverged, Raised, ReplayContext, Suspended, describe, replay
-from durable.errors import Cancelled, ControlFlow, Divergence, JournalMismatch, RunNotFound, WorkflowNotFound
+from durable.errors import Cancelled, Divergence, JournalMismatch, RunNotFound, WorkflowNotFound
 from durable.models import JournalEntry, Signal, WorkflowRun
-from durable.store import Store
+from durable.store.recorded import HistoryEnds, RecordedStore
 
 FORMAT = "durable-history/1"
 
@@ -168,56 +167,8 @@ def histories_live(*, workflow: str | None = None, statuses=(), batch: int = 200
 # --- replay ---
 
 
-class HistoryEnds(ControlFlow):
-    """The code reached a call the history has no outcome for: everything before it matched."""
-
-    def __init__(self, position: int, reason: str = "the journal ends there"):
-        self.position = position
-        self.reason = reason
-        super().__init__(position)
-
-
 class DatabaseInReplay(Divergence):
     """A workflow body queried the database: replay is read-only, and a body should not."""
-
-
-def _as_entry(run_id: str, recorded: RecordedEntry) -> JournalEntry:
-    """A recorded entry as the (unsaved) row the replay context reads."""
-    return JournalEntry(run_id=run_id, position=recorded.position, kind=recorded.kind,
-                        name=recorded.name, status=recorded.status, result=recorded.result,
-                        error=recorded.error, attempt=recorded.attempt,
-                        idempotency_key=recorded.idempotency_key,
-                        wake_at=parse_datetime(recorded.wake_at) if recorded.wake_at else None)
-
-
-class RecordedStore(Store):
-    """Answers a replay from an exported history: never runs a step, never writes.
-
-    Wherever the live store would do new work, the replay ends there: the history has
-    told everything it knows, and all of it matched.
-    """
-
-    def __init__(self, history: History):
-        self.history = history
-        self.run_id = history.run.id
-
-    def load(self) -> dict[int, JournalEntry]:
-        return {position: _as_entry(self.run_id, entry) for position, entry in self.history.journal.items()}
-
-    def pending_signals(self) -> list:
-        return []
-
-    def begin(self, position: int) -> None:
-        raise HistoryEnds(position, self.reason_at(position))
-
-    def record(self, entry, **kwargs) -> None:
-        raise HistoryEnds(entry.position, self.reason_at(entry.position))
-
-    def reason_at(self, position: int) -> str:
-        recorded = self.history.journal.get(position)
-        if recorded is None:
-            return "the journal ends there"
-        return f"the run was {recorded.status} there ({describe(recorded.kind, recorded.name)})"
 
 
 def _refuse_queries(execute, sql, params, many, context_):

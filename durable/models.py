@@ -1,7 +1,7 @@
 """Rows that make a run durable: the run, its journal, its signals, and the audit trail.
 
 Status changes go through django-fsm transitions on ``WorkflowRun`` (the field is
-protected); the executor persists them with fenced conditional updates (see leases.py).
+protected); the executor persists them with fenced conditional updates (see durable/store/live.py).
 """
 from django.db import models
 from django.db.models import Q

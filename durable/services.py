@@ -1,5 +1,8 @@
 """Writes on runs: start, signal, cancel, retry, wake. Each works inside the caller's
 transaction: the row, its audit event and its dispatch commit together or not at all.
+
+Here are the rules (which transition a run allows, what counts as the same signal, who
+follows a cancel); the statements are the live store's (``durable.store.live``).
 """
 import json
 import logging
@@ -9,33 +12,14 @@ from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
 
-from durable import clock, codec, conf, hooks, registry, sql
-from durable.archive_models import ArchivedRun
-from durable.durations import as_timedelta
+from durable import clock, codec, conf, hooks, registry
 from durable.dispatch import dispatch
+from durable.durations import as_timedelta
 from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict
-from durable.models import (
-    FINISHED_STATUSES,
-    AuditAction,
-    AuditEvent,
-    EntryKind,
-    EntryStatus,
-    JournalEntry,
-    Signal,
-    WorkflowRun,
-)
+from durable.models import FINISHED_STATUSES, AuditAction, AuditEvent, Signal, WorkflowRun
+from durable.store import live
 
 log = logging.getLogger(__name__)
-
-
-def _audit(run_id: str, action: str, actor: str, detail: dict | None = None, *,
-           first: bool = False) -> AuditEvent:
-    """Every caller holds the run's row lock already (it inserted, updated or locked the
-    row in this transaction); ``first`` when it created the run just now."""
-    event = AuditEvent(run_id=run_id, action=str(action), actor=actor or "system", detail=detail or {},
-                       created_at=clock.now())
-    event.save(parent_locked=True, first_in_chain=first)
-    return event
 
 
 def _archived(run_id: str) -> RunArchived:
@@ -50,13 +34,6 @@ def _grace():
 def _from(transition: str) -> str:
     """"failed or blocked": the statuses ``transition`` starts from, for error messages."""
     return " or ".join(WorkflowRun.sources_of(transition))
-
-
-def _get_locked(run_id: str) -> WorkflowRun:
-    run = WorkflowRun.objects.select_for_update().filter(pk=run_id).first()
-    if run is None:
-        raise RunNotFound(f"no run with id {run_id!r}")
-    return run
 
 
 def run_start(workflow, *args, actor: str, id: str | None = None,
@@ -74,13 +51,8 @@ def run_start(workflow, *args, actor: str, id: str | None = None,
     run = WorkflowRun(id=run_id, workflow_name=definition.name, workflow_version=definition.version,
                       input=encoded, created_at=now, updated_at=now, wake_at=_grace(),
                       parent_id=parent)
-    with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
-        # One statement: not inserted when the id is live or archived (an archived id never
-        # starts again), so the check costs nothing on the common path.
-        inserted = sql.insert_unless_exists(run, unless_in=ArchivedRun)
-        if inserted:
-            _audit(run_id, AuditAction.START, actor, {"workflow": definition.name, "version": definition.version,
-                                            **(audit or {})}, first=True)
+    inserted = live.create_run(run, actor=actor, detail={"workflow": definition.name,
+                                                          "version": definition.version, **(audit or {})})
     if not inserted:
         existing = WorkflowRun.objects.filter(pk=run_id).first()
         if existing is None:  # what stopped the insert is the archive (nothing was written)
@@ -118,11 +90,11 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
         try:
             with _one_write(locked):  # all or nothing: a refusal leaves the caller's transaction usable
                 if locked:
-                    _get_locked(run_id)
+                    live.lock_run(run_id)
                 # Waking the run bumps signal_seq (which also locks its row): a worker about
-                # to park the run sees the bump and looks again (Lease.finish), so no signal
+                # to park the run sees the bump and looks again (LiveStore.finish), so no signal
                 # is slept through.
-                woken = sql.record_signal(signal, event, now, _grace())
+                woken = live.record_signal(signal, event, now, _grace())
             break
         except IntegrityError:
             # The key's signal exists (a redelivery, or a concurrent sender won), or another
@@ -164,16 +136,8 @@ def signal_replace_untaken(run_id: str, dedupe_key: str, payload, *, actor: str,
     transaction: for an engine signal whose news changed before the run read it (a failed
     child, retried, that now completed). False when there is none left to change: the run
     took it and acted on it."""
-    with transaction.atomic(savepoint=False):
-        _get_locked(run_id)
-        untaken = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key, consumed_position__isnull=True)
-        signal = untaken.first()
-        if signal is None:
-            return False
-        untaken.update(payload=codec.encode(payload))
-        _audit(run_id, AuditAction.SIGNAL, actor, {"name": signal.name, "signal_id": signal.pk, "dedupe_key": dedupe_key,
-                                         "replaced": True, **(audit or {})})
-    return True
+    return live.replace_untaken_signal(run_id, dedupe_key, codec.encode(payload), actor=actor,
+                                       detail=audit or {})
 
 
 def run_lock(run_id: str) -> None:
@@ -184,8 +148,7 @@ def run_lock(run_id: str) -> None:
     for each other instead of deadlocking. RunNotFound if there is no such run."""
     if not connection.in_atomic_block:
         raise RuntimeError("run_lock holds the row until the transaction ends: call it inside one")
-    if not list(WorkflowRun.objects.select_for_update().filter(pk=run_id).values_list("pk")):
-        raise RunNotFound(f"no run with id {run_id!r}")
+    live.hold_run(run_id)
 
 
 def run_cancel(run_id: str, *, reason: str = "", actor: str, graceful: bool = False,
@@ -198,24 +161,14 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str, graceful: bool = Fa
     when ``cleanup`` (default DURABLE_CANCEL_CLEANUP_SECONDS, one hour) has passed.
     """
     with transaction.atomic():
-        run = _get_locked(run_id)
+        run = live.lock_run(run_id)
         if not run.allows("cancel"):
             raise RunFinished(f"run {run_id!r} is already {run.status}")
-        now = clock.now()
         if graceful and run.allows("claim"):
-            return _cancel_gracefully(run, reason=reason, actor=actor, now=now, audit=audit,
+            return _cancel_gracefully(run, reason=reason, actor=actor, audit=audit,
                                       cleanup=as_timedelta(cleanup) if cleanup is not None
                                       else timedelta(seconds=conf.cancel_cleanup_seconds()))
-        changes = dict(status=run.status_after("cancel"), fencing_token=run.fencing_token + 1,
-                       error={"type": "Cancelled", "message": reason or "cancelled"}, wake_at=None,
-                       lease_owner="", lease_expires_at=None, waiting_for="", updated_at=now,
-                       finished_at=now)
-        WorkflowRun.objects.filter(pk=run_id).update(**changes)
-        run.cancel()
-        for name, value in changes.items():
-            if name != "status":
-                setattr(run, name, value)
-        _audit(run_id, AuditAction.CANCEL, actor, {"reason": reason, **(audit or {})})
+        live.cancel_run(run, reason=reason, actor=actor, detail=audit or {})
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run_id, reason=reason, actor=actor)
         _cancel_children(run_id, reason=reason, actor=actor, graceful=False)
         if run.parent_id:
@@ -233,14 +186,13 @@ def _cancel_children(run_id: str, *, reason: str, actor: str, graceful: bool) ->
                    actor=actor, graceful=graceful, audit={"parent": run_id})
 
 
-def _cancel_gracefully(run: WorkflowRun, *, reason: str, actor: str, now, audit, cleanup) -> WorkflowRun:
+def _cancel_gracefully(run: WorkflowRun, *, reason: str, actor: str, audit, cleanup) -> WorkflowRun:
     if run.cancel_request is None:  # asking twice changes nothing
-        run.cancel_request = {"reason": reason or "cancelled", "actor": actor,
-                              "deadline": (now + cleanup).isoformat(), "asked_at": now.isoformat()}
-        # signal_seq: a worker about to park this run looks again and sees the request.
-        sql.wake_runs([run.id], now=now, by=now, cancel_request=run.cancel_request)
-        _audit(run.id, AuditAction.CANCEL, actor, {"reason": reason, "graceful": True,
-                                         "cleanup_until": run.cancel_request["deadline"], **(audit or {})})
+        now = clock.now()
+        request = {"reason": reason or "cancelled", "actor": actor,
+                   "deadline": (now + cleanup).isoformat(), "asked_at": now.isoformat()}
+        live.request_cancel(run, request, actor=actor, detail={
+            "reason": reason, "graceful": True, "cleanup_until": request["deadline"], **(audit or {})})
         _cancel_children(run.id, reason=reason, actor=actor, graceful=True)
         dispatch(run.id)
     return run
@@ -253,24 +205,11 @@ def run_retry(run_id: str, *, actor: str, audit: dict | None = None) -> Workflow
     a blocked run replays against the (fixed) code.
     """
     with transaction.atomic():
-        run = _get_locked(run_id)
+        run = live.lock_run(run_id)
         if not run.allows("retry"):
             raise InvalidTransition(f"run {run_id!r} is {run.status}; only {_from('retry')} runs "
                                     "can be retried")
-        now = clock.now()
-        last = JournalEntry.objects.filter(run_id=run_id).order_by("-position").first()
-        if last is not None and last.kind == EntryKind.STEP and last.status == EntryStatus.FAILED:
-            last.status, last.attempt, last.wake_at, last.updated_at = EntryStatus.RETRYING, 0, None, now
-            last.save(update_fields=["status", "attempt", "wake_at", "updated_at"])
-        previous_error = run.error
-        changes = dict(status=run.status_after("retry"), error=None, finished_at=None,
-                       updated_at=now, wake_at=_grace())
-        WorkflowRun.objects.filter(pk=run_id).update(**changes)
-        run.retry()
-        for name, value in changes.items():
-            if name != "status":
-                setattr(run, name, value)
-        _audit(run_id, AuditAction.RETRY, actor, {"previous_error": previous_error, **(audit or {})})
+        live.retry_run(run, actor=actor, detail=audit or {})
     dispatch(run_id)
     return run
 
@@ -282,17 +221,11 @@ def run_wake(run_id: str, *, actor: str, audit: dict | None = None) -> WorkflowR
     decide on the customer's behalf.
     """
     with transaction.atomic():
-        run = _get_locked(run_id)
+        run = live.lock_run(run_id)
         if not run.allows("wake"):
             raise InvalidTransition(f"run {run_id!r} is {run.status}; only {_from('wake')} runs "
                                     "can be woken")
-        now = clock.now()
-        JournalEntry.objects.filter(
-            run_id=run_id, wake_at__gt=now, kind__in=[EntryKind.SLEEP, EntryKind.STEP],
-            status__in=[EntryStatus.WAITING, EntryStatus.RETRYING]).update(wake_at=now, updated_at=now)
-        run.wake_at, run.updated_at = _grace(), now
-        WorkflowRun.objects.filter(pk=run_id).update(wake_at=run.wake_at, updated_at=now)
-        _audit(run_id, AuditAction.WAKE, actor, audit)
+        live.fire_timers(run, actor=actor, detail=audit)
     dispatch(run_id)
     return run
 

@@ -4,7 +4,7 @@
 that may have been lost, so one indexed range scan finds all of them. Each picked run's
 ``wake_at`` moves one grace period ahead, so the next tick does not dispatch it again
 while its message is in flight. ``SKIP LOCKED`` lets two beats sweep at once harmlessly.
-On PostgreSQL the pick and the move are one statement (``sql.pick_due``).
+On PostgreSQL the pick and the move are one statement (``durable.store.live.pick_due``).
 
 Timers due before the next tick are sent now with a countdown of less than one tick, so
 a timer fires on time instead of up to a tick late; no message ever waits longer than
@@ -22,10 +22,10 @@ from datetime import timedelta
 
 from django.db import connection, transaction
 
-from durable import clock, conf, metrics, schedules, sql
+from durable import clock, conf, metrics, schedules
 from durable.dispatch import dispatch
-from durable.leases import on_live_connection
 from durable.models import RunStatus
+from durable.store.live import on_live_connection, pick_due
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
     until = horizon + timedelta(seconds=conf.dispatch_grace_seconds())
     # One statement on PostgreSQL; SQLite's SELECT and UPDATE need a transaction.
     with transaction.atomic() if connection.vendor != "postgresql" else nullcontext():
-        picked = sql.pick_due(horizon, until, limit)
+        picked = pick_due(horizon, until, limit)
         for run_id, wake_at, status in picked:
             # A running run is due only once its lease expired: its worker died or froze.
             dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()),

@@ -23,6 +23,7 @@ WORK = ROOT / "var" / "mutation"
 # and atomic writes. The one list to change when the engine's core moves (e.g. a store).
 MODULES = [
     "durable/context.py",
+    "durable/store/live.py",
     "durable/leases.py",
     "durable/executor.py",
 ]

@@ -53,3 +53,46 @@ def test_a_run_started_without_an_actor_is_refused_before_anything_is_written(db
         services.run_start("three_steps", 1, id="architecture:no-actor")
 
     assert not run_exists("architecture:no-actor")
+
+
+RUN_ROWS = {"WorkflowRun", "JournalEntry", "Signal", "LimitTicket"}
+WRITES = {"update", "delete", "create", "get_or_create", "update_or_create", "bulk_create", "bulk_update",
+          "select_for_update"}
+# The live store holds every statement that changes a run's rows; the archive moves finished
+# runs out of them (and deletes what it moved), under its own lock.
+ALLOWED_WRITERS = {"durable/store/live.py", "durable/archive.py"}
+
+
+def _run_row_writes(path: Path):
+    """(line, model, method) of every ``<Model>.objects....<write>(...)`` chain in ``path``."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES):
+            continue
+        root = node.func.value
+        while isinstance(root, (ast.Call, ast.Attribute, ast.Subscript)):
+            if isinstance(root, ast.Attribute) and root.attr in ("objects", "_base_manager") \
+                    and isinstance(root.value, ast.Name) and root.value.id in RUN_ROWS:
+                yield node.lineno, root.value.id, node.func.attr
+                break
+            root = root.func if isinstance(root, ast.Call) else root.value
+
+
+def test_only_the_live_store_writes_or_locks_a_runs_rows():
+    sources = [path for package in ("durable", "approvals", "processes", "config")
+               for path in (ROOT / package).rglob("*.py") if "migrations" not in path.parts]
+    found = [f"{path.relative_to(ROOT)}:{line}: {model}.objects...{method}()"
+             for path in sources if path.relative_to(ROOT).as_posix() not in ALLOWED_WRITERS
+             for line, model, method in _run_row_writes(path)]
+
+    assert found == []
+
+
+def test_the_check_of_run_row_writers_sees_a_chained_write(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("WorkflowRun.objects.filter(pk=1).exclude(status='x').update(wake_at=None)\n"
+                      "Signal.objects.select_for_update().filter(pk=2).first()\n"
+                      "Company.objects.filter(pk=3).update(name='n')\n")
+
+    assert list(_run_row_writes(sample)) == [(1, "WorkflowRun", "update"), (2, "Signal", "select_for_update")]

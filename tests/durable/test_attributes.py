@@ -7,9 +7,10 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from durable import history, leases, services, workflow
+from durable import history, services, workflow
 from durable.errors import Fenced
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
+from durable.store import live
 from durable.testing import drive
 from tests.durable.crashed import as_if_its_worker_died
 
@@ -69,7 +70,7 @@ def test_replay_does_not_write_recorded_attributes_again(waiting_run):
 
 def test_a_worker_that_lost_its_lease_writes_neither_the_entry_nor_the_attributes(clock):
     run = services.run_start(attributed_onboarding, "1", id="onb:fenced", actor="test")
-    _, lease = leases.claim(run.id, owner="worker-a")
+    _, lease = live.claim(run.id, owner="worker-a")
     entry = JournalEntry(run_id=run.id, position=0, kind=EntryKind.ATTRIBUTES, name="attributes",
                          status="completed", result={"stage": "stale"}, created_at=clock.now())
     services.run_cancel(run.id, reason="stop", actor="test")

@@ -3,9 +3,10 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 
-from durable import children, history, leases, services
+from durable import children, history, services
 from durable.errors import RunConflict, SignalConflict
 from durable.models import AuditEvent, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.store import live
 from durable.testing import drive
 from tests.durable.workflows import CALLS, LEDGER_UNLOCKED
 from tests.effects.models import Effect
@@ -292,7 +293,7 @@ def test_a_child_that_is_sent_a_signal_while_it_finishes_still_ends_and_tells_it
     parent = services.run_start("one_child", "e9", id="child:late-signal", actor="test")
     drive(parent.id)
     child_id = "child:late-signal:child:0"
-    child, lease = leases.claim(child_id, owner="w")
+    child, lease = live.claim(child_id, owner="w")
     services.signal_send(child_id, "unrelated", 1, actor="test")  # arrives after the claim
 
     finished = lease.finish(child, transition="complete", result="approved")

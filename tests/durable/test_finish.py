@@ -9,6 +9,7 @@ import pytest
 from durable import leases, services, workflow
 from durable.errors import Fenced
 from durable.models import RunStatus, WorkflowRun
+from durable.store import live
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps
 
@@ -63,9 +64,9 @@ def test_a_finished_run_was_last_changed_when_it_finished_not_when_it_was_claime
 
 def test_a_stale_holder_cannot_park_the_run_even_when_no_signal_came(clock, settings):
     run = services.run_start("collect_two", id="finish:stale-park", actor="test")
-    stale_run, stale = leases.claim(run.id, owner="a")
+    stale_run, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
-    leases.claim(run.id, owner="b")
+    live.claim(run.id, owner="b")
 
     with pytest.raises(Fenced):
         stale.finish(stale_run, transition="suspend", waiting_for="signal:item", check_signal_seq=True)
@@ -75,9 +76,9 @@ def test_a_stale_holder_cannot_park_the_run_even_when_no_signal_came(clock, sett
 
 def test_a_stale_holder_that_sees_a_new_signal_is_fenced_rather_than_told_to_look_again(clock, settings):
     run = services.run_start("collect_two", id="finish:stale-signal", actor="test")
-    stale_run, stale = leases.claim(run.id, owner="a")
+    stale_run, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
-    leases.claim(run.id, owner="b")
+    live.claim(run.id, owner="b")
     services.signal_send(run.id, "item", {"n": 1}, actor="test")
 
     with pytest.raises(Fenced):
@@ -88,8 +89,8 @@ def test_a_holder_that_sees_a_new_signal_reads_its_own_runs_sequence(clock):
     run = services.run_start("collect_two", id="finish:race", actor="test")
     clock.advance(timedelta(seconds=1))
     other = services.run_start("collect_two", id="finish:race-newer", actor="test")  # listed first (newest first)
-    claimed_run, lease = leases.claim(run.id, owner="a")
-    leases.claim(other.id, owner="a")  # the same fencing token: both runs' first claim
+    claimed_run, lease = live.claim(run.id, owner="a")
+    live.claim(other.id, owner="a")  # the same fencing token: both runs' first claim
     services.signal_send(other.id, "item", {"n": 1}, actor="test")
     services.signal_send(other.id, "item", {"n": 2}, actor="test")
     services.signal_send(run.id, "item", {"n": 1}, actor="test")
@@ -104,8 +105,8 @@ def test_a_holder_that_sees_a_new_signal_reads_its_own_runs_sequence(clock):
 def test_the_heartbeat_does_not_warn_of_a_lost_lease_for_a_run_its_advance_has_finished(caplog):
     finished = services.run_start(three_steps, 1, id="finish:beat-done", actor="test")
     lost = services.run_start(three_steps, 2, id="finish:beat-lost", actor="test")
-    finished_run, done = leases.claim(finished.id, owner="a", lease_seconds=0.6)
-    _, taken = leases.claim(lost.id, owner="a", lease_seconds=0.6)
+    finished_run, done = live.claim(finished.id, owner="a", lease_seconds=0.6)
+    _, taken = live.claim(lost.id, owner="a", lease_seconds=0.6)
     beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
     beat.IDLE_EXIT_SECONDS = 0
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 from durable import Retry, leases, seconds, services, workflow
 from durable.errors import Divergence, Fenced
 from durable.models import JournalEntry, RunStatus, WorkflowRun
+from durable.store import live
 from durable.testing import drive, override_workflow
 from tests.durable.crashed import as_if_its_worker_died
 from tests.durable.workflows import CALLS, add_one, create_once, effect, three_steps
@@ -25,16 +26,16 @@ pytestmark = pytest.mark.django_db
 
 def test_a_second_claim_is_refused_while_the_lease_is_live(clock):
     run = services.run_start(three_steps, 1, id="lease:1", actor="test")
-    assert leases.claim(run.id, owner="a") is not None
+    assert live.claim(run.id, owner="a") is not None
 
-    assert leases.claim(run.id, owner="b") is None
+    assert live.claim(run.id, owner="b") is None
 
 
 def test_an_expired_lease_is_taken_over_and_the_old_holder_is_fenced(clock, settings):
     run = services.run_start(three_steps, 1, id="lease:2", actor="test")
-    _, stale = leases.claim(run.id, owner="a")
+    _, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
-    _, fresh = leases.claim(run.id, owner="b")
+    _, fresh = live.claim(run.id, owner="b")
     entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
 
     with pytest.raises(Fenced):
@@ -46,7 +47,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_is_fenced(clock, sett
 
 def test_the_new_holder_finishes_the_run_with_no_duplicate_entry(clock, settings):
     run = services.run_start(three_steps, 1, id="lease:3", actor="test")
-    leases.claim(run.id, owner="a")
+    live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
 
     run = drive(run.id, owner="b")
@@ -79,7 +80,7 @@ def test_each_step_costs_at_most_two_sql_statements(clock, queue):
 def test_a_lease_owner_longer_than_its_column_is_kept_to_its_first_255_characters(clock):
     run = services.run_start("n_steps", 1, id="lease:long-owner", actor="test")
 
-    claimed, _ = leases.claim(run.id, owner="w" * 300)
+    claimed, _ = live.claim(run.id, owner="w" * 300)
 
     assert claimed.lease_owner == "w" * 255
     assert WorkflowRun.objects.get(pk=run.id).lease_owner == "w" * 255
@@ -98,7 +99,7 @@ def test_a_new_runs_first_advance_does_not_read_its_journal(clock):
 
 def test_a_heartbeat_after_the_run_was_parked_gives_it_no_lease(clock):
     run = services.run_start("collect_two", id="lease:parked", actor="test")
-    _, lease = leases.claim(run.id, owner="a")
+    _, lease = live.claim(run.id, owner="a")
     lease.finish(WorkflowRun.objects.get(pk=run.id), transition="suspend", wake_at=None,
                  waiting_for="signal:item")
 
@@ -108,9 +109,9 @@ def test_a_heartbeat_after_the_run_was_parked_gives_it_no_lease(clock):
 
 def test_a_fenced_finish_leaves_the_run_object_as_it_was(clock, settings):
     run = services.run_start(three_steps, 1, id="lease:fenced-finish", actor="test")
-    stale_run, stale = leases.claim(run.id, owner="a")
+    stale_run, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
-    leases.claim(run.id, owner="b")
+    live.claim(run.id, owner="b")
 
     with pytest.raises(Fenced):
         stale.finish(stale_run, transition="complete", result=1)
@@ -131,7 +132,7 @@ def test_a_connection_the_database_dropped_while_idle_is_reopened_for_the_claim(
         cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
     killer.close()
 
-    claimed = leases.claim(run.id, owner="a")
+    claimed = live.claim(run.id, owner="a")
 
     assert claimed is not None and claimed[0].status == RunStatus.RUNNING
 
@@ -169,9 +170,9 @@ def test_a_workflows_own_lease_length_keeps_another_worker_out_while_a_step_runs
 
 def test_a_stale_holders_heartbeat_does_not_extend_the_new_holders_lease(clock, settings):
     run = services.run_start(three_steps, 1, id="lease:stale-heartbeat", actor="test")
-    _, stale = leases.claim(run.id, owner="a")
+    _, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
-    leases.claim(run.id, owner="b")
+    live.claim(run.id, owner="b")
     expires = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     clock.advance(timedelta(seconds=5))
 
@@ -211,7 +212,7 @@ def _extended(run_id, times: int = 1):
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it():
     run = services.run_start(three_steps, 1, id="lease:heartbeat", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=3)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=3)
     claimed_until = _expiry(run.id)
 
     _beat_until(_extended(run.id), lease)  # a step that runs for a while
@@ -222,7 +223,7 @@ def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it()
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_keeps_extending_a_lease_after_its_first_extension():
     run = services.run_start(three_steps, 1, id="lease:heartbeat-again", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     extended_twice = _extended(run.id, times=2)
 
     _beat_until(extended_twice, lease)
@@ -232,9 +233,9 @@ def test_the_heartbeat_keeps_extending_a_lease_after_its_first_extension():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_lease_too_fresh_to_extend_does_not_hold_back_the_heartbeat_of_the_next():
-    _, fresh = leases.claim(services.run_start(three_steps, 1, id="lease:fresh", actor="test").id, owner="a",
+    _, fresh = live.claim(services.run_start(three_steps, 1, id="lease:fresh", actor="test").id, owner="a",
                             lease_seconds=60)
-    _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due", actor="test").id, owner="a",
+    _, due = live.claim(services.run_start(three_steps, 2, id="lease:due", actor="test").id, owner="a",
                           lease_seconds=0.6)
 
     extended = _extended(due.run_id)
@@ -246,10 +247,10 @@ def test_a_lease_too_fresh_to_extend_does_not_hold_back_the_heartbeat_of_the_nex
 
 @pytest.mark.django_db(transaction=True)
 def test_a_step_past_its_timeout_does_not_hold_back_the_heartbeat_of_the_next():
-    _, late = leases.claim(services.run_start(three_steps, 1, id="lease:late", actor="test").id, owner="a",
+    _, late = live.claim(services.run_start(three_steps, 1, id="lease:late", actor="test").id, owner="a",
                            lease_seconds=0.6)
     late.step_deadline = time.monotonic()
-    _, due = leases.claim(services.run_start(three_steps, 2, id="lease:due-after-late", actor="test").id, owner="a",
+    _, due = live.claim(services.run_start(three_steps, 2, id="lease:due-after-late", actor="test").id, owner="a",
                           lease_seconds=0.6)
 
     extended = _extended(due.run_id)
@@ -262,7 +263,7 @@ def test_a_step_past_its_timeout_does_not_hold_back_the_heartbeat_of_the_next():
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_no_lost_lease_for_a_lease_it_extends(caplog):
     run = services.run_start(three_steps, 1, id="lease:alive-no-log", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     extended_twice = _extended(run.id, times=2)
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
@@ -274,11 +275,11 @@ def test_the_heartbeat_logs_no_lost_lease_for_a_lease_it_extends(caplog):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_stays(caplog):
-    _, late = leases.claim(services.run_start(three_steps, 1, id="lease:late-once", actor="test").id, owner="a",
+    _, late = live.claim(services.run_start(three_steps, 1, id="lease:late-once", actor="test").id, owner="a",
                            lease_seconds=0.6)
     late.step_deadline = time.monotonic()
     run = services.run_start(three_steps, 2, id="lease:ticks", actor="test")
-    _, ticking = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, ticking = live.claim(run.id, owner="a", lease_seconds=0.6)
     ticked_twice = _extended(run.id, times=2)  # two extensions of the other: two ticks or more
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
@@ -291,7 +292,7 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_s
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_thread_ends_without_an_error_once_its_leases_are_released(monkeypatch):
     run = services.run_start(three_steps, 1, id="lease:idle-exit-clean", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     errors, threads_before = [], set(threading.enumerate())
     monkeypatch.setattr(threading, "excepthook", errors.append)
 
@@ -304,8 +305,8 @@ def test_the_heartbeat_thread_ends_without_an_error_once_its_leases_are_released
 def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
     mine = services.run_start(three_steps, 1, id="lease:mine", actor="test")
     other = services.run_start(three_steps, 2, id="lease:other", actor="test")
-    _, lease = leases.claim(mine.id, owner="a")
-    leases.claim(other.id, owner="b")  # same fencing token number: both runs' first claim
+    _, lease = live.claim(mine.id, owner="a")
+    live.claim(other.id, owner="b")  # same fencing token number: both runs' first claim
     expires = WorkflowRun.objects.get(pk=other.id).lease_expires_at
     clock.advance(timedelta(seconds=5))
 
@@ -341,7 +342,7 @@ def row_locked_by_a_sender(run_id: str):
 @pytest.mark.django_db(transaction=True)
 def test_a_heartbeat_passes_over_a_run_row_another_transaction_holds_instead_of_waiting():
     run = services.run_start(three_steps, 1, id="lease:locked-row", actor="test")
-    _, lease = leases.claim(run.id, owner="a")
+    _, lease = live.claim(run.id, owner="a")
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
 
     with row_locked_by_a_sender(run.id):
@@ -353,16 +354,16 @@ def test_a_heartbeat_passes_over_a_run_row_another_transaction_holds_instead_of_
 
 def test_a_heartbeat_that_does_not_wait_still_reports_a_lost_lease(clock, settings):
     run = services.run_start(three_steps, 1, id="lease:lost-no-wait", actor="test")
-    _, stale = leases.claim(run.id, owner="a")
+    _, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
-    leases.claim(run.id, owner="b")
+    live.claim(run.id, owner="b")
 
     assert stale.extend(wait=False) is False
 
 
 def test_an_extended_lease_is_also_when_the_sweep_looks_at_the_run_again(clock):
     run = services.run_start(three_steps, 1, id="lease:extend-wake", actor="test")
-    _, lease = leases.claim(run.id, owner="a")
+    _, lease = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=1))
 
     assert lease.extend() is True
@@ -411,12 +412,12 @@ def test_a_heartbeat_whose_thread_ended_idle_starts_a_new_one_for_the_next_step(
     beat.IDLE_EXIT_SECONDS = 0
     first = services.run_start(three_steps, 1, id="lease:beat-1", actor="test")
     second = services.run_start(three_steps, 2, id="lease:beat-2", actor="test")
-    _, lease = leases.claim(first.id, owner="a")
+    _, lease = live.claim(first.id, owner="a")
     with beat.hold(lease):
         thread = beat._thread
     thread.join(timeout=5)  # nothing held: it exits at once
 
-    _, lease = leases.claim(second.id, owner="a")
+    _, lease = live.claim(second.id, owner="a")
     with beat.hold(lease):
         restarted = beat._thread
         alive = restarted is not None and restarted.is_alive()
@@ -431,7 +432,7 @@ def test_a_writer_frozen_between_its_fence_and_its_commit_holds_the_run_no_longe
     from django.db import DatabaseError
 
     run = services.run_start(three_steps, 1, id="lease:idle-fence", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.5)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.5)
 
     with pytest.raises(DatabaseError, match="idle-in-transaction timeout"):
         with transaction.atomic():
@@ -440,13 +441,13 @@ def test_a_writer_frozen_between_its_fence_and_its_commit_holds_the_run_no_longe
             WorkflowRun.objects.filter(pk=run.id).exists()
     connection.close()
 
-    assert leases.claim(run.id, owner="b", lease_seconds=5) is not None  # nobody holds the row
+    assert live.claim(run.id, owner="b", lease_seconds=5) is not None  # nobody holds the row
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_which_run_lost_its_lease_while_a_step_ran(caplog):
     run = services.run_start(three_steps, 1, id="lease:lost-log", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     services.run_cancel(run.id, reason="operator", actor="ops")   # bumps the token under the step
 
     with caplog.at_level(logging.WARNING, logger="durable.leases"):
@@ -458,7 +459,7 @@ def test_the_heartbeat_logs_which_run_lost_its_lease_while_a_step_ran(caplog):
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_lease(caplog):
     run = services.run_start(three_steps, 1, id="lease:timeout-log", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     lease.step_deadline = time.monotonic()           # the step's timeout has passed
 
@@ -472,7 +473,7 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_leas
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_keeps_extending_the_lease_of_a_step_whose_timeout_is_ahead(caplog):
     run = services.run_start(three_steps, 1, id="lease:timeout-ahead", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = _expiry(run.id)
     lease.step_running(timezone.now() + timedelta(seconds=60))
 
@@ -486,7 +487,7 @@ def test_the_heartbeat_keeps_extending_the_lease_of_a_step_whose_timeout_is_ahea
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_stops_extending_the_lease_of_a_step_whose_timeout_has_passed(caplog):
     run = services.run_start(three_steps, 1, id="lease:timeout-passed", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     lease.step_running(timezone.now() - timedelta(seconds=1))
 
@@ -500,7 +501,7 @@ def test_the_heartbeat_stops_extending_the_lease_of_a_step_whose_timeout_has_pas
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_extends_the_lease_again_once_a_timed_step_has_ended():
     run = services.run_start(three_steps, 1, id="lease:timeout-ended", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     lease.step_running(timezone.now() - timedelta(seconds=1))
     lease.step_running(None)  # the step returned
@@ -554,7 +555,7 @@ def test_a_worker_dying_in_the_same_step_again_and_again_gets_the_run_blocked_at
 def test_a_write_that_would_take_a_signal_already_taken_is_refused_naming_the_signal(clock):
     run = services.run_start("collect_two", id="lease:signal-taken-twice", actor="test")
     signal = services.signal_send(run.id, "item", {"n": 1}, actor="test")
-    _, lease = leases.claim(run.id, owner="a")
+    _, lease = live.claim(run.id, owner="a")
     lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
                               created_at=clock.now()), insert=True, consume=[signal])
     again = JournalEntry(run_id=run.id, position=1, kind="signal", name="item", status="completed",
@@ -571,7 +572,7 @@ def test_a_refused_batch_of_signals_names_each_of_their_names_once(clock):
     run = services.run_start("collect_two", id="lease:batch-taken", actor="test")
     item = services.signal_send(run.id, "item", {"n": 1}, actor="test")
     note = services.signal_send(run.id, "note", {"n": 2}, actor="test")
-    _, lease = leases.claim(run.id, owner="a")
+    _, lease = live.claim(run.id, owner="a")
     lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
                               created_at=clock.now()), insert=True, consume=[item])
     batch = JournalEntry(run_id=run.id, position=1, kind="signals", name="batch", status="completed",
@@ -612,7 +613,7 @@ def _terminate(pid: int) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_which_run_it_failed_to_extend_and_the_databases_error(caplog):
     run = services.run_start(three_steps, 1, id="lease:beat-failed", actor="test")
-    _, lease = leases.claim(run.id, owner="a", lease_seconds=0.6)
+    _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     before = _other_backends()
     killed = []
@@ -682,7 +683,7 @@ def test_a_connection_cut_before_an_atomic_steps_body_spends_none_of_its_attempt
 @pytest.mark.django_db(transaction=True)
 def test_a_journal_write_that_meets_a_cancel_being_committed_waits_for_it_and_is_refused():
     run = services.run_start(three_steps, 1, id="lease:fence-race", actor="test")
-    _, lease = leases.claim(run.id, owner="a")
+    _, lease = live.claim(run.id, owner="a")
     entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
     cancelling, done = threading.Event(), threading.Event()
 
@@ -786,9 +787,9 @@ def test_a_journal_write_that_committed_before_its_connection_died_is_not_writte
 @pytest.mark.django_db(transaction=True)
 def test_a_stale_holder_whose_reply_was_lost_does_not_take_the_new_holders_entry_for_its_own(clock, settings):
     run = services.run_start(three_steps, 1, id="lease:landed-stale", actor="test")
-    _, stale = leases.claim(run.id, owner="a")
+    _, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
-    _, new = leases.claim(run.id, owner="b")
+    _, new = live.claim(run.id, owner="b")
     new.record(JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
                             result=2), insert=True)
     same_position = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one",
@@ -807,8 +808,8 @@ def test_a_takeover_after_progress_counts_from_one_should_its_worker_die_there_t
     as_if_its_worker_died(run, takeovers=5, at=7)
     other = services.run_start(three_steps, 1, id="lease:note-recovery-other", actor="test")
     as_if_its_worker_died(other, takeovers=5, at=7)
-    _, lease = leases.claim(run.id, owner="b")
-    leases.claim(other.id, owner="c")  # the same fencing token as ``lease``
+    _, lease = live.claim(run.id, owner="b")
+    live.claim(other.id, owner="c")  # the same fencing token as ``lease``
 
     lease.note_recovery(0)
 
@@ -819,9 +820,9 @@ def test_a_takeover_after_progress_counts_from_one_should_its_worker_die_there_t
 def test_a_stale_holder_does_not_reset_the_takeover_count(clock, settings):
     run = services.run_start(three_steps, 1, id="lease:note-recovery-stale", actor="test")
     as_if_its_worker_died(run, takeovers=5, at=7)
-    _, stale = leases.claim(run.id, owner="a")
+    _, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
-    leases.claim(run.id, owner="b")
+    live.claim(run.id, owner="b")
 
     stale.note_recovery(0)
 
@@ -830,7 +831,7 @@ def test_a_stale_holder_does_not_reset_the_takeover_count(clock, settings):
 
 def test_an_atomic_write_at_a_position_already_recorded_is_fenced(clock):
     run = services.run_start(three_steps, 1, id="lease:atomic-twice", actor="test")
-    _, lease = leases.claim(run.id, owner="a")
+    _, lease = live.claim(run.id, owner="a")
     first = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
                          created_at=clock.now())
     lease.record(first, insert=True, perform=lambda: None)

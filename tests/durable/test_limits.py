@@ -5,8 +5,9 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
-from durable import leases, limits, seconds, services, testing, workflow
+from durable import errors, limits, seconds, services, testing, workflow
 from durable.models import LimitTicket, RunStatus, TicketState, WorkflowRun
+from durable.store import live
 from durable.testing import drive, override_workflow
 from tests.durable.limited import LLM_QUEUE, ONE_AT_A_TIME, PER_KEY, RATE_TWO, mark, rate_two
 from tests.effects.models import Effect
@@ -19,7 +20,7 @@ def holding(workflow_name: str, n: int, *, key: str = "", declared=ONE_AT_A_TIME
     (its lease, None when it got the slot else when to come back)."""
     run = services.run_start(workflow_name, *([key] if workflow_name == "per_key" else []), n,
                              id=f"{workflow_name}:{key}:{n}", actor="test")
-    _, lease = leases.claim(run.id, owner=f"worker-{n}")
+    _, lease = live.claim(run.id, owner=f"worker-{n}")
     return lease, lease.acquire_limit(declared, key, 0, "celery")
 
 
@@ -132,11 +133,11 @@ def test_a_keyed_limit_serialises_one_key_and_lets_the_others_through(clock):
 
 def test_a_worker_that_lost_its_run_takes_no_slot(clock, settings):
     run = services.run_start("one_at_a_time", 1, id="stale:1", actor="test")
-    _, stale = leases.claim(run.id, owner="a")
+    _, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
-    leases.claim(run.id, owner="b")
+    live.claim(run.id, owner="b")
 
-    with pytest.raises(leases.Fenced):
+    with pytest.raises(errors.Fenced):
         stale.acquire_limit(ONE_AT_A_TIME, "", 0, "celery")
     assert not LimitTicket.objects.filter(state=TicketState.HELD).exists()
 

@@ -2,9 +2,10 @@
 import pytest
 from django.db import transaction
 
-from durable import RunConflict, RunFinished, leases, services, testing
+from durable import RunConflict, RunFinished, services, testing
 from durable.errors import Fenced, InvalidTransition, RunNotFound
 from durable.models import AuditEvent, JournalEntry, RunStatus, WorkflowRun
+from durable.store import live
 from durable.testing import drive
 from tests.durable.workflows import three_steps
 
@@ -67,7 +68,7 @@ def test_cancel_ends_a_waiting_run_and_refuses_later_signals(clock):
 
 def test_cancel_fences_the_worker_that_is_running_the_run(clock):
     run = services.run_start(three_steps, 1, id="cancel:2", actor="test")
-    _, lease = leases.claim(run.id, owner="worker-a")
+    _, lease = live.claim(run.id, owner="worker-a")
     entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
 
     services.run_cancel(run.id, reason="stop", actor="test")

@@ -1,13 +1,8 @@
-"""The engine's plain statements (durable/sql.py): what the ORM would have written, less Python."""
-from datetime import timedelta
-
+"""The engine's generic statements (durable/sql.py): what the ORM would have written, less Python."""
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from durable import clock, services, sql
-from durable.models import AuditEvent, JournalEntry, Signal, WorkflowRun
-from durable.testing import drive
+from durable.models import Signal
 
 pytestmark = pytest.mark.django_db
 
@@ -30,70 +25,3 @@ def test_the_plain_insert_refuses_a_row_that_has_a_primary_key_already():
         sql.insert(signal)
 
     assert not Signal.objects.exists()
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite allows no writes in a WITH")
-def test_a_signal_outside_a_transaction_is_one_statement_on_postgresql():
-    run = services.run_start("collect_two", id="sql:one-statement", actor="test")
-
-    with CaptureQueriesContext(connection) as statements:
-        signal = services.signal_send(run.id, "item", {"n": 1}, actor="ana")
-
-    assert len(statements) == 1
-    assert AuditEvent.objects.get(run_id=run.id, action="signal").detail["signal_id"] == signal.pk
-
-
-def columns(rows) -> list[list]:
-    return [[getattr(row, field.attname) for field in row._meta.concrete_fields] for row in rows]
-
-
-def test_the_journal_read_gives_the_entries_the_orm_gives(clock):
-    run = services.run_start("step_wait_step", id="sql:journal", actor="test")
-    drive(run.id)  # a step with its result, then a wait with no deadline
-
-    read = sql.journal_of(run.id)
-
-    assert columns(sorted(read, key=lambda e: e.position)) == columns(JournalEntry.objects.filter(run_id=run.id))
-    assert [entry.kind for entry in sorted(read, key=lambda e: e.position)] == ["step", "signal"]
-
-
-def test_the_pending_signals_read_gives_the_untaken_signals_oldest_first(clock):
-    run = services.run_start("collect_two", id="sql:signals", actor="test")
-    drive(run.id)
-    services.signal_send(run.id, "item", {"n": 1}, actor="test")
-    drive(run.id)  # the first wait takes it
-    services.signal_send(run.id, "item", {"n": 2, "text": "ação", "nested": [{"a": None}]}, actor="test")
-    services.signal_send(run.id, "other", [1.5, True], actor="test")
-
-    read = sql.pending_signals_of(run.id)
-
-    assert columns(read) == columns(Signal.objects.filter(run_id=run.id, consumed_position__isnull=True).order_by("id"))
-    assert [signal.payload for signal in read] == [{"n": 2, "text": "ação", "nested": [{"a": None}]}, [1.5, True]]
-
-
-def test_waking_runs_bumps_their_signal_seq_and_brings_wake_at_forward_never_back(clock):
-    later = drive(services.run_start("nap", id="sql:wake-later", actor="test").id)   # wakes in an hour
-    sooner = services.run_start("nap", id="sql:wake-sooner", actor="test")          # due in the grace period
-    done = drive(services.run_start("three_steps", 1, id="sql:wake-done", actor="test").id)
-    by = clock.now() + timedelta(minutes=5)
-
-    woken = sql.wake_runs([later.id, sooner.id, done.id], now=clock.now(), by=by)
-
-    rows = dict(WorkflowRun.objects.values_list("id", "wake_at"))
-    seqs = dict(WorkflowRun.objects.values_list("id", "signal_seq"))
-    assert woken == 2
-    assert (rows[later.id], rows[sooner.id]) == (by, sooner.wake_at)
-    assert (seqs[later.id], seqs[sooner.id], seqs[done.id]) == (later.signal_seq + 1, sooner.signal_seq + 1,
-                                                                done.signal_seq)
-
-
-def test_waking_a_run_sets_the_other_columns_asked_for_in_the_same_statement(clock):
-    run = drive(services.run_start("nap", id="sql:wake-also", actor="test").id)
-    request = {"reason": "operator", "actor": "ops"}
-
-    with CaptureQueriesContext(connection) as queries:
-        sql.wake_runs([run.id], now=clock.now(), by=clock.now(), cancel_request=request)
-
-    assert len(queries) == 1
-    assert WorkflowRun.objects.get(pk=run.id).cancel_request == request

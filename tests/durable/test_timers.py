@@ -6,8 +6,9 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from durable import days, leases, minutes, seconds, services, testing, workflow
+from durable import days, minutes, seconds, services, testing, workflow
 from durable.models import JournalEntry, RunStatus, WorkflowRun
+from durable.store import live
 from durable.testing import drive, override_workflow
 from durable.timers import sweep_due
 from tests.durable.crashed import as_if_its_worker_died
@@ -71,7 +72,7 @@ def test_the_sweep_sends_a_run_whose_lease_expired_to_the_takeover_lane_and_a_ti
     napping = services.run_start("nap", id="nap:lane", actor="test")
     drive(napping.id)
     held = services.run_start("nap", id="nap:held", actor="test")
-    leases.claim(held.id, owner="a worker that then died")
+    live.claim(held.id, owner="a worker that then died")
     clock.advance(minutes(61))
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -92,7 +93,7 @@ def test_a_sender_that_knows_no_lane_gets_a_takeover_as_the_plain_advance_it_alw
         clock, settings, django_capture_on_commit_callbacks):
     settings.DURABLE_DISPATCHER = f"{__name__}.send_as_before_queues"
     held = services.run_start("nap", id="nap:old-sender", actor="test")
-    leases.claim(held.id, owner="a worker that then died")
+    live.claim(held.id, owner="a worker that then died")
     clock.advance(minutes(61))
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:

@@ -12,9 +12,10 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 
-from durable import clock, leases, services
+from durable import clock, services
 from durable.dispatch import send_advance
 from durable.models import RunStatus, WorkflowRun
+from durable.store import live
 from tests.workers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -42,7 +43,7 @@ def test_a_run_whose_worker_died_is_taken_over_within_lease_and_two_ticks_behind
                timeout=60, message="the workers to work through the backlog")
 
     victim = services.run_start("fault_backlog", -1, id="backlog:victim", actor="test")
-    _, dead = leases.claim(victim.id, owner="a worker that dies", lease_seconds=LEASE)
+    _, dead = live.claim(victim.id, owner="a worker that dies", lease_seconds=LEASE)
     claimed_at = time.monotonic()
     wait_until(lambda: WorkflowRun.objects.get(pk=victim.id).fencing_token > dead.token, timeout=60,
                interval=0.02, message="another worker to take the run")

@@ -2,9 +2,9 @@
 
 Django's session backends in small: ``durable.context.ReplayContext`` holds the logic
 (positions, matching, retries, signal order, deadlines) and talks only to this
-interface. Two stores implement it: ``durable.leases.Lease``, the live store (fenced
-SQL on the engine's tables), and ``durable.history.RecordedStore``, which answers from
-an exported history and never writes.
+interface. Two stores implement it: ``durable.store.live.LiveStore`` (fenced SQL on the
+engine's tables) and ``durable.store.recorded.RecordedStore``, which answers from an
+exported history and never writes.
 """
 
 
@@ -34,6 +34,11 @@ class Store:
     def step_running(self, deadline) -> None:
         """A step with a timeout started (``deadline``) or ended (None): keep the run only
         that long."""
+
+    def start_child(self, entry, definition, args, kwargs, child_id: str) -> None:
+        """Record ``entry`` (a child's journal entry) and start the child run ``child_id``
+        of ``definition`` with that input, in one transaction."""
+        raise NotImplementedError
 
     def acquire_limit(self, limit, key: str, position: int, queue: str):
         """Take ``limit`` (a ``durable.limits.Limit``) under ``key`` for the step at
