@@ -159,3 +159,9 @@ def return_hint(fn):
     except Exception:  # unresolvable forward references: fall back to plain values
         return None
     return None if hint is type(None) else hint
+
+
+def canonical(value) -> str:
+    """JSON text of an encoded value that tells true from 1 and ignores key order: two
+    payloads are the same signal only if these are equal."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -13,11 +13,10 @@ import math
 import random as random_module
 import traceback
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from durable import clock, codec, limits
+from durable import children, clock, codec, limits, registry
 from durable.durations import as_timedelta
 from durable.errors import (Cancelled, ChildFailed, CrashLoop, Divergence, Handoff, JournalMismatch,
                             PayloadError, StepFailed, StepTimeout, Suspend)
@@ -480,8 +479,6 @@ class ReplayContext:
     def start_child(self, workflow, args, kwargs, *, id: str | None = None) -> ChildHandle:
         """Start a child run in the transaction that journals it (so a crash neither loses
         nor doubles it); on replay return the recorded handle."""
-        from durable import children, registry
-
         definition = registry.resolve(workflow)
         position, entry = self._next(EntryKind.CHILD, definition.name)
         if entry is None:
@@ -490,16 +487,14 @@ class ReplayContext:
             entry = self._new_entry(position, EntryKind.CHILD, definition.name,
                                     status=EntryStatus.COMPLETED,
                                     result={"id": child_id, "workflow": definition.name})
-            self._record(entry, insert=True, perform=lambda: children.start(
-                self.run.id, definition, args, kwargs, child_id))
+            self.store.start_child(entry, definition, args, kwargs, child_id)
+            self.journal[position] = entry
         return ChildHandle(entry.result["id"], entry.result["workflow"])
 
     def wait_for_child(self, handle: ChildHandle, *, timeout=None, deadline=None):
         """The child's result once it completed; ChildFailed if it failed or was cancelled;
         None at the deadline (``deadline`` if given, else ``timeout`` from the first wait;
         the child goes on: cancel it if it must stop)."""
-        from durable import children, registry
-
         received = self._wait([children.signal_name(handle.id)], timeout=timeout, deadline=deadline)
         if received is None:
             return None

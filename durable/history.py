@@ -17,7 +17,7 @@ from django.db import connections
 
 from durable import registry
 from durable.context import Diverged, Raised, ReplayContext, Suspended, describe, replay
-from durable.errors import Cancelled, Divergence, JournalMismatch, RunNotFound, WorkflowNotFound
+from durable.errors import Cancelled, Divergence, JournalMismatch, WorkflowNotFound
 from durable.models import JournalEntry, Signal, WorkflowRun
 from durable.store.recorded import HistoryEnds, RecordedStore
 

@@ -4,31 +4,20 @@ transaction: the row, its audit event and its dispatch commit together or not at
 Here are the rules (which transition a run allows, what counts as the same signal, who
 follows a cancel); the statements are the live store's (``durable.store.live``).
 """
-import json
 import logging
 import uuid
-from contextlib import nullcontext
 from datetime import timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 
 from durable import clock, codec, conf, hooks, registry
 from durable.dispatch import dispatch
 from durable.durations import as_timedelta
-from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict
-from durable.models import FINISHED_STATUSES, AuditAction, AuditEvent, Signal, WorkflowRun
+from durable.errors import InvalidTransition, RunFinished, SignalConflict
+from durable.models import FINISHED_STATUSES, Signal, WorkflowRun
 from durable.store import live
 
 log = logging.getLogger(__name__)
-
-
-def _archived(run_id: str) -> RunArchived:
-    return RunArchived(f"run {run_id!r} finished and was archived; it cannot start again "
-                       "(read it in the archive: durable export, the admin, the API)")
-
-
-def _grace():
-    return clock.now() + timedelta(seconds=conf.dispatch_grace_seconds())
 
 
 def _from(transition: str) -> str:
@@ -47,23 +36,8 @@ def run_start(workflow, *args, actor: str, id: str | None = None,
     definition = registry.resolve(workflow)
     encoded = definition.encode_input(args, kwargs)
     run_id = id or f"{definition.name}:{uuid.uuid4()}"
-    now = clock.now()
-    run = WorkflowRun(id=run_id, workflow_name=definition.name, workflow_version=definition.version,
-                      input=encoded, created_at=now, updated_at=now, wake_at=_grace(),
-                      parent_id=parent)
-    inserted = live.create_run(run, actor=actor, detail={"workflow": definition.name,
-                                                          "version": definition.version, **(audit or {})})
-    if not inserted:
-        existing = WorkflowRun.objects.filter(pk=run_id).first()
-        if existing is None:  # what stopped the insert is the archive (nothing was written)
-            raise _archived(run_id)
-        if existing.workflow_name != definition.name or existing.input != encoded:
-            raise RunConflict(
-                f"run {run_id!r} already exists as {existing.workflow_name} with input "
-                f"{existing.input!r}; refusing to start {definition.name} with input {encoded!r}")
-        return existing
-    dispatch(run_id, queue=definition.queue)
-    return run
+    return live.start_run(definition, encoded, run_id, parent=parent, actor=actor,
+                          detail={"workflow": definition.name, "version": definition.version, **(audit or {})})
 
 
 def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None = None,
@@ -81,53 +55,8 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
         raise ValueError("a signal needs a name")
     encoded = codec.encode(payload)
     _check_reservation(dedupe_key, reserved_by)
-    now = clock.now()
-    existing = None
-    for locked in (False, True):
-        signal = Signal(run_id=run_id, name=name, payload=encoded, dedupe_key=dedupe_key or None, created_at=now)
-        event = AuditEvent(run_id=run_id, action=str(AuditAction.SIGNAL), actor=actor or "system", created_at=now,
-                           detail={"name": name, "dedupe_key": dedupe_key, **(audit or {})})
-        try:
-            with _one_write(locked):  # all or nothing: a refusal leaves the caller's transaction usable
-                if locked:
-                    live.lock_run(run_id)
-                # Waking the run bumps signal_seq (which also locks its row): a worker about
-                # to park the run sees the bump and looks again (LiveStore.finish), so no signal
-                # is slept through.
-                woken = live.record_signal(signal, event, now, _grace())
-            break
-        except IntegrityError:
-            # The key's signal exists (a redelivery, or a concurrent sender won), or another
-            # writer extended the audit chain while we waited for the run: again, locked.
-            existing = _signal_with_key(run_id, dedupe_key)
-            if existing is not None:
-                break
-            if locked:
-                raise
-    if existing is None and not woken:
-        existing = _signal_with_key(run_id, dedupe_key)  # a redelivery to a finished run
-        if existing is None:
-            status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
-            if status is None:
-                raise RunNotFound(f"no run with id {run_id!r}")
-            raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
-    if existing is not None:
-        return _same_signal(existing, name, encoded)
-    dispatch(run_id)  # a blocked run ignores it; its signals wait for the repair
-    return signal
-
-
-def _one_write(locked: bool):
-    """The scope of signal_send's writes. One statement alone needs none on PostgreSQL
-    outside a transaction (it is atomic by itself); a caller's transaction gets a savepoint,
-    so a refused signal leaves it usable; the locked retry and SQLite, a transaction."""
-    if connection.vendor == "postgresql" and not connection.in_atomic_block and not locked:
-        return nullcontext()
-    return transaction.atomic()
-
-
-def _signal_with_key(run_id: str, dedupe_key: str | None) -> Signal | None:
-    return Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first() if dedupe_key else None
+    signal, new = live.send_signal(run_id, name, encoded, dedupe_key=dedupe_key, actor=actor, detail=audit or {})
+    return signal if new else _same_signal(signal, name, encoded)
 
 
 def signal_replace_untaken(run_id: str, dedupe_key: str, payload, *, actor: str,
@@ -171,10 +100,7 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str, graceful: bool = Fa
         live.cancel_run(run, reason=reason, actor=actor, detail=audit or {})
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run_id, reason=reason, actor=actor)
         _cancel_children(run_id, reason=reason, actor=actor, graceful=False)
-        if run.parent_id:
-            from durable import children
-
-            children.notify_parent(run, status=run.status, result=None, error=run.error)
+        live.notify_parent(run, status=run.status, result=None, error=run.error)
     return run
 
 
@@ -250,14 +176,9 @@ def _same_signal(existing: Signal, name: str, encoded) -> Signal:
         raise SignalConflict(
             f"dedupe key {existing.dedupe_key!r} was already used for run {existing.run_id!r} by "
             f"signal #{existing.pk} {existing.name!r}; refusing a {name!r} signal with the same key")
-    if _canonical(existing.payload) != _canonical(encoded):
+    if codec.canonical(existing.payload) != codec.canonical(encoded):
         raise SignalConflict(
             f"dedupe key {existing.dedupe_key!r} was already used for run {existing.run_id!r} by "
             f"signal #{existing.pk} {existing.name!r} with another payload; refusing to take a "
             "different payload as a redelivery")
     return existing
-
-
-def _canonical(value) -> str:
-    """JSON text that tells true from 1 and ignores key order."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -17,7 +17,7 @@ import secrets
 import socket
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -25,10 +25,10 @@ from django.db import DatabaseError, IntegrityError, InterfaceError, Operational
 from django.db.models import Count, F, JSONField, Q, Value
 from django.db.models.expressions import CombinedExpression
 
-from durable import chain, clock, conf, sql
+from durable import chain, children, clock, codec, conf, sql
 from durable.dispatch import dispatch
 from durable.archive_models import ArchivedRun
-from durable.errors import Divergence, Fenced, RunNotFound, StoreUnavailable
+from durable.errors import Divergence, Fenced, RunArchived, RunConflict, RunFinished, RunNotFound, StoreUnavailable
 from durable.limits import Limit
 from durable.locks import advisory_xact_lock
 from durable.models import (
@@ -110,6 +110,10 @@ class LiveStore(Store):
                 time.sleep(delay)
                 if insert and self._landed(entry):
                     return None
+
+    def start_child(self, entry: JournalEntry, definition, args, kwargs, child_id: str) -> None:
+        self.record(entry, insert=True, perform=lambda: start_child_run(
+            self.run_id, definition, args, kwargs, child_id))
 
     def acquire_limit(self, limit, key: str, position: int, queue: str):
         with store_errors():
@@ -309,14 +313,12 @@ class LiveStore(Store):
 
     def _finish_child(self, run: WorkflowRun, values: dict) -> bool:
         """A child's end and the signal that tells its parent commit together."""
-        from durable import children
-
         with transaction.atomic():
             if connection.vendor == "postgresql":  # two statements: never idle past the lease
                 with connection.cursor() as cursor:
                     cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
             self._persist(values, False)
-            children.notify_parent(run, status=values["status"], result=values.get("result"),
+            notify_parent(run, status=values["status"], result=values.get("result"),
                                    error=values.get("error"))
         return True
 
@@ -810,6 +812,127 @@ def create_run(run: WorkflowRun, *, actor: str, detail: dict) -> bool:
         if inserted:
             audit(run.id, AuditAction.START, actor, detail, first=True)
     return inserted
+
+
+def start_run(definition, encoded_input, run_id: str, *, actor: str, detail: dict,
+              parent: str | None = None) -> WorkflowRun:
+    """Create the run (and dispatch it after commit), or return the one with this id.
+
+    The id is the idempotency key: the same id with another workflow or other input is a
+    RunConflict, an archived id is RunArchived; neither writes anything."""
+    now = clock.now()
+    run = WorkflowRun(id=run_id, workflow_name=definition.name, workflow_version=definition.version,
+                      input=encoded_input, created_at=now, updated_at=now, wake_at=_grace(),
+                      parent_id=parent)
+    if create_run(run, actor=actor, detail=detail):
+        dispatch(run_id, queue=definition.queue)
+        return run
+    existing = WorkflowRun.objects.filter(pk=run_id).first()
+    if existing is None:  # what stopped the insert is the archive (nothing was written)
+        raise RunArchived(f"run {run_id!r} finished and was archived; it cannot start again "
+                          "(read it in the archive: durable export, the admin, the API)")
+    if existing.workflow_name != definition.name or existing.input != encoded_input:
+        raise RunConflict(
+            f"run {run_id!r} already exists as {existing.workflow_name} with input "
+            f"{existing.input!r}; refusing to start {definition.name} with input {encoded_input!r}")
+    return existing
+
+
+def send_signal(run_id: str, name: str, encoded_payload, *, dedupe_key: str | None, actor: str,
+                detail: dict) -> tuple[Signal, bool]:
+    """Record a signal and wake the run (dispatched after commit): (the signal, True); or,
+    when a signal with ``dedupe_key`` exists, (that signal, False) for the caller to compare.
+    RunNotFound or RunFinished, writing nothing, when there is no unfinished run to take it."""
+    now = clock.now()
+    existing = None
+    for locked in (False, True):
+        signal = Signal(run_id=run_id, name=name, payload=encoded_payload, dedupe_key=dedupe_key or None,
+                        created_at=now)
+        event = AuditEvent(run_id=run_id, action=str(AuditAction.SIGNAL), actor=actor or "system", created_at=now,
+                           detail={"name": name, "dedupe_key": dedupe_key, **detail})
+        try:
+            with _one_write(locked):  # all or nothing: a refusal leaves the caller's transaction usable
+                if locked:
+                    lock_run(run_id)
+                # Waking the run bumps signal_seq (which also locks its row): a worker about
+                # to park the run sees the bump and looks again (LiveStore.finish), so no
+                # signal is slept through.
+                woken = record_signal(signal, event, now, _grace())
+            break
+        except IntegrityError:
+            # The key's signal exists (a redelivery, or a concurrent sender won), or another
+            # writer extended the audit chain while we waited for the run: again, locked.
+            existing = _signal_with_key(run_id, dedupe_key)
+            if existing is not None:
+                break
+            if locked:
+                raise
+    if existing is None and not woken:
+        existing = _signal_with_key(run_id, dedupe_key)  # a redelivery to a finished run
+        if existing is None:
+            status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+            if status is None:
+                raise RunNotFound(f"no run with id {run_id!r}")
+            raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
+    if existing is not None:
+        return existing, False
+    dispatch(run_id)  # a blocked run ignores it; its signals wait for the repair
+    return signal, True
+
+
+def _one_write(locked: bool):
+    """The scope of send_signal's writes. One statement alone needs none on PostgreSQL
+    outside a transaction (it is atomic by itself); a caller's transaction gets a savepoint,
+    so a refused signal leaves it usable; the locked retry and SQLite, a transaction."""
+    if connection.vendor == "postgresql" and not connection.in_atomic_block and not locked:
+        return nullcontext()
+    return transaction.atomic()
+
+
+def _signal_with_key(run_id: str, dedupe_key: str | None) -> Signal | None:
+    return Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first() if dedupe_key else None
+
+
+def start_child_run(parent_id: str, definition, args, kwargs, child_id: str) -> WorkflowRun:
+    """Start ``child_id`` for the parent in the caller's transaction, or adopt it.
+
+    The id is the idempotency key: a run that exists with the same workflow and input is
+    this child (adopted if it has no parent yet; if it already finished, its outcome is
+    sent to the parent now). A run of another parent, workflow or input is a RunConflict.
+    """
+    child = start_run(definition, definition.encode_input(args, kwargs), child_id, parent=parent_id,
+                      actor=f"run:{parent_id}", detail={"workflow": definition.name,
+                                                        "version": definition.version, "parent": parent_id})
+    if child.parent_id == parent_id:
+        return child
+    if child.parent_id is not None:
+        raise RunConflict(f"run {child_id!r} is already a child of {child.parent_id!r}; "
+                          f"refusing to make it a child of {parent_id!r} too")
+    if not adopt_child(child_id, parent_id):
+        raise RunConflict(f"run {child_id!r} was just made the child of another run")
+    child.parent_id = parent_id
+    child.refresh_from_db(fields=["status", "result", "error"])
+    if child.is_finished:
+        notify_parent(child, status=child.status, result=child.result, error=child.error)
+    return child
+
+
+def notify_parent(child: WorkflowRun, *, status: str, result, error) -> None:
+    """Send the child's outcome to its parent, in the caller's transaction. A parent that
+    finished or is gone needs nothing: the child's own row keeps the outcome."""
+    if not child.parent_id:
+        return
+    outcome = codec.encode({"id": child.id, "status": status, "result": result, "error": error})
+    key, actor, detail = children.dedupe_key(child.id), f"run:{child.id}", {"child": child.id, "status": status}
+    try:
+        signal, new = send_signal(child.parent_id, children.signal_name(child.id), outcome, dedupe_key=key,
+                                  actor=actor, detail=detail)
+    except (RunFinished, RunNotFound):
+        return
+    if not new and codec.canonical(signal.payload) != codec.canonical(outcome):
+        # The parent was told an earlier outcome (the child failed, and was retried since):
+        # one it has not read yet becomes this one; one it read stands, it acted on it.
+        replace_untaken_signal(child.parent_id, key, outcome, actor=actor, detail=detail)
 
 
 def adopt_child(child_id: str, parent_id: str) -> bool:

@@ -52,6 +52,9 @@ class RecordedStore(Store):
     def record(self, entry, **kwargs) -> None:
         raise HistoryEnds(entry.position, self.reason_at(entry.position))
 
+    def start_child(self, entry, definition, args, kwargs, child_id: str) -> None:
+        raise HistoryEnds(entry.position, self.reason_at(entry.position))
+
     def reason_at(self, position: int) -> str:
         recorded = self.history.journal.get(position)
         if recorded is None:
