@@ -21,7 +21,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 from durable import executor, services  # noqa: E402
-from durable.dispatch import send_advance  # noqa: E402
+from durable.tasks import send_advance  # noqa: E402
 
 
 def waiting_runs(prefix: str, count: int) -> list[str]:

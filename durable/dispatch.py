@@ -9,21 +9,18 @@ runs that use none.
 
 A takeover (the sweep found a run whose lease expired) goes to the default queue's lane,
 ``conf.takeover_queue()``, only through a sender that says it knows the lane (an attribute
-``takeover_lane = True``, as ``send_advance`` and the tests' recorder have): it is passed as
+``takeover_lane = True``, as ``tasks.send_advance`` and the tests' recorder have): it is passed as
 ``queue``. Any other sender gets the takeover as the plain advance it always got.
 """
 import functools
-import logging
 
 from django.db import transaction
 from django.utils.module_loading import import_string
 
 from durable import conf
 
-log = logging.getLogger(__name__)
-
 SHORT_NAMES = {
-    "celery": "durable.dispatch.send_advance",
+    "celery": "durable.tasks.send_advance",
     "none": "durable.testing.record_dispatch",  # tests: nothing is sent, durable.testing.dispatched says what
 }
 
@@ -48,24 +45,3 @@ def _sender(path: str):
     except ImportError as exc:
         raise ValueError(f"DURABLE_DISPATCHER {path!r} is neither {' nor '.join(map(repr, SHORT_NAMES))} "
                          f"nor the dotted path of a send(run_id, *, delay, queue=None) function") from exc
-
-
-def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None) -> None:
-    """The message names its queue, so the worker knows where it runs (see ``tasks.advance``);
-    the takeover lane's messages name none: there the run advances as on the default queue."""
-    from durable.tasks import advance
-
-    try:
-        if queue == conf.takeover_queue():
-            advance.apply_async((run_id,), countdown=delay or None, queue=queue, retry=False)
-        elif queue:
-            advance.apply_async((run_id,), {"queue": queue}, countdown=delay or None, queue=queue,
-                                retry=False)
-        else:
-            advance.apply_async((run_id,), countdown=delay or None, retry=False)
-    except Exception:
-        log.warning("run %s: could not send the advance message; the sweep will pick it up",
-                    run_id, exc_info=True)
-
-
-send_advance.takeover_lane = True

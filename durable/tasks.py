@@ -1,9 +1,14 @@
-"""Celery entry points, thin: parse the id, call the engine."""
+"""Celery entry points, thin: parse the id, call the engine; and the sender of their
+messages (``DURABLE_DISPATCHER = "celery"``)."""
+import logging
+
 from celery import shared_task
 from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 
 from durable import archive, conf, executor, timers
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="durable.advance", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -22,6 +27,25 @@ def retention() -> int:
     """One bounded archive pass of DURABLE_RETENTION; nothing when retention is off."""
     report = archive.retention_pass()
     return report.runs if report is not None else 0
+
+
+def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None) -> None:
+    """The message names its queue, so the worker knows where it runs (see ``advance``);
+    the takeover lane's messages name none: there the run advances as on the default queue."""
+    try:
+        if queue == conf.takeover_queue():
+            advance.apply_async((run_id,), countdown=delay or None, queue=queue, retry=False)
+        elif queue:
+            advance.apply_async((run_id,), {"queue": queue}, countdown=delay or None, queue=queue,
+                                retry=False)
+        else:
+            advance.apply_async((run_id,), countdown=delay or None, retry=False)
+    except Exception:
+        log.warning("run %s: could not send the advance message; the sweep will pick it up",
+                    run_id, exc_info=True)
+
+
+send_advance.takeover_lane = True
 
 
 ENGINE_TASKS = frozenset({"durable.advance", "durable.sweep", "durable.retention"})

@@ -1,5 +1,5 @@
 """The shape the engine-layers issue asks for: the import contracts in .importlinter hold
-(apps ask the engine, the channel knows no process), and every service that changes a run,
+(apps ask the engine, the channel knows no process, the replay core calls no client API), and every service that changes a run,
 a case or a schedule says who did it."""
 import importlib
 import inspect

@@ -7,7 +7,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from durable.dispatch import send_advance
+from durable.tasks import send_advance
 from tests.effects.models import Effect
 from tests.faults.harness import SignalSender, settle, start_chaos, start_runs, wait_for_all
 from tests.workers import PrivateRedis

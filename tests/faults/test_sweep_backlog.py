@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 
 from durable import clock, services
-from durable.dispatch import send_advance
+from durable.tasks import send_advance
 from durable.models import RunStatus, WorkflowRun
 from durable.store import live
 from tests.workers import wait_until
