@@ -10,6 +10,7 @@ from django.db import connection, transaction
 
 from durable import clock, codec, conf, hooks, leases, registry
 from durable.store import live
+from durable.store.live import Settlement
 from durable.context import Diverged, Raised, ReplayContext, Returned, Suspended, error_of, replay
 from durable.dispatch import dispatch
 from durable.errors import Cancelled, Fenced, Handoff, PayloadError, StoreUnavailable, WorkflowNotFound
@@ -55,20 +56,19 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
     try:
         definition = registry.get(run.workflow_name, run.workflow_version)
     except WorkflowNotFound as exc:
-        lease.finish(run, transition="block", error={"type": "WorkflowNotFound", "message": str(exc)})
+        lease.settle(run, Settlement.block({"type": "WorkflowNotFound", "message": str(exc)}))
         return Outcome.BLOCKED
     if definition.lease_seconds and definition.lease_seconds != lease.seconds:
-        lease.seconds = definition.lease_seconds
-        lease.extend()
+        lease.extend(seconds=definition.lease_seconds)
     # Only an advance writes journal entries, and a first claim (the claim counts advances)
     # follows none: a new run's journal is empty without asking, one statement per run saved.
     journal = lease.load() if run.advances > 1 else {}
     try:
         args, kwargs = definition.decode_input(run.input)
     except Exception as exc:  # the code's signature no longer reads this run's input
-        lease.finish(run, transition="block", error={
+        lease.settle(run, Settlement.block({
             "type": "InputMismatch", "message": f"the run's input no longer fits {definition.source}: "
-                                                f"{type(exc).__name__}: {exc}"})
+                                                f"{type(exc).__name__}: {exc}"}))
         return Outcome.BLOCKED
     ctx = ReplayContext(run, lease, journal, crash_loop=_crash_loop(run, lease, len(journal)),
                         queue=queue, default_queue=definition.queue or conf.default_queue())
@@ -90,17 +90,16 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
             suspend = outcome.suspend
             if suspend.wake_at is not None and suspend.wake_at <= clock.now():
                 continue  # already due (a zero back-off): go again without a round trip
-            if lease.finish(run, transition="suspend", wake_at=suspend.wake_at,
-                            waiting_for=suspend.waiting_for, check_signal_seq=True):
+            woken = lease.settle(run, Settlement.park(suspend.wake_at, suspend.waiting_for))
+            if woken is None:
                 return Outcome.WAITING
             ctx.reload_signals()  # a signal arrived since we looked: replay with it instead of parking
-            ctx.cancel_request = lease.cancel_request or ctx.cancel_request
+            ctx.cancel_request = woken.cancel_request or ctx.cancel_request
             continue
         if isinstance(outcome, Diverged):
             divergence = outcome.divergence
             log.warning("run %s blocked: %s", run.id, divergence.message)
-            lease.finish(run, transition="block",
-                         error={"type": divergence.error_type, "message": divergence.message})
+            lease.settle(run, Settlement.block({"type": divergence.error_type, "message": divergence.message}))
             return Outcome.BLOCKED
         if isinstance(outcome, Returned):
             try:
@@ -108,20 +107,20 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
             except PayloadError as exc:
                 outcome = Raised(exc)
             else:
-                lease.finish(run, transition="complete", result=result, error=None)
+                lease.settle(run, Settlement.complete(result))
                 return Outcome.COMPLETED
         log.info("run %s failed: %s: %s", run.id, type(outcome.error).__name__, outcome.error)
-        lease.finish(run, transition="fail", error=error_of(outcome.error))
+        lease.settle(run, Settlement.fail(error_of(outcome.error)))
         return Outcome.FAILED
-    lease.finish(run, transition="release", wake_at=clock.now() + timedelta(seconds=1))
+    lease.settle(run, Settlement.release(clock.now() + timedelta(seconds=1)))
     return Outcome.RELEASED
 
 
 def _hand_on(run, lease, queue: str) -> str:
     """The next step runs on ``queue``: give the run back and send it there. A lost message
     is swept after the grace period to the default queue, whose worker hands it on again."""
-    lease.finish(run, transition="release", waiting_for=f"queue:{queue}",
-                 wake_at=clock.now() + timedelta(seconds=conf.dispatch_grace_seconds()))
+    lease.settle(run, Settlement.release(clock.now() + timedelta(seconds=conf.dispatch_grace_seconds()),
+                                         waiting_for=f"queue:{queue}"))
     dispatch(run.id, queue=queue)
     return Outcome.HANDED_OFF
 
@@ -160,7 +159,7 @@ def _end_cancelled(run, lease, request: dict | None, *, outcome=None, note: str 
     elif isinstance(outcome, Diverged):
         error["cleanup_error"] = {"type": outcome.divergence.error_type, "message": outcome.divergence.message}
     with transaction.atomic():
-        lease.finish(run, transition="cancel", result=result, error=error, cancel_request=None)
+        lease.settle(run, Settlement.cancel(result, error))
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run.id, reason=reason, actor=actor)
     log.info("run %s cancelled (%s)", run.id, note or "gracefully")
     return Outcome.CANCELLED
@@ -193,6 +192,6 @@ def _hand_back(run, lease, exc: StoreUnavailable) -> None:
         return
     connection.close()
     try:
-        lease.finish(run, transition="release", wake_at=clock.now())
+        lease.settle(run, Settlement.release(clock.now()))
     except (Fenced, StoreUnavailable):
         log.info("run %s: could not hand the run back; it resumes when its lease expires", run.id)

@@ -62,6 +62,55 @@ def default_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
 
 
+@dataclass(frozen=True)
+class Settlement:
+    """Where an advance leaves the run: one fenced UPDATE (``LiveStore.settle``).
+
+    Built by the constructors below, one per way an advance ends, so the executor names
+    what happened and the store alone knows which columns that writes.
+    """
+    transition: str
+    wake_at: datetime | None = None
+    waiting_for: str = ""
+    fields: dict = field(default_factory=dict)
+    # A park only holds if no signal arrived since the claim (else: replay with it).
+    unless_signalled: bool = False
+
+    @classmethod
+    def park(cls, wake_at: datetime | None, waiting_for: str) -> "Settlement":
+        return cls("suspend", wake_at, waiting_for, unless_signalled=True)
+
+    @classmethod
+    def release(cls, wake_at: datetime, waiting_for: str = "") -> "Settlement":
+        """Give the run back unfinished: the sweep (or a message) resumes it at ``wake_at``."""
+        return cls("release", wake_at, waiting_for)
+
+    @classmethod
+    def complete(cls, result) -> "Settlement":
+        return cls("complete", fields={"result": result, "error": None})
+
+    @classmethod
+    def fail(cls, error: dict) -> "Settlement":
+        return cls("fail", fields={"error": error})
+
+    @classmethod
+    def block(cls, error: dict) -> "Settlement":
+        """Stop until an operator acts: the code no longer fits the run."""
+        return cls("block", fields={"error": error})
+
+    @classmethod
+    def cancel(cls, result, error: dict) -> "Settlement":
+        return cls("cancel", fields={"result": result, "error": error, "cancel_request": None})
+
+
+@dataclass(frozen=True)
+class Woken:
+    """A park that lost its race with a signal: the run stays claimed, and this is what
+    the row says now (a graceful cancel may have come with it)."""
+    signal_seq: int
+    cancel_request: dict | None
+
+
 @dataclass
 class LiveStore(Store):
     run_id: str
@@ -74,8 +123,6 @@ class LiveStore(Store):
     done: bool = False
     # monotonic() time after which the heartbeat stops keeping a step with a timeout.
     step_deadline: float | None = field(default=None, repr=False)
-    # A graceful cancel seen when a park lost its race with a signal (see finish).
-    cancel_request: dict | None = field(default=None, repr=False)
 
     # --- the store interface (durable.store) ---
 
@@ -287,31 +334,31 @@ class LiveStore(Store):
 
     # --- the run row ---
 
-    def finish(self, run: WorkflowRun, *, transition: str, wake_at=None, waiting_for="",
-               check_signal_seq: bool = False, **fields) -> bool:
-        """Persist an FSM transition if we still hold the lease; apply it to ``run`` after.
+    def settle(self, run: WorkflowRun, settlement: Settlement) -> Woken | None:
+        """Leave the run as ``settlement`` says if we still hold the lease (Fenced if not),
+        and apply the transition to ``run`` after the write.
 
-        Returns False (and changes nothing) when ``check_signal_seq`` is set and a signal
-        arrived since the claim: the caller must look at signals again, not suspend.
+        A park (``unless_signalled``) that finds a signal arrived since the claim writes
+        nothing and returns what the row holds now: the caller replays with the signal.
         """
-        status = run.status_after(transition)
+        status = run.status_after(settlement.transition)
         now = clock.now()
-        values = dict(status=status, lease_owner="", lease_expires_at=None, wake_at=wake_at,
-                      waiting_for=waiting_for, updated_at=now, recoveries=0, recovery_position=None,
-                      **fields)
+        values = dict(status=status, lease_owner="", lease_expires_at=None, wake_at=settlement.wake_at,
+                      waiting_for=settlement.waiting_for, updated_at=now, recoveries=0,
+                      recovery_position=None, **settlement.fields)
         if status in FINISHED_STATUSES:
             values["finished_at"] = now
         with store_errors():
             if run.parent_id and status in FINISHED_STATUSES:
-                persisted = self._finish_child(run, values)
+                woken = self._finish_child(run, values)
             else:
-                persisted = self._persist(values, check_signal_seq)
-        if persisted:
-            getattr(run, transition)()
+                woken = self._persist(values, settlement.unless_signalled)
+        if woken is None:
+            getattr(run, settlement.transition)()
             self.done = True
-        return persisted
+        return woken
 
-    def _finish_child(self, run: WorkflowRun, values: dict) -> bool:
+    def _finish_child(self, run: WorkflowRun, values: dict) -> None:
         """A child's end and the signal that tells its parent commit together."""
         with transaction.atomic():
             if connection.vendor == "postgresql":  # two statements: never idle past the lease
@@ -319,23 +366,22 @@ class LiveStore(Store):
                     cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
             self._persist(values, False)
             notify_parent(run, status=values["status"], result=values.get("result"),
-                                   error=values.get("error"))
-        return True
+                          error=values.get("error"))
 
-    def _persist(self, values: dict, check_signal_seq: bool) -> bool:
-        if check_signal_seq:
+    def _persist(self, values: dict, unless_signalled: bool) -> Woken | None:
+        if unless_signalled:
             if sql.update_row(WorkflowRun, self.run_id, values, fencing_token=self.token,
-                          signal_seq=self.signal_seq):
-                return True
+                              signal_seq=self.signal_seq):
+                return None
             current = (WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
                        .values_list("signal_seq", "cancel_request").first())
             if current is None:
                 raise Fenced(self.run_id)
-            self.signal_seq, self.cancel_request = current
-            return False
+            self.signal_seq = current[0]
+            return Woken(*current)
         if not sql.update_row(WorkflowRun, self.run_id, values, fencing_token=self.token):
             raise Fenced(self.run_id)
-        return True
+        return None
 
     def note_recovery(self, position: int) -> None:
         """The first takeover at this journal length: count from one again."""
@@ -343,14 +389,17 @@ class LiveStore(Store):
             WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
                 recoveries=1, recovery_position=position)
 
-    def extend(self, *, wait: bool = True) -> bool | None:
-        """Heartbeat: push the expiry forward; False if the lease is gone.
+    def extend(self, *, seconds: float | None = None, wait: bool = True) -> bool | None:
+        """Heartbeat: push the expiry forward (``seconds``: the lease's new length, from now
+        on); False if the lease is gone.
 
         ``wait=False`` (the heartbeat thread, on PostgreSQL) returns None at once when
         another transaction holds the run row (a sender's open transaction after
         ``signal_send``): one thread extends every lease of its process, and must not
         stall behind one locked row while the others expire.
         """
+        if seconds is not None:
+            self.seconds = seconds
         expires = clock.now() + timedelta(seconds=self.seconds)
         # Only while the run is still ours and running: a heartbeat that lands just after
         # the run was parked or finished must not give it a lease (and a wake time) again.
@@ -465,8 +514,8 @@ def _claim(run_id: str, owner: str, seconds: float):
 def wake_runs(run_ids, *, now, by, **also) -> int:
     """Wake the unfinished runs among ``run_ids``: the one "wake the run" write of the engine.
 
-    ``signal_seq`` goes up, so a worker about to park one of them (``LiveStore.finish`` with
-    ``check_signal_seq``) looks again and no wake-up is lost; ``wake_at`` comes forward to
+    ``signal_seq`` goes up, so a worker about to park one of them (``LiveStore.settle`` with
+    ``Settlement.park``) looks again and no wake-up is lost; ``wake_at`` comes forward to
     ``by`` unless it is sooner, so the sweep finds the run should its message be lost.
     ``also``: other columns to set in the same statement (a graceful cancel's request).
     Returns how many runs were woken. The caller dispatches them after commit."""
@@ -756,7 +805,7 @@ def _next_chance(declared: Limit, tickets, counts: dict, now) -> datetime:
 
 def _wake_next(declared: Limit, key: str, now) -> None:
     """Wake the first waiters that the free slots let through; bumping signal_seq makes a
-    waiter that is parking right now look again (see LiveStore.finish), so no wake-up is lost."""
+    waiter that is parking right now look again (see LiveStore.settle), so no wake-up is lost."""
     tickets = LimitTicket.objects.filter(limit_name=declared.name, limit_key=key)
     free = declared.concurrency - tickets.filter(_live_hold(now)).count()
     if free <= 0:
@@ -855,7 +904,7 @@ def send_signal(run_id: str, name: str, encoded_payload, *, dedupe_key: str | No
                 if locked:
                     lock_run(run_id)
                 # Waking the run bumps signal_seq (which also locks its row): a worker about
-                # to park the run sees the bump and looks again (LiveStore.finish), so no
+                # to park the run sees the bump and looks again (LiveStore.settle), so no
                 # signal is slept through.
                 woken = record_signal(signal, event, now, _grace())
             break

@@ -7,6 +7,7 @@ from durable import children, history, services
 from durable.errors import RunConflict, SignalConflict
 from durable.models import AuditEvent, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.store import live
+from durable.store.live import Settlement
 from durable.testing import drive
 from tests.durable.workflows import CALLS, LEDGER_UNLOCKED
 from tests.effects.models import Effect
@@ -296,8 +297,8 @@ def test_a_child_that_is_sent_a_signal_while_it_finishes_still_ends_and_tells_it
     child, lease = live.claim(child_id, owner="w")
     services.signal_send(child_id, "unrelated", 1, actor="test")  # arrives after the claim
 
-    finished = lease.finish(child, transition="complete", result="approved")
+    woken = lease.settle(child, Settlement.complete("approved"))
 
-    assert (finished, child.status) == (True, RunStatus.COMPLETED)
+    assert (woken, child.status) == (None, RunStatus.COMPLETED)
     assert WorkflowRun.objects.get(pk=child_id).status == RunStatus.COMPLETED
     assert Signal.objects.filter(run_id=parent.id).exists()

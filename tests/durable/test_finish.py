@@ -10,6 +10,7 @@ from durable import leases, services, workflow
 from durable.errors import Fenced
 from durable.models import RunStatus, WorkflowRun
 from durable.store import live
+from durable.store.live import Settlement
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps
 
@@ -69,7 +70,7 @@ def test_a_stale_holder_cannot_park_the_run_even_when_no_signal_came(clock, sett
     live.claim(run.id, owner="b")
 
     with pytest.raises(Fenced):
-        stale.finish(stale_run, transition="suspend", waiting_for="signal:item", check_signal_seq=True)
+        stale.settle(stale_run, Settlement.park(None, "signal:item"))
 
     assert WorkflowRun.objects.get(pk=run.id).lease_owner == "b"
 
@@ -82,7 +83,7 @@ def test_a_stale_holder_that_sees_a_new_signal_is_fenced_rather_than_told_to_loo
     services.signal_send(run.id, "item", {"n": 1}, actor="test")
 
     with pytest.raises(Fenced):
-        stale.finish(stale_run, transition="suspend", waiting_for="signal:item", check_signal_seq=True)
+        stale.settle(stale_run, Settlement.park(None, "signal:item"))
 
 
 def test_a_holder_that_sees_a_new_signal_reads_its_own_runs_sequence(clock):
@@ -95,10 +96,11 @@ def test_a_holder_that_sees_a_new_signal_reads_its_own_runs_sequence(clock):
     services.signal_send(other.id, "item", {"n": 2}, actor="test")
     services.signal_send(run.id, "item", {"n": 1}, actor="test")
 
-    parked = lease.finish(claimed_run, transition="suspend", waiting_for="signal:item", check_signal_seq=True)
+    woken = lease.settle(claimed_run, Settlement.park(None, "signal:item"))
 
-    assert parked is False  # a signal came since the claim: look again, do not park
-    assert lease.signal_seq == WorkflowRun.objects.get(pk=run.id).signal_seq
+    assert woken is not None  # a signal came since the claim: look again, do not park
+    assert lease.signal_seq == woken.signal_seq == WorkflowRun.objects.get(pk=run.id).signal_seq
+    assert claimed_run.status == RunStatus.RUNNING
 
 
 @pytest.mark.django_db(transaction=True)
@@ -111,7 +113,7 @@ def test_the_heartbeat_does_not_warn_of_a_lost_lease_for_a_run_its_advance_has_f
     beat.IDLE_EXIT_SECONDS = 0
 
     with caplog.at_level(logging.WARNING, logger="durable"), beat.hold(done), beat.hold(taken):
-        done.finish(finished_run, transition="complete", result=4)  # still held: the advance is ending
+        done.settle(finished_run, Settlement.complete(4))  # still held: the advance is ending
         WorkflowRun.objects.filter(pk=lost.id).update(lease_owner="someone else", fencing_token=99)
         give_up = time.monotonic() + 5
         while time.monotonic() < give_up and lost.id not in caplog.text:

@@ -16,6 +16,7 @@ from durable import Retry, leases, seconds, services, workflow
 from durable.errors import Divergence, Fenced
 from durable.models import JournalEntry, RunStatus, WorkflowRun
 from durable.store import live
+from durable.store.live import Settlement
 from durable.testing import drive, override_workflow
 from tests.durable.crashed import as_if_its_worker_died
 from tests.durable.workflows import CALLS, add_one, create_once, effect, three_steps
@@ -100,8 +101,7 @@ def test_a_new_runs_first_advance_does_not_read_its_journal(clock):
 def test_a_heartbeat_after_the_run_was_parked_gives_it_no_lease(clock):
     run = services.run_start("collect_two", id="lease:parked", actor="test")
     _, lease = live.claim(run.id, owner="a")
-    lease.finish(WorkflowRun.objects.get(pk=run.id), transition="suspend", wake_at=None,
-                 waiting_for="signal:item")
+    lease.settle(WorkflowRun.objects.get(pk=run.id), Settlement.park(None, "signal:item"))
 
     assert lease.extend() is False
     assert WorkflowRun.objects.filter(pk=run.id, lease_expires_at__isnull=True, wake_at__isnull=True).exists()
@@ -114,7 +114,7 @@ def test_a_fenced_finish_leaves_the_run_object_as_it_was(clock, settings):
     live.claim(run.id, owner="b")
 
     with pytest.raises(Fenced):
-        stale.finish(stale_run, transition="complete", result=1)
+        stale.settle(stale_run, Settlement.complete(1))
 
     assert stale_run.status == RunStatus.RUNNING  # changed in memory only after a write that succeeded
     assert WorkflowRun.objects.get(pk=run.id).result is None
