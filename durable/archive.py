@@ -32,7 +32,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef
 
-from durable import chain, clock, history
+from durable import chain, clock
+from durable.documents import FORMAT, entry_json
 from durable.archive_models import ArchiveBatch, ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal
 from durable.durations import parse_age
 from durable.models import AuditAction, AuditEvent, JournalEntry, LimitTicket, Signal, WorkflowRun
@@ -41,7 +42,7 @@ DEFAULT_BATCH_SIZE = 500
 MAX_BATCH_SIZE = 5000
 PARTIAL = ".partial"
 EXPORT_SUFFIX = ".jsonl.gz"
-EXPORT_FORMAT = history.FORMAT   # each line is a history document, plus the run's audit rows
+EXPORT_FORMAT = FORMAT   # each line is a history document, plus the run's audit rows
 
 # Reverse relations of WorkflowRun whose rows move with the run; every other one is kept.
 MOVED = {"journal": (JournalEntry, ArchivedJournalEntry), "signals": (Signal, ArchivedSignal),
@@ -288,7 +289,7 @@ def _iso(value):
 def _export_documents(ids: list[str]):
     journals = {run_id: [] for run_id in ids}
     for entry in JournalEntry.objects.filter(run_id__in=ids).order_by("run_id", "position"):
-        journals[entry.run_id].append(history._entry_json(entry) | {"id": entry.id, "updated_at": entry.updated_at})
+        journals[entry.run_id].append(entry_json(entry) | {"id": entry.id, "updated_at": entry.updated_at})
     signals = {run_id: [] for run_id in ids}
     for signal in Signal.objects.filter(run_id__in=ids).order_by("id"):
         signals[signal.run_id].append({
@@ -335,14 +336,6 @@ def recover_exports(directory: Path) -> list[str]:
     if actions:
         _fsync_directory(Path(directory))
     return actions
-
-
-def export_file_documents(path: str | Path):
-    """Every document of an export file, in order."""
-    with gzip.open(path, "rt", encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                yield json.loads(line)
 
 
 # --- the beat-scheduled policy ---

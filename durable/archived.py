@@ -7,8 +7,8 @@ from pathlib import Path
 
 from django.utils.dateparse import parse_datetime
 
-from durable import history
-from durable.archive import PARTIAL, export_file_documents
+from durable.archive import PARTIAL
+from durable.documents import FORMAT, entry_json, export_file_documents, history_parse
 from durable.archive_models import ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal
 from durable.errors import RunNotFound
 
@@ -90,11 +90,11 @@ def history_document(run_id: str) -> dict:
     """The ``durable export`` document of an archived run (the same format as a live one)."""
     run = archived_run_full(archived_get(run_id))
     return {
-        "format": history.FORMAT,
+        "format": FORMAT,
         "run": {"id": run.id, "workflow_name": run.workflow_name, "workflow_version": run.workflow_version,
                 "input": run.input, "status": run.status, "result": run.result, "error": run.error,
                 "created_at": run.created_at.isoformat(), "finished_at": run.finished_at.isoformat()},
-        "journal": [history._entry_json(entry) for entry in archived_journal(run)],
+        "journal": [entry_json(entry) for entry in archived_journal(run)],
         "signals": [{"id": s.id, "name": s.name, "payload": s.payload, "dedupe_key": s.dedupe_key,
                      "consumed_position": s.consumed_position,
                      "created_at": s.created_at.isoformat() if s.created_at else None}
@@ -110,4 +110,4 @@ def histories_archived(*, workflow: str | None = None, statuses=()):
     if statuses:
         runs = runs.filter(status__in=list(statuses))
     for run in runs.iterator(chunk_size=200):
-        yield history.history_parse(history_document(run.id), source=f"archived run {run.id}")
+        yield history_parse(history_document(run.id), source=f"archived run {run.id}")

@@ -37,6 +37,11 @@ class AppendOnlyQuerySet(models.QuerySet):
         raise AppendOnly("audit rows are never deleted")
 
 
+# What a run's (or a schedule's) audit row hash covers, in order: the live table and the
+# archive's copy share it, or an archived chain would not verify.
+EVENT_FIELDS = ("action", "actor", "detail", "created_at")
+
+
 class ChainedAudit(models.Model):
     """Base of an audit table. Subclasses name ``chain_parent`` (a foreign key) and
     ``chained_fields`` (what the hash covers, in order)."""

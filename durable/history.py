@@ -1,4 +1,5 @@
-"""Run histories as JSON, and their read-only replay against the current code.
+"""Run histories (the documents of ``durable.documents``), and their read-only replay
+against the current code.
 
 A history is what a run recorded: its workflow name, version and input, its journal and
 its signals. Replaying one calls the registered workflow function with a context that
@@ -9,51 +10,19 @@ where the history ends, which is success: everything recorded still replays.
 """
 import json
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.db import connections
 
-from durable import registry
+from durable import archived, registry
 from durable.context import Diverged, Raised, ReplayContext, Suspended, describe, replay
+from durable.documents import (FORMAT, History, RecordedEntry, RecordedRun,  # noqa: F401 (the public names)
+                               entry_json, export_file_documents, history_parse, iso)
 from durable.errors import Cancelled, Divergence, JournalMismatch, WorkflowNotFound
 from durable.models import JournalEntry, Signal, WorkflowRun
 from durable.store.recorded import HistoryEnds, RecordedStore
-
-FORMAT = "durable-history/1"
-
-
-@dataclass
-class RecordedRun:
-    id: str
-    workflow_name: str
-    workflow_version: int
-    input: dict
-    status: str = ""
-    result: object = None
-    error: dict | None = None
-
-
-@dataclass
-class RecordedEntry:
-    position: int
-    kind: str
-    name: str
-    status: str
-    result: object = None
-    error: dict | None = None
-    attempt: int = 0
-    idempotency_key: str = ""
-    wake_at: str | None = None
-
-
-@dataclass
-class History:
-    run: RecordedRun
-    journal: dict[int, RecordedEntry]
-    signals: list[dict] = field(default_factory=list)
-    source: str = ""
 
 
 @dataclass
@@ -64,27 +33,12 @@ class ReplayReport:
     diff: str = ""
 
 
-def _iso(value) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _entry_json(entry: JournalEntry) -> dict:
-    return {
-        "position": entry.position, "kind": entry.kind, "name": entry.name, "status": entry.status,
-        "result": entry.result, "error": entry.error, "attempt": entry.attempt,
-        "idempotency_key": entry.idempotency_key, "wake_at": _iso(entry.wake_at),
-        "started_at": _iso(entry.started_at), "created_at": _iso(entry.created_at),
-    }
-
-
 def history_export(run_id: str) -> dict:
     """The JSON document of a run's history (what ``durable export`` writes)."""
     try:
         run = WorkflowRun.objects.get(pk=run_id)
     except WorkflowRun.DoesNotExist:
-        from durable import archived   # an archived run exports the same document
-
-        return archived.history_document(run_id)
+        return archived.history_document(run_id)  # an archived run exports the same document
     journal = JournalEntry.objects.filter(run_id=run.id).order_by("position")
     signals = Signal.objects.filter(run_id=run.id).order_by("id")
     return {
@@ -92,40 +46,17 @@ def history_export(run_id: str) -> dict:
         "run": {
             "id": run.id, "workflow_name": run.workflow_name,
             "workflow_version": run.workflow_version, "input": run.input, "status": run.status,
-            "result": run.result, "error": run.error, "created_at": _iso(run.created_at),
-            "finished_at": _iso(run.finished_at),
+            "result": run.result, "error": run.error, "created_at": iso(run.created_at),
+            "finished_at": iso(run.finished_at),
         },
-        "journal": [_entry_json(entry) for entry in journal],
+        "journal": [entry_json(entry) for entry in journal],
         "signals": [
             {"id": signal.id, "name": signal.name, "payload": signal.payload,
              "dedupe_key": signal.dedupe_key, "consumed_position": signal.consumed_position,
-             "created_at": _iso(signal.created_at)}
+             "created_at": iso(signal.created_at)}
             for signal in signals
         ],
     }
-
-
-def history_parse(document: dict, *, source: str = "") -> History:
-    """Build a History from an exported document; ValueError names what is missing."""
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise ValueError(f"not a {FORMAT} document")
-    try:
-        run = document["run"]
-        recorded = RecordedRun(id=run["id"], workflow_name=run["workflow_name"],
-                               workflow_version=int(run["workflow_version"]), input=run["input"],
-                               status=run.get("status", ""), result=run.get("result"),
-                               error=run.get("error"))
-        journal = {}
-        for item in document["journal"]:
-            entry = RecordedEntry(
-                position=int(item["position"]), kind=item["kind"], name=item["name"],
-                status=item["status"], result=item.get("result"), error=item.get("error"),
-                attempt=int(item.get("attempt", 0)), idempotency_key=item.get("idempotency_key", ""),
-                wake_at=item.get("wake_at"))
-            journal[entry.position] = entry
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"malformed history: missing or invalid {exc}") from None
-    return History(run=recorded, journal=journal, signals=document.get("signals", []), source=source)
 
 
 def history_load(path: str | Path) -> History:
@@ -135,8 +66,6 @@ def history_load(path: str | Path) -> History:
 
 def histories_in_export(path: str | Path):
     """Every run's history in a ``durable archive --export`` file (gzip JSON Lines)."""
-    from durable.archive import export_file_documents
-
     for line, document in enumerate(export_file_documents(path), start=1):
         yield history_parse(document, source=f"{path}:{line} ({document.get('run', {}).get('id')})")
 
@@ -156,7 +85,7 @@ def histories_live(*, workflow: str | None = None, statuses=(), batch: int = 200
             journals[entry.run_id][entry.position] = RecordedEntry(
                 position=entry.position, kind=entry.kind, name=entry.name, status=entry.status,
                 result=entry.result, error=entry.error, attempt=entry.attempt,
-                idempotency_key=entry.idempotency_key, wake_at=_iso(entry.wake_at))
+                idempotency_key=entry.idempotency_key, wake_at=iso(entry.wake_at))
         for run in WorkflowRun.objects.filter(id__in=chunk).order_by("created_at", "id"):
             recorded = RecordedRun(id=run.id, workflow_name=run.workflow_name,
                                    workflow_version=run.workflow_version, input=run.input,

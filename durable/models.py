@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django_fsm import FSMField, FSMModelMixin, can_proceed, transition
 
-from durable.chain import ChainedAudit
+from durable.chain import EVENT_FIELDS, ChainedAudit
 from durable.schedule_models import CatchUp, Schedule, ScheduleEvent  # noqa: F401  (schedules are rows of this app)
 
 
@@ -255,7 +255,7 @@ class AuditEvent(ChainedAudit):
     """
 
     chain_parent = "run"
-    chained_fields = ("action", "actor", "detail", "created_at")
+    chained_fields = EVENT_FIELDS
 
     # Looked up by run through the unique (run, chain_seq) index, which leads with it.
     run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="audit_events", db_index=False)

@@ -6,7 +6,7 @@ without a deploy; the sweep (durable/schedules.py) fires it. Imported by durable
 from django.db import models
 from django.db.models import Q
 
-from durable.chain import ChainedAudit
+from durable.chain import EVENT_FIELDS, ChainedAudit
 
 
 class CatchUp(models.TextChoices):
@@ -71,7 +71,7 @@ class ScheduleEvent(ChainedAudit):
     """
 
     chain_parent = "schedule"
-    chained_fields = ("action", "actor", "detail", "created_at")
+    chained_fields = EVENT_FIELDS
 
     schedule = models.ForeignKey(Schedule, on_delete=models.PROTECT, related_name="events")
     action = models.CharField(max_length=32)

@@ -96,3 +96,32 @@ def test_the_check_of_run_row_writers_sees_a_chained_write(tmp_path):
                       "Company.objects.filter(pk=3).update(name='n')\n")
 
     assert list(_run_row_writes(sample)) == [(1, "WorkflowRun", "update"), (2, "Signal", "select_for_update")]
+
+
+def _import_cycles(graph):
+    """Every direct import a -> b where b also reaches a: each such edge closes a loop."""
+    return sorted(f"{importer} -> {imported} -> ... -> {importer}"
+                  for importer in graph.modules
+                  for imported in graph.find_modules_directly_imported_by(importer)
+                  if graph.find_shortest_chain(importer=imported, imported=importer))
+
+
+def test_no_module_of_the_engine_or_the_apps_imports_itself_round_a_loop():
+    import grimp
+
+    graph = grimp.build_graph("durable", "approvals", "processes", "config", cache_dir=None)
+
+    assert _import_cycles(graph) == []
+
+
+def test_the_loop_check_sees_a_two_module_loop():
+    import grimp
+
+    graph = grimp.ImportGraph()
+    for module in ("engine.a", "engine.b", "engine.c"):
+        graph.add_module(module)
+    graph.add_import(importer="engine.a", imported="engine.b")
+    graph.add_import(importer="engine.b", imported="engine.a")
+    graph.add_import(importer="engine.b", imported="engine.c")
+
+    assert _import_cycles(graph) == ["engine.a -> engine.b -> ... -> engine.a", "engine.b -> engine.a -> ... -> engine.b"]

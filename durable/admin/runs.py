@@ -5,8 +5,6 @@ Nothing here writes a row directly: cancel, retry, wake and signal go through
 ``durable.operate_workflowrun`` permission, and are POST-only with CSRF. The journal,
 the signals and the status are never editable.
 """
-import json
-
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
@@ -19,11 +17,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from durable import bulk_admin, selectors, services, validation
+from durable import selectors, services, validation
+from durable.admin import bulk
+from durable.admin.display import ReadOnlyAdmin, badge, pretty_json, stamp_column
 from durable.audit import request_audit
 from durable.errors import DurableError
-from durable.models import AuditEvent, EntryStatus, LimitTicket, RunStatus, WorkflowRun
-from durable.templatetags.durable_admin import breakable, stamp
+from durable.models import AuditEvent, LimitTicket, RunStatus, WorkflowRun
+from durable.templatetags.durable_admin import breakable
 
 OPERATE_PERMISSION = "durable.operate_workflowrun"
 
@@ -42,53 +42,11 @@ def register_run_links(fn):
 def run_links(run, request) -> list[tuple[str, str]]:
     return [link for fn in _run_links for link in fn(run, request)]
 
-STATUS_COLOURS = {
-    RunStatus.PENDING: "#6c757d", RunStatus.RUNNING: "#0d6efd", RunStatus.WAITING: "#b8860b",
-    RunStatus.COMPLETED: "#198754", RunStatus.FAILED: "#dc3545", RunStatus.CANCELLED: "#495057",
-    RunStatus.BLOCKED: "#8b008b",
-    EntryStatus.RETRYING: "#fd7e14",
-}
-
-
 CHILDREN_SHOWN = 20
 
 
 def run_admin_url(run_id: str) -> str:
     return reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
-
-
-def badge(status: str):
-    return format_html(
-        '<span class="durable-badge" style="background:{};color:#fff;border-radius:8px;'
-        'padding:1px 8px;font-size:11px;font-weight:bold;white-space:nowrap">{}</span>',
-        STATUS_COLOURS.get(status, "#6c757d"), status)
-
-
-def pretty_json(value, *, limit: int = 4000) -> str:
-    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-    return text if len(text) <= limit else text[:limit] + f"\n… ({len(text) - limit} more characters)"
-
-
-def stamp_column(field: str, description: str):
-    """A column or read-only field showing a time to the second with its zone (sortable)."""
-    @admin.display(description=description, ordering=field)
-    def column(model_admin, obj):
-        return stamp(getattr(obj, field))
-
-    return column
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Rows that are history: shown, never added, edited or deleted from the admin."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class SignalForm(forms.Form):
@@ -288,7 +246,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         return operate + super().get_urls()
 
     def bulk_view(self, request):
-        return bulk_admin.bulk_view(self, request)
+        return bulk.bulk_view(self, request)
 
     def _check_operate(self, request):
         if not self.has_operate_permission(request):
@@ -423,7 +381,3 @@ class LimitTicketAdmin(ReadOnlyAdmin):
     def run_link(self, ticket):
         url = reverse("admin:durable_workflowrun_change", args=[quote(ticket.run_id)])
         return format_html('<a href="{}">{}</a>', url, ticket.run_id)
-
-
-from durable import admin_schedules  # noqa: E402,F401  (registers the schedules' admin, which uses the helpers above)
-from durable import archive_admin  # noqa: E402,F401  (archived runs and batches, read-only)

@@ -1,6 +1,6 @@
 """The admin of archived runs: the same run page as a live run, read-only, from the archive.
 
-Registered by durable/admin.py. Nothing here can change a row: the archive tables are
+Registered by durable/admin/__init__.py. Nothing here can change a row: the archive tables are
 history, and an archived run takes no signal, cancel, retry or wake.
 """
 from django.contrib import admin
@@ -11,7 +11,8 @@ from django.shortcuts import get_object_or_404
 from django.utils.html import format_html
 
 from durable import archived
-from durable.admin import ReadOnlyAdmin, WorkflowRunAdmin, badge, pretty_json, stamp_column
+from durable.admin.display import ReadOnlyAdmin, badge, pretty_json, stamp_column
+from durable.admin.runs import WorkflowRunAdmin
 from durable.archive_models import ArchiveBatch, ArchivedRun
 from durable.templatetags.durable_admin import breakable
 

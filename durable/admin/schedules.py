@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from durable import cron, schedules
-from durable.admin import badge, pretty_json, stamp_column
+from durable.admin.display import badge, pretty_json, stamp_column
 from durable.audit import request_audit
 from durable.errors import DurableError
 from durable.schedule_models import Schedule, ScheduleEvent
