@@ -24,6 +24,22 @@ def _fresh_counters():
     yield
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database as migrations leave it, but with the seeded daily reconciliation
+    (processes migration 0006) out of every sweep: its next occurrence is the first 00:30 UTC
+    after the migration, so a test that moves the fake clock an hour on, run before half
+    past midnight, would see the sweep start ``reconcile:<day>`` beside what it asserted.
+    Tests of that schedule set its ``next_fire_at`` themselves."""
+    from datetime import datetime, timezone
+
+    from durable.schedule_models import Schedule
+
+    with django_db_blocker.unblock():
+        Schedule.objects.filter(name="reconcile-daily").update(
+            next_fire_at=datetime(2100, 1, 1, 0, 30, tzinfo=timezone.utc))
+
+
 @pytest.fixture
 def clock():
     with fake_clock() as frozen:
