@@ -254,6 +254,9 @@ DURABLE_LEASE_SECONDS = float(os.environ.get("DURABLE_LEASE_SECONDS", "15"))
 DURABLE_DISPATCH_GRACE_SECONDS = float(os.environ.get("DURABLE_DISPATCH_GRACE_SECONDS", "10"))
 DURABLE_SWEEP_INTERVAL_SECONDS = float(os.environ.get("DURABLE_SWEEP_INTERVAL_SECONDS", "1"))
 DURABLE_SWEEP_BATCH = int(os.environ.get("DURABLE_SWEEP_BATCH", "500"))
+# How long a run waiting in a limit's line keeps its place once it could act and did not
+# come back for it (durable/limits.py).
+DURABLE_LIMIT_PATIENCE_SECONDS = float(os.environ.get("DURABLE_LIMIT_PATIENCE_SECONDS", "60"))
 DURABLE_WORKFLOW_MODULES = env_list("DURABLE_WORKFLOW_MODULES", "")
 DURABLE_HEARTBEAT = env_bool("DURABLE_HEARTBEAT", True)
 DURABLE_CRASH_LOOP_LIMIT = int(os.environ.get("DURABLE_CRASH_LOOP_LIMIT", "5"))

@@ -7,10 +7,12 @@ below. ``queue`` is passed only when the advance must go to a queue other than t
 (``durable.conf.default_queue``), so a sender written before queues existed still works for
 runs that use none.
 
-A takeover (the sweep found a run whose lease expired) goes to the default queue's lane,
-``conf.takeover_queue()``, only through a sender that says it knows the lane (an attribute
-``takeover_lane = True``, as ``tasks.send_advance`` and the tests' recorder have): it is passed as
-``queue``. Any other sender gets the takeover as the plain advance it always got.
+The default queue's lane, ``conf.takeover_queue()``, which the default workers consume
+beside it, carries what must not wait behind its backlog: a takeover (the sweep found a run
+whose lease expired) and a waiter whose turn at a limit has come (a token or a freed slot
+waits for it). It is used only through a sender that says it knows the lane (an attribute
+``takeover_lane = True``, as ``tasks.send_advance`` and the tests' recorder have): it is
+passed as ``queue``. Any other sender gets such a run as the plain advance it always got.
 """
 import functools
 
@@ -25,14 +27,17 @@ SHORT_NAMES = {
 }
 
 
-def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None, takeover: bool = False) -> None:
+def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None, lane: bool = False) -> None:
     """Send "advance run X" after commit; ``delay`` (under one sweep tick) for timers,
-    ``queue`` for a run whose next step runs on a queue of its own, ``takeover`` for a run
-    whose lease expired (the sweep's: it goes ahead of the default queue's backlog)."""
+    ``queue`` for a run whose next step runs on a queue of its own, ``lane`` for a run that
+    goes ahead of the default queue's backlog (a takeover, a waiter whose turn has come); a
+    run bound for another queue goes there all the same."""
     send = _sender(conf.dispatcher())
-    if takeover and getattr(send, "takeover_lane", False):
+    if queue == conf.default_queue():
+        queue = None
+    if lane and not queue and getattr(send, "takeover_lane", False):
         queue = conf.takeover_queue()
-    if queue and queue != conf.default_queue():
+    if queue:
         transaction.on_commit(lambda: send(run_id, delay=delay, queue=queue), robust=True)
     else:
         transaction.on_commit(lambda: send(run_id, delay=delay), robust=True)

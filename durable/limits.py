@@ -14,11 +14,14 @@ durable timer, in line.
 - For a rate, a ticket counts from its grant until ``per`` after the step ended, so the
   calls a step makes never exceed ``rate`` in any window of ``per``, however long the step.
 - Order: a slot or token goes to the ticket that has waited longest (per limit and key); a
-  newcomer queues behind the waiting. A waiter that is not back within
-  ``DURABLE_LIMIT_PATIENCE_SECONDS`` (60) of its wake-up (its run cancelled, or stuck
-  elsewhere) loses its place.
+  newcomer queues behind the waiting. A waiter keeps its place while its run could not
+  come back for it (still parked on the limit, its message queued behind a backlog); one
+  that could and did not within ``DURABLE_LIMIT_PATIENCE_SECONDS`` (60) of its wake-up or
+  of its run's last claim (its run ended, or moved on elsewhere) loses it.
 - A holder that frees a concurrency slot wakes the next waiters at once; waiters for a
-  rate wake when the window has room (the sweep fires their timer).
+  rate wake when the window has room (the sweep fires their timer). Either way the woken
+  run goes on the default queue's lane, ahead of its backlog (``durable.dispatch``): a
+  token or a slot that waits for its run behind other work is capacity the limit loses.
 """
 from dataclasses import dataclass
 from datetime import timedelta

@@ -13,7 +13,8 @@ that on the broker.
 A running run is picked only once its lease has expired (its worker died or froze): its
 advance goes to the default queue's takeover lane (``conf.takeover_queue()``), which the
 default workers consume beside the default queue, so the takeover does not wait behind a
-backlog of new work.
+backlog of new work. So does a run whose turn in a limit's line has come: a token that
+waits behind the backlog for its run is a token the limit's rate loses.
 """
 import logging
 import time
@@ -55,8 +56,8 @@ def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
     # One statement on PostgreSQL; SQLite's SELECT and UPDATE need a transaction.
     with transaction.atomic() if connection.vendor != "postgresql" else nullcontext():
         picked = pick_due(horizon, until, limit)
-        for run_id, wake_at, status in picked:
+        for run_id, wake_at, status, waiting_for in picked:
             # A running run is due only once its lease expired: its worker died or froze.
             dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()),
-                     takeover=status == RunStatus.RUNNING)
-    return [run_id for run_id, _, _ in picked]
+                     lane=status == RunStatus.RUNNING or waiting_for.startswith("limit:"))
+    return [run_id for run_id, *_ in picked]

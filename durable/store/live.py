@@ -609,11 +609,12 @@ def record_signal(signal, event, now, grace) -> bool:
     return True
 
 
-def pick_due(horizon, until, limit: int) -> list[tuple[str, object, str]]:
+def pick_due(horizon, until, limit: int) -> list[tuple[str, object, str, str]]:
     """The sweep's pick: up to ``limit`` active runs whose ``wake_at`` is at or before
     ``horizon``, soonest first, their ``wake_at`` moved to ``until`` (so the next tick leaves
-    them alone while their message is in flight). Returns (id, the wake_at it had, status):
-    a running one is a takeover, its lease expired.
+    them alone while their message is in flight). Returns (id, the wake_at it had, status,
+    waiting_for): a running one is a takeover, its lease expired; one waiting for
+    ``limit:...`` is a waiter whose turn in a limit's line has come.
 
     On PostgreSQL one statement (an UPDATE over a ``SELECT ... FOR UPDATE SKIP LOCKED``:
     two sweeps never pick one run), which outside a transaction needs no BEGIN or COMMIT: a
@@ -622,26 +623,26 @@ def pick_due(horizon, until, limit: int) -> list[tuple[str, object, str]]:
     at = WorkflowRun._meta.get_field("wake_at")
     horizon, until = at.get_db_prep_save(horizon, connection), at.get_db_prep_save(until, connection)
     table, statuses = connection.ops.quote_name(WorkflowRun._meta.db_table), ", ".join(["%s"] * len(ACTIVE_STATUSES))
-    due = f"SELECT id, wake_at, status FROM {table} WHERE wake_at <= %s AND status IN ({statuses}) ORDER BY wake_at LIMIT %s"
+    due = f"SELECT id, wake_at, status, waiting_for FROM {table} WHERE wake_at <= %s AND status IN ({statuses}) ORDER BY wake_at LIMIT %s"
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             cursor.execute(due, [horizon, *ACTIVE_STATUSES, limit])
             picked = cursor.fetchall()
             if picked:
                 cursor.execute(f"UPDATE {table} SET wake_at = %s WHERE id IN ({', '.join(['%s'] * len(picked))})",
-                               [until, *(run_id for run_id, _, _ in picked)])
+                               [until, *(run_id for run_id, *_ in picked)])
         else:
             cursor.execute(f"UPDATE {table} AS run SET wake_at = %s FROM ({due} FOR UPDATE SKIP LOCKED) AS due "
-                           f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status",
+                           f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status, due.waiting_for",
                            [until, horizon, *ACTIVE_STATUSES, limit])
             picked = cursor.fetchall()
     expression = at.get_col(WorkflowRun._meta.db_table)
     converters = connection.ops.get_db_converters(expression)
     rows = []
-    for run_id, wake_at, status in picked:
+    for run_id, wake_at, status, waiting_for in picked:
         for converter in converters:
             wake_at = converter(wake_at, expression, connection)
-        rows.append((run_id, wake_at, status))
+        rows.append((run_id, wake_at, status, waiting_for))
     return sorted(rows, key=lambda row: row[1])
 
 
@@ -672,7 +673,7 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) ->
         _forget_dead(tickets, declared, now)
         waiting = _mine(lease.run_id, position, declared, key, now)
         measures = {"holding": Count("id", filter=_live_hold(now)),
-                    "ahead": Count("id", filter=_waiting_ahead(waiting, now))}
+                    "ahead": Count("id", filter=_waiting_ahead(declared, waiting, now))}
         if declared.rate is not None:
             measures["in_window"] = Count("id", filter=_in_window(declared, now))
         counts = tickets.aggregate(**measures)
@@ -734,27 +735,31 @@ def _in_window(declared: Limit, now) -> Q:
             | Q(state=TicketState.HELD, granted_at__gt=start) | _live_hold(now))
 
 
-def _waiting_live(now) -> Q:
-    patience = timedelta(seconds=conf.limit_patience_seconds())
-    return Q(state=TicketState.WAITING, run__status__in=ACTIVE_STATUSES, wake_at__gt=now - patience)
+def _waiting_live(declared: Limit, now) -> Q:
+    """A waiter keeps its place while its run is active and has had less than patience to
+    come back for it: since its wake-up, or, while its run could not come back (still parked
+    on this limit, its message queued behind others), since its run was last claimed. So a
+    backlog ahead of the line never sends the head of the line to the back."""
+    cutoff = now - timedelta(seconds=conf.limit_patience_seconds())
+    not_back_yet = Q(run__waiting_for=f"limit:{declared.name}") & (
+        ~Q(run__status=RunStatus.RUNNING) | Q(run__updated_at__gt=cutoff))
+    return Q(state=TicketState.WAITING, run__status__in=ACTIVE_STATUSES) & (Q(wake_at__gt=cutoff) | not_back_yet)
 
 
-def _waiting_ahead(waiting: LimitTicket | None, now) -> Q:
+def _waiting_ahead(declared: Limit, waiting: LimitTicket | None, now) -> Q:
     if waiting is None:
-        return _waiting_live(now)
+        return _waiting_live(declared, now)
     earlier = Q(queued_at__lt=waiting.queued_at) | Q(queued_at=waiting.queued_at, id__lt=waiting.id)
-    return _waiting_live(now) & earlier
+    return _waiting_live(declared, now) & earlier
 
 
 def _forget_dead(tickets, declared: Limit, now) -> None:
     """Tickets that no longer count: released past the window, held by a lease that is gone,
-    waiting for a run that ended or never came back."""
-    patience = timedelta(seconds=conf.limit_patience_seconds())
+    waiting for a run that ended or that could come back and did not (``_waiting_live``)."""
     cutoff = now - declared.window
     dead = (Q(state=TicketState.RELEASED, released_at__lte=cutoff)
             | (Q(state=TicketState.HELD, granted_at__lte=cutoff) & ~_live_run(now))
-            | Q(state=TicketState.WAITING, wake_at__lte=now - patience)
-            | (Q(state=TicketState.WAITING) & ~Q(run__status__in=ACTIVE_STATUSES)))
+            | (Q(state=TicketState.WAITING) & ~_waiting_live(declared, now)))
     tickets.filter(dead).delete()
 
 
@@ -810,15 +815,15 @@ def _wake_next(declared: Limit, key: str, now) -> None:
     free = declared.concurrency - tickets.filter(_live_hold(now)).count()
     if free <= 0:
         return
-    chosen = list(tickets.filter(_waiting_live(now)).order_by("queued_at", "id")
+    chosen = list(tickets.filter(_waiting_live(declared, now)).order_by("queued_at", "id")
                   .values_list("id", "run_id", "queue")[:free])
     if not chosen:
         return
     LimitTicket.objects.filter(id__in=[ticket_id for ticket_id, _, _ in chosen]).update(wake_at=now)
     grace = now + timedelta(seconds=conf.dispatch_grace_seconds())
     wake_runs([run_id for _, run_id, _ in chosen], now=now, by=grace)
-    for _, run_id, queue in chosen:
-        dispatch(run_id, queue=queue or None)
+    for _, run_id, queue in chosen:  # its turn: on the lane, ahead of the default queue's backlog
+        dispatch(run_id, queue=queue or None, lane=True)
 
 
 # --- a run's rows, for durable.services (no lease: the run's row lock instead) ---

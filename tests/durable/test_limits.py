@@ -9,6 +9,7 @@ from durable import errors, limits, seconds, services, testing, workflow
 from durable.models import LimitTicket, RunStatus, TicketState, WorkflowRun
 from durable.store import live
 from durable.testing import drive, override_workflow
+from durable.timers import sweep_due
 from tests.durable.limited import LLM_QUEUE, ONE_AT_A_TIME, PER_KEY, RATE_TWO, mark, rate_two
 from tests.effects.models import Effect
 
@@ -211,3 +212,78 @@ def test_a_run_waiting_in_line_for_a_limit_is_woken_on_its_step_s_queue(clock):
 
     waiting = LimitTicket.objects.get(run_id=runs[2].id, state=TicketState.WAITING)
     assert waiting.queue == LLM_QUEUE  # not the default queue: its step asked for another
+
+
+def waiting_in_line(prefix: str, count: int) -> list:
+    """``count`` runs of rate_two (2 a second) driven once: two send, the rest wait in line."""
+    runs = [services.run_start(rate_two, n, id=f"{prefix}:{n}", actor="test") for n in range(count)]
+    return [drive(run.id) for run in runs]
+
+
+def test_a_waiter_whose_run_is_still_queued_keeps_its_place_long_past_its_patience(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 5
+    runs = waiting_in_line("queued", 4)   # two wait, parked on the limit
+    clock.advance(timedelta(seconds=60))  # their messages wait behind a backlog all this while
+
+    newcomer = drive(services.run_start(rate_two, 9, id="queued:newcomer", actor="test").id)
+
+    assert newcomer.status == RunStatus.WAITING  # behind the two, not ahead of them
+    assert [drive(run.id).status for run in runs[2:]] == [RunStatus.COMPLETED, RunStatus.COMPLETED]
+
+
+def test_a_waiter_whose_run_came_back_and_moved_on_loses_its_place(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 5
+    runs = waiting_in_line("moved", 4)   # two wait
+    clock.advance(timedelta(seconds=1))
+    live.claim(runs[3].id, owner="a worker stuck elsewhere in the run")
+    clock.advance(timedelta(seconds=6))   # claimed, and not back at the limit within patience
+
+    newcomer = drive(services.run_start(rate_two, 9, id="moved:newcomer", actor="test").id)
+
+    assert newcomer.status == RunStatus.COMPLETED
+    assert not LimitTicket.objects.filter(run_id=runs[3].id, state=TicketState.WAITING).exists()
+    assert LimitTicket.objects.filter(run_id=runs[2].id, state=TicketState.WAITING).exists()
+
+
+def test_a_waiter_claimed_just_now_keeps_its_place_while_it_replays_to_the_step(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 5
+    runs = waiting_in_line("replaying", 4)   # two wait
+    clock.advance(timedelta(seconds=60))
+    for run in runs[2:]:
+        live.claim(run.id, owner="a worker replaying the run")   # long after its wake-up
+
+    newcomer = drive(services.run_start(rate_two, 9, id="replaying:newcomer", actor="test").id)
+
+    assert newcomer.status == RunStatus.WAITING
+
+
+def test_a_waiter_whose_run_now_waits_for_something_else_loses_its_place(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 5
+    runs = waiting_in_line("elsewhere", 4)   # two wait
+    WorkflowRun.objects.filter(pk=runs[3].id).update(waiting_for="signal:approval")  # a deploy moved it on
+    clock.advance(timedelta(seconds=6))
+
+    newcomer = drive(services.run_start(rate_two, 9, id="elsewhere:newcomer", actor="test").id)
+
+    assert newcomer.status == RunStatus.COMPLETED
+
+
+def test_a_waiter_woken_for_a_freed_slot_goes_ahead_of_the_default_queue_s_backlog(
+        clock, django_capture_on_commit_callbacks):
+    holder, _ = holding("one_at_a_time", 1)
+    second, _ = holding("one_at_a_time", 2)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        holder.release_limit(ONE_AT_A_TIME, "", 0)
+
+    assert testing.dispatch_queues[second.run_id] == "durable-takeover"
+
+
+def test_the_sweep_sends_a_waiter_whose_turn_came_on_the_lane(clock, django_capture_on_commit_callbacks):
+    runs = waiting_in_line("lane", 3)
+    clock.advance(timedelta(seconds=1))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sweep_due() == [runs[2].id]
+
+    assert testing.dispatch_queues[runs[2].id] == "durable-takeover"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from celery import current_task
 
-from durable import Retry, minutes, seconds, workflow
+from durable import Retry, current_step, limit, minutes, seconds, workflow
 from tests.effects.models import Effect, Once
 
 # Infrastructure faults surface as step errors too (a terminated connection): be patient.
@@ -186,3 +186,20 @@ def pause(n: int) -> int:
 def fault_backlog(n: int) -> int:
     """One short step: a few thousand of these queued are the default queue's backlog."""
     return workflow.step(pause, n)
+
+
+# A provider's send limit, as onboarding's "whatsapp-send": a backlog of runs lines up behind it.
+BACKLOG_SENDS = limit("fault-backlog-sends", rate=25, per=seconds(1))
+
+
+def send(n: int) -> int:
+    """The limited call: its row's time is when the provider would have seen it."""
+    info = current_step()
+    Effect.objects.create(run_id=info.run_id, name="send", idempotency_key=info.idempotency_key,
+                          worker=worker_node())
+    return n
+
+
+@workflow(name="fault_limited_send")
+def fault_limited_send(n: int) -> int:
+    return workflow.step(send, n, limit="fault-backlog-sends")
