@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from approvals import services
-from durable.admin import ReadOnlyAdmin, register_run_links
+from durable.surfaces.admin import ReadOnlyAdmin, register_run_links
 from approvals.errors import ApprovalError
 from approvals.models import ApprovalAudit, ApprovalDecision, ApprovalRequest
 

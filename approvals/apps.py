@@ -10,7 +10,7 @@ class ApprovalsConfig(AppConfig):
         from approvals.services import SIGNAL_KEY_OWNER, SIGNAL_KEY_PREFIX
         from approvals.metrics import ApprovalsCollector
         from durable import reserve_dedupe_prefix
-        from durable.metrics import register_collector
+        from durable.surfaces.metrics import register_collector
 
         # A decision's signal key is ours alone: a hand-sent signal with it would turn the
         # reviewer's real decision into a silent duplicate.

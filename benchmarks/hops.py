@@ -38,7 +38,7 @@ def _prerun(task=None, args=None, **kwargs):
 @worker_process_init.connect
 def _wrap_the_store(**kwargs):
     """The claim and the two reads of a resume, each stamped when it returns."""
-    from durable.store import live
+    from durable.runtime.store import live
 
     claim, load, pending = live.claim, live.LiveStore.load, live.LiveStore.pending_signals
 

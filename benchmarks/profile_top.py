@@ -15,13 +15,13 @@ LINE = re.compile(r":\d+\)$")
 
 
 def frame_name(frame: str) -> str:
-    """'advance (durable/executor.py:120)' -> 'advance (durable/executor.py)': a function, not a line."""
+    """'advance (durable/runtime/executor.py:120)' -> 'advance (durable/runtime/executor.py)': a function, not a line."""
     name = LINE.sub(")", frame.strip())
     return re.sub(r"\(/.*?/(site-packages|wt-[^/]+|main)/", "(", name)
 
 
 def package(frame: str) -> str:
-    """'advance (durable/executor.py)' -> 'durable'; the standard library is 'stdlib'."""
+    """'advance (durable/runtime/executor.py)' -> 'durable'; the standard library is 'stdlib'."""
     inner = frame[frame.rfind("(") + 1:]
     return inner.split("/")[0] if "/" in inner and not inner.startswith("/") else "stdlib"
 

@@ -54,7 +54,8 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from durable import executor, services, timers  # noqa: E402
+from durable import services
+from durable.runtime import executor, sweep  # noqa: E402
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun  # noqa: E402
 
 from benchmarks import report  # noqa: E402
@@ -435,7 +436,7 @@ def sweep_tick_durations(ticks: int) -> list[float]:
     durations = []
     for _ in range(ticks):
         t0 = time.perf_counter()
-        timers.sweep_due()
+        sweep.sweep_due()
         durations.append((time.perf_counter() - t0) * 1000)
     return durations
 

@@ -19,7 +19,8 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from durable import executor, services  # noqa: E402
+from durable import services
+from durable.runtime import executor  # noqa: E402
 
 
 def wal_bytes(action) -> float:

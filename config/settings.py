@@ -201,7 +201,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "durable.models.RunStatus",
                             "EntryStatusEnum": "durable.models.EntryStatus",
-                            "BulkActionEnum": "durable.bulk.ACTIONS"},
+                            "BulkActionEnum": "durable.features.bulk.ACTIONS"},
 }
 # The API refuses larger request bodies (413) and larger signal payloads or run input (400).
 DURABLE_API_MAX_PAYLOAD_BYTES = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_BYTES", str(64 * 1024)))
@@ -255,7 +255,7 @@ DURABLE_DISPATCH_GRACE_SECONDS = float(os.environ.get("DURABLE_DISPATCH_GRACE_SE
 DURABLE_SWEEP_INTERVAL_SECONDS = float(os.environ.get("DURABLE_SWEEP_INTERVAL_SECONDS", "1"))
 DURABLE_SWEEP_BATCH = int(os.environ.get("DURABLE_SWEEP_BATCH", "500"))
 # How long a run waiting in a limit's line keeps its place once it could act and did not
-# come back for it (durable/limits.py).
+# come back for it (durable/runtime/limits.py).
 DURABLE_LIMIT_PATIENCE_SECONDS = float(os.environ.get("DURABLE_LIMIT_PATIENCE_SECONDS", "60"))
 DURABLE_WORKFLOW_MODULES = env_list("DURABLE_WORKFLOW_MODULES", "")
 DURABLE_HEARTBEAT = env_bool("DURABLE_HEARTBEAT", True)
@@ -289,8 +289,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {
         "format": "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s pos=%(position)s] %(message)s"}},
-    # Stamps run_id and position from the replay context on every record (durable/logging.py).
-    "filters": {"run_context": {"()": "durable.logging.RunContextFilter"}},
+    # Stamps run_id and position from the replay context on every record (durable/runtime/logging.py).
+    "filters": {"run_context": {"()": "durable.runtime.logging.RunContextFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
                              "filters": ["run_context"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},

@@ -14,7 +14,9 @@ class DurableConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from durable import checks, children, conf, strict
+        from durable import conf
+        from durable.runtime import children, strict
+        from durable.surfaces import checks
 
         checks.register()
         children.reserve()

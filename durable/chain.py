@@ -123,7 +123,7 @@ def body_around(row, holes: list[str], *, parent: str, fields: tuple[str, ...]) 
     """``row_body`` cut at values the database assigns in the statement that inserts the row
     (its chain_seq, the id of a row inserted beside it), which the row holds meanwhile as the
     marker strings ``holes``, in the order they appear. The body is the pieces joined by the
-    holes' JSON values, so the statement can compute the digest itself (durable.store.live.record_signal).
+    holes' JSON values, so the statement can compute the digest itself (durable.runtime.store.live.record_signal).
     Markers are random: no stored value can spell one."""
     rest, pieces = row_body(row, parent=parent, fields=fields), []
     for hole in holes:

@@ -1,7 +1,7 @@
 """A run's history as a JSON document (``durable-history/1``): the one format that
 ``durable export`` and the archive write and that replay reads.
 
-Kept apart from ``durable.history`` (the replay) so that the archive, which writes these
+Kept apart from ``durable.features.history`` (the replay) so that the archive, which writes these
 documents, and the replay, which reads archived ones, need not import each other.
 """
 import gzip
@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FORMAT = "durable-history/1"
+# An export file while its pass writes it; renamed without this once the pass commits.
+PARTIAL = ".partial"
 
 
 @dataclass

@@ -3,14 +3,18 @@ import math
 from datetime import datetime
 from functools import reduce
 from operator import or_
+from pathlib import Path
 from typing import NamedTuple
 
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
+from django.utils.dateparse import parse_datetime
 
+from durable.documents import PARTIAL, export_file_documents
 from durable.errors import RunNotFound
-from durable.models import AuditEvent, EntryKind, EntryStatus, JournalEntry, Signal, WorkflowRun
+from durable.models import (ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal, AuditEvent,
+                            EntryKind, EntryStatus, JournalEntry, Signal, WorkflowRun)
 
 
 class RunActor(NamedTuple):
@@ -63,9 +67,7 @@ def run_or_archived(run_id: str):
     run = WorkflowRun.objects.filter(pk=run_id).first()
     if run is not None:
         return run
-    from durable import archived
-
-    return archived.archived_run_full(archived.archived_get(run_id))
+    return archived_run_full(archived_get(run_id))
 
 
 def run_journal(run_id: str) -> list:
@@ -73,20 +75,16 @@ def run_journal(run_id: str) -> list:
     entries = list(JournalEntry.objects.filter(run_id=run_id).order_by("position"))
     if entries or WorkflowRun.objects.filter(pk=run_id).exists():
         return entries
-    from durable import archived
-
-    run = archived.ArchivedRun.objects.select_related("batch").filter(pk=run_id).first()
-    return archived.archived_journal(run) if run is not None else []
+    run = ArchivedRun.objects.select_related("batch").filter(pk=run_id).first()
+    return archived_journal(run) if run is not None else []
 
 
 def run_signals(run_id: str) -> list:
     signals = list(Signal.objects.filter(run_id=run_id).order_by("id"))
     if signals or WorkflowRun.objects.filter(pk=run_id).exists():
         return signals
-    from durable import archived
-
-    run = archived.ArchivedRun.objects.select_related("batch").filter(pk=run_id).first()
-    return archived.archived_signals(run) if run is not None else []
+    run = ArchivedRun.objects.select_related("batch").filter(pk=run_id).first()
+    return archived_signals(run) if run is not None else []
 
 
 class RunFilter(NamedTuple):
@@ -185,3 +183,67 @@ def run_actors(run_id: str, *, actions: tuple[str, ...] | None = None) -> list[R
         events = events.filter(action__in=actions)
     return [RunActor(actor, action, at) for actor, action, at in
             events.order_by("created_at", "id").values_list("actor", "action", "created_at")]
+
+
+# --- archived runs: in the archive tables, or in the gzip file an --export pass wrote ---
+
+
+class ExportMissing(RunNotFound):
+    """The run was exported to a file that is no longer where its batch wrote it."""
+
+
+def archived_get(run_id: str) -> ArchivedRun:
+    run = ArchivedRun.objects.select_related("batch").filter(pk=run_id).first()
+    if run is None:
+        raise RunNotFound(f"no run with id {run_id!r}")
+    return run
+
+
+def is_archived(run_id: str) -> bool:
+    return ArchivedRun.objects.filter(pk=run_id).exists()
+
+
+def _exported_document(run: ArchivedRun) -> dict:
+    path = Path(run.batch.export_file)
+    if not path.exists() and Path(str(path) + PARTIAL).exists():
+        path = Path(str(path) + PARTIAL)   # its pass was killed before the rename; still committed
+    if not path.exists():
+        raise ExportMissing(f"run {run.id!r} was exported to {run.batch.export_file}, which is missing")
+    for document in export_file_documents(path):
+        if document["run"]["id"] == run.id:
+            return document
+    raise ExportMissing(f"run {run.id!r} is not in {path}")
+
+
+def _datetime(value):
+    return parse_datetime(value) if isinstance(value, str) else value
+
+
+def archived_journal(run: ArchivedRun) -> list[ArchivedJournalEntry]:
+    if not run.batch.export_file:
+        return list(run.journal.order_by("position"))
+    fields = {f.name for f in ArchivedJournalEntry._meta.concrete_fields} - {"run"}
+    return [ArchivedJournalEntry(run=run, **{name: _datetime(value) if name.endswith("_at") else value
+                                              for name, value in item.items() if name in fields})
+            for item in _exported_document(run)["journal"]]
+
+
+def archived_signals(run: ArchivedRun) -> list[ArchivedSignal]:
+    if not run.batch.export_file:
+        return list(run.signals.order_by("id"))
+    fields = {f.name for f in ArchivedSignal._meta.concrete_fields} - {"run"}
+    return [ArchivedSignal(run=run, **{name: _datetime(value) if name.endswith("_at") else value
+                                       for name, value in item.items() if name in fields})
+            for item in _exported_document(run)["signals"]]
+
+
+def archived_audit(run: ArchivedRun) -> list[ArchivedAuditEvent]:
+    return list(ArchivedAuditEvent.objects.filter(run_id=run.id).order_by("chain_seq"))
+
+
+def archived_run_full(run: ArchivedRun) -> ArchivedRun:
+    """The run with its input, result and error, read back from its export file if need be."""
+    if run.batch.export_file:
+        recorded = _exported_document(run)["run"]
+        run.input, run.result, run.error = recorded["input"], recorded["result"], recorded["error"]
+    return run

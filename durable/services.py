@@ -2,7 +2,7 @@
 transaction: the row, its audit event and its dispatch commit together or not at all.
 
 Here are the rules (which transition a run allows, what counts as the same signal, who
-follows a cancel); the statements are the live store's (``durable.store.live``).
+follows a cancel); the statements are the live store's (``durable.runtime.store.live``).
 """
 import logging
 import uuid
@@ -10,12 +10,13 @@ from datetime import timedelta
 
 from django.db import connection, transaction
 
-from durable import clock, codec, conf, hooks, registry
-from durable.dispatch import dispatch
+from durable import clock, codec, conf, hooks
+from durable.runtime import registry
+from durable.runtime.dispatch import dispatch
 from durable.durations import as_timedelta
 from durable.errors import InvalidTransition, RunFinished, SignalConflict
 from durable.models import FINISHED_STATUSES, Signal, WorkflowRun
-from durable.store import live
+from durable.runtime.store import live
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Generic statements the ORM cannot say in one round trip, or says with more Python than
 the hot paths can pay (a step, a finish, a signal). PostgreSQL and SQLite both run them.
-They know no model of the engine: what they write on a run is said in durable.store.live."""
+They know no model of the engine: what they write on a run is said in durable.runtime.store.live."""
 
 from django.db import connection
 

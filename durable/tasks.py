@@ -6,7 +6,11 @@ from celery import shared_task
 from celery.signals import task_postrun, task_prerun
 from django.db import close_old_connections
 
-from durable import archive, conf, executor, timers
+from durable import conf
+from durable.features import archive, schedules
+from durable.runtime import executor
+from durable.runtime.store.live import on_live_connection
+from durable.runtime.sweep import sweep_due
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +23,15 @@ def advance(run_id: str, queue: str | None = None) -> str:
 
 @shared_task(name="durable.sweep", ignore_result=True)
 def sweep() -> int:
-    return len(timers.sweep_due())
+    return len(tick())
+
+
+def tick() -> list[str]:
+    """One tick of the sweep's worker: the runs that are due are dispatched, then the
+    schedules that are due start their occurrences' runs (one indexed query when none is)."""
+    run_ids = sweep_due()
+    on_live_connection(schedules.fire_due)
+    return run_ids
 
 
 @shared_task(name="durable.retention", ignore_result=True)

@@ -1,7 +1,8 @@
 """In-process driving of runs for tests and scripts: no broker, no worker, a fake clock."""
 from contextlib import contextmanager
 
-from durable import conf, executor, registry
+from durable import conf
+from durable.runtime import executor, registry
 from durable.clock import fake_clock
 from durable.models import WorkflowRun
 

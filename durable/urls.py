@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from durable import api, bulk_api, metrics
+from durable.surfaces import api, bulk_api, metrics
 
 
 class RunIdConverter:

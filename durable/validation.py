@@ -9,7 +9,7 @@ import json
 
 from django.conf import settings
 
-from durable import registry
+from durable.runtime import registry
 from durable.errors import PayloadError, PayloadTooDeep
 
 # Keyword names that services.run_start keeps for itself.

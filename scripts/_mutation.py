@@ -22,10 +22,10 @@ WORK = ROOT / "var" / "mutation"
 # The modules that hold positions, matching, retries, deadlines, signal order, fencing
 # and atomic writes. The one list to change when the engine's core moves (e.g. a store).
 MODULES = [
-    "durable/context.py",
-    "durable/store/live.py",
-    "durable/leases.py",
-    "durable/executor.py",
+    "durable/runtime/context.py",
+    "durable/runtime/store/live.py",
+    "durable/runtime/heartbeat.py",
+    "durable/runtime/executor.py",
 ]
 # The engine's fast tests, run by mutmut against every mutant (on SQLite: the fastest).
 TEST_PATHS = ["tests/durable"]
@@ -171,7 +171,7 @@ def equivalent_mutants() -> set[str]:
 
 
 def module_of(name: str) -> str:
-    """durable.context.xǁReplayContextǁstep__mutmut_3 -> durable/context.py (mutmut's naming)."""
+    """durable.runtime.context.xǁReplayContextǁstep__mutmut_3 -> durable/runtime/context.py (mutmut's naming)."""
     return re.match(r"(.*?)\.x(?:_|\u01c1)", name).group(1).replace(".", "/") + ".py"
 
 

@@ -33,7 +33,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
     Tests of that schedule set its ``next_fire_at`` themselves."""
     from datetime import datetime, timezone
 
-    from durable.schedule_models import Schedule
+    from durable.models.schedules import Schedule
 
     with django_db_blocker.unblock():
         Schedule.objects.filter(name="reconcile-daily").update(

@@ -1,8 +1,12 @@
-"""The shape the engine-layers issue asks for: the import contracts in .importlinter hold
-(apps ask the engine, the channel knows no process, the replay core calls no client API), and every service that changes a run,
-a case or a schedule says who did it."""
+"""The shape of the code: the engine in layers and the import contracts of .importlinter hold
+(apps ask the engine, the channel knows no process), every module of the engine sits in a
+layer, only the live store writes a run's rows, and every service that changes a run, a
+case or a schedule says who did it."""
+import ast
+import configparser
 import importlib
 import inspect
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +25,7 @@ def test_the_import_contracts_are_kept():
     assert "0 broken" in done.stdout
 
 
-SERVICE_MODULES = ["durable.services", "durable.schedules", "durable.bulk", "durable.archive", "approvals.services",
+SERVICE_MODULES = ["durable.services", "durable.features.schedules", "durable.features.bulk", "durable.features.archive", "approvals.services",
                    "processes.onboarding.services", "processes.billing.services",
                    "processes.reconciliation.services", "processes.whatsapp.services"]
 
@@ -41,7 +45,7 @@ def test_every_service_that_changes_a_run_a_case_or_a_schedule_requires_its_acto
                 if parameter.kind is not inspect.Parameter.KEYWORD_ONLY or parameter.default is not inspect.Parameter.empty}
 
     assert {"durable.services.run_start", "durable.services.signal_send", "durable.services.run_cancel",
-            "approvals.services.approval_decide", "durable.schedules.schedule_pause"} <= set(services)
+            "approvals.services.approval_decide", "durable.features.schedules.schedule_pause"} <= set(services)
     assert optional == {}
 
 
@@ -60,13 +64,11 @@ WRITES = {"update", "delete", "create", "get_or_create", "update_or_create", "bu
           "select_for_update"}
 # The live store holds every statement that changes a run's rows; the archive moves finished
 # runs out of them (and deletes what it moved), under its own lock.
-ALLOWED_WRITERS = {"durable/store/live.py", "durable/archive.py"}
+ALLOWED_WRITERS = {"durable/runtime/store/live.py"}
 
 
 def _run_row_writes(path: Path):
     """(line, model, method) of every ``<Model>.objects....<write>(...)`` chain in ``path``."""
-    import ast
-
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITES):
             continue
@@ -125,3 +127,89 @@ def test_the_loop_check_sees_a_two_module_loop():
     graph.add_import(importer="engine.b", imported="engine.c")
 
     assert _import_cycles(graph) == ["engine.a -> engine.b -> ... -> engine.a", "engine.b -> engine.a -> ... -> engine.b"]
+
+
+def _engine_modules() -> list[str]:
+    """Every module of durable/ but the package itself and its migrations."""
+    modules = []
+    for path in sorted((ROOT / "durable").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if "migrations" in parts or parts == ("durable", "__init__"):
+            continue
+        modules.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return modules
+
+
+def _layered(contract: str) -> list[str]:
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    lines = config[f"importlinter:contract:{contract}"]["layers"].split("\n")
+    return [name.strip() for line in lines for name in line.replace("|", ":").split(":") if name.strip()]
+
+
+def test_every_module_of_the_engine_sits_in_a_layer_of_the_contract():
+    layers = _layered("engine-layers")
+    runtime = _layered("runtime-layers")
+
+    outside = [module for module in _engine_modules()
+               if not any(module == layer or module.startswith(layer + ".") for layer in layers)]
+    outside_runtime = [module for module in _engine_modules() if module.startswith("durable.runtime.")
+                       and not any(module == layer or module.startswith(layer + ".") for layer in runtime)]
+
+    assert outside == [] and outside_runtime == []
+
+
+RUN_TABLES = r"(durable_workflowrun|durable_journalentry|durable_signal|durable_limitticket|WorkflowRun|JournalEntry|Signal|LimitTicket)\b"
+RAW_WRITE = re.compile(r"(UPDATE|INSERT INTO|DELETE FROM)\s+[\"'{(]*(quote\()?" + RUN_TABLES)
+
+
+def _raw_run_row_writes(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and RAW_WRITE.search(node.value):
+            yield node.lineno
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(part.value if isinstance(part, ast.Constant) else "{" + ast.unparse(part.value) + "}"
+                           for part in node.values)
+            if RAW_WRITE.search(text):
+                yield node.lineno
+
+
+def test_only_the_live_store_writes_a_runs_rows_in_sql():
+    sources = [path for package in ("durable", "approvals", "processes", "config")
+               for path in (ROOT / package).rglob("*.py") if "migrations" not in path.parts]
+
+    found = [f"{path.relative_to(ROOT)}:{line}" for path in sources
+             if path.relative_to(ROOT).as_posix() not in ALLOWED_WRITERS for line in _raw_run_row_writes(path)]
+
+    assert found == []
+
+
+def test_the_check_of_raw_sql_sees_a_write_on_a_run_table(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('cursor.execute(f"UPDATE {WorkflowRun._meta.db_table} SET wake_at = %s", [now])\n'
+                      'cursor.execute("DELETE FROM durable_signal WHERE run_id = %s", [1])\n'
+                      'cursor.execute("SELECT id FROM durable_workflowrun")\n')
+
+    assert list(_raw_run_row_writes(sample)) == [1, 2]
+
+
+# Imports inside a function: each says why it cannot be at the top of its module. Anything
+# else would be an import hiding a loop or a step up a layer from the contracts.
+FUNCTION_LEVEL_IMPORTS = {
+    "durable/apps.py": "ready() runs once the models are loaded: Django's place to import what needs them",
+}
+
+
+def test_no_module_of_the_engine_imports_inside_a_function_but_where_it_says_why():
+    found = set()
+    for path in (ROOT / "durable").rglob("*.py"):
+        if "migrations" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.ImportFrom) and (inner.module or "").startswith("durable") \
+                            or isinstance(inner, ast.Import) and any(a.name.startswith("durable") for a in inner.names):
+                        found.add(path.relative_to(ROOT).as_posix())
+
+    assert found == set(FUNCTION_LEVEL_IMPORTS)

@@ -13,7 +13,8 @@ first occurrence is the first 00:30 after this migration: earlier days were beat
 from django.db import migrations
 from django.utils import timezone
 
-from durable import chain, cron
+from durable import chain
+from durable.features import cron
 
 NAME = "reconcile-daily"
 FIELDS = {

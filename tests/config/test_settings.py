@@ -7,7 +7,7 @@ pytestmark = pytest.mark.integration
 
 SHOW_BROKER = ("from django.conf import settings; "
                "print(settings.CELERY_BROKER_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS['data_folder_in'])")
-SHOW_STRICT = "import django; django.setup(); from durable import strict; print(strict.installed())"
+SHOW_STRICT = "import django; django.setup(); from durable.runtime import strict; print(strict.installed())"
 
 
 def test_an_empty_broker_url_means_the_embedded_filesystem_broker(tmp_path):

@@ -93,6 +93,23 @@ def test_an_empty_filter_is_a_400_not_every_run(operator, clock):
     assert "workflow" in response.json()["error"]["detail"]
 
 
+@pytest.mark.parametrize("blank", ["\x1e", "\u3000", " "])
+def test_a_filter_of_white_space_alone_is_taken_as_sent_and_matches_no_run(operator, clock, blank):
+    services.run_start("three_steps", 1, id="three:1", actor="test")
+
+    response = operator.get("/api/runs/", {"workflow": blank, "parent": blank})
+
+    assert response.status_code == 200   # the schema says any non-empty text: no trimming to blank
+    assert response.json()["count"] == 0
+
+
+def test_a_signal_name_keeps_its_spaces(operator, waiting_run):
+    response = post_json(operator, f"/api/runs/{waiting_run.id}/signals/", {"name": " go "})
+
+    assert response.status_code == 201
+    assert response.json()["name"] == " go "
+
+
 def test_the_schema_says_text_fields_take_no_nul_and_pages_have_bounds(operator):
     schema = operator.get("/api/schema/", HTTP_ACCEPT="application/json").json()
 

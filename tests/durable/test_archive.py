@@ -13,8 +13,11 @@ from django.urls import reverse
 
 from approvals.models import ApprovalRequest, ApprovalStatus
 from approvals.services import approval_decide
-from durable import archive, archived, history, services
-from durable.archive_models import ArchiveBatch, ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal
+from durable import services
+from durable.features import archive, history
+from durable.surfaces import checks
+from durable.models.archive import (ArchiveBatch, ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun,
+                                    ArchivedSignal)
 from durable.durations import parse_age
 from durable.errors import RunArchived
 from durable.models import AuditEvent, JournalEntry, RunStatus, Signal, WorkflowRun
@@ -476,7 +479,7 @@ def test_a_run_locked_by_someone_else_is_skipped_and_taken_by_the_next_pass(cloc
 def test_a_retention_policy_beat_could_not_run_fails_the_system_check(settings):
     settings.DURABLE_RETENTION = {"finished_before": "ninety days"}
 
-    problems = archive.check_retention()
+    problems = checks.check_retention()
 
     assert [problem.id for problem in problems] == ["durable.E101"]
 

@@ -17,7 +17,7 @@ from django.db import connection, connections
 from django.db.models import Count
 
 from durable import services
-from durable.archive_models import ArchiveBatch, ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun
+from durable.models.archive import ArchiveBatch, ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun
 from durable.models import JournalEntry, WorkflowRun
 from durable.testing import drive
 from tests.support import ROOT, subprocess_env

@@ -7,10 +7,12 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from durable import history, services, workflow
+from durable import services
+from durable.features import history
+from durable import workflow
 from durable.errors import Fenced
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
-from durable.store import live
+from durable.runtime.store import live
 from durable.testing import drive
 from tests.durable.crashed import as_if_its_worker_died
 

@@ -3,7 +3,9 @@ from datetime import timedelta
 
 import pytest
 
-from durable import days, history, hooks, hours, seconds, services, workflow
+from durable import days, hooks, hours, seconds, services
+from durable.features import history
+from durable import workflow
 from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS

@@ -105,7 +105,7 @@ def test_two_executors_racing_on_one_run_leave_one_journal_entry(tmp_path):
     """Executor A's lease expires mid-step (no heartbeat); B takes over; A's write is refused."""
     run = services.run_start("one_slow_step", 3.0, id="race:1", actor="test")
     env = subprocess_env(DURABLE_LEASE_SECONDS="1", DURABLE_HEARTBEAT="0")
-    code = ("import django, sys; django.setup(); from durable.executor import advance; "
+    code = ("import django, sys; django.setup(); from durable.runtime.executor import advance; "
             "print(advance('race:1', owner=sys.argv[1]))")
     first = subprocess.Popen([sys.executable, "-c", code, "A"], cwd=ROOT, env=env,
                              stdout=subprocess.PIPE, text=True)

@@ -17,7 +17,7 @@ from django.core.management.base import SystemCheckError
 from django.utils import timezone
 
 from durable import workflow
-from durable.checks import inspect_function
+from durable.runtime.determinism import inspect_function
 from durable.testing import override_workflow
 from tests.durable import workflows as engine_workflows
 from tests.durable.workflows import add_one, record

@@ -3,11 +3,13 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 
-from durable import children, history, services
+from durable import services
+from durable.features import history
+from durable.runtime import children
 from durable.errors import RunConflict, SignalConflict
 from durable.models import AuditEvent, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
-from durable.store import live
-from durable.store.live import Settlement
+from durable.runtime.store import live
+from durable.runtime.store.live import Settlement
 from durable.testing import drive
 from tests.durable.workflows import CALLS, LEDGER_UNLOCKED
 from tests.effects.models import Effect

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from approvals.models import ReviewerPreference
 from durable import Retry, clock as durable_clock, seconds, services, workflow
-from durable.context import check_attribute_name
+from durable.runtime.context import check_attribute_name
 from durable.models import EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, Correction, effect

@@ -6,11 +6,12 @@ from datetime import timedelta
 
 import pytest
 
-from durable import leases, services, workflow
+from durable import services, workflow
+from durable.runtime import heartbeat
 from durable.errors import Fenced
 from durable.models import RunStatus, WorkflowRun
-from durable.store import live
-from durable.store.live import Settlement
+from durable.runtime.store import live
+from durable.runtime.store.live import Settlement
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps
 
@@ -109,7 +110,7 @@ def test_the_heartbeat_does_not_warn_of_a_lost_lease_for_a_run_its_advance_has_f
     lost = services.run_start(three_steps, 2, id="finish:beat-lost", actor="test")
     finished_run, done = live.claim(finished.id, owner="a", lease_seconds=0.6)
     _, taken = live.claim(lost.id, owner="a", lease_seconds=0.6)
-    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
+    beat, threads_before = heartbeat.Heartbeat(), set(threading.enumerate())
     beat.IDLE_EXIT_SECONDS = 0
 
     with caplog.at_level(logging.WARNING, logger="durable"), beat.hold(done), beat.hold(taken):

@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 
-from durable import clock, metrics, services
+from durable import clock, services
+from durable.runtime import sweep
 from durable.models import WorkflowRun
 from tests.support import ROOT
 
@@ -27,7 +28,7 @@ def health(*args: str) -> tuple[int, str]:
 
 @pytest.fixture
 def sweep_just_ran():
-    metrics.record_sweep(0.004, dispatched=2)
+    sweep.record_sweep(0.004, dispatched=2)
 
 
 def test_a_healthy_stack_exits_zero_and_says_what_it_checked(sweep_just_ran):
@@ -40,7 +41,7 @@ def test_a_healthy_stack_exits_zero_and_says_what_it_checked(sweep_just_ran):
 
 
 def test_a_sweep_that_stopped_running_makes_health_fail(sweep_just_ran):
-    metrics._cache().set(metrics.SWEEP_CACHE_KEY, {"duration": 0.01, "dispatched": 0, "at": time.time() - 3600})
+    sweep.sweep_cache().set(sweep.SWEEP_CACHE_KEY, {"duration": 0.01, "dispatched": 0, "at": time.time() - 3600})
 
     code, out = health()
 

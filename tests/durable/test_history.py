@@ -10,7 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import tests.durable.test_onboarding_example  # noqa: F401  (registers example_onboarding)
-from durable import history, services, workflow
+from durable import services
+from durable.features import history
+from durable import workflow
 from durable.models import JournalEntry
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, a_then_b, b_then_a, record

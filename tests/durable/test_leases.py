@@ -12,11 +12,12 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from durable import Retry, leases, seconds, services, workflow
+from durable import Retry, seconds, services, workflow
+from durable.runtime import heartbeat
 from durable.errors import Divergence, Fenced
 from durable.models import JournalEntry, RunStatus, WorkflowRun
-from durable.store import live
-from durable.store.live import Settlement
+from durable.runtime.store import live
+from durable.runtime.store.live import Settlement
 from durable.testing import drive, override_workflow
 from tests.durable.crashed import as_if_its_worker_died
 from tests.durable.workflows import CALLS, add_one, create_once, effect, three_steps
@@ -183,7 +184,7 @@ def test_a_stale_holders_heartbeat_does_not_extend_the_new_holders_lease(clock, 
 def _beat_until(predicate, *held, seconds: float = 3) -> None:
     """Hold ``held`` on a heartbeat of their own, in real time (its thread never sees a
     test's fake clock), until ``predicate()`` or ``seconds``; its thread ends with the test."""
-    beat, threads_before = leases.Heartbeat(), set(threading.enumerate())
+    beat, threads_before = heartbeat.Heartbeat(), set(threading.enumerate())
     beat.IDLE_EXIT_SECONDS = 0
     with ExitStack() as stack:
         for lease in held:
@@ -266,7 +267,7 @@ def test_the_heartbeat_logs_no_lost_lease_for_a_lease_it_extends(caplog):
     _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     extended_twice = _extended(run.id, times=2)
 
-    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+    with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
         _beat_until(extended_twice, lease)
 
     assert extended_twice()
@@ -282,7 +283,7 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_s
     _, ticking = live.claim(run.id, owner="a", lease_seconds=0.6)
     ticked_twice = _extended(run.id, times=2)  # two extensions of the other: two ticks or more
 
-    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+    with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
         _beat_until(ticked_twice, late, ticking)
 
     assert ticked_twice()
@@ -408,7 +409,7 @@ def test_a_takeover_after_progress_counts_its_recoveries_from_one_again(clock, s
 
 @pytest.mark.django_db(transaction=True)
 def test_a_heartbeat_whose_thread_ended_idle_starts_a_new_one_for_the_next_step():
-    beat = leases.Heartbeat()
+    beat = heartbeat.Heartbeat()
     beat.IDLE_EXIT_SECONDS = 0
     first = services.run_start(three_steps, 1, id="lease:beat-1", actor="test")
     second = services.run_start(three_steps, 2, id="lease:beat-2", actor="test")
@@ -450,7 +451,7 @@ def test_the_heartbeat_logs_which_run_lost_its_lease_while_a_step_ran(caplog):
     _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     services.run_cancel(run.id, reason="operator", actor="ops")   # bumps the token under the step
 
-    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+    with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
         _beat_until(lambda: "lease lost" in caplog.text, lease)
 
     assert f"run {run.id}: lease lost while a step was running" in caplog.text
@@ -463,7 +464,7 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_leas
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     lease.step_deadline = time.monotonic()           # the step's timeout has passed
 
-    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+    with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
         _beat_until(lambda: "past its timeout" in caplog.text, lease)
 
     assert f"run {run.id}: a step ran past its timeout; its lease is left to expire" in caplog.text
@@ -477,7 +478,7 @@ def test_the_heartbeat_keeps_extending_the_lease_of_a_step_whose_timeout_is_ahea
     claimed_until = _expiry(run.id)
     lease.step_running(timezone.now() + timedelta(seconds=60))
 
-    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+    with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
         _beat_until(_extended(run.id), lease)
 
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at > claimed_until
@@ -491,7 +492,7 @@ def test_the_heartbeat_stops_extending_the_lease_of_a_step_whose_timeout_has_pas
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
     lease.step_running(timezone.now() - timedelta(seconds=1))
 
-    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+    with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
         _beat_until(lambda: "past its timeout" in caplog.text, lease)
 
     assert f"run {run.id}: a step ran past its timeout; its lease is left to expire" in caplog.text
@@ -625,7 +626,7 @@ def test_the_heartbeat_logs_which_run_it_failed_to_extend_and_the_databases_erro
                 _terminate(pid)
         return "heartbeat failed" in caplog.text
 
-    with caplog.at_level(logging.WARNING, logger="durable.leases"):
+    with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
         _beat_until(heartbeat_connection_dropped_once_it_has_extended, lease)
 
     assert killed
@@ -646,7 +647,7 @@ def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_r
 
     with override_workflow(one_step, name="loses_its_connection"):
         run = services.run_start("loses_its_connection", id="lease:write-retried", actor="test")
-        with caplog.at_level(logging.WARNING, logger="durable.leases"):
+        with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
             run = drive(run.id)
 
     assert (run.status, run.result, CALLS["loses_its_connection"]) == (RunStatus.COMPLETED, 2, 1)

@@ -5,11 +5,12 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
-from durable import errors, limits, seconds, services, testing, workflow
+from durable import errors, seconds, services, testing, workflow
+from durable.runtime import limits
 from durable.models import LimitTicket, RunStatus, TicketState, WorkflowRun
-from durable.store import live
+from durable.runtime.store import live
 from durable.testing import drive, override_workflow
-from durable.timers import sweep_due
+from durable.runtime.sweep import sweep_due
 from tests.durable.limited import LLM_QUEUE, ONE_AT_A_TIME, PER_KEY, RATE_TWO, mark, rate_two
 from tests.effects.models import Effect
 

@@ -7,8 +7,9 @@ import pytest
 from django.contrib.auth.models import User
 from prometheus_client.parser import text_string_to_metric_families
 
-from durable import services, timers, workflow
-from durable.logging import RunContextFilter
+from durable import services, workflow
+from durable.runtime import sweep
+from durable.runtime.logging import RunContextFilter
 from durable.models import WorkflowRun
 from durable.testing import drive, override_workflow
 
@@ -116,7 +117,7 @@ def test_the_last_sweeps_duration_is_visible_to_the_web_process(scrape, clock):
     services.run_start("three_steps", 1, id="t:due", actor="test")
     clock.advance(timedelta(minutes=1))
 
-    timers.sweep_due()
+    sweep.sweep_due()
 
     metrics = scrape()
     assert metrics[("durable_sweep_last_dispatched", ())] == 1
@@ -163,23 +164,21 @@ def test_a_log_line_from_a_step_carries_the_run_id_and_position(clock):
 @pytest.fixture
 def wall_clock(monkeypatch):
     """The sweep's record is in wall-clock seconds (web and workers compare it): set them."""
-    from durable import metrics
-
     now = [1_000_000.0]
-    monkeypatch.setattr(metrics.time, "time", lambda: now[0])
-    metrics._cache().delete(metrics.SWEEP_CACHE_KEY)
+    monkeypatch.setattr(sweep.time, "time", lambda: now[0])
+    sweep.sweep_cache().delete(sweep.SWEEP_CACHE_KEY)
     return now
 
 
 def test_a_sweep_more_than_two_intervals_after_the_last_is_logged_and_counted_as_late(
         scrape, clock, settings, wall_clock, caplog):
     settings.DURABLE_SWEEP_INTERVAL_SECONDS = 1
-    timers.sweep_due()
+    sweep.sweep_due()
     wall_clock[0] += 1.5                       # on time: under two intervals
-    timers.sweep_due()
+    sweep.sweep_due()
     wall_clock[0] += 70                        # the sweep's queue was behind for 70 s
-    with caplog.at_level(logging.WARNING, logger="durable.timers"):
-        timers.sweep_due()
+    with caplog.at_level(logging.WARNING, logger="durable.runtime.sweep"):
+        sweep.sweep_due()
 
     metrics = scrape()
     assert metrics[("durable_sweep_last_gap_seconds", ())] == 70
@@ -190,9 +189,9 @@ def test_a_sweep_more_than_two_intervals_after_the_last_is_logged_and_counted_as
 
 def test_a_sweep_on_time_logs_nothing_and_counts_no_late_sweep(scrape, clock, settings, wall_clock, caplog):
     settings.DURABLE_SWEEP_INTERVAL_SECONDS = 1
-    with caplog.at_level(logging.WARNING, logger="durable.timers"):
+    with caplog.at_level(logging.WARNING, logger="durable.runtime.sweep"):
         for _ in range(3):
-            timers.sweep_due()
+            sweep.sweep_due()
             wall_clock[0] += 1.0
 
     assert scrape()[("durable_sweep_late_total", ())] == 0

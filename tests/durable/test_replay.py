@@ -4,7 +4,7 @@ import functools
 import pytest
 
 from durable import Retry, current_step, seconds, services, workflow
-from durable.executor import MAX_REPLAYS_PER_ADVANCE
+from durable.runtime.executor import MAX_REPLAYS_PER_ADVANCE
 from durable.models import JournalEntry, RunStatus
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, a_then_b, always_fails, b_then_a, record, three_steps, validate

@@ -6,13 +6,13 @@ import pytest
 from django.db import connection
 
 from durable import days, hours, minutes, workflow
-from durable.cron import ScheduleInvalid
+from durable.features.cron import ScheduleInvalid
 from durable.errors import WorkflowNotFound
 from durable.models import AuditEvent, WorkflowRun
-from durable.schedule_models import Schedule, ScheduleEvent
-from durable.schedules import fire_due, schedule_create, schedule_pause, schedule_resume
+from durable.models.schedules import Schedule, ScheduleEvent
+from durable.features.schedules import fire_due, schedule_create, schedule_pause, schedule_resume
 from durable.testing import fake_clock
-from durable.timers import sweep_due
+from durable.tasks import tick
 from tests.durable.workflows import record
 
 pytestmark = pytest.mark.django_db
@@ -41,8 +41,8 @@ def test_three_days_without_a_sweep_start_each_missed_day_once():
         daily("all")
         clock.advance(days(3))          # beat is down: no sweep for three days
 
-        sweep_due()
-        sweep_due()                     # and again: nothing twice
+        tick()
+        tick()                     # and again: nothing twice
 
     assert report_ids() == ["report:2026-05-06", "report:2026-05-07", "report:2026-05-08"]
 
@@ -51,7 +51,7 @@ def test_each_occurrence_passes_its_own_date_to_the_workflow():
     with fake_clock(NOON) as clock:
         daily("all")
         clock.advance(days(2))
-        sweep_due()
+        tick()
 
     assert WorkflowRun.objects.get(pk="report:2026-05-06").input == {"args": ["2026-05-06"], "kwargs": {}}
     assert WorkflowRun.objects.get(pk="report:2026-05-07").input == {"args": ["2026-05-07"], "kwargs": {}}
@@ -62,7 +62,7 @@ def test_latest_starts_only_the_most_recent_missed_occurrence():
         daily("latest")
         clock.advance(days(3))
 
-        sweep_due()
+        tick()
 
     assert report_ids() == ["report:2026-05-08"]
     assert ScheduleEvent.objects.get(schedule__name="report-daily", action="fire").detail["skipped_since"] == "2026-05-06T00:00:00+00:00"
@@ -72,11 +72,11 @@ def test_skip_starts_no_missed_occurrence_and_fires_the_next_one():
     with fake_clock(NOON) as clock:
         schedule = daily("skip")
         clock.advance(days(3))
-        sweep_due()
+        tick()
         nothing_missed = report_ids()
 
         clock.advance(hours(12) + minutes(0.5))   # 00:00:30 on the 9th: on time
-        sweep_due()
+        tick()
 
     assert nothing_missed == []
     assert report_ids() == ["report:2026-05-09"]
@@ -91,7 +91,7 @@ def test_a_sweep_on_time_fires_the_occurrence_under_every_policy():
                             id_template=f"report:{policy}:{{date}}", args=["{date}"], catch_up=policy, actor="test")
         clock.advance(hours(12) + timedelta(seconds=1))
 
-        sweep_due()
+        tick()
 
     assert report_ids() == ["report:all:2026-05-06", "report:latest:2026-05-06", "report:skip:2026-05-06"]
 
@@ -101,12 +101,12 @@ def test_a_paused_schedule_fires_nothing_and_resumes_from_the_next_occurrence():
         daily("all")
         schedule_pause("report-daily", actor="ana", reason="bank maintenance")
         clock.advance(days(2))
-        sweep_due()
+        tick()
         while_paused = report_ids()
 
         schedule_resume("report-daily", actor="ana")   # 2026-05-07 12:00
         clock.advance(hours(12))
-        sweep_due()
+        tick()
 
     assert while_paused == []
     assert report_ids() == ["report:2026-05-08"]
@@ -129,11 +129,11 @@ def test_sao_paulo_midnight_is_three_in_the_morning_utc_and_names_its_own_date()
     with fake_clock(NOON) as clock:
         daily(tz="America/Sao_Paulo")
         clock.advance(hours(14) + minutes(59))   # 02:59 UTC on the 6th: 23:59 on the 5th in São Paulo
-        sweep_due()
+        tick()
         before_midnight = report_ids()
 
         clock.advance(minutes(1))                # 03:00 UTC: midnight of the 6th in São Paulo
-        sweep_due()
+        tick()
 
     assert before_midnight == []
     assert report_ids() == ["report:2026-05-06"]
@@ -145,7 +145,7 @@ def test_the_date_in_the_id_is_the_schedules_zone_not_utc():
     with fake_clock(datetime(2026, 5, 5, 12, tzinfo=timezone.utc)) as clock:
         daily(cron="0 22 * * *", tz="America/Sao_Paulo")   # 22:00 in São Paulo is 01:00 UTC the next day
         clock.advance(hours(13) + minutes(1))
-        sweep_due()
+        tick()
 
     assert report_ids() == ["report:2026-05-05"]
 
@@ -154,7 +154,7 @@ def test_a_time_the_clock_skips_at_the_start_of_summer_time_fires_when_the_clock
     with fake_clock(datetime(2026, 3, 7, 12, tzinfo=timezone.utc)) as clock:   # New York: 8 March, 02:00 -> 03:00
         daily(cron="30 2 * * *", tz="America/New_York")
         clock.advance(days(1))
-        sweep_due()
+        tick()
 
     assert report_ids() == ["report:2026-03-08"]
     start = AuditEvent.objects.get(run_id="report:2026-03-08", action="start")
@@ -169,7 +169,7 @@ def test_an_occurrence_started_by_hand_is_not_started_again():
         services.run_start("daily_report", "2026-05-06", id="report:2026-05-06", actor="ops")
         clock.advance(hours(13))
 
-        sweep_due()
+        tick()
 
     schedule.refresh_from_db()
     assert report_ids() == ["report:2026-05-06"]
@@ -181,7 +181,7 @@ def test_a_run_started_by_a_schedule_names_the_schedule_as_its_actor():
     with fake_clock(NOON) as clock:
         daily()
         clock.advance(hours(13))
-        sweep_due()
+        tick()
 
     event = AuditEvent.objects.get(run_id="report:2026-05-06", action="start")
     assert (event.actor, event.detail["schedule"], event.detail["occurrence"]) == (
@@ -206,7 +206,7 @@ def test_a_sub_daily_cron_names_each_occurrence_by_its_time():
     with fake_clock(NOON) as clock:
         daily(cron="0 */6 * * *", template="report:{datetime}")
         clock.advance(hours(12))
-        sweep_due()
+        tick()
 
     assert report_ids() == ["report:2026-05-05T18:00+00:00", "report:2026-05-06T00:00+00:00"]
 
@@ -220,7 +220,7 @@ def test_a_schedule_whose_workflow_is_gone_records_why_and_the_sweep_goes_on():
         nap = services.run_start("nap", id="nap:schedules", actor="test")
         clock.advance(hours(13))
 
-        picked = sweep_due()
+        picked = tick()
 
     schedule = Schedule.objects.get(name="report-daily")
     assert picked == [nap.id]

@@ -5,8 +5,8 @@ import pytest
 from django.utils import timezone
 
 from durable.models import RunStatus, WorkflowRun
-from durable.schedule_models import Schedule, ScheduleEvent
-from durable.schedules import schedule_create
+from durable.models.schedules import Schedule, ScheduleEvent
+from durable.features.schedules import schedule_create
 from tests.workers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]

@@ -9,8 +9,8 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from durable import chain
-from durable.schedule_models import Schedule, ScheduleEvent
-from durable.schedules import schedule_create, schedule_pause
+from durable.models.schedules import Schedule, ScheduleEvent
+from durable.features.schedules import schedule_create, schedule_pause
 from durable.testing import fake_clock
 from tests.durable.test_schedules import daily_report  # noqa: F401  (registers the workflow)
 

@@ -5,7 +5,7 @@ from django.db import transaction
 from durable import RunConflict, RunFinished, services, testing
 from durable.errors import Fenced, InvalidTransition, RunNotFound
 from durable.models import AuditEvent, JournalEntry, RunStatus, WorkflowRun
-from durable.store import live
+from durable.runtime.store import live
 from durable.testing import drive
 from tests.durable.workflows import three_steps
 

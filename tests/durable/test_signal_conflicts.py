@@ -5,7 +5,8 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from durable import SignalConflict, registry, reserve_dedupe_prefix, services
+from durable import SignalConflict, reserve_dedupe_prefix, services
+from durable.runtime import registry
 from durable.models import AuditEvent, RunStatus, Signal, WorkflowRun
 from durable.testing import drive
 

@@ -12,7 +12,8 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from durable import services, strict, workflow
+from durable import services, workflow
+from durable.runtime import strict
 from durable.models import RunStatus
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, record

@@ -8,9 +8,9 @@ from django.test.utils import CaptureQueriesContext
 
 from durable import days, minutes, seconds, services, testing, workflow
 from durable.models import JournalEntry, RunStatus, WorkflowRun
-from durable.store import live
+from durable.runtime.store import live
 from durable.testing import drive, override_workflow
-from durable.timers import sweep_due
+from durable.runtime.sweep import sweep_due
 from tests.durable.crashed import as_if_its_worker_died
 from tests.durable.workflows import CALLS, record
 

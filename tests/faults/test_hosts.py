@@ -42,7 +42,7 @@ SLACK = 2.5  # the sweep runs on a worker, and the advance it sends queues behin
 RUNS = 200
 ARRIVE, SIGNAL, BOOK, SHIP = range(4)  # fault_hosts' journal positions
 BROKER_PORTS = {"redis": 6379, "amqp": 5672}
-STALE_LINES = (": fenced", "could not hand the run back")  # durable/executor.py's log lines
+STALE_LINES = (": fenced", "could not hand the run back")  # durable/runtime/executor.py's log lines
 
 
 @dataclass(eq=False)

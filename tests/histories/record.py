@@ -296,9 +296,9 @@ def reconcile_completed(clock) -> str:
 def reconcile_scheduled(clock) -> str:
     """The durable schedule starts the day before's batch (the run opens its own batch, behind
     patched('opens-its-batch')); two corrections, the sleep until the closing window, reconciled."""
-    from durable.schedule_models import Schedule
+    from durable.models.schedules import Schedule
     from durable.testing import drive
-    from durable.timers import sweep_due
+    from durable.tasks import tick
     from processes.reconciliation.models import BankStatementLine, LedgerEntry
 
     day = START.date() - timedelta(days=1)
@@ -310,7 +310,7 @@ def reconcile_scheduled(clock) -> str:
     # The schedule the processes migration seeded, as if its 00:30 today were still due.
     Schedule.objects.filter(name="reconcile-daily").update(
         next_fire_at=datetime.combine(START.date(), datetime.min.time(), tzinfo=timezone.utc) + timedelta(minutes=30))
-    sweep_due()
+    tick()
     run_id = f"reconcile:{day.isoformat()}"
     drive(run_id)
     from durable.models import WorkflowRun
@@ -361,7 +361,7 @@ def play(scenario: Scenario) -> str:
 
 
 def document_of(run_id: str) -> str:
-    from durable.history import history_export
+    from durable.features.history import history_export
 
     return json.dumps(history_export(run_id), indent=2, ensure_ascii=False) + "\n"
 

@@ -2,7 +2,7 @@
 what they record replays, so re-recording a history is always one command away."""
 import pytest
 
-from durable import history
+from durable.features import history
 from tests.histories.record import SCENARIOS, play
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,9 @@ from django.db import connection
 
 from durable import days, hours
 from durable.models import AuditEvent, JournalEntry, RunStatus, WorkflowRun
-from durable.schedule_models import Schedule
+from durable.models.schedules import Schedule
 from durable.testing import drive, fake_clock
-from durable.timers import sweep_due
+from durable.tasks import tick
 from processes.reconciliation.models import BankStatementLine, BatchStatus, LedgerEntry, ReconciliationBatch
 from processes.reconciliation.services import reconciliation_start
 from tests.support import subprocess_env
@@ -101,11 +101,11 @@ def test_reconciliation_runs_from_a_durable_schedule_not_a_beat_entry():
 @pytest.mark.django_db
 def test_three_days_without_a_sweep_reconcile_each_missed_day_once(seeded_schedule):
     with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=timezone.utc)) as clock:
-        sweep_due()                 # the last sweep before beat goes down: nothing is due yet
+        tick()                 # the last sweep before beat goes down: nothing is due yet
         clock.advance(days(3))      # three days without a sweep
 
-        sweep_due()                 # beat is back
-        sweep_due()
+        tick()                 # beat is back
+        tick()
 
     runs = WorkflowRun.objects.filter(workflow_name="reconcile").order_by("id")
     assert [run.id for run in runs] == ["reconcile:2026-05-05", "reconcile:2026-05-06", "reconcile:2026-05-07"]
@@ -117,7 +117,7 @@ def test_a_missed_day_reconciles_that_day_not_yesterday(statement, seeded_schedu
     settings.RECONCILIATION_CLOSING_TIME = "06:00"
     with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=timezone.utc)) as clock:
         clock.advance(days(2) + hours(7))      # beat was down on the 6th and the 7th
-        sweep_due()
+        tick()
 
         drive(f"reconcile:{DAY.isoformat()}")
         drive_corrections(f"reconcile:{DAY.isoformat()}")
@@ -132,8 +132,8 @@ def test_a_missed_day_reconciles_that_day_not_yesterday(statement, seeded_schedu
 @pytest.mark.django_db
 def test_a_second_sweep_or_a_manual_start_of_the_same_day_starts_nothing(seeded_schedule):
     with fake_clock(datetime(2026, 5, 6, 0, 31, tzinfo=timezone.utc)):
-        sweep_due()
-        sweep_due()                  # a second beat
+        tick()
+        tick()                  # a second beat
         reconciliation_start(batch_date=DAY, actor="ops")
 
     assert ReconciliationBatch.objects.count() == 1

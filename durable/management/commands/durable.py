@@ -4,7 +4,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from durable.cli import SUBCOMMANDS
+from durable.surfaces.cli import SUBCOMMANDS
 from durable.errors import DurableError
 
 

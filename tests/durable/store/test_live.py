@@ -1,4 +1,4 @@
-"""The live store's statements on a run's rows (durable/store/live.py): what the ORM would have
+"""The live store's statements on a run's rows (durable/runtime/store/live.py): what the ORM would have
 written, in fewer round trips."""
 from datetime import timedelta
 
@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from durable import services
 from durable.models import AuditEvent, JournalEntry, Signal, WorkflowRun
-from durable.store import live
+from durable.runtime.store import live
 from durable.testing import drive
 
 pytestmark = pytest.mark.django_db

@@ -1,0 +1,310 @@
+"""Rows that make a run durable: the run, its journal, its signals, and the audit trail.
+
+Status changes go through django-fsm transitions on ``WorkflowRun`` (the field is
+protected); the executor persists them with fenced conditional updates (see durable/runtime/store/live.py).
+"""
+from django.db import models
+from django.db.models import Q
+from django_fsm import FSMField, FSMModelMixin, can_proceed, transition
+
+from durable.chain import EVENT_FIELDS, ChainedAudit
+from durable.errors import InvalidTransition
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    WAITING = "waiting"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    BLOCKED = "blocked"
+
+
+ACTIVE_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
+FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class WorkflowRun(FSMModelMixin, models.Model):
+    id = models.CharField(primary_key=True, max_length=255)
+    # Indexed by durable_run_wf_status, which leads with it (see Meta).
+    workflow_name = models.CharField(max_length=200)
+    workflow_version = models.PositiveIntegerField(default=1)
+    input = models.JSONField(default=dict)
+    status = FSMField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING,
+                      protected=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    # When the sweep must dispatch this run: a deadline, a retry back-off, a lease expiry,
+    # or the grace period of a dispatch that may have been lost. Null when nothing is due.
+    wake_at = models.DateTimeField(null=True, blank=True)
+    waiting_for = models.CharField(max_length=255, blank=True, default="")
+    lease_owner = models.CharField(max_length=255, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    fencing_token = models.PositiveBigIntegerField(default=0)
+    # Bumped by every signal, so a worker that is about to suspend notices a signal that
+    # arrived after it looked (no lost wake-up).
+    signal_seq = models.PositiveBigIntegerField(default=0)
+    advances = models.PositiveIntegerField(default=0)
+    # Takeovers of an expired lease since the run last parked, and the journal length at
+    # which they happened: a step that kills its worker every time ends in a crash loop.
+    recoveries = models.PositiveIntegerField(default=0)
+    recovery_position = models.IntegerField(null=True, blank=True)
+    # A graceful cancel asked for and not yet finished: {"reason", "actor", "deadline"}.
+    cancel_request = models.JSONField(null=True, blank=True)
+    # Search attributes the body set (workflow.set_attributes): JSON scalars by name, merged
+    # key by key; "stage" is the human status operators see. GIN-indexed on PostgreSQL.
+    attributes = models.JSONField(default=dict, blank=True)
+    # The run that started this one with workflow.start_child: told when this one finishes,
+    # and cancelling it cancels this one. No database constraint: either may be archived.
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
+                               db_constraint=False, db_index=False, related_name="children")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            # The sweep reads "wake_at <= now" as a range scan over due runs only.
+            models.Index(fields=["wake_at"], name="durable_run_due",
+                         condition=Q(wake_at__isnull=False)),
+            models.Index(fields=["workflow_name", "status"], name="durable_run_wf_status"),
+            # Declared here, not with db_index: on PostgreSQL a db_index on a text column adds
+            # a second, varchar_pattern_ops index for LIKE 'x%', which no query here makes and
+            # which every claim, park, finish and signal (each a new row version, since they
+            # change status or wake_at) paid for. Children are few: the rest skip that index.
+            models.Index(fields=["status"], name="durable_run_status"),
+            models.Index(fields=["parent"], name="durable_run_parent", condition=Q(parent__isnull=False)),
+            # durable archive takes the oldest finished runs first (durable/features/archive.py).
+            models.Index(fields=["finished_at"], name="durable_run_finished",
+                         condition=Q(finished_at__isnull=False)),
+        ]
+        permissions = [
+            ("operate_workflowrun", "Can cancel, retry, wake and signal workflow runs"),
+        ]
+
+    def __str__(self):
+        return f"{self.id} ({self.workflow_name} v{self.workflow_version}, {self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+    def allows(self, transition_name: str) -> bool:
+        """Whether the diagram has ``transition_name`` from the run's current status."""
+        return can_proceed(getattr(self, transition_name))
+
+    def status_after(self, transition_name: str) -> str:
+        """The status ``transition_name`` leads to, without changing this object: callers
+        write it first and apply the transition in memory only once the write succeeded."""
+        for move in _status_field().get_all_transitions(WorkflowRun):
+            if move.name == transition_name and move.source in (self.status, "*"):
+                return move.target or self.status
+        raise InvalidTransition(f"run {self.id!r} is {self.status}; it cannot {transition_name}")
+
+    @classmethod
+    def sources_of(cls, transition_name: str) -> list[str]:
+        """The statuses ``transition_name`` may start from."""
+        return [str(move.source) for move in _status_field().get_all_transitions(cls)
+                if move.name == transition_name]
+
+    # --- Transitions: the lifecycle diagram of DESIGN.md, and nothing else. ---
+
+    @transition(field=status, source=[RunStatus.PENDING, RunStatus.WAITING, RunStatus.RUNNING],
+                target=RunStatus.RUNNING)
+    def claim(self):
+        """RUNNING -> RUNNING is a takeover of an expired lease."""
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.WAITING)
+    def suspend(self):
+        pass
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.PENDING)
+    def release(self):
+        pass
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.COMPLETED)
+    def complete(self):
+        pass
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.FAILED)
+    def fail(self):
+        pass
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.BLOCKED)
+    def block(self):
+        pass
+
+    @transition(field=status, source=[RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING,
+                                      RunStatus.BLOCKED, RunStatus.FAILED],
+                target=RunStatus.CANCELLED)
+    def cancel(self):
+        pass
+
+    @transition(field=status, source=[RunStatus.FAILED, RunStatus.BLOCKED], target=RunStatus.PENDING)
+    def retry(self):
+        pass
+
+    @transition(field=status, source=[RunStatus.PENDING, RunStatus.WAITING], target=None)
+    def wake(self):
+        """Its timer fires now; the status stays (the next advance decides what follows)."""
+
+
+def _status_field():
+    return WorkflowRun._meta.get_field("status")
+
+
+class EntryKind(models.TextChoices):
+    STEP = "step"
+    SIGNAL = "signal"
+    SLEEP = "sleep"
+    NOW = "now"
+    UUID = "uuid4"
+    RANDOM = "random"
+    PATCH = "patch"
+    DRAIN = "drain"
+    ATTRIBUTES = "attributes"
+    CHILD = "child"
+
+
+class EntryStatus(models.TextChoices):
+    COMPLETED = "completed"
+    FAILED = "failed"
+    WAITING = "waiting"          # a wait or sleep whose time has not come
+    RETRYING = "retrying"        # a step that failed and will run again at wake_at
+    STARTED = "started"          # a step attempt with a timeout, running until wake_at
+    CANCELLED = "cancelled"      # a graceful cancel was delivered to the body here
+
+
+class JournalEntry(models.Model):
+    # db_index=False: the unique (run, position) index leads with run and serves every
+    # lookup by run; a second index (two on PostgreSQL) was written at every step for nothing.
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="journal", db_index=False)
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=EntryKind.choices)
+    name = models.CharField(max_length=255)
+    status = models.CharField(max_length=16, choices=EntryStatus.choices)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, blank=True, default="")
+    attempt = models.PositiveIntegerField(default=0)
+    wake_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="durable_journal_run_position"),
+        ]
+        verbose_name_plural = "journal entries"
+
+    def __str__(self):
+        return f"{self.run_id}#{self.position} {self.kind}:{self.name} {self.status}"
+
+    @property
+    def duration(self):
+        if self.started_at and self.status in (EntryStatus.COMPLETED, EntryStatus.FAILED):
+            return self.updated_at - self.started_at
+        return None
+
+
+class Signal(models.Model):
+    # Looked up by run through durable_signal_pending, which leads with it.
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="signals", db_index=False)
+    name = models.CharField(max_length=255)
+    payload = models.JSONField(null=True, blank=True)
+    dedupe_key = models.CharField(max_length=255, null=True, blank=True)
+    consumed_position = models.PositiveIntegerField(null=True, blank=True)
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "dedupe_key"], name="durable_signal_dedupe",
+                                    condition=Q(dedupe_key__isnull=False)),
+        ]
+        indexes = [models.Index(fields=["run", "consumed_position"], name="durable_signal_pending")]
+
+    def __str__(self):
+        return f"{self.name} -> {self.run_id}"
+
+
+class AuditAction(models.TextChoices):
+    """What a run's audit event records (as Zulip's AuditLogEventType names its events); the
+    row keeps the string, so the trail written before these names reads the same."""
+
+    START = "start"
+    SIGNAL = "signal"
+    CANCEL = "cancel"
+    RETRY = "retry"
+    WAKE = "wake"
+    ARCHIVE = "archive"
+
+
+class AuditEvent(ChainedAudit):
+    """Who did what to which run, when, from which request.
+
+    Append-only and hash-chained per run (durable/chain.py); a run with audit events is
+    never deleted, so its trail cannot go with it.
+    """
+
+    chain_parent = "run"
+    chained_fields = EVENT_FIELDS
+
+    # Looked up by run through the unique (run, chain_seq) index, which leads with it.
+    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="audit_events", db_index=False)
+    action = models.CharField(max_length=32)
+    actor = models.CharField(max_length=255, default="system")
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "chain_seq"], name="durable_audit_chain_seq")]
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.run_id}"
+
+
+class TicketState(models.TextChoices):
+    WAITING = "waiting"      # in line: the run sleeps until its wake_at, or a holder wakes it
+    HELD = "held"            # the step runs under it (a slot, a token)
+    RELEASED = "released"    # the step ended; kept while it still counts in a rate window
+
+
+class LimitTicket(models.Model):
+    """A run's place at a limit (``durable.limit``) for the step at ``position``.
+
+    A held ticket is live only while its run is running under ``fencing_token`` with an
+    unexpired lease: a killed worker's slot frees itself when its lease runs out.
+    """
+
+    limit_name = models.CharField(max_length=100)
+    limit_key = models.CharField(max_length=255, blank=True, default="")
+    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="limit_tickets")
+    position = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=TicketState.choices)
+    fencing_token = models.PositiveBigIntegerField(default=0)
+    # The queue the step runs on: a holder that frees a slot sends the next waiter there.
+    queue = models.CharField(max_length=200, blank=True, default="")
+    queued_at = models.DateTimeField()
+    wake_at = models.DateTimeField(null=True, blank=True)
+    granted_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["queued_at", "id"]
+        indexes = [models.Index(fields=["limit_name", "limit_key", "state"], name="durable_ticket_limit")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="durable_ticket_run_position",
+                                    condition=Q(state__in=["waiting", "held"])),
+        ]
+
+    def __str__(self):
+        key = f"[{self.limit_key}]" if self.limit_key else ""
+        return f"{self.limit_name}{key} {self.run_id}#{self.position} {self.state}"
+

@@ -1,0 +1,1114 @@
+"""The live store: every statement that changes a run's rows, in one place.
+
+The replay context's store (``LiveStore``, held while a worker has a run's lease), the
+claim that gives one, the sender's wake and signal, the sweep's pick, and the limit
+tickets a step takes and gives back. Apps and ``durable.services`` never write a run's
+rows themselves: they call these.
+
+A worker that lost its lease (paused, partitioned, cancelled under it) finds its token
+stale on the next write and stops with ``Fenced``; nothing it does is recorded. No row
+lock outlives a statement or a commit: a worker frozen in the middle of a step holds
+nothing another worker or a sender would wait for.
+"""
+import logging
+import math
+import os
+import secrets
+import socket
+import threading
+import time
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import Count, F, JSONField, Q, Value
+from django.db.models.expressions import CombinedExpression
+
+from durable import chain, clock, codec, conf, sql
+from durable.runtime import children
+from durable.runtime.dispatch import dispatch
+from durable.errors import (Divergence, Fenced, RunArchived, RunConflict, RunFinished, RunNotFound,
+                            StoreUnavailable)
+from durable.runtime.limits import Limit
+from durable.locks import advisory_xact_lock
+from durable.models import (ACTIVE_STATUSES, FINISHED_STATUSES, ArchivedAuditEvent, ArchivedJournalEntry,
+                            ArchivedRun, ArchivedSignal, AuditAction, AuditEvent, EntryKind, EntryStatus,
+                            JournalEntry, LimitTicket, RunStatus, Signal, TicketState, WorkflowRun)
+from durable.runtime.store import Store
+
+log = logging.getLogger(__name__)
+
+# Back-offs before re-sending a journal write whose connection died: the step's effect
+# already happened, so giving the run up would make the next holder repeat it.
+WRITE_RETRY_DELAYS = (0.1, 0.4, 1.0)
+
+# pg_advisory_xact_lock(class, object) of a limit's line: the class keeps our locks apart
+# from anyone else's.
+LIMIT_LOCK_CLASS = 0x64757261  # "dura"
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """Where an advance leaves the run: one fenced UPDATE (``LiveStore.settle``).
+
+    Built by the constructors below, one per way an advance ends, so the executor names
+    what happened and the store alone knows which columns that writes.
+    """
+    transition: str
+    wake_at: datetime | None = None
+    waiting_for: str = ""
+    fields: dict = field(default_factory=dict)
+    # A park only holds if no signal arrived since the claim (else: replay with it).
+    unless_signalled: bool = False
+
+    @classmethod
+    def park(cls, wake_at: datetime | None, waiting_for: str) -> "Settlement":
+        return cls("suspend", wake_at, waiting_for, unless_signalled=True)
+
+    @classmethod
+    def release(cls, wake_at: datetime, waiting_for: str = "") -> "Settlement":
+        """Give the run back unfinished: the sweep (or a message) resumes it at ``wake_at``."""
+        return cls("release", wake_at, waiting_for)
+
+    @classmethod
+    def complete(cls, result) -> "Settlement":
+        return cls("complete", fields={"result": result, "error": None})
+
+    @classmethod
+    def fail(cls, error: dict) -> "Settlement":
+        return cls("fail", fields={"error": error})
+
+    @classmethod
+    def block(cls, error: dict) -> "Settlement":
+        """Stop until an operator acts: the code no longer fits the run."""
+        return cls("block", fields={"error": error})
+
+    @classmethod
+    def cancel(cls, result, error: dict) -> "Settlement":
+        return cls("cancel", fields={"result": result, "error": error, "cancel_request": None})
+
+
+@dataclass(frozen=True)
+class Woken:
+    """A park that lost its race with a signal: the run stays claimed, and this is what
+    the row says now (a graceful cancel may have come with it)."""
+    signal_seq: int
+    cancel_request: dict | None
+
+
+@dataclass
+class LiveStore(Store):
+    run_id: str
+    owner: str
+    token: int
+    seconds: float
+    signal_seq: int
+    # Set once the run is parked or finished by this holder: a heartbeat that fails after
+    # that is no news.
+    done: bool = False
+    # monotonic() time after which the heartbeat stops keeping a step with a timeout.
+    step_deadline: float | None = field(default=None, repr=False)
+
+    # --- the store interface (durable.runtime.store) ---
+
+    def load(self) -> dict[int, JournalEntry]:
+        with store_errors():
+            return {entry.position: entry for entry in journal_of(self.run_id)}
+
+    def pending_signals(self) -> list[Signal]:
+        with store_errors():
+            return pending_signals_of(self.run_id)
+
+    def step_running(self, deadline: datetime | None) -> None:
+        if deadline is None:
+            self.step_deadline = None
+        else:
+            self.step_deadline = time.monotonic() + (deadline - clock.now()).total_seconds()
+
+    def record(self, entry: JournalEntry, *, insert: bool, fields=(), perform=None, consume=None,
+               attributes=None) -> None:
+        entry.updated_at = clock.now()
+        if perform is not None:
+            return self._record_with_effects(entry, insert, fields, perform, consume, attributes)
+        for delay in (*WRITE_RETRY_DELAYS, None):
+            try:
+                return self._write(entry, insert, fields, consume, attributes)
+            except StoreUnavailable as exc:
+                if delay is None or connection.in_atomic_block:
+                    raise
+                log.warning("run %s: journal write at position %s failed (%s); retrying on a "
+                            "fresh connection", self.run_id, entry.position, first_line(exc))
+                connection.close()
+                time.sleep(delay)
+                if insert and self._landed(entry):
+                    return None
+
+    def start_child(self, entry: JournalEntry, definition, args, kwargs, child_id: str) -> None:
+        self.record(entry, insert=True, perform=lambda: start_child_run(
+            self.run_id, definition, args, kwargs, child_id))
+
+    def acquire_limit(self, limit, key: str, position: int, queue: str):
+        with store_errors():
+            return _take_ticket(self, limit, key, position, queue)
+
+    def release_limit(self, limit, key: str, position: int) -> None:
+        with store_errors():
+            _return_ticket(self, limit, key, position)
+
+    # --- writes ---
+
+    def _write(self, entry: JournalEntry, insert: bool, fields, consume, attributes=None) -> None:
+        if insert and consume is None and attributes is None and connection.vendor == "postgresql":
+            return self._insert_in_one_statement(entry)
+        try:
+            with transaction.atomic():
+                self._write_fenced(entry, insert, fields, consume, attributes)
+        except IntegrityError as exc:  # another worker wrote this position: we are the stale one
+            raise Fenced(self.run_id) from exc
+        except DatabaseError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+
+    def _record_with_effects(self, entry, insert, fields, perform, consume, attributes=None) -> None:
+        """An atomic step: its body's writes, then the fence and the entry, in one transaction.
+
+        The fence comes last, so the run row is locked only between it and the commit; a
+        frozen body holds no lock on our tables, and on PostgreSQL the server ends a
+        transaction left idle for longer than the lease (its writes roll back).
+
+        A failure of the database is never the step's failed attempt: opening the
+        transaction, saving the entry and committing are the engine's statements, and in
+        the body only a lost connection is (the step's own failed statement counts, and so
+        does a constraint of its own rows checked at commit, such as a deferred foreign key).
+        """
+        phase = "opening"
+        try:
+            with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
+                phase = "body"
+                try:
+                    perform()
+                except DatabaseError as exc:
+                    # Asked here, before the failed block closes a broken connection: was it
+                    # the database that failed (not counted), or the step's own statement?
+                    if _connection_lost():
+                        raise StoreUnavailable(str(exc)) from exc
+                    raise
+                phase = "saving"
+                self._write_fenced(entry, insert, fields, consume, attributes)
+                phase = "committing"
+        except IntegrityError as exc:
+            if phase == "saving":  # another worker wrote this position: we are the stale one
+                raise Fenced(self.run_id) from exc
+            if phase == "opening":
+                raise StoreUnavailable(str(exc)) from exc
+            raise  # the body's own, in its statement or checked at commit
+        except DatabaseError as exc:
+            if phase != "body":
+                raise StoreUnavailable(str(exc)) from exc
+            raise
+
+    def _write_fenced(self, entry, insert: bool, fields, consume, attributes) -> None:
+        """Inside the caller's transaction: the fence, then the entry and what commits with it."""
+        self._fence()
+        if consume is not None:
+            self._consume(consume, entry.position)
+        self._save(entry, insert, fields)
+        if attributes is not None:
+            self._merge_attributes(attributes)
+
+    def _fence(self) -> None:
+        """Inside a transaction: check the token and hold the run row until commit.
+
+        FOR SHARE (PostgreSQL) blocks a claim or a cancel from bumping the token until we
+        commit, without writing a new version of the run row; SQLite's IMMEDIATE
+        transactions already hold the write lock. On PostgreSQL the same statement limits
+        how long the transaction may then sit idle to the lease: a worker frozen or cut
+        off between the fence and its commit would otherwise hold the row, and no other
+        worker could ever take the run.
+        """
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(_FENCE_AND_LIMIT_IDLE_SQL, [self._idle_limit(), self.run_id, self.token])
+            else:
+                cursor.execute(_fence_sql(), [self.run_id, self.token])
+            if cursor.fetchone() is None:
+                raise Fenced(self.run_id)
+
+    def _idle_limit(self) -> str:
+        return f"{max(int(self.seconds * 1000), 1)}ms"
+
+    def _consume(self, signals: list[Signal], position: int) -> None:
+        ids = [signal.pk for signal in signals]
+        taken = Signal.objects.filter(pk__in=ids, consumed_position__isnull=True).update(
+            consumed_position=position, consumed_at=clock.now())
+        if taken != len(ids):
+            raise Divergence(f"signals {ids} ({', '.join(sorted({s.name for s in signals}))}): "
+                             "one was consumed by another position")
+
+    def _merge_attributes(self, attributes: dict) -> None:
+        """Inside the fenced transaction: set these search attributes, keep the others.
+
+        PostgreSQL merges in the statement (jsonb ||); SQLite reads, merges and writes,
+        which is safe because only the lease holder writes a run's attributes and its
+        IMMEDIATE transaction holds the write lock."""
+        query = WorkflowRun.objects.filter(pk=self.run_id)
+        if connection.vendor == "postgresql":
+            query.update(attributes=CombinedExpression(
+                F("attributes"), "||", Value(attributes, output_field=JSONField()),
+                output_field=JSONField()))
+            return
+        current = query.values_list("attributes", flat=True).first() or {}
+        query.update(attributes={**current, **attributes})
+
+    @staticmethod
+    def _save(entry: JournalEntry, insert: bool, fields) -> None:
+        if insert:
+            entry.save(force_insert=True)
+        else:
+            entry.save(update_fields=[*fields, "updated_at"])
+
+    def _landed(self, entry: JournalEntry) -> bool:
+        """After a lost connection: did our insert commit before the connection died?
+
+        Only while the fencing token is still ours: an entry at this position under a newer
+        token is the new holder's, and taking it for ours would run the next step's effect
+        after the run moved on. Fenced then, whether or not our own insert had landed.
+        """
+        journal, runs = JournalEntry._meta.db_table, WorkflowRun._meta.db_table
+        with store_errors(), connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT entry.id FROM {runs} AS run LEFT JOIN {journal} AS entry ON entry.run_id = run.id "
+                f"AND entry.position = %s AND entry.status = %s AND entry.attempt = %s "
+                f"WHERE run.id = %s AND run.fencing_token = %s",
+                [entry.position, entry.status, entry.attempt, self.run_id, self.token])
+            row = cursor.fetchone()
+        if row is None:
+            raise Fenced(self.run_id)
+        if row[0] is None:
+            return False
+        entry.pk = row[0]
+        entry._state.adding = False
+        return True
+
+    def _insert_in_one_statement(self, entry: JournalEntry) -> None:
+        """Fence and insert in one round trip, the common case of every step on PostgreSQL:
+        the entry is inserted only if the token still matches, under a row lock."""
+        entry.created_at = entry.created_at or entry.updated_at
+        columns = [f for f in JournalEntry._meta.concrete_fields if not f.primary_key]
+        values = [f.get_db_prep_save(getattr(entry, f.attname), connection) for f in columns]
+        statement = _FENCED_INSERT_SQL.get(len(columns))
+        if statement is None:
+            statement = _FENCED_INSERT_SQL[len(columns)] = (
+                f"WITH fence AS ({_fence_sql()}) "
+                f"INSERT INTO {JournalEntry._meta.db_table} ({', '.join(f.column for f in columns)}) "
+                f"SELECT {', '.join(['%s'] * len(columns))} FROM fence RETURNING id")
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(statement, [self.run_id, self.token, *values])
+                row = cursor.fetchone()
+        except IntegrityError as exc:
+            raise Fenced(self.run_id) from exc
+        except DatabaseError as exc:
+            raise StoreUnavailable(str(exc)) from exc
+        if row is None:
+            raise Fenced(self.run_id)
+        entry.pk = row[0]
+        entry._state.adding = False
+
+    # --- the run row ---
+
+    def settle(self, run: WorkflowRun, settlement: Settlement) -> Woken | None:
+        """Leave the run as ``settlement`` says if we still hold the lease (Fenced if not),
+        and apply the transition to ``run`` after the write.
+
+        A park (``unless_signalled``) that finds a signal arrived since the claim writes
+        nothing and returns what the row holds now: the caller replays with the signal.
+        """
+        status = run.status_after(settlement.transition)
+        now = clock.now()
+        values = dict(status=status, lease_owner="", lease_expires_at=None, wake_at=settlement.wake_at,
+                      waiting_for=settlement.waiting_for, updated_at=now, recoveries=0,
+                      recovery_position=None, **settlement.fields)
+        if status in FINISHED_STATUSES:
+            values["finished_at"] = now
+        with store_errors():
+            if run.parent_id and status in FINISHED_STATUSES:
+                woken = self._finish_child(run, values)
+            else:
+                woken = self._persist(values, settlement.unless_signalled)
+        if woken is None:
+            getattr(run, settlement.transition)()
+            self.done = True
+        return woken
+
+    def _finish_child(self, run: WorkflowRun, values: dict) -> None:
+        """A child's end and the signal that tells its parent commit together."""
+        with transaction.atomic():
+            if connection.vendor == "postgresql":  # two statements: never idle past the lease
+                with connection.cursor() as cursor:
+                    cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
+            self._persist(values, False)
+            notify_parent(run, status=values["status"], result=values.get("result"),
+                          error=values.get("error"))
+
+    def _persist(self, values: dict, unless_signalled: bool) -> Woken | None:
+        if unless_signalled:
+            if sql.update_row(WorkflowRun, self.run_id, values, fencing_token=self.token,
+                              signal_seq=self.signal_seq):
+                return None
+            current = (WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
+                       .values_list("signal_seq", "cancel_request").first())
+            if current is None:
+                raise Fenced(self.run_id)
+            self.signal_seq = current[0]
+            return Woken(*current)
+        if not sql.update_row(WorkflowRun, self.run_id, values, fencing_token=self.token):
+            raise Fenced(self.run_id)
+        return None
+
+    def note_recovery(self, position: int) -> None:
+        """The first takeover at this journal length: count from one again."""
+        with store_errors():
+            WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
+                recoveries=1, recovery_position=position)
+
+    def extend(self, *, seconds: float | None = None, wait: bool = True) -> bool | None:
+        """Heartbeat: push the expiry forward (``seconds``: the lease's new length, from now
+        on); False if the lease is gone.
+
+        ``wait=False`` (the heartbeat thread, on PostgreSQL) returns None at once when
+        another transaction holds the run row (a sender's open transaction after
+        ``signal_send``): one thread extends every lease of its process, and must not
+        stall behind one locked row while the others expire.
+        """
+        if seconds is not None:
+            self.seconds = seconds
+        expires = clock.now() + timedelta(seconds=self.seconds)
+        # Only while the run is still ours and running: a heartbeat that lands just after
+        # the run was parked or finished must not give it a lease (and a wake time) again.
+        ours = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token, status=RunStatus.RUNNING)
+        if wait or not connection.features.has_select_for_update_skip_locked:
+            return bool(ours.update(lease_expires_at=expires, wake_at=expires))
+        dt = WorkflowRun._meta.get_field("lease_expires_at")
+        expires = dt.get_db_prep_save(expires, connection)
+        with connection.cursor() as cursor:  # one statement: atomic without a transaction block
+            cursor.execute(_EXTEND_UNLESS_LOCKED_SQL, [expires, expires, self.run_id, self.token,
+                                                       RunStatus.RUNNING])
+            if cursor.fetchone() is not None:
+                return True
+        return None if ours.exists() else False  # a plain read never waits for a lock
+
+
+_EXTEND_UNLESS_LOCKED_SQL = (
+    f"UPDATE {WorkflowRun._meta.db_table} SET lease_expires_at = %s, wake_at = %s WHERE id = ("
+    f"SELECT id FROM {WorkflowRun._meta.db_table} WHERE id = %s AND fencing_token = %s AND status = %s "
+    f"FOR NO KEY UPDATE SKIP LOCKED) RETURNING 1")
+
+
+_FENCED_INSERT_SQL: dict[int, str] = {}
+
+
+@contextmanager
+def store_errors():
+    """Turn a failed statement on the engine's own rows into StoreUnavailable."""
+    try:
+        yield
+    except DatabaseError as exc:
+        raise StoreUnavailable(str(exc)) from exc
+
+
+def _connection_lost() -> bool:
+    """Whether this thread's connection is gone (psycopg marks it closed or broken; an
+    SQLite connection is never lost this way)."""
+    raw = connection.connection
+    return raw is None or bool(getattr(raw, "closed", False)) or bool(getattr(raw, "broken", False))
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def on_live_connection(operation):
+    """Run ``operation``; if the connection was killed while idle, reopen it and run it once
+    more. Outside a transaction only: inside one, the caller's work is gone with it."""
+    try:
+        return operation()
+    except (OperationalError, InterfaceError):
+        if connection.in_atomic_block:
+            raise
+        connection.close()
+        return operation()
+
+
+def _fence_sql() -> str:
+    lock = " FOR SHARE" if connection.vendor == "postgresql" else ""
+    return f"SELECT 1 FROM {WorkflowRun._meta.db_table} WHERE id = %s AND fencing_token = %s{lock}"
+
+
+# SET LOCAL as a function, so it can ride in the fence's own statement.
+_LIMIT_IDLE_SQL = "SELECT set_config('idle_in_transaction_session_timeout', %s, true)"
+_FENCE_AND_LIMIT_IDLE_SQL = (
+    f"SELECT set_config('idle_in_transaction_session_timeout', %s, true) FROM {WorkflowRun._meta.db_table} "
+    f"WHERE id = %s AND fencing_token = %s FOR SHARE")
+
+
+def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None = None):
+    """Take the run if it is runnable and nobody holds a live lease on it.
+
+    Returns ``(run, lease)`` or None. One UPDATE ... RETURNING: the condition is the claim
+    transition's sources (a RUNNING run only once its lease has expired, which counts as a
+    recovery). Bumping the fencing token here is what makes the previous holder's next
+    write fail.
+    """
+    owner = (owner or default_owner())[:255]
+    seconds = lease_seconds or conf.lease_seconds()
+    return on_live_connection(lambda: _claim(run_id, owner, seconds))
+
+
+def _claim(run_id: str, owner: str, seconds: float):
+    now = clock.now()
+    expires = now + timedelta(seconds=seconds)
+    waiting = [status for status in WorkflowRun.sources_of("claim") if status != RunStatus.RUNNING]
+    fields = [f for f in WorkflowRun._meta.concrete_fields]
+    statement = (
+        f"UPDATE {WorkflowRun._meta.db_table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "
+        f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, updated_at = %s, "
+        f"recoveries = CASE WHEN status = %s THEN recoveries + 1 ELSE 0 END "
+        f"WHERE id = %s AND (status IN ({', '.join(['%s'] * len(waiting))}) OR (status = %s AND "
+        f"(lease_expires_at IS NULL OR lease_expires_at <= %s))) "
+        f"RETURNING {', '.join(f.column for f in fields)}")
+    dt = WorkflowRun._meta.get_field("lease_expires_at")
+    params = [RunStatus.RUNNING, owner, dt.get_db_prep_save(expires, connection),
+              dt.get_db_prep_save(expires, connection), dt.get_db_prep_save(now, connection),
+              RunStatus.RUNNING, run_id, *waiting, RunStatus.RUNNING, dt.get_db_prep_save(now, connection)]
+    with connection.cursor() as cursor:  # one statement: atomic without a transaction block
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    run = sql.instances(WorkflowRun, fields, [row])[0]
+    return run, LiveStore(run_id=run_id, owner=owner, token=run.fencing_token, seconds=seconds,
+                          signal_seq=run.signal_seq)
+
+
+# --- the run row, for a sender or the sweep (no lease) ---
+
+
+def wake_runs(run_ids, *, now, by, **also) -> int:
+    """Wake the unfinished runs among ``run_ids``: the one "wake the run" write of the engine.
+
+    ``signal_seq`` goes up, so a worker about to park one of them (``LiveStore.settle`` with
+    ``Settlement.park``) looks again and no wake-up is lost; ``wake_at`` comes forward to
+    ``by`` unless it is sooner, so the sweep finds the run should its message be lost.
+    ``also``: other columns to set in the same statement (a graceful cancel's request).
+    Returns how many runs were woken. The caller dispatches them after commit."""
+    run_ids = list(run_ids)
+    if not run_ids:
+        return 0
+    statement, params = _wake_statement(run_ids, now=now, by=by, **also)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.rowcount
+
+
+def _wake_statement(run_ids: list, *, now, by, **also) -> tuple[str, list]:
+    meta, quote = WorkflowRun._meta, connection.ops.quote_name
+    at = meta.get_field("wake_at")
+    fields = [meta.get_field(name) for name in also]
+    sets = "".join(f", {quote(field.column)} = %s" for field in fields)
+    statement = (f"UPDATE {quote(meta.db_table)} SET signal_seq = signal_seq + 1, updated_at = %s, "
+                 f"wake_at = CASE WHEN wake_at IS NULL OR wake_at > %s THEN %s ELSE wake_at END{sets} "
+                 f"WHERE id IN ({', '.join(['%s'] * len(run_ids))}) "
+                 f"AND status NOT IN ({', '.join(['%s'] * len(FINISHED_STATUSES))})")
+    now, by = at.get_db_prep_save(now, connection), at.get_db_prep_save(by, connection)
+    values = [field.get_db_prep_save(value, connection) for field, value in zip(fields, also.values())]
+    return statement, [now, by, by, *values, *run_ids, *FINISHED_STATUSES]
+
+
+def record_signal(signal, event, now, grace) -> bool:
+    """signal_send's writes: wake the unfinished run (bump ``signal_seq``, which locks the row,
+    and bring ``wake_at`` forward to ``grace`` unless it is sooner) and, only if it was woken,
+    insert ``signal`` and ``event``, its audit row, naming it (``signal_id`` in the detail) at
+    the end of the run's audit chain. False, with nothing written, when the run is finished
+    or missing.
+
+    On PostgreSQL one statement, which computes the audit row's link and digest itself (the
+    sender's call is a figure of issue 17): outside a transaction it needs no BEGIN or COMMIT.
+    It reads the chain's head in its snapshot, taken before it waited for the run's row: a
+    writer that held the row meanwhile appended a link it did not see, and the unique (run,
+    chain_seq) constraint refuses the row (IntegrityError, nothing written). The caller then
+    locks the run and calls again. SQLite allows no writes in a WITH, and serialises writers:
+    there it is the UPDATE, the INSERT and the audit row's own save."""
+    quote = connection.ops.quote_name
+    wake, params = _wake_statement([signal.run_id], now=now, by=grace)
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(wake, params)
+            woken = cursor.rowcount
+        if woken:
+            sql.insert(signal)
+            event.detail = {**event.detail, "signal_id": signal.pk}
+            event.save(parent_locked=True)
+        return bool(woken)
+
+    signal_fields = [f for f in signal._meta.concrete_fields if not f.primary_key]
+    signal_columns, signal_values = sql.saved(signal, signal_fields)
+    audit = event._meta
+    detail, seq = event.detail, event.chain_seq
+    seq_hole, id_hole = (f"durable-hole-{secrets.token_hex(8)}" for _ in range(2))
+    event.chain_seq, event.detail = seq_hole, {**detail, "signal_id": id_hole}
+    head, middle, tail = chain.body_around(event, [seq_hole, id_hole], parent=event.chain_parent,
+                                           fields=event.chained_fields)
+    event.chain_seq, event.detail = seq, detail
+    column = {name: quote(audit.get_field(name).column)
+              for name in (event.chain_parent, "action", "actor", "detail", "created_at",
+                           "chain_seq", "prev_hash", "row_hash")}
+    statement = (f"WITH woken AS ({wake} RETURNING 1), "
+           f"sent AS (INSERT INTO {quote(signal._meta.db_table)} ({signal_columns}) "
+           f"SELECT {', '.join(['%s'] * len(signal_fields))} FROM woken RETURNING {quote(signal._meta.pk.column)} AS id), "
+           f"head AS (SELECT {column['chain_seq']} AS seq, {column['row_hash']} AS hash FROM {quote(audit.db_table)} "
+           f"WHERE {column[event.chain_parent]} = %s ORDER BY {column['chain_seq']} DESC LIMIT 1), "
+           f"link AS (SELECT sent.id, COALESCE(head.seq, 0) + 1 AS seq, COALESCE(head.hash, %s) AS prev "
+           f"FROM sent LEFT JOIN head ON TRUE) "
+           f"INSERT INTO {quote(audit.db_table)} ({', '.join(column.values())}) "
+           f"SELECT %s, %s, %s, %s::jsonb || jsonb_build_object('signal_id', link.id), %s, link.seq, link.prev, "
+           f"encode(sha256(convert_to(link.prev || %s::text || link.seq::text || %s::text || link.id::text "
+           f"|| %s::text, 'UTF8')), 'hex') FROM link "
+           f"RETURNING ({column['detail']} ->> 'signal_id')::bigint, {quote(audit.pk.column)}, "
+           f"{column['chain_seq']}, {column['prev_hash']}, {column['row_hash']}")
+    created_at = audit.get_field("created_at")
+    params += [*signal_values, signal.run_id, chain.GENESIS,
+               event.run_id, event.action, event.actor, audit.get_field("detail").get_db_prep_save(detail, connection),
+               created_at.get_db_prep_save(event.created_at, connection), "\n" + head, middle, tail]
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    signal.pk, event.pk, event.chain_seq, event.prev_hash, event.row_hash = row
+    event.detail = {**detail, "signal_id": signal.pk}
+    sql.stored(signal)
+    sql.stored(event)
+    return True
+
+
+def pick_due(horizon, until, limit: int) -> list[tuple[str, object, str, str]]:
+    """The sweep's pick: up to ``limit`` active runs whose ``wake_at`` is at or before
+    ``horizon``, soonest first, their ``wake_at`` moved to ``until`` (so the next tick leaves
+    them alone while their message is in flight). Returns (id, the wake_at it had, status,
+    waiting_for): a running one is a takeover, its lease expired; one waiting for
+    ``limit:...`` is a waiter whose turn in a limit's line has come.
+
+    On PostgreSQL one statement (an UPDATE over a ``SELECT ... FOR UPDATE SKIP LOCKED``:
+    two sweeps never pick one run), which outside a transaction needs no BEGIN or COMMIT: a
+    tick that finds nothing is one round trip, every second. Elsewhere the SELECT, then the
+    UPDATE, in the caller's transaction (SQLite serialises writers)."""
+    at = WorkflowRun._meta.get_field("wake_at")
+    horizon, until = at.get_db_prep_save(horizon, connection), at.get_db_prep_save(until, connection)
+    table, statuses = connection.ops.quote_name(WorkflowRun._meta.db_table), ", ".join(["%s"] * len(ACTIVE_STATUSES))
+    due = f"SELECT id, wake_at, status, waiting_for FROM {table} WHERE wake_at <= %s AND status IN ({statuses}) ORDER BY wake_at LIMIT %s"
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute(due, [horizon, *ACTIVE_STATUSES, limit])
+            picked = cursor.fetchall()
+            if picked:
+                cursor.execute(f"UPDATE {table} SET wake_at = %s WHERE id IN ({', '.join(['%s'] * len(picked))})",
+                               [until, *(run_id for run_id, *_ in picked)])
+        else:
+            cursor.execute(f"UPDATE {table} AS run SET wake_at = %s FROM ({due} FOR UPDATE SKIP LOCKED) AS due "
+                           f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status, due.waiting_for",
+                           [until, horizon, *ACTIVE_STATUSES, limit])
+            picked = cursor.fetchall()
+    expression = at.get_col(WorkflowRun._meta.db_table)
+    converters = connection.ops.get_db_converters(expression)
+    rows = []
+    for run_id, wake_at, status, waiting_for in picked:
+        for converter in converters:
+            wake_at = converter(wake_at, expression, connection)
+        rows.append((run_id, wake_at, status, waiting_for))
+    return sorted(rows, key=lambda row: row[1])
+
+
+# --- a resume's reads ---
+
+
+def journal_of(run_id: str) -> list:
+    """The run's journal entries (a resume's first read)."""
+    return sql.select(JournalEntry, "run_id = %s", [run_id])
+
+
+def pending_signals_of(run_id: str) -> list:
+    """The run's signals no wait has taken yet, oldest first (a resume's second read)."""
+    return sql.select(Signal, "run_id = %s AND consumed_position IS NULL ORDER BY id", [run_id])
+
+
+# --- limit tickets (the store takes and gives them back while it holds the run) ---
+
+
+def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) -> datetime | None:
+    """Take a slot or token for the step at ``position``: None when taken, else the time to
+    come back (the caller's run waits until then, or until a holder wakes it)."""
+    now = clock.now()
+    with transaction.atomic():
+        _lock(declared.name, key)
+        lease._fence()  # a worker that lost the run takes nothing
+        tickets = LimitTicket.objects.filter(limit_name=declared.name, limit_key=key)
+        _forget_dead(tickets, declared, now)
+        waiting = _mine(lease.run_id, position, declared, key, now)
+        measures = {"holding": Count("id", filter=_live_hold(now)),
+                    "ahead": Count("id", filter=_waiting_ahead(declared, waiting, now))}
+        if declared.rate is not None:
+            measures["in_window"] = Count("id", filter=_in_window(declared, now))
+        counts = tickets.aggregate(**measures)
+        free = _free(declared, counts)
+        if counts["ahead"] < free:
+            ticket = waiting or LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
+                                            position=position, queued_at=now)
+            ticket.state, ticket.fencing_token, ticket.queue = TicketState.HELD, lease.token, queue
+            ticket.granted_at, ticket.released_at, ticket.wake_at = now, None, None
+            ticket.save()
+            return None
+        wake_at = _next_chance(declared, tickets, counts, now)
+        if waiting is None:
+            LimitTicket.objects.create(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
+                                       position=position, state=TicketState.WAITING, queue=queue,
+                                       queued_at=now, wake_at=wake_at)
+        else:
+            waiting.wake_at, waiting.queue = wake_at, queue
+            waiting.save(update_fields=["wake_at", "queue"])
+        return wake_at
+
+
+def _return_ticket(lease, declared: Limit, key: str, position: int) -> None:
+    """The step at ``position`` ended: its ticket stops holding a slot (and, for a rate,
+    counts until ``per`` from now). Freeing a slot wakes the next waiters in line."""
+    now = clock.now()
+    mine = LimitTicket.objects.filter(run_id=lease.run_id, position=position, state=TicketState.HELD,
+                                      fencing_token=lease.token)
+    if declared.concurrency is None:  # nobody waits for this to happen: one statement
+        mine.update(state=TicketState.RELEASED, released_at=now)
+        return
+    with transaction.atomic():
+        _lock(declared.name, key)  # an acquirer sees our release, or we see its waiting ticket
+        if declared.rate is None:  # it counts for nothing once released: no row left behind per key
+            mine.delete()
+        else:
+            mine.update(state=TicketState.RELEASED, released_at=now)
+        _wake_next(declared, key, now)
+
+
+def _lock(name: str, key: str) -> None:
+    """Serialise the limit's acquirers and releasers until commit."""
+    advisory_xact_lock(LIMIT_LOCK_CLASS, name, key)
+
+
+def _live_run(now) -> Q:
+    """The ticket's run is still running under the lease that took it."""
+    return Q(run__status=RunStatus.RUNNING, run__fencing_token=F("fencing_token"),
+             run__lease_expires_at__gt=now)
+
+
+def _live_hold(now) -> Q:
+    return Q(state=TicketState.HELD) & _live_run(now)
+
+
+def _in_window(declared: Limit, now) -> Q:
+    start = now - declared.per
+    return (Q(state=TicketState.RELEASED, released_at__gt=start)
+            | Q(state=TicketState.HELD, granted_at__gt=start) | _live_hold(now))
+
+
+def _waiting_live(declared: Limit, now) -> Q:
+    """A waiter keeps its place while its run is active and has had less than patience to
+    come back for it: since its wake-up, or, while its run could not come back (still parked
+    on this limit, its message queued behind others), since its run was last claimed. So a
+    backlog ahead of the line never sends the head of the line to the back."""
+    cutoff = now - timedelta(seconds=conf.limit_patience_seconds())
+    not_back_yet = Q(run__waiting_for=f"limit:{declared.name}") & (
+        ~Q(run__status=RunStatus.RUNNING) | Q(run__updated_at__gt=cutoff))
+    return Q(state=TicketState.WAITING, run__status__in=ACTIVE_STATUSES) & (Q(wake_at__gt=cutoff) | not_back_yet)
+
+
+def _waiting_ahead(declared: Limit, waiting: LimitTicket | None, now) -> Q:
+    if waiting is None:
+        return _waiting_live(declared, now)
+    earlier = Q(queued_at__lt=waiting.queued_at) | Q(queued_at=waiting.queued_at, id__lt=waiting.id)
+    return _waiting_live(declared, now) & earlier
+
+
+def _forget_dead(tickets, declared: Limit, now) -> None:
+    """Tickets that no longer count: released past the window, held by a lease that is gone,
+    waiting for a run that ended or that could come back and did not (``_waiting_live``)."""
+    cutoff = now - declared.window
+    dead = (Q(state=TicketState.RELEASED, released_at__lte=cutoff)
+            | (Q(state=TicketState.HELD, granted_at__lte=cutoff) & ~_live_run(now))
+            | (Q(state=TicketState.WAITING) & ~_waiting_live(declared, now)))
+    tickets.filter(dead).delete()
+
+
+def _mine(run_id: str, position: int, declared: Limit, key: str, now) -> LimitTicket | None:
+    """This step's waiting ticket, if it has one. A ticket it still holds is an earlier
+    attempt's, whose worker is gone: it may have acted up to now, so it counts as released now."""
+    waiting = None
+    for ticket in LimitTicket.objects.filter(run_id=run_id, position=position,
+                                             state__in=[TicketState.WAITING, TicketState.HELD]):
+        if ticket.state == TicketState.HELD:
+            ticket.state, ticket.released_at = TicketState.RELEASED, now
+            ticket.save(update_fields=["state", "released_at"])
+        elif ticket.limit_name == declared.name and ticket.limit_key == key:
+            waiting = ticket
+        else:  # the code now names another limit at this step
+            ticket.delete()
+    return waiting
+
+
+def _free(declared: Limit, counts: dict) -> int:
+    room = []
+    if declared.concurrency is not None:
+        room.append(declared.concurrency - counts["holding"])
+    if declared.rate is not None:
+        room.append(declared.rate - counts["in_window"])
+    return min(room)
+
+
+def _next_chance(declared: Limit, tickets, counts: dict, now) -> datetime:
+    """When a ticket with ``ahead`` waiters before it may find room: for a rate, when enough
+    tickets leave the window; for concurrency, a lease's length (a holder that ends sooner
+    wakes it; one whose worker died frees its slot by then)."""
+    chances = [now + timedelta(seconds=1)]
+    if declared.concurrency is not None and counts["holding"] + counts["ahead"] >= declared.concurrency:
+        chances.append(now + timedelta(seconds=conf.lease_seconds()))
+    if declared.rate is not None and counts["in_window"] + counts["ahead"] >= declared.rate:
+        ends = sorted(
+            released_at + declared.per if state == TicketState.RELEASED and released_at else now + declared.per
+            for state, released_at in tickets.filter(_in_window(declared, now)).values_list("state", "released_at"))
+        needed = counts["ahead"] + 1 - (declared.rate - counts["in_window"])
+        if needed <= len(ends):
+            chances.append(ends[needed - 1])
+        else:
+            last = ends[-1] if ends else now
+            chances.append(last + declared.per * math.ceil((needed - len(ends)) / declared.rate))
+    return max(chances)
+
+
+def _wake_next(declared: Limit, key: str, now) -> None:
+    """Wake the first waiters that the free slots let through; bumping signal_seq makes a
+    waiter that is parking right now look again (see LiveStore.settle), so no wake-up is lost."""
+    tickets = LimitTicket.objects.filter(limit_name=declared.name, limit_key=key)
+    free = declared.concurrency - tickets.filter(_live_hold(now)).count()
+    if free <= 0:
+        return
+    chosen = list(tickets.filter(_waiting_live(declared, now)).order_by("queued_at", "id")
+                  .values_list("id", "run_id", "queue")[:free])
+    if not chosen:
+        return
+    LimitTicket.objects.filter(id__in=[ticket_id for ticket_id, _, _ in chosen]).update(wake_at=now)
+    grace = now + timedelta(seconds=conf.dispatch_grace_seconds())
+    wake_runs([run_id for _, run_id, _ in chosen], now=now, by=grace)
+    for _, run_id, queue in chosen:  # its turn: on the lane, ahead of the default queue's backlog
+        dispatch(run_id, queue=queue or None, lane=True)
+
+
+# --- finished runs moved to the archive (durable.features.archive chooses them and when) ---
+
+# Reverse relations of WorkflowRun whose rows move with the run; every other one is kept.
+MOVED = {"journal": (JournalEntry, ArchivedJournalEntry), "signals": (Signal, ArchivedSignal),
+         "audit_events": (AuditEvent, ArchivedAuditEvent)}
+# Reverse relations whose rows go with the run and are not kept anywhere: a finished run's
+# places at a limit (durable.limit) mean nothing once its rate windows have passed.
+DROPPED = {"limit_tickets": LimitTicket}
+
+
+def lock_finished_runs(runs, limit: int) -> list[str]:
+    """Lock up to ``limit`` of ``runs`` (finished runs the archive chose), oldest first,
+    passing over any a service or a worker holds (``SKIP LOCKED``): the next pass takes them."""
+    return list(runs.order_by("finished_at", "id").select_for_update(skip_locked=True)
+                .values_list("id", flat=True)[:limit])
+
+
+def _columns(model, *, skip=()) -> list[str]:
+    return [f.column for f in model._meta.concrete_fields if f.column not in skip]
+
+
+def move_to_archive(ids: list[str], batch, *, now: datetime, exported: bool) -> int:
+    """INSERT ... SELECT the locked finished runs ``ids`` into the archive under ``batch``,
+    then DELETE the originals (the audit table's trigger lets a row go only once its copy is
+    in the archive). Returns how many runs the archive now holds for the batch: the caller
+    rolls back a batch that lost one. With ``exported``, the journal and signals went to the
+    batch's file and only the audit rows move."""
+    quote = connection.ops.quote_name
+    marks = ", ".join(["%s"] * len(ids))
+    run_columns = [c for c in _columns(ArchivedRun) if c not in ("archived_at", "batch_id")]
+    # Exported runs keep no input, result or error; a column the hot table lacks is NULL.
+    blanked = ({"input", "result", "error"} if exported else set()) | (set(run_columns) - set(_columns(WorkflowRun)))
+    selected = ", ".join("NULL" if c in blanked else quote(c) for c in run_columns)
+    archived_at = ArchivedRun._meta.get_field("archived_at").get_db_prep_value(now, connection)
+    statements = [(
+        f"INSERT INTO {quote(ArchivedRun._meta.db_table)} "
+        f"({', '.join(quote(c) for c in run_columns)}, {quote('archived_at')}, {quote('batch_id')}) "
+        f"SELECT {selected}, %s, %s FROM {quote(WorkflowRun._meta.db_table)} WHERE {quote('id')} IN ({marks})",
+        [archived_at, batch.pk, *ids])]
+    moved = [MOVED["audit_events"]] if exported else list(MOVED.values())
+    for source, target in moved:
+        columns = ", ".join(quote(c) for c in _columns(target))
+        statements.append((f"INSERT INTO {quote(target._meta.db_table)} ({columns}) SELECT {columns} "
+                           f"FROM {quote(source._meta.db_table)} WHERE {quote('run_id')} IN ({marks})", ids))
+    for source in [*(source for source, _ in MOVED.values()), *DROPPED.values()]:
+        statements.append((f"DELETE FROM {quote(source._meta.db_table)} WHERE {quote('run_id')} IN ({marks})", ids))
+    statements.append((f"DELETE FROM {quote(WorkflowRun._meta.db_table)} WHERE {quote('id')} IN ({marks})", ids))
+    with connection.cursor() as cursor:
+        for statement, params in statements:
+            cursor.execute(statement, params)
+        cursor.execute(f"SELECT COUNT(*) FROM {quote(ArchivedRun._meta.db_table)} WHERE {quote('batch_id')} = %s",
+                       [batch.pk])
+        return cursor.fetchone()[0]
+
+
+# --- a run's rows, for durable.services (no lease: the run's row lock instead) ---
+#
+# services decides (is the transition allowed, is it the same signal, which children
+# follow); these write. Each runs inside the caller's transaction and writes the run's
+# audit row with its change.
+
+
+def audit(run_id: str, action: str, actor: str, detail: dict | None = None, *,
+          first: bool = False) -> AuditEvent:
+    """The run's next audit row. The caller holds the run's row lock already (it inserted,
+    updated or locked the row in this transaction); ``first`` when it created the run just now."""
+    event = AuditEvent(run_id=run_id, action=str(action), actor=actor or "system", detail=detail or {},
+                       created_at=clock.now())
+    event.save(parent_locked=True, first_in_chain=first)
+    return event
+
+
+def lock_run(run_id: str) -> WorkflowRun:
+    """The run, its row locked until the caller's transaction ends; RunNotFound if none."""
+    run = WorkflowRun.objects.select_for_update().filter(pk=run_id).first()
+    if run is None:
+        raise RunNotFound(f"no run with id {run_id!r}")
+    return run
+
+
+def hold_run(run_id: str) -> None:
+    """Lock the run's row (and read nothing else of it); RunNotFound if there is none."""
+    if not list(WorkflowRun.objects.select_for_update().filter(pk=run_id).values_list("pk")):
+        raise RunNotFound(f"no run with id {run_id!r}")
+
+
+def create_run(run: WorkflowRun, *, actor: str, detail: dict) -> bool:
+    """Insert ``run`` and its first audit row; False, writing nothing, when its id is taken
+    by a live run or an archived one (an archived id never starts again). One statement on
+    the common path: the check costs nothing when the id is new."""
+    with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
+        inserted = sql.insert_unless_exists(run, unless_in=ArchivedRun)
+        if inserted:
+            audit(run.id, AuditAction.START, actor, detail, first=True)
+    return inserted
+
+
+def start_run(definition, encoded_input, run_id: str, *, actor: str, detail: dict,
+              parent: str | None = None) -> WorkflowRun:
+    """Create the run (and dispatch it after commit), or return the one with this id.
+
+    The id is the idempotency key: the same id with another workflow or other input is a
+    RunConflict, an archived id is RunArchived; neither writes anything."""
+    now = clock.now()
+    run = WorkflowRun(id=run_id, workflow_name=definition.name, workflow_version=definition.version,
+                      input=encoded_input, created_at=now, updated_at=now, wake_at=_grace(),
+                      parent_id=parent)
+    if create_run(run, actor=actor, detail=detail):
+        dispatch(run_id, queue=definition.queue)
+        return run
+    existing = WorkflowRun.objects.filter(pk=run_id).first()
+    if existing is None:  # what stopped the insert is the archive (nothing was written)
+        raise RunArchived(f"run {run_id!r} finished and was archived; it cannot start again "
+                          "(read it in the archive: durable export, the admin, the API)")
+    if existing.workflow_name != definition.name or existing.input != encoded_input:
+        raise RunConflict(
+            f"run {run_id!r} already exists as {existing.workflow_name} with input "
+            f"{existing.input!r}; refusing to start {definition.name} with input {encoded_input!r}")
+    return existing
+
+
+def send_signal(run_id: str, name: str, encoded_payload, *, dedupe_key: str | None, actor: str,
+                detail: dict) -> tuple[Signal, bool]:
+    """Record a signal and wake the run (dispatched after commit): (the signal, True); or,
+    when a signal with ``dedupe_key`` exists, (that signal, False) for the caller to compare.
+    RunNotFound or RunFinished, writing nothing, when there is no unfinished run to take it."""
+    now = clock.now()
+    existing = None
+    for locked in (False, True):
+        signal = Signal(run_id=run_id, name=name, payload=encoded_payload, dedupe_key=dedupe_key or None,
+                        created_at=now)
+        event = AuditEvent(run_id=run_id, action=str(AuditAction.SIGNAL), actor=actor or "system", created_at=now,
+                           detail={"name": name, "dedupe_key": dedupe_key, **detail})
+        try:
+            with _one_write(locked):  # all or nothing: a refusal leaves the caller's transaction usable
+                if locked:
+                    lock_run(run_id)
+                # Waking the run bumps signal_seq (which also locks its row): a worker about
+                # to park the run sees the bump and looks again (LiveStore.settle), so no
+                # signal is slept through.
+                woken = record_signal(signal, event, now, _grace())
+            break
+        except IntegrityError:
+            # The key's signal exists (a redelivery, or a concurrent sender won), or another
+            # writer extended the audit chain while we waited for the run: again, locked.
+            existing = _signal_with_key(run_id, dedupe_key)
+            if existing is not None:
+                break
+            if locked:
+                raise
+    if existing is None and not woken:
+        existing = _signal_with_key(run_id, dedupe_key)  # a redelivery to a finished run
+        if existing is None:
+            status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+            if status is None:
+                raise RunNotFound(f"no run with id {run_id!r}")
+            raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
+    if existing is not None:
+        return existing, False
+    dispatch(run_id)  # a blocked run ignores it; its signals wait for the repair
+    return signal, True
+
+
+def _one_write(locked: bool):
+    """The scope of send_signal's writes. One statement alone needs none on PostgreSQL
+    outside a transaction (it is atomic by itself); a caller's transaction gets a savepoint,
+    so a refused signal leaves it usable; the locked retry and SQLite, a transaction."""
+    if connection.vendor == "postgresql" and not connection.in_atomic_block and not locked:
+        return nullcontext()
+    return transaction.atomic()
+
+
+def _signal_with_key(run_id: str, dedupe_key: str | None) -> Signal | None:
+    return Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first() if dedupe_key else None
+
+
+def start_child_run(parent_id: str, definition, args, kwargs, child_id: str) -> WorkflowRun:
+    """Start ``child_id`` for the parent in the caller's transaction, or adopt it.
+
+    The id is the idempotency key: a run that exists with the same workflow and input is
+    this child (adopted if it has no parent yet; if it already finished, its outcome is
+    sent to the parent now). A run of another parent, workflow or input is a RunConflict.
+    """
+    child = start_run(definition, definition.encode_input(args, kwargs), child_id, parent=parent_id,
+                      actor=f"run:{parent_id}", detail={"workflow": definition.name,
+                                                        "version": definition.version, "parent": parent_id})
+    if child.parent_id == parent_id:
+        return child
+    if child.parent_id is not None:
+        raise RunConflict(f"run {child_id!r} is already a child of {child.parent_id!r}; "
+                          f"refusing to make it a child of {parent_id!r} too")
+    if not adopt_child(child_id, parent_id):
+        raise RunConflict(f"run {child_id!r} was just made the child of another run")
+    child.parent_id = parent_id
+    child.refresh_from_db(fields=["status", "result", "error"])
+    if child.is_finished:
+        notify_parent(child, status=child.status, result=child.result, error=child.error)
+    return child
+
+
+def notify_parent(child: WorkflowRun, *, status: str, result, error) -> None:
+    """Send the child's outcome to its parent, in the caller's transaction. A parent that
+    finished or is gone needs nothing: the child's own row keeps the outcome."""
+    if not child.parent_id:
+        return
+    outcome = codec.encode({"id": child.id, "status": status, "result": result, "error": error})
+    key, actor, detail = children.dedupe_key(child.id), f"run:{child.id}", {"child": child.id, "status": status}
+    try:
+        signal, new = send_signal(child.parent_id, children.signal_name(child.id), outcome, dedupe_key=key,
+                                  actor=actor, detail=detail)
+    except (RunFinished, RunNotFound):
+        return
+    if not new and codec.canonical(signal.payload) != codec.canonical(outcome):
+        # The parent was told an earlier outcome (the child failed, and was retried since):
+        # one it has not read yet becomes this one; one it read stands, it acted on it.
+        replace_untaken_signal(child.parent_id, key, outcome, actor=actor, detail=detail)
+
+
+def adopt_child(child_id: str, parent_id: str) -> bool:
+    """Make the parentless run ``child_id`` a child of ``parent_id``; False if it has a parent."""
+    return bool(WorkflowRun.objects.filter(pk=child_id, parent__isnull=True).update(parent=parent_id))
+
+
+def replace_untaken_signal(run_id: str, dedupe_key: str, payload, *, actor: str, detail: dict) -> bool:
+    """Give the run's not-yet-taken signal with ``dedupe_key`` the (encoded) ``payload``;
+    False when there is none left to change."""
+    with transaction.atomic(savepoint=False):
+        lock_run(run_id)
+        untaken = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key, consumed_position__isnull=True)
+        signal = untaken.first()
+        if signal is None:
+            return False
+        untaken.update(payload=payload)
+        audit(run_id, AuditAction.SIGNAL, actor, {"name": signal.name, "signal_id": signal.pk,
+                                                  "dedupe_key": dedupe_key, "replaced": True, **detail})
+    return True
+
+
+def cancel_run(run: WorkflowRun, *, reason: str, actor: str, detail: dict) -> None:
+    """Inside the caller's transaction, ``run`` locked: end it cancelled now. Bumping the
+    fencing token stops a worker that is running it right now at its next write."""
+    now = clock.now()
+    changes = dict(status=run.status_after("cancel"), fencing_token=run.fencing_token + 1,
+                   error={"type": "Cancelled", "message": reason or "cancelled"}, wake_at=None,
+                   lease_owner="", lease_expires_at=None, waiting_for="", updated_at=now,
+                   finished_at=now)
+    WorkflowRun.objects.filter(pk=run.id).update(**changes)
+    run.cancel()
+    for name, value in changes.items():
+        if name != "status":
+            setattr(run, name, value)
+    audit(run.id, AuditAction.CANCEL, actor, {"reason": reason, **detail})
+
+
+def request_cancel(run: WorkflowRun, request: dict, *, actor: str, detail: dict) -> None:
+    """Inside the caller's transaction, ``run`` locked: store a graceful cancel's request and
+    wake the run (``signal_seq``: a worker about to park it looks again and sees it)."""
+    now = clock.now()
+    run.cancel_request = request
+    wake_runs([run.id], now=now, by=now, cancel_request=request)
+    audit(run.id, AuditAction.CANCEL, actor, detail)
+
+
+def retry_run(run: WorkflowRun, *, actor: str, detail: dict) -> None:
+    """Inside the caller's transaction, ``run`` locked: back to pending; a step that failed
+    last gets a fresh retry budget."""
+    now = clock.now()
+    last = JournalEntry.objects.filter(run_id=run.id).order_by("-position").first()
+    if last is not None and last.kind == EntryKind.STEP and last.status == EntryStatus.FAILED:
+        last.status, last.attempt, last.wake_at, last.updated_at = EntryStatus.RETRYING, 0, None, now
+        last.save(update_fields=["status", "attempt", "wake_at", "updated_at"])
+    previous_error = run.error
+    changes = dict(status=run.status_after("retry"), error=None, finished_at=None,
+                   updated_at=now, wake_at=_grace())
+    WorkflowRun.objects.filter(pk=run.id).update(**changes)
+    run.retry()
+    for name, value in changes.items():
+        if name != "status":
+            setattr(run, name, value)
+    audit(run.id, AuditAction.RETRY, actor, {"previous_error": previous_error, **detail})
+
+
+def fire_timers(run: WorkflowRun, *, actor: str, detail: dict | None) -> None:
+    """Inside the caller's transaction, ``run`` locked: its sleeps and back-offs end now (a
+    wait for a signal keeps its deadline: it is only looked at again)."""
+    now = clock.now()
+    JournalEntry.objects.filter(
+        run_id=run.id, wake_at__gt=now, kind__in=[EntryKind.SLEEP, EntryKind.STEP],
+        status__in=[EntryStatus.WAITING, EntryStatus.RETRYING]).update(wake_at=now, updated_at=now)
+    run.wake_at, run.updated_at = _grace(), now
+    WorkflowRun.objects.filter(pk=run.id).update(wake_at=run.wake_at, updated_at=now)
+    audit(run.id, AuditAction.WAKE, actor, detail)
+
+
+def _grace():
+    return clock.now() + timedelta(seconds=conf.dispatch_grace_seconds())

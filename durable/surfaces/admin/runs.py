@@ -1,0 +1,383 @@
+"""The operators' admin for runs: read everything, repair through the services, audit every act.
+
+Nothing here writes a row directly: cancel, retry, wake and signal go through
+``durable.services`` (which keep the FSM and the audit trail), need the
+``durable.operate_workflowrun`` permission, and are POST-only with CSRF. The journal,
+the signals and the status are never editable.
+"""
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import TextField
+from django.db.models.functions import Cast
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from durable import selectors, services, validation
+from durable.surfaces.admin import bulk
+from durable.surfaces.admin.display import ReadOnlyAdmin, badge, pretty_json, stamp_column
+from durable.surfaces.audit import request_audit
+from durable.errors import DurableError
+from durable.models import AuditEvent, LimitTicket, RunStatus, WorkflowRun
+from durable.templatetags.durable_admin import breakable
+
+OPERATE_PERMISSION = "durable.operate_workflowrun"
+
+# Apps built on the engine link a run's page to their own pages ("the compliance case of this
+# run") without the engine importing them: fn(run, request) -> [(label, url), ...].
+_run_links: list = []
+
+
+def register_run_links(fn):
+    """Show ``fn(run, request)``'s (label, url) pairs on every run's admin page (idempotent)."""
+    if fn not in _run_links:
+        _run_links.append(fn)
+    return fn
+
+
+def run_links(run, request) -> list[tuple[str, str]]:
+    return [link for fn in _run_links for link in fn(run, request)]
+
+CHILDREN_SHOWN = 20
+
+
+def run_admin_url(run_id: str) -> str:
+    return reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
+
+
+class SignalForm(forms.Form):
+    name = forms.CharField(max_length=255, help_text="The signal the workflow waits for, e.g. "
+                                                     "documents_received.")
+    payload = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
+                              help_text='JSON, e.g. {"files": ["contrato.pdf"]}. Empty means null. Decisions come only from reviewers (approval:* keys are refused).')
+    dedupe_key = forms.CharField(max_length=255, required=False,
+                                 help_text="Optional: a second signal with the same key is ignored.")
+
+    def clean_name(self):
+        return self._storable(self.cleaned_data["name"], "name")
+
+    def clean_dedupe_key(self):
+        return self._storable(self.cleaned_data["dedupe_key"], "dedupe key") or None
+
+    def clean_payload(self):
+        return self._storable(self.cleaned_data["payload"], "payload")
+
+    @staticmethod
+    def _storable(value, what):
+        try:
+            if isinstance(value, str):
+                return validation.check_text(value, what=what)
+            return validation.check_json_value(value, what=what)
+        except DurableError as error:
+            raise forms.ValidationError(str(error)) from None
+
+
+class StageFilter(admin.SimpleListFilter):
+    """The ``stage`` search attribute: the human status a workflow gives its runs."""
+
+    title = "stage"
+    parameter_name = "stage"
+
+    def lookups(self, request, model_admin):
+        return [(stage, stage) for stage in selectors.run_stages()]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return selectors.runs_with_attributes(queryset, [("stage", self.value())])
+
+
+@admin.register(WorkflowRun)
+class WorkflowRunAdmin(ReadOnlyAdmin):
+    list_display = ["run_id", "workflow", "status_badge", "waits_for", "wake_at_stamp", "advances",
+                    "updated_at_stamp"]
+    list_filter = ["status", StageFilter, "workflow_name", "workflow_version"]
+    # attributes_text: the search attributes as JSON text (see get_queryset), so a search
+    # for a CNPJ or a customer's name finds their run.
+    search_fields = ["id", "attributes_text"]
+    ordering = ["-created_at"]
+    list_per_page = 100
+    show_full_result_count = False  # thousands of runs: one COUNT per page is enough
+    actions = ["cancel_selected", "retry_selected", "wake_selected"]
+    change_form_template = "admin/durable/workflowrun/change_form.html"
+    fieldsets = [
+        (None, {"fields": ["id", "workflow", "status_badge", "waiting_for", "wake_at_stamp", "advances",
+                           "created_at_stamp", "updated_at_stamp", "finished_at_stamp"]}),
+        ("Search attributes", {"fields": ["attributes_json"]}),
+        ("Parent and children", {"fields": ["parent_link", "children_links"]}),
+        ("Input, result, error", {"fields": ["input_json", "result_json", "error_json"]}),
+        ("Lease", {"fields": ["lease_owner", "lease_expires_at_stamp", "fencing_token", "signal_seq"],
+                   "classes": ["collapse"]}),
+    ]
+    readonly_fields = ["id", "workflow", "status_badge", "attributes_json", "waiting_for",
+                       "wake_at_stamp", "advances",
+                       "created_at_stamp", "updated_at_stamp", "finished_at_stamp", "input_json",
+                       "result_json", "error_json", "lease_owner", "lease_expires_at_stamp",
+                       "fencing_token", "signal_seq", "parent_link", "children_links"]
+
+    # --- nothing is edited, added or deleted here: repairs are the actions below ---
+
+    def has_operate_permission(self, request):
+        return request.user.has_perm(OPERATE_PERMISSION)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(attributes_text=Cast("attributes", TextField()))
+
+    def lookup_allowed(self, lookup, value, request=None):
+        # "all children" links to the list of one parent's children
+        return lookup == "parent__id__exact" or super().lookup_allowed(lookup, value, request)
+
+    # --- columns ---
+
+    @admin.display(description="id", ordering="id")
+    def run_id(self, run):
+        return breakable(run.id)
+
+    @admin.display(description="waiting for", ordering="waiting_for")
+    def waits_for(self, run):
+        return breakable(run.waiting_for)
+
+    wake_at_stamp = stamp_column("wake_at", "wake at")
+    created_at_stamp = stamp_column("created_at", "created at")
+    updated_at_stamp = stamp_column("updated_at", "updated at")
+    finished_at_stamp = stamp_column("finished_at", "finished at")
+    lease_expires_at_stamp = stamp_column("lease_expires_at", "lease expires at")
+
+    @admin.display(description="workflow", ordering="workflow_name")
+    def workflow(self, run):
+        return breakable(f"{run.workflow_name} v{run.workflow_version}")
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, run):
+        """The engine's status, and under it the workflow's ``stage`` (its human status)."""
+        stage = (run.attributes or {}).get("stage")
+        if stage is None or stage == "":
+            return badge(run.status)
+        return format_html('{}<div class="durable-stage">{}</div>', badge(run.status), stage)
+
+    @admin.display(description="attributes")
+    def attributes_json(self, run):
+        return format_html("<pre>{}</pre>", pretty_json(run.attributes)) if run.attributes else "-"
+
+    @admin.display(description="parent")
+    def parent_link(self, run):
+        if not run.parent_id:
+            return "-"
+        return format_html('<a href="{}">{}</a>', run_admin_url(run.parent_id), run.parent_id)
+
+    @admin.display(description="children")
+    def children_links(self, run):
+        rows = list(run.children.order_by("created_at", "id").values_list("id", "status")[:CHILDREN_SHOWN + 1])
+        if not rows:
+            return "-"
+        links = format_html_join(
+            "", '<li><a href="{}">{}</a> {}</li>',
+            ((run_admin_url(child_id), child_id, badge(status)) for child_id, status in rows[:CHILDREN_SHOWN]))
+        more = ""
+        if len(rows) > CHILDREN_SHOWN:
+            more = format_html('<li><a href="{}?parent__id__exact={}">all children</a></li>',
+                               reverse("admin:durable_workflowrun_changelist"), run.id)
+        return format_html('<ul class="durable-children">{}{}</ul>', links, more)
+
+    @admin.display(description="input")
+    def input_json(self, run):
+        return format_html("<pre>{}</pre>", pretty_json(run.input))
+
+    @admin.display(description="result")
+    def result_json(self, run):
+        return format_html("<pre>{}</pre>", pretty_json(run.result)) if run.result is not None else "-"
+
+    @admin.display(description="error")
+    def error_json(self, run):
+        return format_html("<pre>{}</pre>", pretty_json(run.error)) if run.error is not None else "-"
+
+    # --- the run page: journal timeline, signals, audit trail, action buttons ---
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        run = get_object_or_404(WorkflowRun, pk=unquote(object_id))
+        can_operate = self.has_operate_permission(request)
+        extra_context = {
+            **(extra_context or {}),
+            "run": run,
+            "divergence": run.error.get("message") if run.status == RunStatus.BLOCKED and run.error else "",
+            "journal": [self._timeline_row(entry) for entry in run.journal.order_by("position")],
+            "signals": list(run.signals.order_by("id")),
+            "audit_events": list(run.audit_events.order_by("created_at", "id")),
+            "can_operate": can_operate,
+            "run_links": run_links(run, request),
+            "can_cancel": can_operate and run.allows("cancel"),
+            "can_retry": can_operate and run.allows("retry"),
+            "can_wake": can_operate and run.allows("wake"),
+            "can_signal": can_operate and not run.is_finished,
+            "operate_urls": {name: reverse(f"admin:durable_workflowrun_{name}", args=[quote(run.pk)])
+                             for name in ("cancel", "retry", "wake", "signal")},
+        }
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @staticmethod
+    def _timeline_row(entry) -> dict:
+        error = entry.error or {}
+        duration = entry.duration
+        return {
+            "entry": entry,
+            "badge": badge(entry.status),
+            "duration": f"{duration.total_seconds():.3f} s" if duration is not None else "",
+            "result": pretty_json(entry.result, limit=1500) if entry.result is not None else "",
+            "error": f"{error.get('type', 'Error')}: {error.get('message', '')}" if error else "",
+            "traceback": error.get("traceback", ""),
+        }
+
+    def get_urls(self):
+        operate = [
+            path("bulk/", self.admin_site.admin_view(self.bulk_view), name="durable_workflowrun_bulk"),
+            path("<path:object_id>/cancel/", self.admin_site.admin_view(self.cancel_view),
+                 name="durable_workflowrun_cancel"),
+            path("<path:object_id>/retry/", self.admin_site.admin_view(self.retry_view),
+                 name="durable_workflowrun_retry"),
+            path("<path:object_id>/wake/", self.admin_site.admin_view(self.wake_view),
+                 name="durable_workflowrun_wake"),
+            path("<path:object_id>/signal/", self.admin_site.admin_view(self.signal_view),
+                 name="durable_workflowrun_signal"),
+        ]
+        return operate + super().get_urls()
+
+    def bulk_view(self, request):
+        return bulk.bulk_view(self, request)
+
+    def _check_operate(self, request):
+        if not self.has_operate_permission(request):
+            raise PermissionDenied
+
+    def _run_page(self, run_id: str):
+        return HttpResponseRedirect(reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+
+    def _perform(self, request, object_id, done: str, call):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        self._check_operate(request)
+        run_id = unquote(object_id)
+        actor, audit = request_audit(request, via="admin")
+        try:
+            call(run_id, actor, audit)
+        except DurableError as error:
+            self.message_user(request, str(error), messages.ERROR)
+        else:
+            self.message_user(request, f"Run {run_id} {done}.", messages.SUCCESS)
+        return self._run_page(run_id)
+
+    def cancel_view(self, request, object_id):
+        reason = request.POST.get("reason", "")[:1000]
+        return self._perform(request, object_id, "cancelled", lambda run_id, actor, audit:
+                             services.run_cancel(run_id, reason=reason, actor=actor, audit=audit))
+
+    def retry_view(self, request, object_id):
+        return self._perform(request, object_id, "sent back to pending", lambda run_id, actor, audit:
+                             services.run_retry(run_id, actor=actor, audit=audit))
+
+    def wake_view(self, request, object_id):
+        return self._perform(request, object_id, "woken", lambda run_id, actor, audit:
+                             services.run_wake(run_id, actor=actor, audit=audit))
+
+    def signal_view(self, request, object_id):
+        self._check_operate(request)
+        run = get_object_or_404(WorkflowRun, pk=unquote(object_id))
+        form = SignalForm(request.POST) if request.method == "POST" else SignalForm()
+        if request.method == "POST" and form.is_valid():
+            actor, audit = request_audit(request, via="admin")
+            try:
+                signal = services.signal_send(run.pk, form.cleaned_data["name"], form.cleaned_data["payload"],
+                                              dedupe_key=form.cleaned_data["dedupe_key"],
+                                              actor=actor, audit=audit)
+            except DurableError as error:
+                form.add_error(None, str(error))
+            else:
+                self.message_user(request, f"Signal {signal.name!r} (#{signal.pk}) recorded for run {run.pk}.",
+                                  messages.SUCCESS)
+                return self._run_page(run.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Send a signal to {run.pk}",
+            "opts": self.opts,
+            "run": run,
+            "form": form,
+            "waiting_for": run.waiting_for,
+        }
+        return TemplateResponse(request, "admin/durable/workflowrun/signal_form.html", context)
+
+    # --- bulk actions on the list ---
+
+    def _bulk(self, request, queryset, verb: str, call):
+        actor, audit = request_audit(request, via="admin")
+        done, refused = 0, []
+        for run_id in queryset.values_list("pk", flat=True):
+            try:
+                call(run_id, actor, audit)
+                done += 1
+            except DurableError as error:
+                refused.append(str(error))
+        if done:
+            self.message_user(request, f"{done} run(s) {verb}.", messages.SUCCESS)
+        for message in refused[:20]:
+            self.message_user(request, message, messages.WARNING)
+
+    @admin.action(description="Cancel selected runs", permissions=["operate"])
+    def cancel_selected(self, request, queryset):
+        self._bulk(request, queryset, "cancelled", lambda run_id, actor, audit:
+                   services.run_cancel(run_id, reason="cancelled from the admin", actor=actor, audit=audit))
+
+    @admin.action(description="Retry selected runs (failed or blocked)", permissions=["operate"])
+    def retry_selected(self, request, queryset):
+        self._bulk(request, queryset, "sent back to pending", lambda run_id, actor, audit:
+                   services.run_retry(run_id, actor=actor, audit=audit))
+
+    @admin.action(description="Wake selected runs now (sleeps and back-offs)", permissions=["operate"])
+    def wake_selected(self, request, queryset):
+        self._bulk(request, queryset, "woken", lambda run_id, actor, audit:
+                   services.run_wake(run_id, actor=actor, audit=audit))
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "run_link", "action", "actor", "ip"]
+    list_filter = ["action"]
+    search_fields = ["=run__id", "actor"]
+    list_select_related = False
+    show_full_result_count = False
+    readonly_fields = ["created_at", "run_link", "action", "actor", "detail_json"]
+    fields = readonly_fields
+
+
+    @admin.display(description="run", ordering="run_id")
+    def run_link(self, event):
+        url = reverse("admin:durable_workflowrun_change", args=[quote(event.run_id)])
+        return format_html('<a href="{}">{}</a>', url, event.run_id)
+
+    @admin.display(description="IP")
+    def ip(self, event):
+        return (event.detail or {}).get("ip", "")
+
+    @admin.display(description="detail")
+    def detail_json(self, event):
+        return format_html("<pre>{}</pre>", pretty_json(event.detail))
+
+
+@admin.register(LimitTicket)
+class LimitTicketAdmin(ReadOnlyAdmin):
+    """Who holds a limit and who waits in line for it (``durable.limit``), oldest first."""
+
+    list_display = ["limit_name", "limit_key", "state", "run_link", "position", "queue", "queued_at",
+                    "granted_at", "wake_at"]
+    list_filter = ["limit_name", "state"]
+    search_fields = ["=run__id", "=limit_key"]
+    list_select_related = False
+    show_full_result_count = False
+    ordering = ["queued_at", "id"]
+
+    @admin.display(description="run", ordering="run_id")
+    def run_link(self, ticket):
+        url = reverse("admin:durable_workflowrun_change", args=[quote(ticket.run_id)])
+        return format_html('<a href="{}">{}</a>', url, ticket.run_id)
