@@ -155,6 +155,14 @@ def clean_run_id(run_id: str) -> str:
 ATTRIBUTE_PARAM = "attr."
 
 
+def refuse_unknown_parameters(params, *, known: set[str]) -> None:
+    """A query parameter the list does not know is a 400 naming it: a misspelt filter
+    (``?stauts=failed``) must not silently list every run."""
+    unknown = sorted(name for name in params if name not in known and not name.startswith(ATTRIBUTE_PARAM))
+    if unknown:
+        raise exceptions.ValidationError({name: ["Unknown query parameter."] for name in unknown})
+
+
 def attribute_filters(params) -> list[tuple[str, str]]:
     """``attr.<name>=<value>`` query parameters as (name, value) pairs; a name that no
     attribute can have, or a value that cannot be stored, is a 400 naming the parameter."""
@@ -246,6 +254,8 @@ class RunCollectionView(DurableAPIView):
         responses={200: RunSerializer(many=True), **errors(400, 401, 403, 404)},
         summary="List runs, newest first, filtered by status, workflow, version and search attributes.")
     def get(self, request):
+        refuse_unknown_parameters(request.query_params, known={*RunFilterSerializer().fields, "page",
+                                                                RunPagination.page_size_query_param})
         filters = RunFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         run_filter = selectors.RunFilter(**filters.validated_data,
