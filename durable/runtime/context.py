@@ -167,7 +167,7 @@ class ReplayContext:
             self.store.begin(position)
             self._deliver_cancel(position, entry.kind, entry.name, None if insert else entry)
         if insert:
-            self._record(entry, insert=True)
+            self._record(entry)
 
     def _deliver_cancel(self, position: int, kind: str, name: str, entry: JournalEntry | None) -> None:
         request = self.cancel_request
@@ -179,7 +179,7 @@ class ReplayContext:
         entry.status, entry.wake_at = EntryStatus.CANCELLED, None
         entry.error = {"type": "Cancelled", "message": request.get("reason", ""),
                        "actor": request.get("actor", "")}
-        self._record(entry, insert=insert, fields=("status", "error", "wake_at"))
+        self._record(entry)
         self.cancel_delivered = True
         raise Cancelled(request.get("reason", ""), request.get("actor", ""))
 
@@ -188,9 +188,8 @@ class ReplayContext:
         return JournalEntry(run_id=self.run.id, position=position, kind=kind, name=name,
                             created_at=now, updated_at=now, **fields)
 
-    def _record(self, entry: JournalEntry, *, insert: bool, fields=(), perform=None,
-                consume=None) -> JournalEntry:
-        self.store.record(entry, insert=insert, fields=fields, perform=perform, consume=consume)
+    def _record(self, entry: JournalEntry, *, effect=None, consume=()) -> JournalEntry:
+        self.store.record(entry, effect=effect, consume=consume)
         self.journal[entry.position] = entry
         return entry
 
@@ -211,7 +210,7 @@ class ReplayContext:
             self._begin(position, kind, name, cancellable=False)
             entry = self._new_entry(position, kind, name, status=EntryStatus.COMPLETED,
                                     result=codec.encode(produce()))
-            self._record(entry, insert=True)
+            self._record(entry)
         return codec.decode(entry.result, hint)
 
     def now(self) -> datetime:
@@ -233,7 +232,7 @@ class ReplayContext:
         self._begin(self.position, EntryKind.PATCH, change_id, cancellable=False)
         entry = self._new_entry(self.position, EntryKind.PATCH, change_id, status=EntryStatus.COMPLETED)
         self.position += 1
-        self._record(entry, insert=True)
+        self._record(entry)
         return True
 
     # --- steps ---
@@ -259,12 +258,11 @@ class ReplayContext:
                 self._begin(position, EntryKind.STEP, name, entry)
                 self._failed_attempt(entry, name, StepTimeout(
                     f"step {name!r} was still running {as_timedelta(timeout) or ''} after it "
-                    f"started (attempt {entry.attempt})"), policy, insert=False)
+                    f"started (attempt {entry.attempt})"), policy)
         self._begin(position, EntryKind.STEP, name, entry)
         taken = self._take_turn(position, queue, limit)
         key = idempotency_key or f"{self.run.id}:{position}:{name}"
-        insert = entry is None
-        if insert:
+        if entry is None:
             entry = self._new_entry(position, EntryKind.STEP, name, status=EntryStatus.RETRYING,
                                     idempotency_key=key[:255])
         entry.attempt += 1
@@ -273,8 +271,7 @@ class ReplayContext:
         deadline = now + timeout if timeout is not None else None
         if deadline is not None:  # journaled first, so the next holder can tell it timed out
             entry.status, entry.wake_at = EntryStatus.STARTED, deadline
-            self._record(entry, insert=insert, fields=_STEP_FIELDS)
-            insert = False
+            self._record(entry)
         if _accepts_idempotency_key(fn):
             kwargs["idempotency_key"] = key
         info = StepInfo(self.run.id, position, name, entry.attempt, key)
@@ -293,12 +290,12 @@ class ReplayContext:
             self.store.step_running(deadline)
         try:
             if atomic:  # the step's own writes commit with its journal entry, or not at all
-                self._record(entry, insert=insert, fields=_STEP_FIELDS, perform=perform)
+                self._record(entry, effect=perform)
             else:
                 perform()
-                self._record(entry, insert=insert, fields=_STEP_FIELDS)
+                self._record(entry)
         except Exception as exc:
-            self._failed_attempt(entry, name, exc, policy, insert=insert)
+            self._failed_attempt(entry, name, exc, policy)
         finally:
             running_step.reset(token)
             if deadline is not None:
@@ -322,17 +319,16 @@ class ReplayContext:
             raise Suspend(wake_at, f"limit:{declared.name}", position)
         return declared, key
 
-    def _failed_attempt(self, entry: JournalEntry, name: str, exc: Exception, policy: Retry, *,
-                        insert: bool):
+    def _failed_attempt(self, entry: JournalEntry, name: str, exc: Exception, policy: Retry):
         """Record a failed attempt, then raise: StepFailed when retries are spent, else a
         Suspend until the back-off has passed (a durable timer, never a sleeping worker)."""
         if isinstance(exc, PayloadError) or not policy.should_retry(exc, entry.attempt):
             entry.status, entry.error, entry.wake_at = EntryStatus.FAILED, error_of(exc), None
-            self._record(entry, insert=insert, fields=_STEP_FIELDS)
+            self._record(entry)
             raise StepFailed(name, type(exc).__name__, str(exc), entry.attempt) from exc
         entry.status, entry.error = EntryStatus.RETRYING, error_of(exc)
         entry.wake_at = clock.now() + policy.delay_after(entry.attempt)
-        self._record(entry, insert=insert, fields=_STEP_FIELDS)
+        self._record(entry)
         raise Suspend(entry.wake_at, f"retry:{name}", entry.position) from exc
 
     # --- waits ---
@@ -366,20 +362,19 @@ class ReplayContext:
                                     wake_at=deadline, started_at=now)
         deadline = entry.wake_at
         signal = next((s for s in self._pending_signals() if s.name in names), None)
-        fields = ("status", "result", "wake_at")
         if signal is not None:
             self._begin(position, EntryKind.SIGNAL, label, None if insert else entry)
             arrived = signal.created_at.isoformat() if signal.created_at else None
             entry.status = EntryStatus.COMPLETED
             entry.result = {"signal_id": signal.pk, "name": signal.name, "payload": signal.payload,
                             "at": arrived}
-            self._record(entry, insert=insert, fields=fields, consume=[signal])
+            self._record(entry, consume=[signal])
             self._signals.remove(signal)
             return signal.name, codec.decode(signal.payload, type), arrived
         if deadline is not None and now >= deadline:
             self._begin(position, EntryKind.SIGNAL, label, None if insert else entry)
             entry.status, entry.result = EntryStatus.COMPLETED, {"timed_out": True}
-            self._record(entry, insert=insert, fields=fields)
+            self._record(entry)
             return None
         self._pause(position, entry, insert=insert)
         raise Suspend(deadline, f"signal:{label}", position)
@@ -421,7 +416,7 @@ class ReplayContext:
         entry = self._new_entry(position, EntryKind.DRAIN, name, status=EntryStatus.COMPLETED,
                                 result={"signal_ids": [s.pk for s in taken],
                                         "payloads": [s.payload for s in taken]})
-        self._record(entry, insert=True, consume=taken or None)
+        self._record(entry, consume=taken)
         for signal in taken:
             self._signals.remove(signal)
         return [codec.decode(s.payload, type) for s in taken]
@@ -437,17 +432,17 @@ class ReplayContext:
             entry = self._new_entry(position, EntryKind.SLEEP, "sleep", status=EntryStatus.WAITING,
                                     wake_at=now + duration, started_at=now)
             if duration.total_seconds() > 0:
-                self._record(entry, insert=True)
+                self._record(entry)
                 raise Suspend(entry.wake_at, "sleep", position)
             entry.status = EntryStatus.COMPLETED
-            self._record(entry, insert=True)
+            self._record(entry)
             return None
         if now < entry.wake_at:
             self._pause(position, entry, insert=False)
             raise Suspend(entry.wake_at, "sleep", position)
         self._begin(position, EntryKind.SLEEP, "sleep", entry)
         entry.status = EntryStatus.COMPLETED
-        self._record(entry, insert=False, fields=("status",))
+        self._record(entry)
         return None
 
     # --- child runs ---
@@ -509,7 +504,7 @@ class ReplayContext:
         self._begin(position, EntryKind.ATTRIBUTES, "attributes")
         entry = self._new_entry(position, EntryKind.ATTRIBUTES, "attributes",
                                 status=EntryStatus.COMPLETED, result=dict(attributes))
-        self.store.record(entry, insert=True, attributes=dict(attributes))
+        self.store.record(entry, attributes=dict(attributes))
         self.journal[position] = entry
         return None
 

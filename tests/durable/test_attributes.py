@@ -78,7 +78,7 @@ def test_a_worker_that_lost_its_lease_writes_neither_the_entry_nor_the_attribute
     services.run_cancel(run.id, reason="stop", actor="test")
 
     with pytest.raises(Fenced):
-        lease.record(entry, insert=True, attributes={"stage": "stale"})
+        lease.record(entry, attributes={"stage": "stale"})
 
     assert WorkflowRun.objects.get(pk=run.id).attributes == {}
     assert attribute_entries(run.id) == 0

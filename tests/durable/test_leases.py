@@ -41,7 +41,7 @@ def test_an_expired_lease_is_taken_over_and_the_old_holder_is_fenced(clock, sett
     entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
 
     with pytest.raises(Fenced):
-        stale.record(entry, insert=True)
+        stale.record(entry)
 
     assert fresh.token == stale.token + 1
     assert not JournalEntry.objects.filter(run_id=run.id).exists()
@@ -558,12 +558,12 @@ def test_a_write_that_would_take_a_signal_already_taken_is_refused_naming_the_si
     signal = services.signal_send(run.id, "item", {"n": 1}, actor="test")
     _, lease = live.claim(run.id, owner="a")
     lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
-                              created_at=clock.now()), insert=True, consume=[signal])
+                              created_at=clock.now()), consume=[signal])
     again = JournalEntry(run_id=run.id, position=1, kind="signal", name="item", status="completed",
                          created_at=clock.now())
 
     with pytest.raises(Divergence) as refused:
-        lease.record(again, insert=True, consume=[signal])
+        lease.record(again, consume=[signal])
 
     assert refused.value.message == f"signals [{signal.pk}] (item): one was consumed by another position"
     assert not JournalEntry.objects.filter(run_id=run.id, position=1).exists()
@@ -575,12 +575,12 @@ def test_a_refused_batch_of_signals_names_each_of_their_names_once(clock):
     note = services.signal_send(run.id, "note", {"n": 2}, actor="test")
     _, lease = live.claim(run.id, owner="a")
     lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
-                              created_at=clock.now()), insert=True, consume=[item])
+                              created_at=clock.now()), consume=[item])
     batch = JournalEntry(run_id=run.id, position=1, kind="signals", name="batch", status="completed",
                          created_at=clock.now())
 
     with pytest.raises(Divergence) as refused:
-        lease.record(batch, insert=True, consume=[note, item])
+        lease.record(batch, consume=[note, item])
 
     assert refused.value.message == (f"signals [{note.pk}, {item.pk}] (item, note): "
                                      "one was consumed by another position")
@@ -702,7 +702,7 @@ def test_a_journal_write_that_meets_a_cancel_being_committed_waits_for_it_and_is
     assert cancelling.wait(timeout=30)
 
     with pytest.raises(Fenced):
-        lease.record(entry, insert=True)
+        lease.record(entry)
 
     assert done.wait(timeout=30)
     assert not JournalEntry.objects.filter(run_id=run.id).exists()
@@ -792,12 +792,12 @@ def test_a_stale_holder_whose_reply_was_lost_does_not_take_the_new_holders_entry
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     _, new = live.claim(run.id, owner="b")
     new.record(JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
-                            result=2), insert=True)
+                            result=2))
     same_position = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one",
                                  status="completed", result=2)
 
     with reply_lost_once_after(b"WITH fence AS") as cut, pytest.raises(Fenced):
-        stale.record(same_position, insert=True)
+        stale.record(same_position)
 
     assert cut.is_set()
     assert same_position._state.adding
@@ -835,11 +835,11 @@ def test_an_atomic_write_at_a_position_already_recorded_is_fenced(clock):
     _, lease = live.claim(run.id, owner="a")
     first = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
                          created_at=clock.now())
-    lease.record(first, insert=True, perform=lambda: None)
+    lease.record(first, effect=lambda: None)
     again = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
                          created_at=clock.now())
 
     with pytest.raises(Fenced):
-        lease.record(again, insert=True, perform=lambda: None)
+        lease.record(again, effect=lambda: None)
 
     assert JournalEntry.objects.filter(run_id=run.id).count() == 1

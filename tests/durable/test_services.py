@@ -74,7 +74,7 @@ def test_cancel_fences_the_worker_that_is_running_the_run(clock):
     services.run_cancel(run.id, reason="stop", actor="test")
 
     with pytest.raises(Fenced):
-        lease.record(entry, insert=True)
+        lease.record(entry)
     assert not JournalEntry.objects.filter(run_id=run.id).exists()
     assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.CANCELLED
 

@@ -23,10 +23,10 @@ class Store:
         """New work is about to happen at ``position`` (a step runs, a value is drawn, a
         wait is recorded). A store that can only replay ends the replay here."""
 
-    def record(self, entry, *, insert: bool, fields=(), perform=None, consume=None,
-               attributes=None) -> None:
-        """Persist one journal entry. ``perform`` (a callable: an atomic step's body) runs,
-        ``consume`` (a list of signals) is marked consumed at the entry's position, and
+    def record(self, entry, *, effect=None, consume=(), attributes=None) -> None:
+        """Persist ``entry``: a new journal entry, or the new outcome of one already recorded
+        (a wait that ended, a step's next attempt). ``effect`` (an atomic step's body) runs,
+        the signals in ``consume`` are marked consumed at the entry's position, and
         ``attributes`` (a dict) are merged into the run's search attributes, in the same
         transaction: all of it commits, or none of it."""
         raise NotImplementedError

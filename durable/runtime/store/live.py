@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 # Back-offs before re-sending a journal write whose connection died: the step's effect
 # already happened, so giving the run up would make the next holder repeat it.
 WRITE_RETRY_DELAYS = (0.1, 0.4, 1.0)
+# What a recorded entry's later outcome may change (a wait that ended, a step's next attempt):
+# its kind, name and position never change.
+OUTCOME_FIELDS = ("status", "result", "error", "attempt", "wake_at", "started_at", "updated_at")
 
 # pg_advisory_xact_lock(class, object) of a limit's line: the class keeps our locks apart
 # from anyone else's.
@@ -130,14 +133,14 @@ class LiveStore(Store):
         else:
             self.step_deadline = time.monotonic() + (deadline - clock.now()).total_seconds()
 
-    def record(self, entry: JournalEntry, *, insert: bool, fields=(), perform=None, consume=None,
-               attributes=None) -> None:
+    def record(self, entry: JournalEntry, *, effect=None, consume=(), attributes=None) -> None:
         entry.updated_at = clock.now()
-        if perform is not None:
-            return self._record_with_effects(entry, insert, fields, perform, consume, attributes)
+        insert = entry.pk is None
+        if effect is not None:
+            return self._record_with_effect(entry, effect, consume, attributes)
         for delay in (*WRITE_RETRY_DELAYS, None):
             try:
-                return self._write(entry, insert, fields, consume, attributes)
+                return self._write(entry, consume, attributes)
             except StoreUnavailable as exc:
                 if delay is None or connection.in_atomic_block:
                     raise
@@ -149,8 +152,7 @@ class LiveStore(Store):
                     return None
 
     def start_child(self, entry: JournalEntry, definition, args, kwargs, child_id: str) -> None:
-        self.record(entry, insert=True, perform=lambda: start_child_run(
-            self.run_id, definition, args, kwargs, child_id))
+        self.record(entry, effect=lambda: start_child_run(self.run_id, definition, args, kwargs, child_id))
 
     def acquire_limit(self, limit, key: str, position: int, queue: str):
         with store_errors():
@@ -162,18 +164,18 @@ class LiveStore(Store):
 
     # --- writes ---
 
-    def _write(self, entry: JournalEntry, insert: bool, fields, consume, attributes=None) -> None:
-        if insert and consume is None and attributes is None and connection.vendor == "postgresql":
+    def _write(self, entry: JournalEntry, consume, attributes) -> None:
+        if entry.pk is None and not consume and attributes is None and connection.vendor == "postgresql":
             return self._insert_in_one_statement(entry)
         try:
-            with transaction.atomic():
-                self._write_fenced(entry, insert, fields, consume, attributes)
+            with _unsaved_unless_committed(entry), transaction.atomic():
+                self._write_fenced(entry, consume, attributes)
         except IntegrityError as exc:  # another worker wrote this position: we are the stale one
             raise Fenced(self.run_id) from exc
         except DatabaseError as exc:
             raise StoreUnavailable(str(exc)) from exc
 
-    def _record_with_effects(self, entry, insert, fields, perform, consume, attributes=None) -> None:
+    def _record_with_effect(self, entry, effect, consume, attributes) -> None:
         """An atomic step: its body's writes, then the fence and the entry, in one transaction.
 
         The fence comes last, so the run row is locked only between it and the commit; a
@@ -187,13 +189,13 @@ class LiveStore(Store):
         """
         phase = "opening"
         try:
-            with transaction.atomic():
+            with _unsaved_unless_committed(entry), transaction.atomic():
                 if connection.vendor == "postgresql":
                     with connection.cursor() as cursor:
                         cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
                 phase = "body"
                 try:
-                    perform()
+                    effect()
                 except DatabaseError as exc:
                     # Asked here, before the failed block closes a broken connection: was it
                     # the database that failed (not counted), or the step's own statement?
@@ -201,7 +203,7 @@ class LiveStore(Store):
                         raise StoreUnavailable(str(exc)) from exc
                     raise
                 phase = "saving"
-                self._write_fenced(entry, insert, fields, consume, attributes)
+                self._write_fenced(entry, consume, attributes)
                 phase = "committing"
         except IntegrityError as exc:
             if phase == "saving":  # another worker wrote this position: we are the stale one
@@ -214,12 +216,12 @@ class LiveStore(Store):
                 raise StoreUnavailable(str(exc)) from exc
             raise
 
-    def _write_fenced(self, entry, insert: bool, fields, consume, attributes) -> None:
+    def _write_fenced(self, entry, consume, attributes) -> None:
         """Inside the caller's transaction: the fence, then the entry and what commits with it."""
         self._fence()
-        if consume is not None:
+        if consume:
             self._consume(consume, entry.position)
-        self._save(entry, insert, fields)
+        self._save(entry)
         if attributes is not None:
             self._merge_attributes(attributes)
 
@@ -268,11 +270,11 @@ class LiveStore(Store):
         query.update(attributes={**current, **attributes})
 
     @staticmethod
-    def _save(entry: JournalEntry, insert: bool, fields) -> None:
-        if insert:
+    def _save(entry: JournalEntry) -> None:
+        if entry.pk is None:
             entry.save(force_insert=True)
         else:
-            entry.save(update_fields=[*fields, "updated_at"])
+            entry.save(update_fields=OUTCOME_FIELDS)
 
     def _landed(self, entry: JournalEntry) -> bool:
         """After a lost connection: did our insert commit before the connection died?
@@ -413,6 +415,19 @@ _EXTEND_UNLESS_LOCKED_SQL = (
 
 
 _FENCED_INSERT_SQL: dict[int, str] = {}
+
+
+@contextmanager
+def _unsaved_unless_committed(entry: JournalEntry):
+    """Inside a transaction that inserts ``entry``: if it rolls back, the entry is new again
+    (the next ``record`` of it inserts; an UPDATE would find no row)."""
+    new = entry.pk is None
+    try:
+        yield
+    except BaseException:
+        if new:
+            entry.pk, entry._state.adding = None, True
+        raise
 
 
 @contextmanager
