@@ -298,7 +298,9 @@ class LimitTicket(models.Model):
 
     class Meta:
         ordering = ["queued_at", "id"]
-        indexes = [models.Index(fields=["limit_name", "limit_key", "state"], name="durable_ticket_limit")]
+        # The line of a limit, oldest first: its head and its tail are read without the rest.
+        indexes = [models.Index(fields=["limit_name", "limit_key", "state", "queued_at", "id"],
+                                name="durable_ticket_line")]
         constraints = [
             models.UniqueConstraint(fields=["run", "position"], name="durable_ticket_run_position",
                                     condition=Q(state__in=["waiting", "held"])),

@@ -91,8 +91,13 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
             suspend = outcome.suspend
             if suspend.wake_at is not None and suspend.wake_at <= clock.now():
                 continue  # already due (a zero back-off): go again without a round trip
-            woken = lease.settle(run, Settlement.park(suspend.wake_at, suspend.waiting_for))
+            soon = _turn_before_the_next_sweep(suspend)
+            park_until = suspend.wake_at + timedelta(seconds=conf.dispatch_grace_seconds()) if soon else suspend.wake_at
+            woken = lease.settle(run, Settlement.park(park_until, suspend.waiting_for))
             if woken is None:
+                if soon:  # the sweep would send it up to a tick late: a token idle that long is lost
+                    dispatch(run.id, delay=max(0.0, (suspend.wake_at - clock.now()).total_seconds()),
+                             queue=queue, lane=True)
                 return Outcome.WAITING
             ctx.reload_signals()  # a signal arrived since we looked: replay with it instead of parking
             ctx.cancel_request = woken.cancel_request or ctx.cancel_request
@@ -115,6 +120,14 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
         return Outcome.FAILED
     lease.settle(run, Settlement.release(clock.now() + timedelta(seconds=1)))
     return Outcome.RELEASED
+
+
+def _turn_before_the_next_sweep(suspend) -> bool:
+    """A run waiting in a limit's line whose turn comes before the sweep's next look: the
+    advance sends it itself, with a countdown, and leaves its ``wake_at`` a grace period
+    later for the sweep to catch a lost message."""
+    return (suspend.waiting_for.startswith("limit:") and suspend.wake_at is not None
+            and (suspend.wake_at - clock.now()).total_seconds() < conf.sweep_lookahead_seconds())
 
 
 def _hand_on(run, lease, queue: str) -> str:

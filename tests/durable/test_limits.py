@@ -3,6 +3,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.db import connection
 from django.urls import reverse
 
 from durable import errors, seconds, services, testing, workflow
@@ -70,8 +71,8 @@ def test_runs_waiting_for_a_rate_are_served_in_the_order_they_came(clock):
     last = drive(runs[4].id)   # its turn is after the two that waited before it
 
     assert last.status == RunStatus.WAITING
-    assert last.wake_at == clock.now() + timedelta(seconds=1)
     assert [drive(run.id).status for run in runs[2:4]] == [RunStatus.COMPLETED, RunStatus.COMPLETED]
+    assert WorkflowRun.objects.get(pk=runs[4].id).wake_at == clock.now() + timedelta(seconds=1)  # called
 
 
 def test_a_second_run_waits_while_the_only_slot_is_held(clock):
@@ -288,3 +289,101 @@ def test_the_sweep_sends_a_waiter_whose_turn_came_on_the_lane(clock, django_capt
         assert sweep_due() == [runs[2].id]
 
     assert testing.dispatch_queues[runs[2].id] == "durable-takeover"
+
+
+# --- a long line: only its head is told its turn; each grant calls the next waiter forward ---
+
+
+def ticket_wake(run) -> object:
+    return LimitTicket.objects.get(run_id=run.id, state=TicketState.WAITING).wake_at
+
+
+def test_only_the_head_of_a_long_line_is_told_its_turn_the_rest_wait_to_be_called(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 60
+    runs = waiting_in_line("long", 8)   # two send; of the six in line, two are the head (rate 2)
+
+    head = [ticket_wake(run) for run in runs[2:4]]
+    behind = [ticket_wake(run) for run in runs[4:]]
+
+    assert head == [clock.now() + timedelta(seconds=1)] * 2
+    assert min(behind) >= clock.now() + timedelta(seconds=60)   # a safety net, not a turn
+
+
+def test_a_waiter_behind_the_head_looks_again_later_the_further_back_it_is(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 1
+    runs = waiting_in_line("far", 12)
+
+    behind = [ticket_wake(run) for run in runs[4:]]
+
+    assert behind == sorted(behind) and behind[-1] > behind[0]
+
+
+def test_a_grant_calls_the_next_waiter_forward_to_its_turn(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 60
+    runs = waiting_in_line("called", 6)   # the head: runs 2 and 3; behind them: 4 and 5
+    clock.advance(timedelta(seconds=1))
+
+    assert drive(runs[2].id).status == RunStatus.COMPLETED   # its token: run 4 moves up to the head
+
+    called = WorkflowRun.objects.get(pk=runs[4].id)
+    assert ticket_wake(runs[4]) == clock.now() + timedelta(seconds=1)   # when run 2's token leaves the window
+    assert called.wake_at == ticket_wake(runs[4])                        # the sweep sends it then
+    assert ticket_wake(runs[5]) >= clock.now() + timedelta(seconds=59)  # still behind
+
+
+def test_a_waiter_whose_run_was_cancelled_leaves_the_line_and_the_next_is_called_forward(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 60
+    runs = waiting_in_line("left", 6)
+    services.run_cancel(runs[2].id, reason="the customer withdrew", actor="test")
+
+    drive(services.run_start(rate_two, 9, id="left:newcomer", actor="test").id)   # reads the line
+
+    assert not LimitTicket.objects.filter(run_id=runs[2].id).exists()
+    assert ticket_wake(runs[4]) == clock.now() + timedelta(seconds=1)
+
+
+def rows_read() -> int:
+    """Rows of the ticket and run tables this transaction has read so far (PostgreSQL's count)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT SUM(COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0)) "
+                       "FROM pg_stat_xact_user_tables WHERE relname IN (%s, %s)",
+                       [LimitTicket._meta.db_table, WorkflowRun._meta.db_table])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="reads PostgreSQL's count of rows read")
+def test_a_newcomer_reads_as_many_rows_behind_ten_waiters_as_behind_three_hundred(clock):
+    def rows_read_by_a_newcomer(prefix: str, waiting: int) -> int:
+        waiting_in_line(prefix, waiting + 2)
+        newcomer = services.run_start(rate_two, 999, id=f"{prefix}:newcomer", actor="test")
+        _, lease = live.claim(newcomer.id, owner="worker")
+        with connection.cursor() as cursor:   # the plans PostgreSQL makes for a long line (at this
+            cursor.execute(f"ANALYZE {LimitTicket._meta.db_table}")   # size it would read a whole
+            cursor.execute(f"ANALYZE {WorkflowRun._meta.db_table}")   # table whatever it needs)
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        before = rows_read()
+        lease.acquire_limit(RATE_TWO, "", 0, "celery")
+        read = rows_read() - before
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = on")
+        LimitTicket.objects.all().delete()
+        return read
+
+    short, long = rows_read_by_a_newcomer("short", 10), rows_read_by_a_newcomer("long", 300)
+
+    assert long <= short + 5   # the head and the tail of the line, not the whole of it
+
+
+def test_a_waiter_whose_turn_comes_before_the_next_sweep_is_sent_by_its_own_advance(
+        clock, settings, django_capture_on_commit_callbacks):
+    settings.DURABLE_SWEEP_LOOKAHEAD_SECONDS = 2   # the turn (in 1 s) comes before the next look
+    runs = [services.run_start(rate_two, n, id=f"soon:{n}", actor="test") for n in range(3)]
+    for run in runs[:2]:
+        drive(run.id)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        waiter = drive(runs[2].id)
+
+    assert testing.dispatch_delays[waiter.id] == 1.0                 # a countdown to its turn
+    assert testing.dispatch_queues[waiter.id] == "durable-takeover"  # on the lane
+    assert waiter.wake_at == clock.now() + timedelta(seconds=1 + settings.DURABLE_DISPATCH_GRACE_SECONDS)

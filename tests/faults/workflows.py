@@ -189,7 +189,7 @@ def fault_backlog(n: int) -> int:
 
 
 # A provider's send limit, as onboarding's "whatsapp-send": a backlog of runs lines up behind it.
-BACKLOG_SENDS = limit("fault-backlog-sends", rate=25, per=seconds(1))
+BACKLOG_SENDS = limit("fault-backlog-sends", rate=20, per=seconds(1))
 
 
 def send(n: int) -> int:

@@ -669,28 +669,36 @@ def pending_signals_of(run_id: str) -> list:
 
 def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) -> datetime | None:
     """Take a slot or token for the step at ``position``: None when taken, else the time to
-    come back (the caller's run waits until then, or until a holder wakes it)."""
+    come back (the caller's run waits until then, or until a holder or a grant calls it).
+
+    Only the head of the line is read (``_reach`` waiters), so what a step costs under the
+    limit's lock does not grow with the number of runs waiting behind it. Each grant calls
+    the next waiter forward: the line moves at the limit's pace, however long it is."""
     now = clock.now()
     with transaction.atomic():
         _lock(declared.name, key)
         lease._fence()  # a worker that lost the run takes nothing
         tickets = LimitTicket.objects.filter(limit_name=declared.name, limit_key=key)
-        _forget_dead(tickets, declared, now)
+        _forget_spent(tickets, declared, now)
         waiting = _mine(lease.run_id, position, declared, key, now)
-        measures = {"holding": Count("id", filter=_live_hold(now)),
-                    "ahead": Count("id", filter=_waiting_ahead(declared, waiting, now))}
-        if declared.rate is not None:
-            measures["in_window"] = Count("id", filter=_in_window(declared, now))
-        counts = tickets.aggregate(**measures)
-        free = _free(declared, counts)
-        if counts["ahead"] < free:
+        counts = _counts(tickets, declared, now)
+        reach = _reach(declared)
+        line = _line(tickets, declared, now, reach + 1)
+        place = _place(line, waiting, reach)
+        if place is not None and place < _free(declared, counts):
             ticket = waiting or LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
                                             position=position, queued_at=now)
             ticket.state, ticket.fencing_token, ticket.queue = TicketState.HELD, lease.token, queue
             ticket.granted_at, ticket.released_at, ticket.wake_at = now, None, None
             ticket.save()
+            counts = {name: count + 1 for name, count in counts.items()}  # ours now holds and counts
+            others = [waiter for waiter in line if waiting is None or waiter.pk != waiting.pk]
+            _call_forward(declared, tickets, others[:reach], counts, now)
             return None
-        wake_at = _next_chance(declared, tickets, counts, now)
+        if place is not None:
+            wake_at = _chances(declared, tickets, counts, now, [place])[0]
+        else:
+            wake_at = _far_chance(declared, tickets, waiting, now)
         if waiting is None:
             LimitTicket.objects.create(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
                                        position=position, state=TicketState.WAITING, queue=queue,
@@ -698,6 +706,7 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) ->
         else:
             waiting.wake_at, waiting.queue = wake_at, queue
             waiting.save(update_fields=["wake_at", "queue"])
+        _call_forward(declared, tickets, line[:reach], counts, now, skip=waiting)
         return wake_at
 
 
@@ -751,21 +760,106 @@ def _waiting_live(declared: Limit, now) -> Q:
     return Q(state=TicketState.WAITING, run__status__in=ACTIVE_STATUSES) & (Q(wake_at__gt=cutoff) | not_back_yet)
 
 
-def _waiting_ahead(declared: Limit, waiting: LimitTicket | None, now) -> Q:
-    if waiting is None:
-        return _waiting_live(declared, now)
-    earlier = Q(queued_at__lt=waiting.queued_at) | Q(queued_at=waiting.queued_at, id__lt=waiting.id)
-    return _waiting_live(declared, now) & earlier
-
-
-def _forget_dead(tickets, declared: Limit, now) -> None:
-    """Tickets that no longer count: released past the window, held by a lease that is gone,
-    waiting for a run that ended or that could come back and did not (``_waiting_live``)."""
+def _forget_spent(tickets, declared: Limit, now) -> None:
+    """Tickets that no longer count: released past the window, held by a lease that is gone.
+    (Waiters that will not come back are dropped as the line is read: ``_line``.)"""
     cutoff = now - declared.window
-    dead = (Q(state=TicketState.RELEASED, released_at__lte=cutoff)
-            | (Q(state=TicketState.HELD, granted_at__lte=cutoff) & ~_live_run(now))
-            | (Q(state=TicketState.WAITING) & ~_waiting_live(declared, now)))
-    tickets.filter(dead).delete()
+    tickets.filter(Q(state=TicketState.RELEASED, released_at__lte=cutoff)
+                   | (Q(state=TicketState.HELD, granted_at__lte=cutoff) & ~_live_run(now))).delete()
+
+
+def _counts(tickets, declared: Limit, now) -> dict:
+    """Slots held, and for a rate the tokens still in its window: read from the held and
+    released tickets only (a few per slot or token), never from the waiting ones."""
+    measures = {"holding": Count("id", filter=_live_hold(now))}
+    if declared.rate is not None:
+        measures["in_window"] = Count("id", filter=_in_window(declared, now))
+    return tickets.filter(state__in=[TicketState.HELD, TicketState.RELEASED]).aggregate(**measures)
+
+
+def _reach(declared: Limit) -> int:
+    """How many waiters at the head of the line are told when their turn comes: as many as
+    slots or tokens free within one turn. The others wait to be called forward."""
+    return min(n for n in (declared.rate, declared.concurrency) if n is not None)
+
+
+def _line(tickets, declared: Limit, now, count: int) -> list[LimitTicket]:
+    """The first ``count`` waiters whose runs may still come for their turn, oldest first.
+    The waiters before the last of them whose runs will not come (ended, or moved on) are
+    dropped: they never hold up the line again."""
+    waiting = tickets.filter(state=TicketState.WAITING)
+    line = list(waiting.filter(_waiting_live(declared, now)).order_by("queued_at", "id")[:count])
+    gone = waiting.exclude(_waiting_live(declared, now))
+    if len(line) == count:
+        last = line[-1]
+        gone = gone.filter(Q(queued_at__lt=last.queued_at) | Q(queued_at=last.queued_at, id__lt=last.id))
+    gone.delete()
+    return line
+
+
+def _place(line: list, waiting: LimitTicket | None, reach: int) -> int | None:
+    """How many live waiters are ahead of this step (``waiting``, or a newcomer at the
+    back); None when ``reach`` or more: it is not at the head of the line."""
+    place = len(line) if waiting is None else next((n for n, other in enumerate(line) if other.pk == waiting.pk), reach)
+    return place if place < reach else None
+
+
+def _chances(declared: Limit, tickets, counts: dict, now, places: list[int]) -> list[datetime]:
+    """When the waiter with ``place`` live waiters before it may find room, for each place:
+    for a rate, when enough tokens leave the window (a held one leaves ``per`` after now at
+    the earliest); for concurrency, a lease's length (a holder that ends sooner wakes it,
+    one whose worker died frees its slot by then)."""
+    ends = []
+    if declared.rate is not None and counts["in_window"] + max(places) >= declared.rate:
+        ends = sorted(
+            released_at + declared.per if state == TicketState.RELEASED and released_at else now + declared.per
+            for state, released_at in tickets.filter(_in_window(declared, now)).values_list("state", "released_at"))
+    found = []
+    for place in places:
+        chances = [now]
+        if declared.concurrency is not None and counts["holding"] + place >= declared.concurrency:
+            chances.append(now + timedelta(seconds=conf.lease_seconds()))
+        if declared.rate is not None and counts["in_window"] + place >= declared.rate:
+            needed = place + 1 - (declared.rate - counts["in_window"])
+            if needed <= len(ends):
+                chances.append(ends[needed - 1])
+            else:
+                last = ends[-1] if ends else now
+                chances.append(last + declared.per * math.ceil((needed - len(ends)) / declared.rate))
+        found.append(max(chances))
+    return found
+
+
+def _far_chance(declared: Limit, tickets, waiting: LimitTicket | None, now) -> datetime:
+    """When a waiter behind the head of the line looks again if nobody calls it forward
+    first (a grant calls the next waiter forward: this is only the safety net, for a head
+    whose runs all left). Never sooner than patience; a newcomer a little later than the
+    waiter before it (twice its share of a turn), so a line of N waiters looks again after
+    about twice the time it takes to serve; a waiter that looked and is still behind, after
+    as long again as it has waited. One row read, however long the line."""
+    floor = now + timedelta(seconds=conf.limit_patience_seconds())
+    if waiting is not None:
+        return max(floor, now + (now - waiting.queued_at))
+    turn = declared.per if declared.rate is not None else timedelta(seconds=conf.lease_seconds())
+    last = (tickets.filter(state=TicketState.WAITING).order_by("-queued_at", "-id")
+            .values_list("wake_at", flat=True).first())
+    return max(floor, last + 2 * turn / _reach(declared)) if last is not None else floor
+
+
+def _call_forward(declared: Limit, tickets, head: list[LimitTicket], counts: dict, now, *,
+                  skip: LimitTicket | None = None) -> None:
+    """Tell each waiter at the head of the line (``head``, in order) when its turn comes,
+    where it was told later: the one a grant just moved up, or one that waited behind a
+    waiter that left. Its run's ``wake_at`` is brought forward (never back), so the sweep
+    sends it then, on the lane. ``skip``: the caller's own ticket, in line but told already."""
+    if not head:
+        return
+    chances = _chances(declared, tickets, counts, now, list(range(len(head))))
+    for waiter, chance in zip(head, chances):
+        if waiter.wake_at is not None and waiter.wake_at <= chance or skip is not None and waiter.pk == skip.pk:
+            continue
+        LimitTicket.objects.filter(pk=waiter.pk).update(wake_at=chance)
+        wake_runs([waiter.run_id], now=now, by=chance)
 
 
 def _mine(run_id: str, position: int, declared: Limit, key: str, now) -> LimitTicket | None:
@@ -791,26 +885,6 @@ def _free(declared: Limit, counts: dict) -> int:
     if declared.rate is not None:
         room.append(declared.rate - counts["in_window"])
     return min(room)
-
-
-def _next_chance(declared: Limit, tickets, counts: dict, now) -> datetime:
-    """When a ticket with ``ahead`` waiters before it may find room: for a rate, when enough
-    tickets leave the window; for concurrency, a lease's length (a holder that ends sooner
-    wakes it; one whose worker died frees its slot by then)."""
-    chances = [now + timedelta(seconds=1)]
-    if declared.concurrency is not None and counts["holding"] + counts["ahead"] >= declared.concurrency:
-        chances.append(now + timedelta(seconds=conf.lease_seconds()))
-    if declared.rate is not None and counts["in_window"] + counts["ahead"] >= declared.rate:
-        ends = sorted(
-            released_at + declared.per if state == TicketState.RELEASED and released_at else now + declared.per
-            for state, released_at in tickets.filter(_in_window(declared, now)).values_list("state", "released_at"))
-        needed = counts["ahead"] + 1 - (declared.rate - counts["in_window"])
-        if needed <= len(ends):
-            chances.append(ends[needed - 1])
-        else:
-            last = ends[-1] if ends else now
-            chances.append(last + declared.per * math.ceil((needed - len(ends)) / declared.rate))
-    return max(chances)
 
 
 def _wake_next(declared: Limit, key: str, now) -> None:
