@@ -28,11 +28,12 @@ app.conf["CELERY_DB_REUSE_MAX"] = 1_000_000
 # Daily reconciliation is a durable schedule (a row, fired by durable.sweep), not a beat
 # entry: see processes/migrations/0006_reconcile_schedule.py and docs/workflows.md.
 
-# Inbound WhatsApp messages whose on-commit routing was lost with a web process.
+# The WhatsApp intake's safety net: deliveries whose intake task was lost (a web process
+# died between its commit and the send), and messages stored but never routed.
 app.conf.beat_schedule["processes-route-stale-inbound"] = {
     "task": "processes.route_stale_inbound",
-    "schedule": 60.0,
-    "options": {"expires": 120},
+    "schedule": 15.0,
+    "options": {"expires": 60},
 }
 
 # Retention (durable archive): one bounded pass per interval; the task does nothing unless

@@ -318,6 +318,9 @@ WHATSAPP_VERIFY_TOKEN = dev_secret("WHATSAPP_VERIFY_TOKEN", "dev-verify-token")
 WHATSAPP_ACCESS_TOKEN = os.environ.get("WHATSAPP_ACCESS_TOKEN", "")
 WHATSAPP_PHONE_NUMBER_ID = os.environ.get("WHATSAPP_PHONE_NUMBER_ID", "")
 WHATSAPP_BACKEND = os.environ.get("WHATSAPP_BACKEND", "console")  # console | cloud_api
+# Who processes a stored delivery (its messages stored and routed, in order): "celery" (a
+# worker, after the webhook answered) or "inline" (the web process, after its commit).
+WHATSAPP_INTAKE = os.environ.get("WHATSAPP_INTAKE", "celery")
 WHATSAPP_API_BASE_URL = os.environ.get("WHATSAPP_API_BASE_URL", "https://graph.facebook.com/v21.0")
 WHATSAPP_TEMPLATE_NAME = os.environ.get("WHATSAPP_TEMPLATE_NAME", "account_update")
 WHATSAPP_TEMPLATE_LANGUAGE = os.environ.get("WHATSAPP_TEMPLATE_LANGUAGE", "pt_BR")

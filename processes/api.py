@@ -21,8 +21,8 @@ from rest_framework.views import APIView
 from processes import conf, signing
 from processes.billing.services import PaymentPayloadInvalid, payment_event_receive
 from processes.webhooks.models import WebhookDelivery, WebhookSource
-from processes.webhooks.services import delivery_outcome, delivery_store, item_quarantine
-from processes.whatsapp.services import webhook_receive
+from processes.webhooks.services import delivery_outcome, delivery_store
+from processes.whatsapp.services import intake_accept
 
 log = logging.getLogger(__name__)
 
@@ -121,25 +121,17 @@ class WhatsAppWebhook(SignedWebhook):
         return HttpResponse(params.get("hub.challenge", ""), content_type="text/plain")
 
     @_signed_post("X-Hub-Signature-256", summary="Inbound WhatsApp messages and statuses", receipt=inline_serializer(
-        "WhatsAppReceipt", {"messages": serializers.IntegerField(), "new": serializers.IntegerField(),
-                            "statuses": serializers.IntegerField(), "quarantined": serializers.IntegerField(),
-                            "delivery": serializers.IntegerField()}))
+        "WhatsAppReceipt", {"delivery": serializers.IntegerField(
+            help_text="The stored delivery; its messages and statuses are processed by a worker, in order.")}))
     def post(self, request):
         return super().post(request)
 
     def receive(self, payload, delivery: WebhookDelivery) -> Response:
-        """200 for every parsed delivery: Meta retries anything else forever, and the parts we
-        could not take are quarantined for an operator rather than refused."""
-        try:
-            receipt = webhook_receive(payload, delivery=delivery)
-        except Exception as exc:   # a bug must not lose the delivery: its bytes are kept
-            log.exception("WhatsApp delivery %s could not be processed", delivery.pk)
-            item_quarantine(delivery=delivery, where="the body", kind="delivery",
-                            reason=f"{type(exc).__name__}: {exc}")
-            return Response({"messages": 0, "new": 0, "statuses": 0, "quarantined": 1, "delivery": delivery.pk})
-        return Response({"messages": receipt.messages, "new": len(receipt.new_message_ids),
-                         "statuses": receipt.statuses, "quarantined": receipt.quarantined,
-                         "delivery": delivery.pk})
+        """200 as soon as the delivery is stored: a worker stores its messages, applies its
+        statuses and routes them, in order (``intake_accept``). Meta retries anything else
+        forever; the parts the intake cannot take are quarantined for an operator."""
+        intake_accept(delivery)
+        return Response({"delivery": delivery.pk})
 
 
 class PaymentWebhook(SignedWebhook):
@@ -159,5 +151,7 @@ class PaymentWebhook(SignedWebhook):
         try:
             event, created = payment_event_receive(payload)
         except PaymentPayloadInvalid as exc:
+            delivery_outcome(delivery, f"refused: {exc}")
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        delivery_outcome(delivery, f"event {event.event_id}: {event.status}{' (a redelivery)' if not created else ''}")
         return Response({"event": event.event_id, "status": event.status, "duplicate": not created})

@@ -25,4 +25,7 @@ WHATSAPP_APP_SECRET = "test-app-secret"
 WHATSAPP_VERIFY_TOKEN = "test-verify-token"
 PAYMENTS_WEBHOOK_SECRET = "test-payments-secret"
 WHATSAPP_BACKEND = "console"
+# A delivery is processed at the webhook's commit, so a test sees its run at once; the
+# worker path is tested with real workers (tests/processes/test_intake_on_workers.py).
+WHATSAPP_INTAKE = os.environ.get("WHATSAPP_INTAKE", "inline")
 DOCUMENT_CHECKER = "rules"

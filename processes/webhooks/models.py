@@ -25,6 +25,9 @@ class WebhookDelivery(models.Model):
     received_at = models.DateTimeField(default=timezone.now)
     times_received = models.PositiveIntegerField(default=1)
     outcome = models.TextField(blank=True, help_text="what processing made of it")
+    # Null while the intake has not processed it (its messages stored and routed): the
+    # webhook only stores the delivery, a worker processes it (processes.whatsapp.services).
+    processed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("webhook delivery")
@@ -32,6 +35,9 @@ class WebhookDelivery(models.Model):
         ordering = ["-received_at"]
         constraints = [models.UniqueConstraint(fields=["source", "body_sha256"],
                                                name="webhook_delivery_unique_body")]
+        # The intake's line: the pending deliveries of a source, oldest first.
+        indexes = [models.Index(fields=["source", "id"], condition=models.Q(processed_at__isnull=True),
+                                name="webhook_delivery_pending")]
 
     def __str__(self):
         return f"{self.source} delivery {self.pk} ({len(self.body or b'')} bytes)"

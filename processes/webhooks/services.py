@@ -35,7 +35,8 @@ def delivery_store(*, source: str, body: bytes, signature: str = "", remote_addr
 
 
 def delivery_outcome(delivery: WebhookDelivery, outcome: str) -> None:
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(outcome=safe_text(outcome))
+    """What processing made of the delivery; it is processed from now on."""
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(outcome=safe_text(outcome), processed_at=clock.now())
 
 
 def delivery_signature_valid(delivery: WebhookDelivery) -> bool:

@@ -10,6 +10,8 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
+from celery import current_app
+from django.core.cache import caches
 from django.db import IntegrityError, transaction
 
 from durable import clock
@@ -180,8 +182,8 @@ def _timestamp(value) -> datetime | None:
 
 def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Receipt:
     """Store every message of a webhook (redeliveries are no-ops) and apply its statuses,
-    each on its own; what cannot be stored or applied is quarantined with the reason. New
-    messages are routed once the caller's transaction commits.
+    each on its own; what cannot be stored or applied is quarantined with the reason. The
+    new messages are in the receipt, for the caller to route (``intake_drain`` does, in order).
 
     ``delivery`` is the stored raw body; code that builds a payload itself (the demo, tests)
     gets one made from the payload.
@@ -195,8 +197,6 @@ def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Rece
             item_quarantine(delivery=delivery, where=part.where, kind=part.kind, reason=problem,
                             fragment=None if part.where == "the body" else part.value)  # the body is kept
             receipt.quarantined += 1
-    for message_id in receipt.new_message_ids:
-        transaction.on_commit(lambda pk=message_id: inbound_process(pk), robust=True)
     delivery_outcome(delivery, f"{receipt.messages} message(s), {len(receipt.new_message_ids)} new, "
                                f"{receipt.statuses} status(es)"
                                f"{f' ({receipt.statuses_pending} for messages not known yet)' if receipt.statuses_pending else ''}"
@@ -241,6 +241,87 @@ def _status_fields(status) -> tuple[dict, str]:
         return storable(status, max_depth=PART_MAX_DEPTH), ""
     except TooDeep as exc:
         return {}, f"the status is {exc}"
+
+
+# --- the intake: deliveries are stored by the webhook, parsed and routed by a worker ---
+
+# Namespace of the intake's advisory lock (any 32-bit number no other lock in the project uses).
+INTAKE_LOCK = 0x1A7E
+INTAKE_KICK_KEY = "processes:intake:kick"
+# Deliveries one intake task takes before it hands the rest to the next (a worker is shared).
+INTAKE_BATCH = 500
+
+
+def intake_accept(delivery: WebhookDelivery) -> None:
+    """The webhook's part: the delivery is stored (one insert); once that commits, the
+    intake is asked to process it. Nothing else happens in the request, however far behind
+    the workers are: the provider gets its 200 at once, and no delivery waits in memory."""
+    transaction.on_commit(intake_kick, robust=True)
+
+
+def intake_kick() -> None:
+    """Have the pending deliveries processed: here (``WHATSAPP_INTAKE = "inline"``, for
+    tests and one-process setups) or by a worker (``"celery"``). Kicks made while one is
+    already on its way coalesce: a burst of deliveries sends a task, not one each."""
+    if conf.setting("WHATSAPP_INTAKE", "celery") == "inline":
+        intake_drain()
+        return
+    try:
+        if not caches[_intake_cache()].add(INTAKE_KICK_KEY, 1, timeout=30):
+            return   # one is on its way; it clears the key before it looks for work
+    except Exception:
+        log.warning("the intake's kick could not be coalesced; sending it anyway", exc_info=True)
+    try:
+        current_app.send_task("processes.intake", ignore_result=True)
+    except Exception:
+        log.warning("could not send the intake task; beat's safety net processes the delivery", exc_info=True)
+
+
+def _intake_cache() -> str:
+    return "durable" if "durable" in conf.setting("CACHES", {}) else "default"
+
+
+def intake_drain(*, limit: int = INTAKE_BATCH) -> int:
+    """Process pending WhatsApp deliveries, oldest first, up to ``limit``; how many were.
+
+    One at a time under the intake's lock, each in its own transaction: its messages are
+    stored, its statuses applied and its new messages routed before the next delivery is
+    read, so a sender's messages reach its run in the order the provider sent them, however
+    many workers drain at once. A delivery whose processing fails is kept, with the error
+    as its outcome, and the intake goes on to the next."""
+    try:
+        caches[_intake_cache()].delete(INTAKE_KICK_KEY)   # a delivery stored from now on kicks again
+    except Exception:
+        log.debug("could not clear the intake's kick", exc_info=True)
+    done = 0
+    while done < limit:
+        with transaction.atomic():
+            advisory_xact_lock(INTAKE_LOCK, WebhookSource.WHATSAPP)
+            delivery = (WebhookDelivery.objects.filter(source=WebhookSource.WHATSAPP, processed_at__isnull=True)
+                        .order_by("id").first())
+            if delivery is None:
+                return done
+            _delivery_process(delivery)
+        done += 1
+    intake_kick()   # more may wait: the next task goes on, behind whatever else the workers have
+    return done
+
+
+def _delivery_process(delivery: WebhookDelivery) -> None:
+    try:
+        with transaction.atomic():
+            receipt = webhook_receive(json.loads(bytes(delivery.body)), delivery=delivery)
+            for message_id in receipt.new_message_ids:
+                inbound_process(message_id)
+    except Exception as exc:   # a bug must not hold up the line: the bytes stay, with the error
+        log.exception("WhatsApp delivery %s could not be processed", delivery.pk)
+        item_quarantine(delivery=delivery, where="the body", kind="delivery", reason=f"{type(exc).__name__}: {exc}")
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(processed_at=clock.now())
+
+
+def intake_backlog() -> int:
+    """Deliveries stored and not processed yet (health, metrics, the bench)."""
+    return WebhookDelivery.objects.filter(source=WebhookSource.WHATSAPP, processed_at__isnull=True).count()
 
 
 def inbound_store(*, wamid: str, **fields) -> InboundMessage | None:

@@ -11,6 +11,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from processes import signing
+from processes.webhooks.models import WebhookDelivery
 from processes.whatsapp.models import InboundMessage
 from tests.processes.conftest import WHATSAPP_URL, whatsapp_message, whatsapp_webhook
 
@@ -145,7 +146,7 @@ def test_the_webhooks_are_never_throttled(three_per_minute, settings):
                                 HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings.WHATSAPP_APP_SECRET)).status_code)
 
     assert answers == {200}
-    assert InboundMessage.objects.count() == 6
+    assert WebhookDelivery.objects.count() == 6   # each stored for the intake
 
 
 def test_a_webhook_body_larger_than_the_limit_is_refused_and_nothing_is_stored(settings):

@@ -59,9 +59,11 @@ def test_twenty_customers_sending_batches_at_once_end_with_twenty_accounts_and_n
         tmp_path, settings, signed_post, ana):
     settings.DURABLE_DISPATCHER = "celery"
     settings.DURABLE_DISPATCH_GRACE_SECONDS = 1
+    settings.WHATSAPP_INTAKE = "celery"   # as in production: the webhook stores, a worker processes
     phones = [f"55119777700{n:02d}" for n in range(20)]
     with celery_processes(tmp_path, ONBOARDING_DOCUMENTS_QUIET_SECONDS="2", DURABLE_LEASE_SECONDS="5",
-                          DURABLE_DISPATCH_GRACE_SECONDS="1", DURABLE_SWEEP_INTERVAL_SECONDS="0.5") as celery:
+                          DURABLE_DISPATCH_GRACE_SECONDS="1", DURABLE_SWEEP_INTERVAL_SECONDS="0.5",
+                          WHATSAPP_INTAKE="celery") as celery:
         celery.start_worker(concurrency=2)
         celery.start_worker("llm", concurrency=1, queues=[LLM_QUEUE])
         celery.start_beat()

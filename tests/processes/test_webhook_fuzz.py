@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+from django.test import TestCase
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from processes import signing
@@ -86,9 +87,12 @@ def deliveries(draw):
 
 
 def post_signed(client, settings_, payload):
+    """The webhook stores the delivery; the intake processes it once that commits (here, at
+    once: the test's transaction never commits)."""
     body = json.dumps(payload).encode()
-    return client.post(WHATSAPP_URL, data=body, content_type="application/json",
-                       HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings_.WHATSAPP_APP_SECRET))
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return client.post(WHATSAPP_URL, data=body, content_type="application/json",
+                           HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings_.WHATSAPP_APP_SECRET))
 
 
 def assert_every_valid_message_landed(response, good):

@@ -70,7 +70,6 @@ def test_a_message_without_an_id_is_quarantined_and_the_delivery_is_200(signed_p
     response = signed_post({"entry": [{"changes": [{"value": {"messages": [{"type": "text"}]}}]}]})
 
     assert response.status_code == 200
-    assert response.json()["quarantined"] == 1
     assert QuarantinedItem.objects.get().reason == "the message has no id"
     assert not InboundMessage.objects.exists()
 
@@ -92,7 +91,8 @@ def test_a_redelivered_message_is_one_signal(signed_post):
     signed_post(whatsapp_webhook(CONTRACT))
     response = signed_post(whatsapp_webhook(CONTRACT))   # the provider retries
 
-    assert response.json()["new"] == 0
+    assert response.status_code == 200
+    assert WebhookDelivery.objects.get().times_received == 2
     assert Signal.objects.filter(name="documents_received").count() == 1
     assert InboundMessage.objects.count() == 1
 
@@ -105,8 +105,8 @@ def test_a_batched_payload_stores_every_message_of_every_entry(signed_post):
 
     response = signed_post(first)
 
-    assert response.json() == {"messages": 3, "new": 3, "statuses": 0, "quarantined": 0,
-                               "delivery": WebhookDelivery.objects.get().pk}
+    assert response.json() == {"delivery": WebhookDelivery.objects.get().pk}
+    assert InboundMessage.objects.count() == 3
     assert Company.objects.count() == 2
     assert Signal.objects.filter(name="documents_received").count() == 2
 
