@@ -6,6 +6,7 @@ what that code calls), never another thread, a worker, or a concurrent test.
 """
 import contextvars
 import threading
+import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
@@ -34,6 +35,15 @@ class FakeClock:
 def now() -> datetime:
     fake = _fake.get()
     return fake.now() if fake is not None else timezone.now()
+
+
+def sleep(seconds: float) -> None:
+    """Wait: for real, or on a fake clock by moving it forward."""
+    fake = _fake.get()
+    if fake is not None:
+        fake.advance(seconds)
+    elif seconds > 0:
+        time.sleep(seconds)
 
 
 @contextmanager

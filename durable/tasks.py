@@ -16,9 +16,10 @@ log = logging.getLogger(__name__)
 
 
 @shared_task(name="durable.advance", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def advance(run_id: str, queue: str | None = None) -> str:
-    """``queue``: the queue this message was sent to (none: the default queue)."""
-    return executor.advance(run_id, queue=queue or conf.default_queue())
+def advance(run_id: str, queue: str | None = None, advances: int | None = None) -> str:
+    """``queue``: the queue this message was sent to (none: the default queue); ``advances``:
+    the run's count of advances when the sweep sent it (a copy that arrives late is dropped)."""
+    return executor.advance(run_id, queue=queue or conf.default_queue(), advances=advances)
 
 
 @shared_task(name="durable.sweep", ignore_result=True)
@@ -41,17 +42,18 @@ def retention() -> int:
     return report.runs if report is not None else 0
 
 
-def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None) -> None:
+def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None, advances: int | None = None) -> None:
     """The message names its queue, so the worker knows where it runs (see ``advance``);
     the takeover lane's messages name none: there the run advances as on the default queue."""
+    options = {"advances": advances} if advances is not None else {}
     try:
         if queue == conf.takeover_queue():
-            advance.apply_async((run_id,), countdown=delay or None, queue=queue, retry=False)
+            advance.apply_async((run_id,), options, countdown=delay or None, queue=queue, retry=False)
         elif queue:
-            advance.apply_async((run_id,), {"queue": queue}, countdown=delay or None, queue=queue,
+            advance.apply_async((run_id,), {"queue": queue, **options}, countdown=delay or None, queue=queue,
                                 retry=False)
         else:
-            advance.apply_async((run_id,), countdown=delay or None, retry=False)
+            advance.apply_async((run_id,), options, countdown=delay or None, retry=False)
     except Exception:
         log.warning("run %s: could not send the advance message; the sweep will pick it up",
                     run_id, exc_info=True)

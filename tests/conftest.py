@@ -21,6 +21,7 @@ def _fresh_counters():
     testing.dispatched.clear()
     testing.dispatch_delays.clear()
     testing.dispatch_queues.clear()
+    testing.dispatch_advances.clear()
     yield
 
 

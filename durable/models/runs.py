@@ -46,6 +46,10 @@ class WorkflowRun(FSMModelMixin, models.Model):
     # arrived after it looked (no lost wake-up).
     signal_seq = models.PositiveBigIntegerField(default=0)
     advances = models.PositiveIntegerField(default=0)
+    # Times the sweep sent the run since it was last claimed or woken: each resend waits
+    # twice as long, so runs whose messages are only queued behind a backlog are not sent
+    # again every grace period (durable.runtime.store.live.pick_due).
+    resends = models.PositiveSmallIntegerField(default=0)
     # Takeovers of an expired lease since the run last parked, and the journal length at
     # which they happened: a step that kills its worker every time ends in a crash loop.
     recoveries = models.PositiveIntegerField(default=0)

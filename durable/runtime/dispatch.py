@@ -12,7 +12,8 @@ beside it, carries what must not wait behind its backlog: a takeover (the sweep 
 whose lease expired) and a waiter whose turn at a limit has come (a token or a freed slot
 waits for it). It is used only through a sender that says it knows the lane (an attribute
 ``takeover_lane = True``, as ``tasks.send_advance`` and the tests' recorder have): it is
-passed as ``queue``. Any other sender gets such a run as the plain advance it always got.
+passed as ``queue``, and such a sender also takes ``advances``. Any other sender gets such
+a run as the plain advance it always got.
 """
 import functools
 
@@ -27,20 +28,26 @@ SHORT_NAMES = {
 }
 
 
-def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None, lane: bool = False) -> None:
+def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None, lane: bool = False,
+             advances: int | None = None) -> None:
     """Send "advance run X" after commit; ``delay`` (under one sweep tick) for timers,
     ``queue`` for a run whose next step runs on a queue of its own, ``lane`` for a run that
     goes ahead of the default queue's backlog (a takeover, a waiter whose turn has come); a
-    run bound for another queue goes there all the same."""
+    run bound for another queue goes there all the same. ``advances`` (the sweep's): the
+    run's count of advances now, so a copy that arrives after the run moved on is dropped
+    (``store.live.claim``); only through a sender that says it knows it."""
     send = _sender(conf.dispatcher())
     if queue == conf.default_queue():
         queue = None
-    if lane and not queue and getattr(send, "takeover_lane", False):
+    modern = getattr(send, "takeover_lane", False)
+    if lane and not queue and modern:
         queue = conf.takeover_queue()
+    options = {"delay": delay}
     if queue:
-        transaction.on_commit(lambda: send(run_id, delay=delay, queue=queue), robust=True)
-    else:
-        transaction.on_commit(lambda: send(run_id, delay=delay), robust=True)
+        options["queue"] = queue
+    if advances is not None and modern:
+        options["advances"] = advances
+    transaction.on_commit(lambda: send(run_id, **options), robust=True)
 
 
 @functools.lru_cache(maxsize=8)

@@ -20,6 +20,8 @@ from durable.models import WorkflowRun
 log = logging.getLogger(__name__)
 
 MAX_REPLAYS_PER_ADVANCE = 100
+# A limit's turn this close is waited for in the advance (seconds; see _turn_in_a_moment).
+WAIT_IN_PLACE = 0.25
 
 
 class Outcome:
@@ -35,10 +37,12 @@ class Outcome:
     HANDED_OFF = "handed off"  # the next step runs on another queue: sent there
 
 
-def advance(run_id: str, *, owner: str | None = None, queue: str | None = None) -> str:
+def advance(run_id: str, *, owner: str | None = None, queue: str | None = None,
+            advances: int | None = None) -> str:
     """``queue``: the Celery queue this advance runs on; a step that asks for another hands
-    the run there. None (in-process drivers) runs every step here."""
-    claimed = live.claim(run_id, owner=owner)
+    the run there. None (in-process drivers) runs every step here. ``advances``: see
+    ``store.live.claim`` (the sweep's messages carry it)."""
+    claimed = live.claim(run_id, owner=owner, advances=advances)
     if claimed is None:
         return Outcome.SKIPPED
     run, lease = claimed
@@ -91,6 +95,9 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
             suspend = outcome.suspend
             if suspend.wake_at is not None and suspend.wake_at <= clock.now():
                 continue  # already due (a zero back-off): go again without a round trip
+            if _turn_in_a_moment(suspend):  # waiting here costs less than parking and coming back
+                clock.sleep((suspend.wake_at - clock.now()).total_seconds())
+                continue
             soon = _turn_before_the_next_sweep(suspend)
             park_until = suspend.wake_at + timedelta(seconds=conf.dispatch_grace_seconds()) if soon else suspend.wake_at
             woken = lease.settle(run, Settlement.park(park_until, suspend.waiting_for))
@@ -120,6 +127,13 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
         return Outcome.FAILED
     lease.settle(run, Settlement.release(clock.now() + timedelta(seconds=1)))
     return Outcome.RELEASED
+
+
+def _turn_in_a_moment(suspend) -> bool:
+    """A limit's turn that comes within ``WAIT_IN_PLACE`` seconds (a token whose step ended
+    a few milliseconds after its waiter was told the turn): the advance waits for it."""
+    return (suspend.waiting_for.startswith("limit:") and suspend.wake_at is not None
+            and (suspend.wake_at - clock.now()).total_seconds() <= WAIT_IN_PLACE)
 
 
 def _turn_before_the_next_sweep(suspend) -> bool:

@@ -3,7 +3,7 @@ from datetime import timedelta
 
 import pytest
 
-from durable import days, hooks, hours, seconds, services
+from durable import days, hooks, hours, seconds, services, testing
 from durable.features import history
 from durable import workflow
 from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, WorkflowRun
@@ -398,3 +398,36 @@ def test_a_graceful_cancel_is_never_delivered_at_a_deterministic_value_but_at_th
     entries = list(JournalEntry.objects.filter(run_id=run.id).order_by("position").values_list("kind", "status"))
     assert run.status == RunStatus.CANCELLED
     assert entries == [(EntryKind.UUID, EntryStatus.COMPLETED), (EntryKind.SIGNAL, EntryStatus.CANCELLED)]
+
+
+def test_a_child_cancelled_with_a_parent_cancelled_without_a_reason_says_its_parent_was_cancelled(clock):
+    parent = services.run_start("one_child", "e-2", id="cancel:bare-parent", actor="test")
+    drive(parent.id)
+
+    services.run_cancel(parent.id, actor="ops")
+
+    child = WorkflowRun.objects.get(pk="cancel:bare-parent:child:0")
+    assert child.status == RunStatus.CANCELLED
+    assert child.error["message"] == "its parent cancel:bare-parent was cancelled: cancelled"
+
+
+def test_a_graceful_cancel_sends_the_run_to_a_worker_to_clean_up(clock, django_capture_on_commit_callbacks):
+    run = services.run_start("polite_cancel", "c-13", id="cancel:sent", actor="test")
+    drive(run.id)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
+
+    assert testing.dispatched == [run.id]
+
+
+def test_a_cancel_request_without_a_reason_or_actor_reaches_the_body_with_empty_ones(clock):
+    run = services.run_start("polite_cancel", "c-14", id="cancel:bare-request", actor="test")
+    drive(run.id)
+    # A request that names neither (written by hand, or by an older engine), waking the run.
+    WorkflowRun.objects.filter(pk=run.id).update(
+        cancel_request={"deadline": (clock.now() + hours(1)).isoformat()}, wake_at=clock.now())
+
+    run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.CANCELLED, "bye:  ()")

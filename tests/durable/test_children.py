@@ -243,6 +243,14 @@ def test_a_long_child_id_still_names_a_storable_signal():
     assert name != children.signal_name("x" * 299 + "y")
 
 
+def test_a_child_id_whose_signal_name_is_exactly_255_characters_is_kept_whole():
+    child_id = "x" * (255 - len(children.SIGNAL_PREFIX))
+
+    name = children.signal_name(child_id)
+
+    assert name == children.SIGNAL_PREFIX + child_id
+
+
 # --- operators see the family ---
 
 

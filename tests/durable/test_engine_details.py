@@ -10,6 +10,7 @@ from django.utils import timezone
 from approvals.models import ReviewerPreference
 from durable import Retry, clock as durable_clock, seconds, services, workflow
 from durable.runtime.context import check_attribute_name
+from durable.runtime.current import current
 from durable.models import EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, Correction, effect
@@ -105,6 +106,40 @@ def test_an_attempt_found_running_past_its_timeout_counts_as_failed_and_is_retri
 
     assert run.status == RunStatus.COMPLETED
     assert (run.result, CALLS["slow_lookup"]) == ("found", 1)
+
+
+def outlasts_its_timeout(idempotency_key: str) -> str:
+    durable_clock.sleep(10)   # on the test's fake clock: ten seconds pass inside the step
+    return "too late"
+
+
+def test_a_step_that_runs_past_its_timeout_is_recorded_as_a_timed_out_attempt(clock):
+    def looks_up_slowly():
+        return workflow.step(outlasts_its_timeout, timeout=seconds(5), retry=Retry(max_attempts=1))
+
+    with override_workflow(looks_up_slowly, name="looks_up_slowly"):
+        run = drive(services.run_start("looks_up_slowly", id="timeout:inside", actor="test").id)
+
+    entry = JournalEntry.objects.get(run_id=run.id, position=0)
+    assert (run.status, entry.status) == (RunStatus.FAILED, EntryStatus.FAILED)
+    assert entry.error["type"] == "StepTimeout"
+    assert "took longer than its timeout of 0:00:05" in entry.error["message"]
+
+
+def deadline_left_on_the_lease() -> bool:
+    """Whether the heartbeat would still see a step deadline (and stop extending the lease)."""
+    return current().store.step_deadline is not None
+
+
+def test_a_step_after_a_timed_one_runs_with_no_deadline_left_on_its_lease(clock):
+    def timed_then_untimed():
+        workflow.step(slow_lookup, timeout=seconds(30))
+        return workflow.step(deadline_left_on_the_lease)
+
+    with override_workflow(timed_then_untimed, name="timed_then_untimed"):
+        run = drive(services.run_start("timed_then_untimed", id="timeout:cleared", actor="test").id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, False)
 
 
 def test_a_childs_result_reaches_the_parent_as_the_type_the_child_declares(clock):

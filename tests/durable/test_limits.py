@@ -6,7 +6,7 @@ from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.urls import reverse
 
-from durable import errors, seconds, services, testing, workflow
+from durable import errors, minutes, seconds, services, testing, workflow
 from durable.runtime import limits
 from durable.models import LimitTicket, RunStatus, TicketState, WorkflowRun
 from durable.runtime.store import live
@@ -39,6 +39,76 @@ def test_declaring_the_same_limit_twice_is_harmless():
 def test_a_limit_needs_a_rate_or_a_concurrency():
     with pytest.raises(ValueError, match="needs a rate"):
         limits.limit("test-nothing")
+
+
+@pytest.fixture
+def declare():
+    """``limits.limit`` for a test's own limits, each undeclared again when the test ends."""
+    names = []
+
+    def declare_(name: str, **numbers) -> limits.Limit:
+        names.append(name)
+        return limits.limit(name, **numbers)
+
+    yield declare_
+    for name in names:
+        limits.undeclare(name)
+
+
+def sends_under(limit_name: str, n: int) -> str:
+    return workflow.step(mark, "send", limit=limit_name)
+
+
+def second_of_two_sends(limit_name: str) -> WorkflowRun:
+    """Two runs that send under ``limit_name``, driven one after the other: the second, as left."""
+    with override_workflow(sends_under, name="sends_under"):
+        runs = [services.run_start("sends_under", limit_name, n, id=f"{limit_name}:{n}", actor="test")
+                for n in range(2)]
+        return [drive(run.id) for run in runs][1]
+
+
+def test_a_limit_refuses_a_boolean_rate(declare):
+    with pytest.raises(ValueError, match="rate must be a positive integer, not True"):
+        declare("test-boolean-rate", rate=True)
+
+
+def test_a_limit_refuses_a_rate_over_a_window_of_no_time(declare):
+    with pytest.raises(ValueError, match="per must be a positive duration"):
+        declare("test-no-window", rate=5, per=seconds(0))
+
+
+def test_a_send_over_a_rate_per_minute_waits_until_the_minute_has_passed(clock, declare):
+    declare("test-once-a-minute", rate=1, per=minutes(1))
+
+    second = second_of_two_sends("test-once-a-minute")
+
+    assert second.status == RunStatus.WAITING
+    assert second.wake_at == clock.now() + timedelta(minutes=1)
+
+
+def test_a_rate_declared_without_per_counts_per_second(clock, declare):
+    declare("test-once-a-second", rate=1)
+
+    second = second_of_two_sends("test-once-a-second")
+
+    assert second.status == RunStatus.WAITING
+    assert second.wake_at == clock.now() + timedelta(seconds=1)
+
+
+def test_a_concurrency_limit_is_declared_without_a_rate_window(declare):
+    declared = declare("test-two-at-once", concurrency=2)
+
+    assert declared == limits.Limit(name="test-two-at-once", rate=None, per=None, concurrency=2)
+
+
+def test_the_declared_limits_are_listed_by_name(declare):
+    declare("test-z-declared-first", concurrency=1)
+    declare("test-a-declared-second", concurrency=1)
+
+    names = [declared.name for declared in limits.declared()]
+
+    assert names == sorted(names)
+    assert {"test-a-declared-second", "test-z-declared-first", "test-one", "test-rate-two"} <= set(names)
 
 
 def test_a_step_over_its_rate_waits_on_a_durable_timer_and_does_not_fail(clock):

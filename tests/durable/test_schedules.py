@@ -10,7 +10,8 @@ from durable.features.cron import ScheduleInvalid
 from durable.errors import WorkflowNotFound
 from durable.models import AuditEvent, WorkflowRun
 from durable.models.schedules import Schedule, ScheduleEvent
-from durable.features.schedules import fire_due, schedule_create, schedule_pause, schedule_resume
+from durable.features.schedules import (fire_due, schedule_create, schedule_pause, schedule_resume,
+                                        schedule_update)
 from durable.testing import fake_clock
 from durable.tasks import tick
 from tests.durable.workflows import record
@@ -202,6 +203,87 @@ def test_a_long_outage_is_caught_up_in_batches_without_losing_an_occurrence(sett
     assert report_ids() == [f"report:2026-05-{day:02d}" for day in range(6, 11)]
 
 
+def test_a_long_outage_is_caught_up_a_hundred_occurrences_per_sweep_by_default():
+    with fake_clock(NOON) as clock:
+        daily("all", cron="* * * * *", template="report:{datetime}")
+        clock.advance(hours(2))         # 120 missed minutes
+
+        first = fire_due()
+
+    assert len(first) == 100
+    assert first[-1] == "report:2026-05-05T13:40+00:00"
+
+
+def test_a_longer_misfire_grace_lets_a_late_sweep_fire_the_occurrence_of_a_skip_schedule(settings):
+    settings.DURABLE_SCHEDULE_MISFIRE_GRACE_SECONDS = 600
+    with fake_clock(NOON) as clock:
+        daily("skip")
+        clock.advance(hours(12) + minutes(5))   # five minutes late: missed under the default grace of a minute
+
+        tick()
+
+    assert report_ids() == ["report:2026-05-06"]
+
+
+def test_the_schedule_placeholder_in_the_input_is_the_schedules_name():
+    with fake_clock(NOON) as clock:
+        schedule_create("report-named", "daily_report", cron_expression="0 0 * * *", id_template="named:{date}",
+                        args=["{schedule} {date}"], actor="test")
+        clock.advance(hours(13))
+
+        tick()
+
+    assert WorkflowRun.objects.get(pk="named:2026-05-06").input == {"args": ["report-named 2026-05-06"], "kwargs": {}}
+
+
+def test_a_schedule_passes_its_keyword_input_to_each_occurrence():
+    with fake_clock(NOON) as clock:
+        schedule_create("report-by-keyword", "daily_report", cron_expression="0 0 * * *", id_template="kw:{date}",
+                        kwargs={"day": "{date}"}, actor="test")
+        clock.advance(hours(13))
+
+        tick()
+
+    assert WorkflowRun.objects.get(pk="kw:2026-05-06").input == {"args": [], "kwargs": {"day": "2026-05-06"}}
+
+
+def test_a_schedule_created_paused_starts_nothing_until_it_is_resumed():
+    with fake_clock(NOON) as clock:
+        schedule_create("report-daily", "daily_report", cron_expression="0 0 * * *", id_template="report:{date}",
+                        args=["{date}"], paused=True, actor="test")
+        clock.advance(days(2))
+        tick()
+        while_paused = report_ids()
+
+        schedule_resume("report-daily", actor="ana")   # 2026-05-07 12:00
+        clock.advance(hours(12))
+        tick()
+
+    assert while_paused == []
+    assert report_ids() == ["report:2026-05-08"]
+
+
+def test_a_fire_is_audited_as_done_by_the_sweep():
+    with fake_clock(NOON) as clock:
+        daily()
+        clock.advance(hours(13))
+
+        tick()
+
+    assert ScheduleEvent.objects.get(schedule__name="report-daily", action="fire").actor == "sweep"
+
+
+def test_a_fire_is_audited_with_when_the_schedule_fires_next():
+    with fake_clock(NOON) as clock:
+        daily()
+        clock.advance(hours(13))
+
+        tick()
+
+    event = ScheduleEvent.objects.get(schedule__name="report-daily", action="fire")
+    assert event.detail["next_fire_at"] == "2026-05-07T00:00:00+00:00"
+
+
 def test_a_sub_daily_cron_names_each_occurrence_by_its_time():
     with fake_clock(NOON) as clock:
         daily(cron="0 */6 * * *", template="report:{datetime}")
@@ -268,6 +350,19 @@ def test_an_id_template_with_no_occurrence_placeholder_is_refused():
 def test_an_unknown_placeholder_is_refused_naming_the_known_ones():
     with pytest.raises(ScheduleInvalid, match=r"names \{day\}; the placeholders are \{date\}"):
         daily(template="report:{day}")
+
+
+def test_an_unknown_catch_up_policy_is_refused_naming_the_policies(clock):
+    with pytest.raises(ScheduleInvalid, match="catch-up policy 'sometimes' is not one of all, latest, skip"):
+        daily("sometimes")
+
+
+def test_changing_a_field_that_cannot_be_edited_is_refused_naming_the_editable_ones(clock):
+    daily()
+
+    with pytest.raises(ScheduleInvalid, match=r"schedule fields \['paused'\] cannot be changed \(only workflow_name, "
+                                              r"cron, timezone, id_template, args, kwargs, catch_up\)"):
+        schedule_update("report-daily", actor="test", paused=True)
 
 
 def test_an_unregistered_workflow_is_refused():

@@ -87,6 +87,13 @@ def test_only_failed_or_blocked_runs_can_be_retried(clock):
         services.run_retry(run.id, actor="test")
 
 
+def test_waking_a_finished_run_is_refused_naming_the_statuses_that_can_be_woken(clock):
+    run = drive(services.run_start(three_steps, 1, id="wake:finished", actor="test").id)
+
+    with pytest.raises(InvalidTransition, match="is completed; only pending or waiting runs can be woken"):
+        services.run_wake(run.id, actor="test")
+
+
 def test_the_status_cannot_be_set_directly():
     run = services.run_start(three_steps, 1, id="protected:1", actor="test")
 

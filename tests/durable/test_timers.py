@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from durable import days, minutes, seconds, services, testing, workflow
 from durable.models import JournalEntry, RunStatus, WorkflowRun
 from durable.runtime.store import live
+from durable.runtime import executor
 from durable.testing import drive, override_workflow
 from durable.runtime.sweep import sweep_due
 from tests.durable.crashed import as_if_its_worker_died
@@ -273,3 +274,74 @@ def test_a_crash_loop_at_a_new_sleep_names_the_sleep_in_its_reason(clock, settin
 
     assert run.status == RunStatus.BLOCKED
     assert run.error["message"].startswith("crash loop at sleep 'sleep' (position 0)")
+
+
+# --- copies of the sweep's message: a backlog makes the sweep send a run again ---
+
+
+def test_the_sweep_s_message_carries_the_run_s_count_of_advances(clock, settings, django_capture_on_commit_callbacks):
+    run = services.run_start("wait_with_deadline", id="count:1", actor="test")
+    clock.advance(timedelta(seconds=settings.DURABLE_DISPATCH_GRACE_SECONDS + 1))   # its message was lost
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sweep_due() == [run.id]
+
+    assert testing.dispatch_advances[run.id] == 0
+
+
+def test_a_copy_that_arrives_after_the_run_moved_on_is_dropped_without_a_replay(clock):
+    run = services.run_start("wait_with_deadline", id="copy:1", actor="test")
+    drive(run.id)   # the first message came through: the run waits for days
+
+    outcome = executor.advance(run.id, advances=0)   # the sweep's copy, sent while the first waited
+
+    assert outcome == executor.Outcome.SKIPPED
+    assert WorkflowRun.objects.get(pk=run.id).advances == 1
+
+
+def test_a_copy_is_still_taken_when_the_run_is_due_anyway(clock):
+    run = services.run_start("wait_with_deadline", id="copy:2", actor="test")
+    drive(run.id)
+    clock.advance(days(7))   # its deadline passed: the copy has work to do after all
+
+    outcome = executor.advance(run.id, advances=0)
+
+    assert outcome == executor.Outcome.COMPLETED
+
+
+def test_a_message_that_is_not_a_copy_is_taken_whatever_the_run_s_count(clock):
+    run = services.run_start("wait_with_deadline", id="copy:3", actor="test")
+    drive(run.id)
+    services.signal_send(run.id, "documents_received", {}, actor="test")   # wakes it, sends afresh
+
+    assert executor.advance(run.id) == executor.Outcome.COMPLETED
+
+
+def test_a_run_no_worker_claims_is_sent_again_later_each_time(clock, settings):
+    settings.DURABLE_DISPATCH_GRACE_SECONDS = 10
+    settings.DURABLE_SWEEP_LOOKAHEAD_SECONDS = 1
+    run = services.run_start("wait_with_deadline", id="resend:1", actor="test")   # its message is stuck
+    sent_at = []
+
+    for second in range(200):   # a sweep every second; no worker takes the run
+        if run.id in sweep_due():
+            sent_at.append(second)
+        clock.advance(timedelta(seconds=1))
+
+    gaps = [later - earlier for earlier, later in zip(sent_at, sent_at[1:])]
+    assert gaps == [10, 20, 40, 80]   # a grace period, then twice as long each time
+
+
+def test_a_run_claimed_since_its_last_resend_is_sent_at_the_plain_grace_again(clock, settings):
+    settings.DURABLE_DISPATCH_GRACE_SECONDS = 10
+    settings.DURABLE_SWEEP_LOOKAHEAD_SECONDS = 1
+    run = services.run_start("nap", id="resend:2", actor="test")
+    clock.advance(timedelta(seconds=10))
+    sweep_due()
+    clock.advance(timedelta(seconds=11))
+    sweep_due()                    # sent twice, no worker came
+    live.claim(run.id, owner="a worker that dies at once", lease_seconds=1)
+    clock.advance(timedelta(seconds=1))
+
+    assert sweep_due() == [run.id]   # the takeover: never held back
+    assert WorkflowRun.objects.get(pk=run.id).wake_at == clock.now() + timedelta(seconds=11)

@@ -19,7 +19,7 @@ import threading
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Count, F, JSONField, Q, Value
@@ -474,35 +474,44 @@ _FENCE_AND_LIMIT_IDLE_SQL = (
     f"WHERE id = %s AND fencing_token = %s FOR SHARE")
 
 
-def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None = None):
+def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None = None,
+          advances: int | None = None):
     """Take the run if it is runnable and nobody holds a live lease on it.
 
     Returns ``(run, lease)`` or None. One UPDATE ... RETURNING: the condition is the claim
     transition's sources (a RUNNING run only once its lease has expired, which counts as a
     recovery). Bumping the fencing token here is what makes the previous holder's next
     write fail.
+
+    ``advances``: the run's count of advances when the sweep sent this message. A run
+    advanced since, and not due now, is left alone: the message is a copy the sweep sent
+    while an earlier one waited behind a backlog, and replaying the run for it would only
+    park it again (under a backlog, most of what a worker did).
     """
     owner = (owner or default_owner())[:255]
     seconds = lease_seconds or conf.lease_seconds()
-    return on_live_connection(lambda: _claim(run_id, owner, seconds))
+    return on_live_connection(lambda: _claim(run_id, owner, seconds, advances))
 
 
-def _claim(run_id: str, owner: str, seconds: float):
+def _claim(run_id: str, owner: str, seconds: float, advances: int | None = None):
     now = clock.now()
     expires = now + timedelta(seconds=seconds)
     waiting = [status for status in WorkflowRun.sources_of("claim") if status != RunStatus.RUNNING]
     fields = [f for f in WorkflowRun._meta.concrete_fields]
     statement = (
         f"UPDATE {WorkflowRun._meta.db_table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "
-        f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, updated_at = %s, "
+        f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, resends = 0, updated_at = %s, "
         f"recoveries = CASE WHEN status = %s THEN recoveries + 1 ELSE 0 END "
         f"WHERE id = %s AND (status IN ({', '.join(['%s'] * len(waiting))}) OR (status = %s AND "
         f"(lease_expires_at IS NULL OR lease_expires_at <= %s))) "
-        f"RETURNING {', '.join(f.column for f in fields)}")
+        + ("AND (advances = %s OR wake_at <= %s) " if advances is not None else "")
+        + f"RETURNING {', '.join(f.column for f in fields)}")
     dt = WorkflowRun._meta.get_field("lease_expires_at")
     params = [RunStatus.RUNNING, owner, dt.get_db_prep_save(expires, connection),
               dt.get_db_prep_save(expires, connection), dt.get_db_prep_save(now, connection),
               RunStatus.RUNNING, run_id, *waiting, RunStatus.RUNNING, dt.get_db_prep_save(now, connection)]
+    if advances is not None:
+        params += [advances, dt.get_db_prep_save(now, connection)]
     with connection.cursor() as cursor:  # one statement: atomic without a transaction block
         cursor.execute(statement, params)
         row = cursor.fetchone()
@@ -538,7 +547,7 @@ def _wake_statement(run_ids: list, *, now, by, **also) -> tuple[str, list]:
     at = meta.get_field("wake_at")
     fields = [meta.get_field(name) for name in also]
     sets = "".join(f", {quote(field.column)} = %s" for field in fields)
-    statement = (f"UPDATE {quote(meta.db_table)} SET signal_seq = signal_seq + 1, updated_at = %s, "
+    statement = (f"UPDATE {quote(meta.db_table)} SET signal_seq = signal_seq + 1, resends = 0, updated_at = %s, "
                  f"wake_at = CASE WHEN wake_at IS NULL OR wake_at > %s THEN %s ELSE wake_at END{sets} "
                  f"WHERE id IN ({', '.join(['%s'] * len(run_ids))}) "
                  f"AND status NOT IN ({', '.join(['%s'] * len(FINISHED_STATUSES))})")
@@ -614,40 +623,56 @@ def record_signal(signal, event, now, grace) -> bool:
     return True
 
 
-def pick_due(horizon, until, limit: int) -> list[tuple[str, object, str, str]]:
+def pick_due(horizon, until, limit: int, *, grace: timedelta = timedelta(0)) -> list[tuple[str, object, str, str, int]]:
     """The sweep's pick: up to ``limit`` active runs whose ``wake_at`` is at or before
     ``horizon``, soonest first, their ``wake_at`` moved to ``until`` (so the next tick leaves
     them alone while their message is in flight). Returns (id, the wake_at it had, status,
-    waiting_for): a running one is a takeover, its lease expired; one waiting for
-    ``limit:...`` is a waiter whose turn in a limit's line has come.
+    waiting_for, advances): a running one is a takeover, its lease expired; one waiting for
+    ``limit:...`` is a waiter whose turn in a limit's line has come; ``advances`` goes with
+    the message, so a copy that arrives after the run moved on is not replayed (``claim``).
+
+    A run picked again before any worker claimed it (its message queued behind a backlog,
+    or lost) is sent again only after ``grace`` more, then three, seven, fifteen and at most
+    thirty-one times ``grace`` more: under a backlog the sweep would otherwise resend every
+    waiting message each grace period, and its copies would make the backlog longer still.
+    A takeover is never held back.
 
     On PostgreSQL one statement (an UPDATE over a ``SELECT ... FOR UPDATE SKIP LOCKED``:
     two sweeps never pick one run), which outside a transaction needs no BEGIN or COMMIT: a
     tick that finds nothing is one round trip, every second. Elsewhere the SELECT, then the
     UPDATE, in the caller's transaction (SQLite serialises writers)."""
     at = WorkflowRun._meta.get_field("wake_at")
+    later = [at.get_db_prep_save(until + grace * (2 ** n - 1), connection) for n in range(6)]
     horizon, until = at.get_db_prep_save(horizon, connection), at.get_db_prep_save(until, connection)
     table, statuses = connection.ops.quote_name(WorkflowRun._meta.db_table), ", ".join(["%s"] * len(ACTIVE_STATUSES))
-    due = f"SELECT id, wake_at, status, waiting_for FROM {table} WHERE wake_at <= %s AND status IN ({statuses}) ORDER BY wake_at LIMIT %s"
+    due = (f"SELECT id, wake_at, status, waiting_for, advances, resends FROM {table} WHERE wake_at <= %s "
+           f"AND status IN ({statuses}) ORDER BY wake_at LIMIT %s")
+    moved = (f"wake_at = CASE WHEN {{run}}status = %s THEN %s "
+             + "".join(f"WHEN {{run}}resends = {n} THEN %s " for n in range(5)) + "ELSE %s END, "
+             f"resends = CASE WHEN {{run}}resends < 32000 THEN {{run}}resends + 1 ELSE {{run}}resends END")
+    moved_params = [RunStatus.RUNNING, until, *later]
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             cursor.execute(due, [horizon, *ACTIVE_STATUSES, limit])
-            picked = cursor.fetchall()
+            picked = [row[:5] for row in cursor.fetchall()]
             if picked:
-                cursor.execute(f"UPDATE {table} SET wake_at = %s WHERE id IN ({', '.join(['%s'] * len(picked))})",
-                               [until, *(run_id for run_id, *_ in picked)])
+                cursor.execute(f"UPDATE {table} SET {moved.format(run='')} "
+                               f"WHERE id IN ({', '.join(['%s'] * len(picked))})",
+                               [*moved_params, *(run_id for run_id, *_ in picked)])
         else:
-            cursor.execute(f"UPDATE {table} AS run SET wake_at = %s FROM ({due} FOR UPDATE SKIP LOCKED) AS due "
-                           f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status, due.waiting_for",
-                           [until, horizon, *ACTIVE_STATUSES, limit])
+            cursor.execute(f"UPDATE {table} AS run SET {moved.format(run='due.')} "
+                           f"FROM ({due} FOR UPDATE SKIP LOCKED) AS due "
+                           f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status, due.waiting_for, "
+                           f"due.advances",
+                           [*moved_params, horizon, *ACTIVE_STATUSES, limit])
             picked = cursor.fetchall()
     expression = at.get_col(WorkflowRun._meta.db_table)
     converters = connection.ops.get_db_converters(expression)
     rows = []
-    for run_id, wake_at, status, waiting_for in picked:
+    for run_id, wake_at, status, waiting_for, advances in picked:
         for converter in converters:
             wake_at = converter(wake_at, expression, connection)
-        rows.append((run_id, wake_at, status, waiting_for))
+        rows.append((run_id, wake_at, status, waiting_for, advances))
     return sorted(rows, key=lambda row: row[1])
 
 
@@ -665,6 +690,76 @@ def pending_signals_of(run_id: str) -> list:
 
 
 # --- limit tickets (the store takes and gives them back while it holds the run) ---
+#
+# Plain SQL, built once: a step takes its ticket under the limit's lock, so every
+# millisecond of Python spent there is a millisecond every other worker waits (the ORM's
+# query building cost 20 ms of a 37 ms take behind a line of a thousand waiters).
+
+_TICKET_COLUMNS = ", ".join(f"t.{f.column}" for f in LimitTicket._meta.concrete_fields)
+_TICKETS, _RUNS = LimitTicket._meta.db_table, WorkflowRun._meta.db_table
+_ACTIVE = ", ".join(f"'{status}'" for status in ACTIVE_STATUSES)
+# The ticket's run runs under the lease that took it (a held ticket's slot is live).
+_HOLD_LIVE = "r.status = 'running' AND r.fencing_token = t.fencing_token AND r.lease_expires_at > %s"
+# Tickets that no longer count: released past the window, held by a lease that is gone.
+_FORGET_SPENT_SQL = (
+    f"DELETE FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s AND ("
+    f"(state = 'released' AND released_at <= %s) OR (state = 'held' AND granted_at <= %s AND NOT EXISTS ("
+    f"SELECT 1 FROM {_RUNS} r WHERE r.id = {_TICKETS}.run_id AND r.status = 'running' "
+    f"AND r.fencing_token = {_TICKETS}.fencing_token AND r.lease_expires_at > %s)))")
+# The held and released tickets (a few per slot or token): whether each holds a slot.
+_TAKEN_SQL = (
+    f"SELECT t.state, t.granted_at, t.released_at, CASE WHEN t.state = 'held' AND {_HOLD_LIVE} THEN 1 ELSE 0 END "
+    f"FROM {_TICKETS} t JOIN {_RUNS} r ON r.id = t.run_id "
+    f"WHERE t.limit_name = %s AND t.limit_key = %s AND t.state IN ('held', 'released')")
+# The head of the line, oldest first, each waiter with whether its run may still come: its
+# run is active and has had less than patience to come back since its wake-up, or (still
+# parked on this limit, or claimed since the cutoff) could not come back yet.
+_LINE_SQL = (
+    f"SELECT {_TICKET_COLUMNS}, CASE WHEN r.status IN ({_ACTIVE}) AND (t.wake_at > %s OR (r.waiting_for = %s "
+    f"AND (r.status <> 'running' OR r.updated_at > %s))) THEN 1 ELSE 0 END "
+    f"FROM {_TICKETS} t JOIN {_RUNS} r ON r.id = t.run_id "
+    f"WHERE t.limit_name = %s AND t.limit_key = %s AND t.state = 'waiting' "
+    f"AND (t.queued_at > %s OR (t.queued_at = %s AND t.id > %s)) ORDER BY t.queued_at, t.id LIMIT %s")
+# How long the line is, up to a bound (an index-only count of at most that many rows).
+_LINE_LENGTH_SQL = (f"SELECT COUNT(*) FROM (SELECT 1 FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s "
+                    f"AND state = 'waiting' LIMIT %s) AS line")
+_LAST_WAITER_SQL = (f"SELECT wake_at FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s AND state = 'waiting' "
+                    f"ORDER BY queued_at DESC, id DESC LIMIT 1")
+_TICKET_WAKE_SQL = f"UPDATE {_TICKETS} SET wake_at = %s WHERE id = %s"
+_TICKET_WAIT_SQL = f"UPDATE {_TICKETS} SET wake_at = %s, queue = %s WHERE id = %s"
+_TICKET_GRANT_SQL = (f"UPDATE {_TICKETS} SET state = 'held', fencing_token = %s, queue = %s, granted_at = %s, "
+                     f"released_at = NULL, wake_at = NULL WHERE id = %s")
+_TICKET_RELEASE_SQL = (f"UPDATE {_TICKETS} SET state = 'released', released_at = %s "
+                       f"WHERE run_id = %s AND position = %s AND state = 'held' AND fencing_token = %s")
+_TICKET_RETURN_SQL = (f"DELETE FROM {_TICKETS} "
+                      f"WHERE run_id = %s AND position = %s AND state = 'held' AND fencing_token = %s")
+_FAR_BACK = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
+_TIME = LimitTicket._meta.get_field("wake_at")
+
+
+def _at(value: datetime | None):
+    return _TIME.get_db_prep_value(value, connection) if value is not None else None
+
+
+def _time(value) -> datetime | None:
+    """A datetime column's raw value, as the ORM would read it (SQLite keeps text)."""
+    expression = _TIME.get_col(_TICKETS)
+    for converter in connection.ops.get_db_converters(expression):
+        value = converter(value, expression, connection)
+    return value
+
+
+@dataclass
+class _Taken:
+    """What the held and released tickets of a limit say now."""
+
+    holding: int = 0       # slots held by live leases
+    in_window: int = 0     # tokens a rate still counts
+    ends: list = field(default_factory=list)   # when each counted token leaves the window, soonest first
+
+    def add(self, other: int) -> "_Taken":
+        """``other`` more holds (this step's own, just granted)."""
+        return _Taken(self.holding + other, self.in_window + other, self.ends)
 
 
 def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) -> datetime | None:
@@ -673,59 +768,72 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) ->
 
     Only the head of the line is read (``_reach`` waiters), so what a step costs under the
     limit's lock does not grow with the number of runs waiting behind it. Each grant calls
-    the next waiter forward: the line moves at the limit's pace, however long it is."""
+    the next waiter forward: the line moves at the limit's pace, however long it is. A
+    newcomer behind a line twice as long as the head joins its back without the lock, so a
+    burst of newcomers does not keep the head waiting for it."""
     now = clock.now()
+    reach = _reach(declared)
+    with connection.cursor() as cursor:
+        cursor.execute(_LINE_LENGTH_SQL, [declared.name, key, 2 * reach + 1])
+        long_line = cursor.fetchone()[0] > 2 * reach
+        if long_line and not sql.select(LimitTicket, "run_id = %s AND position = %s", [lease.run_id, position]):
+            with transaction.atomic():   # a newcomer behind a long line takes its place at the back,
+                lease._fence()           # without the limit's lock: nothing there is for it to take
+                wake_at = _far_chance(cursor, declared, key, None, now)
+                sql.insert(LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
+                                       position=position, state=TicketState.WAITING, queue=queue,
+                                       queued_at=now, wake_at=wake_at))
+            return wake_at
     with transaction.atomic():
         _lock(declared.name, key)
         lease._fence()  # a worker that lost the run takes nothing
-        tickets = LimitTicket.objects.filter(limit_name=declared.name, limit_key=key)
-        _forget_spent(tickets, declared, now)
-        waiting = _mine(lease.run_id, position, declared, key, now)
-        counts = _counts(tickets, declared, now)
-        reach = _reach(declared)
-        line = _line(tickets, declared, now, reach + 1)
-        place = _place(line, waiting, reach)
-        if place is not None and place < _free(declared, counts):
-            ticket = waiting or LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
-                                            position=position, queued_at=now)
-            ticket.state, ticket.fencing_token, ticket.queue = TicketState.HELD, lease.token, queue
-            ticket.granted_at, ticket.released_at, ticket.wake_at = now, None, None
-            ticket.save()
-            counts = {name: count + 1 for name, count in counts.items()}  # ours now holds and counts
-            others = [waiter for waiter in line if waiting is None or waiter.pk != waiting.pk]
-            _call_forward(declared, tickets, others[:reach], counts, now)
-            return None
-        if place is not None:
-            wake_at = _chances(declared, tickets, counts, now, [place])[0]
-        else:
-            wake_at = _far_chance(declared, tickets, waiting, now)
-        if waiting is None:
-            LimitTicket.objects.create(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
+        with connection.cursor() as cursor:
+            _forget_spent(cursor, declared, key, now)
+            waiting = _mine(cursor, lease.run_id, position, declared, key, now)
+            taken = _taken(cursor, declared, key, now)
+            line = _line(cursor, declared, key, now, reach + 1)
+            place = _place(line, waiting, reach)
+            if place is not None and place < _free(declared, taken):
+                if waiting is None:
+                    sql.insert(LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
+                                           position=position, state=TicketState.HELD, fencing_token=lease.token,
+                                           queue=queue, queued_at=now, granted_at=now))
+                else:
+                    cursor.execute(_TICKET_GRANT_SQL, [lease.token, queue, _at(now), waiting.pk])
+                others = [waiter for waiter in line if waiting is None or waiter.pk != waiting.pk]
+                _call_forward(cursor, declared, others[:reach], taken.add(1), now)
+                return None
+            if place is not None:
+                wake_at = _chances(declared, taken, now, [place])[0]
+            else:
+                wake_at = _far_chance(cursor, declared, key, waiting, now)
+            if waiting is None:
+                sql.insert(LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
                                        position=position, state=TicketState.WAITING, queue=queue,
-                                       queued_at=now, wake_at=wake_at)
-        else:
-            waiting.wake_at, waiting.queue = wake_at, queue
-            waiting.save(update_fields=["wake_at", "queue"])
-        _call_forward(declared, tickets, line[:reach], counts, now, skip=waiting)
-        return wake_at
+                                       queued_at=now, wake_at=wake_at))
+            else:
+                cursor.execute(_TICKET_WAIT_SQL, [_at(wake_at), queue, waiting.pk])
+            _call_forward(cursor, declared, line[:reach], taken, now, skip=waiting)
+            return wake_at
 
 
 def _return_ticket(lease, declared: Limit, key: str, position: int) -> None:
     """The step at ``position`` ended: its ticket stops holding a slot (and, for a rate,
     counts until ``per`` from now). Freeing a slot wakes the next waiters in line."""
     now = clock.now()
-    mine = LimitTicket.objects.filter(run_id=lease.run_id, position=position, state=TicketState.HELD,
-                                      fencing_token=lease.token)
+    mine = [lease.run_id, position, lease.token]
     if declared.concurrency is None:  # nobody waits for this to happen: one statement
-        mine.update(state=TicketState.RELEASED, released_at=now)
+        with connection.cursor() as cursor:
+            cursor.execute(_TICKET_RELEASE_SQL, [_at(now), *mine])
         return
     with transaction.atomic():
         _lock(declared.name, key)  # an acquirer sees our release, or we see its waiting ticket
-        if declared.rate is None:  # it counts for nothing once released: no row left behind per key
-            mine.delete()
-        else:
-            mine.update(state=TicketState.RELEASED, released_at=now)
-        _wake_next(declared, key, now)
+        with connection.cursor() as cursor:
+            if declared.rate is None:  # it counts for nothing once released: no row left behind per key
+                cursor.execute(_TICKET_RETURN_SQL, mine)
+            else:
+                cursor.execute(_TICKET_RELEASE_SQL, [_at(now), *mine])
+            _wake_next(cursor, declared, key, now)
 
 
 def _lock(name: str, key: str) -> None:
@@ -733,48 +841,47 @@ def _lock(name: str, key: str) -> None:
     advisory_xact_lock(LIMIT_LOCK_CLASS, name, key)
 
 
-def _live_run(now) -> Q:
-    """The ticket's run is still running under the lease that took it."""
-    return Q(run__status=RunStatus.RUNNING, run__fencing_token=F("fencing_token"),
-             run__lease_expires_at__gt=now)
-
-
-def _live_hold(now) -> Q:
-    return Q(state=TicketState.HELD) & _live_run(now)
-
-
-def _in_window(declared: Limit, now) -> Q:
-    start = now - declared.per
-    return (Q(state=TicketState.RELEASED, released_at__gt=start)
-            | Q(state=TicketState.HELD, granted_at__gt=start) | _live_hold(now))
-
-
-def _waiting_live(declared: Limit, now) -> Q:
-    """A waiter keeps its place while its run is active and has had less than patience to
-    come back for it: since its wake-up, or, while its run could not come back (still parked
-    on this limit, its message queued behind others), since its run was last claimed. So a
-    backlog ahead of the line never sends the head of the line to the back."""
-    cutoff = now - timedelta(seconds=conf.limit_patience_seconds())
-    not_back_yet = Q(run__waiting_for=f"limit:{declared.name}") & (
-        ~Q(run__status=RunStatus.RUNNING) | Q(run__updated_at__gt=cutoff))
-    return Q(state=TicketState.WAITING, run__status__in=ACTIVE_STATUSES) & (Q(wake_at__gt=cutoff) | not_back_yet)
-
-
-def _forget_spent(tickets, declared: Limit, now) -> None:
+def _forget_spent(cursor, declared: Limit, key: str, now) -> None:
     """Tickets that no longer count: released past the window, held by a lease that is gone.
     (Waiters that will not come back are dropped as the line is read: ``_line``.)"""
-    cutoff = now - declared.window
-    tickets.filter(Q(state=TicketState.RELEASED, released_at__lte=cutoff)
-                   | (Q(state=TicketState.HELD, granted_at__lte=cutoff) & ~_live_run(now))).delete()
+    cutoff = _at(now - declared.window)
+    cursor.execute(_FORGET_SPENT_SQL, [declared.name, key, cutoff, cutoff, _at(now)])
 
 
-def _counts(tickets, declared: Limit, now) -> dict:
-    """Slots held, and for a rate the tokens still in its window: read from the held and
-    released tickets only (a few per slot or token), never from the waiting ones."""
-    measures = {"holding": Count("id", filter=_live_hold(now))}
-    if declared.rate is not None:
-        measures["in_window"] = Count("id", filter=_in_window(declared, now))
-    return tickets.filter(state__in=[TicketState.HELD, TicketState.RELEASED]).aggregate(**measures)
+def _mine(cursor, run_id: str, position: int, declared: Limit, key: str, now) -> LimitTicket | None:
+    """This step's waiting ticket, if it has one. A ticket it still holds is an earlier
+    attempt's, whose worker is gone: it may have acted up to now, so it counts as released now."""
+    waiting = None
+    for ticket in sql.select(LimitTicket, "run_id = %s AND position = %s AND state IN ('waiting', 'held') "
+                                          "ORDER BY queued_at, id", [run_id, position]):
+        if ticket.state == TicketState.HELD:
+            cursor.execute(f"UPDATE {_TICKETS} SET state = 'released', released_at = %s WHERE id = %s",
+                           [_at(now), ticket.pk])
+        elif ticket.limit_name == declared.name and ticket.limit_key == key:
+            waiting = ticket
+        else:  # the code now names another limit at this step
+            cursor.execute(f"DELETE FROM {_TICKETS} WHERE id = %s", [ticket.pk])
+    return waiting
+
+
+def _taken(cursor, declared: Limit, key: str, now) -> _Taken:
+    """Slots held and, for a rate, the tokens still in its window and when each leaves it
+    (a held one ``per`` after now at the earliest): read from the held and released tickets
+    only, never from the waiting ones."""
+    cursor.execute(_TAKEN_SQL, [_at(now), declared.name, key])
+    taken = _Taken()
+    start = now - declared.per if declared.rate is not None else None
+    for state, granted_at, released_at, holds in cursor.fetchall():
+        granted_at, released_at = _time(granted_at), _time(released_at)
+        taken.holding += holds
+        if start is None:
+            continue
+        if (state == TicketState.RELEASED and released_at and released_at > start) or (
+                state == TicketState.HELD and (holds or (granted_at and granted_at > start))):
+            taken.in_window += 1
+            taken.ends.append(released_at + declared.per if state == TicketState.RELEASED else now + declared.per)
+    taken.ends.sort()
+    return taken
 
 
 def _reach(declared: Limit) -> int:
@@ -783,17 +890,26 @@ def _reach(declared: Limit) -> int:
     return min(n for n in (declared.rate, declared.concurrency) if n is not None)
 
 
-def _line(tickets, declared: Limit, now, count: int) -> list[LimitTicket]:
+def _line(cursor, declared: Limit, key: str, now, count: int) -> list[LimitTicket]:
     """The first ``count`` waiters whose runs may still come for their turn, oldest first.
-    The waiters before the last of them whose runs will not come (ended, or moved on) are
-    dropped: they never hold up the line again."""
-    waiting = tickets.filter(state=TicketState.WAITING)
-    line = list(waiting.filter(_waiting_live(declared, now)).order_by("queued_at", "id")[:count])
-    gone = waiting.exclude(_waiting_live(declared, now))
-    if len(line) == count:
-        last = line[-1]
-        gone = gone.filter(Q(queued_at__lt=last.queued_at) | Q(queued_at=last.queued_at, id__lt=last.id))
-    gone.delete()
+    Those before them whose runs will not come (ended, or moved on) are dropped as they are
+    met: they never hold up the line again."""
+    cutoff = _at(now - timedelta(seconds=conf.limit_patience_seconds()))
+    fields = LimitTicket._meta.concrete_fields
+    line, after = [], (_FAR_BACK, 0)
+    while len(line) < count:
+        wanted = count - len(line)
+        cursor.execute(_LINE_SQL, [cutoff, f"limit:{declared.name}", cutoff, declared.name, key,
+                                   _at(after[0]), _at(after[0]), after[1], wanted])
+        rows = cursor.fetchall()
+        waiters = sql.instances(LimitTicket, fields, [row[:-1] for row in rows])
+        gone = [waiter.pk for waiter, row in zip(waiters, rows) if not row[-1]]
+        line += [waiter for waiter, row in zip(waiters, rows) if row[-1]]
+        if gone:
+            cursor.execute(f"DELETE FROM {_TICKETS} WHERE id IN ({', '.join(['%s'] * len(gone))})", gone)
+        if len(rows) < wanted:
+            break   # the line ends here
+        after = (waiters[-1].queued_at, waiters[-1].pk)
     return line
 
 
@@ -804,33 +920,36 @@ def _place(line: list, waiting: LimitTicket | None, reach: int) -> int | None:
     return place if place < reach else None
 
 
-def _chances(declared: Limit, tickets, counts: dict, now, places: list[int]) -> list[datetime]:
+def _free(declared: Limit, taken: _Taken) -> int:
+    room = []
+    if declared.concurrency is not None:
+        room.append(declared.concurrency - taken.holding)
+    if declared.rate is not None:
+        room.append(declared.rate - taken.in_window)
+    return min(room)
+
+
+def _chances(declared: Limit, taken: _Taken, now, places: list[int]) -> list[datetime]:
     """When the waiter with ``place`` live waiters before it may find room, for each place:
-    for a rate, when enough tokens leave the window (a held one leaves ``per`` after now at
-    the earliest); for concurrency, a lease's length (a holder that ends sooner wakes it,
-    one whose worker died frees its slot by then)."""
-    ends = []
-    if declared.rate is not None and counts["in_window"] + max(places) >= declared.rate:
-        ends = sorted(
-            released_at + declared.per if state == TicketState.RELEASED and released_at else now + declared.per
-            for state, released_at in tickets.filter(_in_window(declared, now)).values_list("state", "released_at"))
+    for a rate, when enough tokens leave the window; for concurrency, a lease's length (a
+    holder that ends sooner wakes it, one whose worker died frees its slot by then)."""
     found = []
     for place in places:
         chances = [now]
-        if declared.concurrency is not None and counts["holding"] + place >= declared.concurrency:
+        if declared.concurrency is not None and taken.holding + place >= declared.concurrency:
             chances.append(now + timedelta(seconds=conf.lease_seconds()))
-        if declared.rate is not None and counts["in_window"] + place >= declared.rate:
-            needed = place + 1 - (declared.rate - counts["in_window"])
-            if needed <= len(ends):
-                chances.append(ends[needed - 1])
+        if declared.rate is not None and taken.in_window + place >= declared.rate:
+            needed = place + 1 - (declared.rate - taken.in_window)
+            if needed <= len(taken.ends):
+                chances.append(taken.ends[needed - 1])
             else:
-                last = ends[-1] if ends else now
-                chances.append(last + declared.per * math.ceil((needed - len(ends)) / declared.rate))
+                last = taken.ends[-1] if taken.ends else now
+                chances.append(last + declared.per * math.ceil((needed - len(taken.ends)) / declared.rate))
         found.append(max(chances))
     return found
 
 
-def _far_chance(declared: Limit, tickets, waiting: LimitTicket | None, now) -> datetime:
+def _far_chance(cursor, declared: Limit, key: str, waiting: LimitTicket | None, now) -> datetime:
     """When a waiter behind the head of the line looks again if nobody calls it forward
     first (a grant calls the next waiter forward: this is only the safety net, for a head
     whose runs all left). Never sooner than patience; a newcomer a little later than the
@@ -841,68 +960,40 @@ def _far_chance(declared: Limit, tickets, waiting: LimitTicket | None, now) -> d
     if waiting is not None:
         return max(floor, now + (now - waiting.queued_at))
     turn = declared.per if declared.rate is not None else timedelta(seconds=conf.lease_seconds())
-    last = (tickets.filter(state=TicketState.WAITING).order_by("-queued_at", "-id")
-            .values_list("wake_at", flat=True).first())
+    cursor.execute(_LAST_WAITER_SQL, [declared.name, key])
+    row = cursor.fetchone()
+    last = _time(row[0]) if row else None
     return max(floor, last + 2 * turn / _reach(declared)) if last is not None else floor
 
 
-def _call_forward(declared: Limit, tickets, head: list[LimitTicket], counts: dict, now, *,
+def _call_forward(cursor, declared: Limit, head: list[LimitTicket], taken: _Taken, now, *,
                   skip: LimitTicket | None = None) -> None:
     """Tell each waiter at the head of the line (``head``, in order) when its turn comes,
     where it was told later: the one a grant just moved up, or one that waited behind a
     waiter that left. Its run's ``wake_at`` is brought forward (never back), so the sweep
     sends it then, on the lane. ``skip``: the caller's own ticket, in line but told already."""
-    if not head:
-        return
-    chances = _chances(declared, tickets, counts, now, list(range(len(head))))
-    for waiter, chance in zip(head, chances):
+    for waiter, chance in zip(head, _chances(declared, taken, now, list(range(len(head))))):
         if waiter.wake_at is not None and waiter.wake_at <= chance or skip is not None and waiter.pk == skip.pk:
             continue
-        LimitTicket.objects.filter(pk=waiter.pk).update(wake_at=chance)
+        cursor.execute(_TICKET_WAKE_SQL, [_at(chance), waiter.pk])
         wake_runs([waiter.run_id], now=now, by=chance)
 
 
-def _mine(run_id: str, position: int, declared: Limit, key: str, now) -> LimitTicket | None:
-    """This step's waiting ticket, if it has one. A ticket it still holds is an earlier
-    attempt's, whose worker is gone: it may have acted up to now, so it counts as released now."""
-    waiting = None
-    for ticket in LimitTicket.objects.filter(run_id=run_id, position=position,
-                                             state__in=[TicketState.WAITING, TicketState.HELD]):
-        if ticket.state == TicketState.HELD:
-            ticket.state, ticket.released_at = TicketState.RELEASED, now
-            ticket.save(update_fields=["state", "released_at"])
-        elif ticket.limit_name == declared.name and ticket.limit_key == key:
-            waiting = ticket
-        else:  # the code now names another limit at this step
-            ticket.delete()
-    return waiting
-
-
-def _free(declared: Limit, counts: dict) -> int:
-    room = []
-    if declared.concurrency is not None:
-        room.append(declared.concurrency - counts["holding"])
-    if declared.rate is not None:
-        room.append(declared.rate - counts["in_window"])
-    return min(room)
-
-
-def _wake_next(declared: Limit, key: str, now) -> None:
+def _wake_next(cursor, declared: Limit, key: str, now) -> None:
     """Wake the first waiters that the free slots let through; bumping signal_seq makes a
     waiter that is parking right now look again (see LiveStore.settle), so no wake-up is lost."""
-    tickets = LimitTicket.objects.filter(limit_name=declared.name, limit_key=key)
-    free = declared.concurrency - tickets.filter(_live_hold(now)).count()
+    free = declared.concurrency - _taken(cursor, declared, key, now).holding
     if free <= 0:
         return
-    chosen = list(tickets.filter(_waiting_live(declared, now)).order_by("queued_at", "id")
-                  .values_list("id", "run_id", "queue")[:free])
+    chosen = _line(cursor, declared, key, now, free)
     if not chosen:
         return
-    LimitTicket.objects.filter(id__in=[ticket_id for ticket_id, _, _ in chosen]).update(wake_at=now)
+    for waiter in chosen:
+        cursor.execute(_TICKET_WAKE_SQL, [_at(now), waiter.pk])
     grace = now + timedelta(seconds=conf.dispatch_grace_seconds())
-    wake_runs([run_id for _, run_id, _ in chosen], now=now, by=grace)
-    for _, run_id, queue in chosen:  # its turn: on the lane, ahead of the default queue's backlog
-        dispatch(run_id, queue=queue or None, lane=True)
+    wake_runs([waiter.run_id for waiter in chosen], now=now, by=grace)
+    for waiter in chosen:  # its turn: on the lane, ahead of the default queue's backlog
+        dispatch(waiter.run_id, queue=waiter.queue or None, lane=True)
 
 
 # --- finished runs moved to the archive (durable.features.archive chooses them and when) ---
