@@ -19,13 +19,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "var" / "mutation"
 
-# The modules that hold positions, matching, retries, deadlines, signal order, fencing
-# and atomic writes. The one list to change when the engine's core moves (e.g. a store).
+# The modules that hold positions, matching, retries, deadlines, signal order, fencing and
+# atomic writes (the runtime), and the services, limits, children and schedules built on
+# them. The one list to change when the engine's core moves.
 MODULES = [
     "durable/runtime/context.py",
     "durable/runtime/store/live.py",
     "durable/runtime/heartbeat.py",
     "durable/runtime/executor.py",
+    "durable/services.py",
+    "durable/runtime/limits.py",
+    "durable/runtime/children.py",
+    "durable/features/schedules.py",
 ]
 # The engine's fast tests, run by mutmut against every mutant (on SQLite: the fastest).
 TEST_PATHS = ["tests/durable"]
@@ -66,6 +71,10 @@ def sync_work_copy() -> None:
             continue
         if relative not in wanted and "__pycache__" not in relative:
             path.unlink()
+    for module in MODULES:  # newly listed: its plain copy from an earlier run would never be mutated
+        copy = WORK / "mutants" / module
+        if copy.exists() and not copy.with_name(copy.name + ".meta").exists():
+            copy.unlink()
     (WORK / "setup.cfg").write_text("\n".join([
         "[mutmut]",
         "source_paths = durable",
@@ -252,8 +261,10 @@ def main() -> int:
                              "survivors of a SQLite pass, some of which only PostgreSQL reaches)")
     args = parser.parse_args()
 
-    if args.fresh and (WORK / "mutants").exists():
-        shutil.rmtree(WORK / "mutants")
+    if args.fresh:  # the results, and the test database a killed run may have left rows in
+        for stale in (WORK / "mutants", WORK / "var"):
+            if stale.exists():
+                shutil.rmtree(stale)
     sync_work_copy()
     names = all_mutant_names()
     if args.only:
