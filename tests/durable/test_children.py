@@ -3,14 +3,14 @@ import pytest
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 
-from durable import services
+from durable import Retry, services, workflow
 from durable.features import history
 from durable.runtime import children
 from durable.errors import RunConflict, SignalConflict
 from durable.models import AuditEvent, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.runtime.store import live
 from durable.runtime.store.live import Settlement
-from durable.testing import drive
+from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, LEDGER_UNLOCKED
 from tests.effects.models import Effect
 
@@ -33,6 +33,29 @@ def test_fan_out_and_fan_in_returns_each_childs_result_in_order(clock):
     assert parent.result == ["e1=10", "e2=20", "e3=30"]
     assert sorted(WorkflowRun.objects.filter(parent_id=parent.id).values_list("id", flat=True)) == [
         "recon:d1:child:0", "recon:d1:child:1", "recon:d1:child:2"]
+
+
+def test_a_parent_that_replays_in_the_same_advance_finds_its_child_started_and_waits_for_it(clock):
+    tries = []
+
+    def fails_the_first_time() -> str:
+        tries.append(1)
+        if len(tries) == 1:
+            raise RuntimeError("the provider was busy")
+        return "sent"
+
+    def starts_a_child_then_sends() -> int:
+        handle = workflow.start_child("three_steps", 1)
+        workflow.step(fails_the_first_time, retry=Retry(initial_interval=0))   # retried at once: a replay
+        return workflow.wait_for_child(handle)
+
+    with override_workflow(starts_a_child_then_sends, name="child_then_send"):
+        parent = drive(services.run_start("child_then_send", id="replays", actor="test").id)
+
+    assert len(tries) == 2
+    assert parent.status == RunStatus.WAITING
+    assert parent.waiting_for == f"signal:{children.signal_name('replays:child:0')}"
+    assert list(WorkflowRun.objects.filter(parent_id=parent.id).values_list("id", flat=True)) == ["replays:child:0"]
 
 
 def test_a_child_that_finishes_before_the_parent_waits_is_not_missed(clock):

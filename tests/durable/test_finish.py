@@ -35,6 +35,15 @@ def test_a_run_parked_at_a_wait_has_not_finished(clock):
     assert run.finished_at is None
 
 
+def test_a_cancelled_run_records_when_it_finished(clock):
+    run = drive(services.run_start("collect_two", id="finish:cancelled", actor="test").id)
+    clock.advance(timedelta(minutes=5))
+
+    services.run_cancel(run.id, reason="customer withdrew", actor="ops")
+
+    assert WorkflowRun.objects.get(pk=run.id).finished_at == clock.now()
+
+
 def test_a_run_that_waited_and_then_completed_waits_for_nothing(clock):
     run = services.run_start("step_wait_step", id="finish:waited", actor="test")
     assert drive(run.id).waiting_for == "signal:go"

@@ -303,6 +303,20 @@ def test_the_heartbeat_thread_ends_without_an_error_once_its_leases_are_released
     assert not [t for t in set(threading.enumerate()) - threads_before if t.is_alive()]
 
 
+def test_a_heartbeat_thread_that_finds_no_lease_to_keep_waits_its_idle_time_and_ends_cleanly(monkeypatch):
+    beat = heartbeat.Heartbeat()
+    beat.IDLE_EXIT_SECONDS = 0.3   # the step it started for was over before its first look
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", errors.append)
+    thread = threading.Thread(target=beat._loop)
+
+    thread.start()
+    thread.join(timeout=5)
+
+    assert errors == []
+    assert not thread.is_alive()
+
+
 def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
     mine = services.run_start(three_steps, 1, id="lease:mine", actor="test")
     other = services.run_start(three_steps, 2, id="lease:other", actor="test")
@@ -351,6 +365,45 @@ def test_a_heartbeat_passes_over_a_run_row_another_transaction_holds_instead_of_
 
     assert busy is None
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until
+
+
+@contextmanager
+def cancelled_by_another_connection(run_id: str, *, commits_after: float):
+    """Another connection cancels the run (bumping its token) and commits ``commits_after``
+    seconds later, or as soon as the block ends."""
+    cancelled, release = threading.Event(), threading.Event()
+
+    def operator():
+        try:
+            with transaction.atomic():
+                services.run_cancel(run_id, reason="operator", actor="ops")
+                cancelled.set()
+                release.wait(timeout=commits_after)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=operator)
+    thread.start()
+    assert cancelled.wait(timeout=30)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(timeout=30)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="one-statement journal writes are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_journal_write_racing_an_uncommitted_cancel_waits_for_it_and_is_fenced():
+    run = services.run_start(three_steps, 1, id="lease:racing-cancel", actor="test")
+    _, lease = live.claim(run.id, owner="a")
+    entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
+
+    with cancelled_by_another_connection(run.id, commits_after=1), pytest.raises(Fenced):
+        lease.record(entry)
+
+    assert not JournalEntry.objects.filter(run_id=run.id).exists()
+    assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.CANCELLED
 
 
 def test_a_heartbeat_that_does_not_wait_still_reports_a_lost_lease(clock, settings):

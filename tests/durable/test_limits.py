@@ -95,6 +95,15 @@ def test_a_rate_declared_without_per_counts_per_second(clock, declare):
     assert second.wake_at == clock.now() + timedelta(seconds=1)
 
 
+def test_a_step_behind_a_token_still_held_is_told_to_come_back_a_period_from_now(clock, declare):
+    declared = declare("test-once-in-ten-seconds", rate=1, per=seconds(10))
+    holding("one_at_a_time", 1, declared=declared)   # its step is still running
+
+    _, wake_at = holding("one_at_a_time", 2, declared=declared)
+
+    assert wake_at == clock.now() + timedelta(seconds=10)
+
+
 def test_a_concurrency_limit_is_declared_without_a_rate_window(declare):
     declared = declare("test-two-at-once", concurrency=2)
 
@@ -174,6 +183,14 @@ def test_a_cancelled_waiter_does_not_hold_up_the_line(clock, django_capture_on_c
         holder.release_limit(ONE_AT_A_TIME, "", 0)
 
     assert testing.dispatched == [third.run_id]
+
+
+def test_a_step_behind_the_only_held_slot_is_told_to_come_back_a_lease_from_now(clock, settings):
+    holding("one_at_a_time", 1)
+
+    _, wake_at = holding("one_at_a_time", 2)
+
+    assert wake_at == clock.now() + timedelta(seconds=settings.DURABLE_LEASE_SECONDS)
 
 
 def test_a_newcomer_does_not_take_a_freed_slot_from_a_waiter(clock):
@@ -388,6 +405,16 @@ def test_a_waiter_behind_the_head_looks_again_later_the_further_back_it_is(clock
     assert behind == sorted(behind) and behind[-1] > behind[0]
 
 
+def test_waiters_behind_the_head_of_a_rate_s_line_look_again_a_share_of_its_period_apart(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 1
+    runs = waiting_in_line("spaced", 8)   # two send; the head (runs 2 and 3) is told: in 1 s
+
+    behind = [ticket_wake(run) for run in runs[4:]]
+
+    # each a turn later than the one before it: twice its share (1 s of 2 tokens) of a period
+    assert behind == [clock.now() + timedelta(seconds=2 + n) for n in range(4)]
+
+
 def test_a_grant_calls_the_next_waiter_forward_to_its_turn(clock, settings):
     settings.DURABLE_LIMIT_PATIENCE_SECONDS = 60
     runs = waiting_in_line("called", 6)   # the head: runs 2 and 3; behind them: 4 and 5
@@ -410,6 +437,41 @@ def test_a_waiter_whose_run_was_cancelled_leaves_the_line_and_the_next_is_called
 
     assert not LimitTicket.objects.filter(run_id=runs[2].id).exists()
     assert ticket_wake(runs[4]) == clock.now() + timedelta(seconds=1)
+
+
+def test_a_newcomer_behind_more_than_twice_the_head_joins_the_back_and_leaves_the_head_alone(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 60
+    runs = waiting_in_line("tail", 7)   # two send; five wait, one more than twice the head (2)
+    services.run_cancel(runs[2].id, reason="the customer withdrew", actor="test")
+
+    newcomer = drive(services.run_start(rate_two, 9, id="tail:newcomer", actor="test").id)
+
+    assert newcomer.status == RunStatus.WAITING
+    assert LimitTicket.objects.filter(run_id=runs[2].id).exists()       # left for the head's next look
+    assert ticket_wake(runs[4]) >= clock.now() + timedelta(seconds=59)  # nobody was called forward
+
+
+def test_a_waiter_that_comes_back_to_the_head_is_told_its_turn_in_one_replay(clock, settings):
+    settings.DURABLE_LIMIT_PATIENCE_SECONDS = 60
+    replays = []
+
+    def sends_and_counts_its_replays(n: int) -> str:
+        replays.append(n)
+        return workflow.step(mark, "send", limit=RATE_TWO)
+
+    with override_workflow(sends_and_counts_its_replays, name="sends_and_counts"):
+        runs = [services.run_start("sends_and_counts", n, id=f"back:{n}", actor="test") for n in range(6)]
+        for run in runs:
+            drive(run.id)   # two send; 2 and 3 are the head; 4 and 5 wait behind them
+        for run in runs[2:4]:
+            services.run_cancel(run.id, reason="the customer withdrew", actor="test")
+        replays.clear()
+
+        back = drive(runs[4].id)   # before anyone called it forward: it is the head now
+
+    assert back.status == RunStatus.WAITING
+    assert ticket_wake(runs[4]) == clock.now() + timedelta(seconds=1)
+    assert replays == [4]   # its own look at the line did not wake it to look again
 
 
 def rows_read() -> int:

@@ -247,6 +247,18 @@ def test_a_schedule_passes_its_keyword_input_to_each_occurrence():
     assert WorkflowRun.objects.get(pk="kw:2026-05-06").input == {"args": [], "kwargs": {"day": "2026-05-06"}}
 
 
+def test_a_schedule_moved_to_another_hour_keeps_its_keyword_input():
+    with fake_clock(NOON) as clock:
+        schedule_create("report-by-keyword", "daily_report", cron_expression="0 0 * * *", id_template="kw:{date}",
+                        kwargs={"day": "{date}"}, actor="test")
+        schedule_update("report-by-keyword", actor="test", cron="0 6 * * *")
+        clock.advance(hours(19))
+
+        tick()
+
+    assert WorkflowRun.objects.get(pk="kw:2026-05-06").input == {"args": [], "kwargs": {"day": "2026-05-06"}}
+
+
 def test_a_schedule_created_paused_starts_nothing_until_it_is_resumed():
     with fake_clock(NOON) as clock:
         schedule_create("report-daily", "daily_report", cron_expression="0 0 * * *", id_template="report:{date}",

@@ -1,4 +1,6 @@
 """Services: idempotent start, cancel, retry rules, audit rows, dispatch on commit."""
+from datetime import timedelta
+
 import pytest
 from django.db import transaction
 
@@ -20,6 +22,12 @@ def test_starting_an_existing_id_returns_the_existing_run(clock):
     assert second.pk == first.pk
     assert WorkflowRun.objects.count() == 1
     assert AuditEvent.objects.filter(action="start").count() == 1
+
+
+def test_a_start_is_audited_with_the_workflow_and_version_it_runs(clock):
+    run = services.run_start(three_steps, 1, id="start:audited", actor="ops")
+
+    assert AuditEvent.objects.get(run_id=run.id, action="start").detail == {"workflow": "three_steps", "version": 1}
 
 
 def test_starting_an_existing_id_with_other_input_is_a_conflict(clock):
@@ -66,6 +74,22 @@ def test_cancel_ends_a_waiting_run_and_refuses_later_signals(clock):
         services.signal_send(run.id, "item", {"n": 1}, actor="test")
 
 
+def test_a_signal_to_a_completed_run_is_refused_naming_its_status(clock):
+    run = drive(services.run_start(three_steps, 1, id="signal:done", actor="test").id)
+
+    with pytest.raises(RunFinished) as refused:
+        services.signal_send(run.id, "item", {"n": 1}, actor="test")
+
+    assert str(refused.value) == "run 'signal:done' is completed and takes no more signals"
+
+
+def test_cancelling_a_run_that_does_not_exist_names_the_id(clock):
+    with pytest.raises(RunNotFound) as refused:
+        services.run_cancel("cancel:missing", reason="typo", actor="ops")
+
+    assert str(refused.value) == "no run with id 'cancel:missing'"
+
+
 def test_cancel_fences_the_worker_that_is_running_the_run(clock):
     run = services.run_start(three_steps, 1, id="cancel:2", actor="test")
     _, lease = live.claim(run.id, owner="worker-a")
@@ -85,6 +109,17 @@ def test_only_failed_or_blocked_runs_can_be_retried(clock):
 
     with pytest.raises(InvalidTransition, match="waiting"):
         services.run_retry(run.id, actor="test")
+
+
+def test_the_retried_run_returned_is_pending_again_and_due_within_the_dispatch_grace(clock, settings):
+    failed = drive(services.run_start("fails_in_body", id="retry:returned", actor="test").id)
+    clock.advance(timedelta(minutes=5))
+
+    run = services.run_retry(failed.id, actor="ops")
+
+    assert (run.status, run.error, run.finished_at) == (RunStatus.PENDING, None, None)
+    assert run.updated_at == clock.now()
+    assert run.wake_at == clock.now() + timedelta(seconds=settings.DURABLE_DISPATCH_GRACE_SECONDS)
 
 
 def test_waking_a_finished_run_is_refused_naming_the_statuses_that_can_be_woken(clock):
