@@ -31,17 +31,7 @@ os.environ["DURABLE_DISPATCHER"] = "celery"
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 os.environ["BENCH_COUNTER_URL"] = os.environ["CELERY_BROKER_URL"]
 
-
-def ensure_database(url: str):
-    import dj_database_url
-    import psycopg
-
-    db = dj_database_url.parse(url)
-    with psycopg.connect(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"] or "postgres",
-                         password=db["PASSWORD"] or None, dbname="postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db["NAME"]}"')
-
+from benchmarks.database import ensure_database  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
 
