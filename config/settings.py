@@ -290,7 +290,8 @@ LOGGING = {
     "formatters": {"plain": {
         "format": "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s pos=%(position)s] %(message)s"}},
     # Stamps run_id and position from the replay context on every record (durable/runtime/logging.py).
-    "filters": {"run_context": {"()": "durable.runtime.logging.RunContextFilter"}},
+    "filters": {"run_context": {"()": "durable.runtime.logging.RunContextFilter"},
+                "refused_in_one_line": {"()": "config.log_filters.RefusedInOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
                              "filters": ["run_context"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
@@ -299,6 +300,8 @@ LOGGING = {
         # second time beside the root one: a 403's traceback twice, every 404 twice.
         "django": {"handlers": [], "level": "INFO"},
         "django.db.backends": {"level": "INFO"},
+        # A refused request (403) is one line, without the PermissionDenied's traceback.
+        "django.request": {"filters": ["refused_in_one_line"]},
         # One line per sweep tick and per advance is noise; failures still log.
         "celery.app.trace": {"level": "WARNING"},
         "celery.worker.strategy": {"level": "WARNING"},
