@@ -11,6 +11,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.utils.dateparse import parse_datetime
 
+from durable import clock
 from durable.documents import PARTIAL, export_file_documents
 from durable.errors import RunNotFound
 from durable.models import (ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal, AuditEvent,
@@ -44,6 +45,14 @@ def run_get(run_id: str) -> WorkflowRun:
 def run_exists(run_id: str) -> bool:
     """Whether a live run has this id (an archived one does not count)."""
     return WorkflowRun.objects.filter(pk=run_id).exists()
+
+
+def run_timers(run_id: str) -> int:
+    """How many of the run's sleeps and step back-offs are still to end: what a wake ends
+    now (a wait for a signal is never ended early, so it is not one)."""
+    return JournalEntry.objects.filter(
+        run_id=run_id, wake_at__gt=clock.now(), kind__in=[EntryKind.SLEEP, EntryKind.STEP],
+        status__in=[EntryStatus.WAITING, EntryStatus.RETRYING]).count()
 
 
 def runs_started_by(run_id: str) -> list[WorkflowRun]:

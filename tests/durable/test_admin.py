@@ -255,3 +255,33 @@ def test_the_signal_form_refuses_a_key_reserved_by_the_approvals_app(operator, w
     assert response.status_code == 200
     assert "reserved by &#x27;approvals&#x27;" in response.content.decode()
     assert not Signal.objects.exists()
+
+
+def test_bulk_wake_counts_the_runs_it_woke_and_names_those_it_could_not_change(operator, waiting_run, clock):
+    napping = drive(services.run_start("nap", id="nap:bulk", actor="test").id)
+
+    response = operator.post(reverse("admin:durable_workflowrun_changelist"),
+                             {"action": "wake_selected", "_selected_action": [waiting_run.id, napping.id]},
+                             follow=True)
+
+    assert [str(message) for message in response.context["messages"]] == [
+        "1 run(s) woken.",
+        f"run {waiting_run.id}: not woken: it waits for {waiting_run.waiting_for!r} and has no sleep or back-off "
+        "to end (a wake never ends a wait for a signal early; it was only looked at again)"]
+
+
+def test_wake_now_on_a_run_waiting_for_a_signal_says_that_nothing_was_ended(operator, waiting_run):
+    response = operator.post(page(waiting_run.id, "wake"), follow=True)
+
+    html = response.content.decode()
+    assert f"Run {waiting_run.id} not woken: it waits for" in html
+    assert f"Run {waiting_run.id} woken." not in html
+    assert AuditEvent.objects.filter(run_id=waiting_run.id, action="wake").count() == 1   # still looked at again
+
+
+def test_wake_now_on_a_sleeping_run_says_it_was_woken(operator, clock):
+    napping = drive(services.run_start("nap", id="nap:one", actor="test").id)
+
+    response = operator.post(page(napping.id, "wake"), follow=True)
+
+    assert f"Run {napping.id} woken." in response.content.decode()

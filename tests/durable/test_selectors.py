@@ -30,3 +30,14 @@ def test_runs_started_by_lists_a_parents_children_and_run_exists_only_live_runs(
 
     assert [run.id for run in selectors.runs_started_by(parent.id)] == ["selectors:child-a", "selectors:child-b"]
     assert selectors.run_exists(parent.id) and not selectors.run_exists("selectors:nobody")
+
+
+def test_a_run_s_timers_are_its_sleeps_still_to_end_never_its_waits_for_a_signal(clock):
+    napping = drive(services.run_start("nap", id="timers:nap", actor="test").id)
+    waiting = drive(services.run_start("step_wait_step", id="timers:wait", actor="test").id)
+
+    assert (selectors.run_timers(napping.id), selectors.run_timers(waiting.id)) == (1, 0)
+
+    services.run_wake(napping.id, actor="ops")
+
+    assert selectors.run_timers(napping.id) == 0

@@ -279,8 +279,9 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                              services.run_retry(run_id, actor=actor, audit=audit))
 
     def wake_view(self, request, object_id):
-        return self._perform(request, object_id, "woken", lambda run_id, actor, audit:
-                             services.run_wake(run_id, actor=actor, audit=audit))
+        nothing = self._nothing_to_wake(unquote(object_id))
+        return self._perform(request, object_id, nothing or "woken",
+                             lambda run_id, actor, audit: services.run_wake(run_id, actor=actor, audit=audit))
 
     def signal_view(self, request, object_id):
         self._check_operate(request)
@@ -310,18 +311,25 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     # --- bulk actions on the list ---
 
-    def _bulk(self, request, queryset, verb: str, call):
+    def _bulk(self, request, queryset, verb: str, call, *, unchanged=None):
+        """``unchanged(run_id)``: why the action will change nothing on that run (or "");
+        such runs are still acted on, and listed apart instead of counted as done."""
         actor, audit = request_audit(request, via="admin")
-        done, refused = 0, []
+        done, refused, idle = 0, [], []
         for run_id in queryset.values_list("pk", flat=True):
+            why = unchanged(run_id) if unchanged else ""
             try:
                 call(run_id, actor, audit)
-                done += 1
             except DurableError as error:
                 refused.append(str(error))
+                continue
+            if why:
+                idle.append(f"run {run_id}: {why}")
+            else:
+                done += 1
         if done:
             self.message_user(request, f"{done} run(s) {verb}.", messages.SUCCESS)
-        for message in refused[:20]:
+        for message in (idle + refused)[:20]:
             self.message_user(request, message, messages.WARNING)
 
     @admin.action(description="Cancel selected runs", permissions=["operate"])
@@ -337,7 +345,17 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
     @admin.action(description="Wake selected runs now (sleeps and back-offs)", permissions=["operate"])
     def wake_selected(self, request, queryset):
         self._bulk(request, queryset, "woken", lambda run_id, actor, audit:
-                   services.run_wake(run_id, actor=actor, audit=audit))
+                   services.run_wake(run_id, actor=actor, audit=audit), unchanged=self._nothing_to_wake)
+
+    @staticmethod
+    def _nothing_to_wake(run_id: str) -> str:
+        """Why a wake changes nothing on this run, said before it is done ("" when it ends a
+        sleep or a back-off, sends a pending run, or lets a limit's waiter look again)."""
+        waiting_for = WorkflowRun.objects.filter(pk=run_id).values_list("waiting_for", flat=True).first()
+        if selectors.run_timers(run_id) or not waiting_for or waiting_for.startswith("limit:"):
+            return ""
+        return (f"not woken: it waits for {waiting_for!r} and has no sleep or back-off to end (a wake never "
+                "ends a wait for a signal early; it was only looked at again)")
 
 
 @admin.register(AuditEvent)
