@@ -8,7 +8,7 @@ from durable.features import history
 from durable import workflow
 from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
-from tests.durable.workflows import CALLS
+from tests.durable.workflows import CALLS, record
 
 pytestmark = pytest.mark.django_db
 
@@ -431,3 +431,28 @@ def test_a_cancel_request_without_a_reason_or_actor_reaches_the_body_with_empty_
     run = drive(run.id)
 
     assert (run.status, run.result) == (RunStatus.CANCELLED, "bye:  ()")
+
+
+def cleanup_that_now_steps_instead_of_napping() -> str:
+    try:
+        workflow.wait_for_signal("never", timeout=days(7))
+        return "unreachable"
+    except workflow.Cancelled:
+        workflow.step(record, "cleanup")
+        return "cleaned up"
+
+
+def test_a_cleanup_whose_code_no_longer_fits_its_journal_ends_the_run_cancelled_naming_the_divergence(clock):
+    run = services.run_start("cleanup_after_a_nap", id="cancel:diverged", actor="test")
+    drive(run.id)
+    services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
+    drive(run.id)   # the cleanup naps
+
+    with override_workflow(cleanup_that_now_steps_instead_of_napping, name="cleanup_after_a_nap"):
+        clock.advance(timedelta(seconds=2))
+        run = drive(run.id)
+
+    assert run.status == RunStatus.CANCELLED
+    assert run.error["message"] == "stop"
+    assert run.error["cleanup_error"]["type"] == "JournalMismatch"
+    assert CALLS["cleanup"] == 0

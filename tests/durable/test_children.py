@@ -335,3 +335,13 @@ def test_a_child_that_is_sent_a_signal_while_it_finishes_still_ends_and_tells_it
     assert (woken, child.status) == (None, RunStatus.COMPLETED)
     assert WorkflowRun.objects.get(pk=child_id).status == RunStatus.COMPLETED
     assert Signal.objects.filter(run_id=parent.id).exists()
+
+
+def test_a_child_s_start_is_audited_with_its_workflow_version_and_parent(clock):
+    parent = services.run_start("one_child", "e-audit", id="audited-parent", actor="test")
+
+    drive(parent.id)
+
+    start = AuditEvent.objects.get(run_id="audited-parent:child:0", action="start")
+    assert start.actor == "run:audited-parent"
+    assert start.detail == {"workflow": "awaits_approval", "version": 1, "parent": "audited-parent"}

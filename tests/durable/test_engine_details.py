@@ -165,3 +165,39 @@ def test_a_run_whose_arguments_the_new_code_no_longer_takes_is_blocked_saying_wh
     assert run.status == RunStatus.BLOCKED
     assert run.error["type"] == "InputMismatch"
     assert "TypeError: too many positional arguments" in run.error["message"]
+
+
+def test_an_attempt_found_past_its_timeout_under_a_graceful_cancel_ends_cancelled_at_that_step(clock):
+    def looks_up():
+        return workflow.step(slow_lookup, timeout=seconds(30), retry=Retry(max_attempts=3))
+
+    with override_workflow(looks_up, name="looks_up"):
+        run = services.run_start("looks_up", id="timeout:cancelled", actor="test")
+        # A worker claimed the run, journaled the attempt as started, then died inside it.
+        WorkflowRun.objects.filter(pk=run.id).update(advances=1)
+        JournalEntry.objects.create(run_id=run.id, position=0, kind="step", name="slow_lookup",
+                                    status=EntryStatus.STARTED, attempt=1, started_at=durable_clock.now(),
+                                    wake_at=durable_clock.now() + timedelta(seconds=30),
+                                    created_at=durable_clock.now(), updated_at=durable_clock.now())
+        services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
+        clock.advance(seconds(31))
+
+        run = drive(run.id)
+
+    entries = list(JournalEntry.objects.filter(run_id=run.id).values_list("position", "name", "status", "error"))
+    assert run.status == RunStatus.CANCELLED
+    assert entries == [(0, "slow_lookup", EntryStatus.CANCELLED,
+                        {"type": "Cancelled", "message": "customer withdrew", "actor": "ops"})]
+    assert CALLS["slow_lookup"] == 0
+
+
+def returns_something_unstorable() -> object:
+    return object()
+
+
+def test_a_body_that_returns_a_value_the_journal_cannot_store_fails_its_run_saying_so(clock):
+    with override_workflow(returns_something_unstorable, name="returns_something_unstorable"):
+        run = drive(services.run_start("returns_something_unstorable", id="result:unstorable", actor="test").id)
+
+    assert run.status == RunStatus.FAILED
+    assert run.error["type"] == "PayloadError"

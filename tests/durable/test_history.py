@@ -289,3 +289,13 @@ def test_a_history_that_ends_at_a_timer_ends_its_replay_at_the_timer_s_position(
 
     assert report.ok
     assert "at position 0 the run was waiting there" in report.summary
+
+
+def test_a_history_that_ends_in_a_step_s_back_off_ends_its_replay_at_the_step_s_position(db, clock, tmp_path):
+    run = drive(services.run_start("gives_up", id="history:backoff", actor="test").id)   # the first attempt failed
+    path = _export(run, tmp_path)
+
+    report = history.history_replay(history.history_load(path))
+
+    assert report.ok
+    assert "0 journal entries replay; at position 0" in report.summary, report.summary

@@ -519,3 +519,32 @@ def test_a_waiter_whose_turn_comes_before_the_next_sweep_is_sent_by_its_own_adva
     assert testing.dispatch_delays[waiter.id] == 1.0                 # a countdown to its turn
     assert testing.dispatch_queues[waiter.id] == "durable-takeover"  # on the lane
     assert waiter.wake_at == clock.now() + timedelta(seconds=1 + settings.DURABLE_DISPATCH_GRACE_SECONDS)
+
+
+def test_a_send_after_a_rate_s_token_was_given_back_waits_until_a_period_after_it_was_given_back(clock, declare):
+    declare("test-once-a-minute-later", rate=1, per=minutes(1))
+    with override_workflow(sends_under, name="sends_under"):
+        first = services.run_start("sends_under", "test-once-a-minute-later", 0, id="later:0", actor="test")
+        second = services.run_start("sends_under", "test-once-a-minute-later", 1, id="later:1", actor="test")
+        drive(first.id)
+        sent_at = clock.now()
+        clock.advance(timedelta(seconds=20))
+
+        second = drive(second.id)
+
+    assert second.status == RunStatus.WAITING
+    assert second.wake_at == sent_at + timedelta(minutes=1)
+
+
+def test_a_ticket_held_by_an_attempt_whose_worker_died_counts_as_given_back_when_the_step_runs_again(
+        clock, settings, declare):
+    declared = declare("test-twice-in-five-minutes", rate=2, per=minutes(5))
+    lease, _ = holding("one_at_a_time", 1, declared=declared)   # its worker dies holding the token
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+    _, takeover = live.claim(lease.run_id, owner="worker-2")
+
+    wake_at = takeover.acquire_limit(declared, "", 0, "celery")
+
+    assert wake_at is None
+    assert sorted(LimitTicket.objects.values_list("state", "released_at", "fencing_token")) == [
+        (TicketState.HELD, None, takeover.token), (TicketState.RELEASED, clock.now(), lease.token)]

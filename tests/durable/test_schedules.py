@@ -4,6 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from durable import days, hours, minutes, workflow
 from durable.features.cron import ScheduleInvalid
@@ -428,9 +429,10 @@ def test_two_sweeps_racing_fire_each_occurrence_once():
     assert ScheduleEvent.objects.filter(schedule__name="report-minutely", action="fire").count() == rounds
 
 
-def test_a_next_fire_time_that_is_no_occurrence_moves_to_the_next_one_without_firing():
+@pytest.mark.parametrize("catch_up", ["all", "latest", "skip"])
+def test_a_next_fire_time_that_is_no_occurrence_moves_to_the_next_one_without_firing(catch_up):
     with fake_clock(NOON) as clock:
-        schedule = daily("latest")
+        schedule = daily(catch_up)
         Schedule.objects.filter(pk=schedule.pk).update(next_fire_at=NOON + minutes(1))   # set by hand
         clock.advance(minutes(2))
 
@@ -439,3 +441,45 @@ def test_a_next_fire_time_that_is_no_occurrence_moves_to_the_next_one_without_fi
     schedule.refresh_from_db()
     assert report_ids() == []
     assert schedule.next_fire_at == datetime(2026, 5, 6, tzinfo=timezone.utc)
+
+
+def test_a_schedule_moved_to_another_time_zone_fires_next_at_that_zone_s_next_occurrence():
+    with fake_clock(NOON):
+        daily()
+
+        schedule = schedule_update("report-daily", timezone="America/Sao_Paulo", actor="ana")
+
+    assert schedule.next_fire_at == datetime(2026, 5, 6, 3, 0, tzinfo=timezone.utc)   # midnight in São Paulo
+    assert Schedule.objects.get(name="report-daily").next_fire_at == schedule.next_fire_at
+
+
+def test_a_schedule_that_cannot_fire_is_marked_changed_when_its_error_is_recorded():
+    with fake_clock(NOON) as clock:
+        daily()
+        Schedule.objects.filter(name="report-daily").update(workflow_name="retired_report")
+        clock.advance(hours(13))
+
+        fire_due()
+
+        schedule = Schedule.objects.get(name="report-daily")
+        assert schedule.last_error.startswith("WorkflowNotFound")
+        assert schedule.updated_at == clock.now()
+
+
+def test_input_that_is_not_a_list_and_an_object_is_refused_saying_what_each_must_be():
+    with pytest.raises(ScheduleInvalid) as refused:
+        schedule_create("report-daily", "daily_report", cron_expression="0 0 * * *", id_template="report:{date}",
+                        args={"day": "{date}"}, actor="test")
+
+    assert str(refused.value) == "a schedule's args must be a JSON list and its kwargs a JSON object"
+
+
+def test_pausing_a_schedule_reads_and_locks_its_row_once(clock):
+    daily()
+
+    with CaptureQueriesContext(connection) as queries:
+        schedule_pause("report-daily", actor="ana")
+
+    table = Schedule._meta.db_table
+    assert len([q for q in queries if q["sql"].lstrip().startswith("SELECT") and f'FROM "{table}"' in q["sql"]]) == 1
+    assert ScheduleEvent.objects.filter(schedule__name="report-daily").count() == 2   # create, pause

@@ -145,5 +145,40 @@ def test_run_lock_names_a_run_that_does_not_exist():
 def test_run_lock_outside_a_transaction_is_refused_as_it_would_hold_nothing():
     run = services.run_start("three_steps", 1, id="lock:outside", actor="test")
 
-    with pytest.raises(RuntimeError, match="inside one"):
+    with pytest.raises(RuntimeError) as refused:
         services.run_lock(run.id)
+
+    assert str(refused.value) == ("run_lock holds the row until the transaction ends: call it inside one")
+
+
+def test_waking_a_sleeping_run_sends_it_to_a_worker_once_the_wake_commits(clock, django_capture_on_commit_callbacks):
+    run = drive(services.run_start("nap", id="wake:sent", actor="test").id)
+    testing.dispatched.clear()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.run_wake(run.id, actor="ops")
+
+    assert testing.dispatched == [run.id]
+
+
+def test_waking_a_sleeping_run_marks_the_run_changed_now(clock, settings):
+    run = drive(services.run_start("nap", id="wake:updated", actor="test").id)
+    clock.advance(timedelta(minutes=5))
+
+    services.run_wake(run.id, actor="ops")
+
+    woken = WorkflowRun.objects.get(pk=run.id)
+    assert woken.updated_at == clock.now()
+    assert woken.wake_at == clock.now() + timedelta(seconds=settings.DURABLE_DISPATCH_GRACE_SECONDS)
+
+
+def test_a_graceful_cancel_is_audited_as_graceful_under_the_name_of_who_asked(clock):
+    run = drive(services.run_start("polite_cancel", "c-audit", id="cancel:audited", actor="test").id)
+
+    services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True, audit={"ticket": "T-1"})
+
+    event = AuditEvent.objects.get(run_id=run.id, action="cancel")
+    assert event.actor == "ops"
+    assert event.detail == {"reason": "customer withdrew", "graceful": True,
+                            "cleanup_until": WorkflowRun.objects.get(pk=run.id).cancel_request["deadline"],
+                            "ticket": "T-1"}

@@ -79,3 +79,46 @@ def test_waking_a_run_sets_the_other_columns_asked_for_in_the_same_statement(clo
 
     assert len(queries) == 1
     assert WorkflowRun.objects.get(pk=run.id).cancel_request == request
+
+
+def test_a_new_run_s_first_audit_row_starts_its_chain_without_reading_the_audit_table(clock):
+    with CaptureQueriesContext(connection) as queries:
+        run = services.run_start("three_steps", 1, id="sql:first-link", actor="test")
+
+    audit_table = AuditEvent._meta.db_table
+    assert [q["sql"] for q in queries if q["sql"].lstrip().startswith("SELECT") and audit_table in q["sql"]] == []
+    assert list(AuditEvent.objects.filter(run_id=run.id).values_list("action", "chain_seq")) == [("start", 1)]
+
+
+def test_the_sweep_s_pick_gives_the_due_runs_soonest_first_whatever_their_ids(clock):
+    for run_id, minutes_ago in (("sql:pick-a", 1), ("sql:pick-b", 3), ("sql:pick-c", 2)):
+        services.run_start("three_steps", 1, id=run_id, actor="test")
+        WorkflowRun.objects.filter(pk=run_id).update(wake_at=clock.now() - timedelta(minutes=minutes_ago))
+
+    picked = live.pick_due(clock.now(), clock.now() + timedelta(minutes=1), 10)
+
+    assert [run_id for run_id, *_ in picked] == ["sql:pick-b", "sql:pick-c", "sql:pick-a"]
+
+
+def test_an_untaken_signal_given_a_new_payload_is_audited_with_its_key_and_reported_replaced(clock):
+    run = drive(services.run_start("collect_two", id="sql:replace", actor="test").id)
+    services.signal_send(run.id, "other", {"n": 1}, dedupe_key="news-1", actor="test")
+
+    replaced = services.signal_replace_untaken(run.id, "news-1", {"n": 2}, actor="ops")
+
+    signal = Signal.objects.get(run_id=run.id, dedupe_key="news-1")
+    assert replaced is True
+    assert signal.payload == {"n": 2}
+    assert AuditEvent.objects.filter(run_id=run.id, action="signal").order_by("chain_seq").last().detail == {
+        "name": "other", "signal_id": signal.pk, "dedupe_key": "news-1", "replaced": True}
+
+
+def test_a_signal_the_run_already_took_is_not_replaced(clock):
+    run = drive(services.run_start("collect_two", id="sql:taken", actor="test").id)
+    services.signal_send(run.id, "item", {"n": 1}, dedupe_key="item-1", actor="test")
+    drive(run.id)  # the first wait takes it
+
+    replaced = services.signal_replace_untaken(run.id, "item-1", {"n": 2}, actor="ops")
+
+    assert replaced is False
+    assert Signal.objects.get(run_id=run.id, dedupe_key="item-1").payload == {"n": 1}
