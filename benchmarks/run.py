@@ -62,8 +62,15 @@ class Processes:
 
     def worker(self, concurrency: int):
         self.worker_proc = None
-        self._start(["worker", "--concurrency", str(concurrency), "--without-gossip", "--without-mingle",
-                     "--without-heartbeat", "-I", "benchmarks.tasks", "--loglevel", "WARNING"])
+        # As production runs them (docs/operations.md): the default queue and the takeover
+        # lane on the measured processes, the sweep on its own solo worker.
+        self._start(["worker", "-Q", "celery,durable-takeover", "--concurrency", str(concurrency),
+                     "--without-gossip", "--without-mingle", "--without-heartbeat", "-I", "benchmarks.tasks",
+                     "--loglevel", "WARNING"])
+        measured = self.worker_proc
+        self._start(["worker", "-Q", "durable-sweep", "--pool", "solo", "--without-gossip", "--without-mingle",
+                     "--without-heartbeat", "--loglevel", "WARNING", "--hostname", "sweep@%h"])
+        self.worker_proc = measured
 
     def beat(self):
         self._start(["beat", "--loglevel", "WARNING", "--schedule", "/tmp/durable-bench-beat"])
