@@ -55,6 +55,16 @@ def run_timers(run_id: str) -> int:
         status__in=[EntryStatus.WAITING, EntryStatus.RETRYING]).count()
 
 
+def run_signal_wait_only(run_id: str) -> str:
+    """What the run waits for when a wake can change nothing on it ("" otherwise): it has
+    no sleep or back-off to end, and its wait is not for a limit's turn (a wake lets a
+    limit's waiter look again; a pending run is sent)."""
+    waiting_for = WorkflowRun.objects.filter(pk=run_id).values_list("waiting_for", flat=True).first()
+    if not waiting_for or waiting_for.startswith("limit:") or run_timers(run_id):
+        return ""
+    return waiting_for
+
+
 def runs_started_by(run_id: str) -> list[WorkflowRun]:
     """The child runs this run started, by id."""
     return list(WorkflowRun.objects.filter(parent_id=run_id).order_by("id"))

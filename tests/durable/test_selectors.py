@@ -41,3 +41,11 @@ def test_a_run_s_timers_are_its_sleeps_still_to_end_never_its_waits_for_a_signal
     services.run_wake(napping.id, actor="ops")
 
     assert selectors.run_timers(napping.id) == 0
+
+
+def test_only_a_run_whose_sole_wait_is_a_signal_is_one_a_wake_cannot_change(clock):
+    napping = drive(services.run_start("nap", id="wake-only:nap", actor="test").id)
+    waiting = drive(services.run_start("step_wait_step", id="wake-only:wait", actor="test").id)
+
+    assert (selectors.run_signal_wait_only(napping.id), selectors.run_signal_wait_only(waiting.id)) == (
+        "", waiting.waiting_for)

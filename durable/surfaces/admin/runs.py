@@ -349,10 +349,9 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     @staticmethod
     def _nothing_to_wake(run_id: str) -> str:
-        """Why a wake changes nothing on this run, said before it is done ("" when it ends a
-        sleep or a back-off, sends a pending run, or lets a limit's waiter look again)."""
-        waiting_for = WorkflowRun.objects.filter(pk=run_id).values_list("waiting_for", flat=True).first()
-        if selectors.run_timers(run_id) or not waiting_for or waiting_for.startswith("limit:"):
+        """Why a wake changes nothing on this run, said before it is done ("" when it does)."""
+        waiting_for = selectors.run_signal_wait_only(run_id)
+        if not waiting_for:
             return ""
         return (f"not woken: it waits for {waiting_for!r} and has no sleep or back-off to end (a wake never "
                 "ends a wait for a signal early; it was only looked at again)")
