@@ -45,15 +45,12 @@ def retention() -> int:
 def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None, advances: int | None = None) -> None:
     """The message names its queue, so the worker knows where it runs (see ``advance``);
     the takeover lane's messages name none: there the run advances as on the default queue."""
-    options = {"advances": advances} if advances is not None else {}
+    kwargs = {"queue": queue} if queue and queue != conf.takeover_queue() else {}
+    if advances is not None:
+        kwargs["advances"] = advances
+    route = {"queue": queue} if queue else {}
     try:
-        if queue == conf.takeover_queue():
-            advance.apply_async((run_id,), options, countdown=delay or None, queue=queue, retry=False)
-        elif queue:
-            advance.apply_async((run_id,), {"queue": queue, **options}, countdown=delay or None, queue=queue,
-                                retry=False)
-        else:
-            advance.apply_async((run_id,), options, countdown=delay or None, retry=False)
+        advance.apply_async((run_id,), kwargs, countdown=delay or None, retry=False, **route)
     except Exception:
         log.warning("run %s: could not send the advance message; the sweep will pick it up",
                     run_id, exc_info=True)
