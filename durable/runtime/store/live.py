@@ -780,9 +780,7 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) ->
             with transaction.atomic():   # a newcomer behind a long line takes its place at the back,
                 lease._fence()           # without the limit's lock: nothing there is for it to take
                 wake_at = _far_chance(cursor, declared, key, None, now)
-                sql.insert(LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
-                                       position=position, state=TicketState.WAITING, queue=queue,
-                                       queued_at=now, wake_at=wake_at))
+                _new_ticket(lease, declared, key, position, queue, now, wake_at=wake_at)
             return wake_at
     with transaction.atomic():
         _lock(declared.name, key)
@@ -795,9 +793,7 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) ->
             place = _place(line, waiting, reach)
             if place is not None and place < _free(declared, taken):
                 if waiting is None:
-                    sql.insert(LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
-                                           position=position, state=TicketState.HELD, fencing_token=lease.token,
-                                           queue=queue, queued_at=now, granted_at=now))
+                    _new_ticket(lease, declared, key, position, queue, now, held=True)
                 else:
                     cursor.execute(_TICKET_GRANT_SQL, [lease.token, queue, _at(now), waiting.pk])
                 others = [waiter for waiter in line if waiting is None or waiter.pk != waiting.pk]
@@ -808,13 +804,20 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) ->
             else:
                 wake_at = _far_chance(cursor, declared, key, waiting, now)
             if waiting is None:
-                sql.insert(LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id,
-                                       position=position, state=TicketState.WAITING, queue=queue,
-                                       queued_at=now, wake_at=wake_at))
+                _new_ticket(lease, declared, key, position, queue, now, wake_at=wake_at)
             else:
                 cursor.execute(_TICKET_WAIT_SQL, [_at(wake_at), queue, waiting.pk])
             _call_forward(cursor, declared, line[:reach], taken, now, skip=waiting)
             return wake_at
+
+
+def _new_ticket(lease, declared: Limit, key: str, position: int, queue: str, now, *,
+                held: bool = False, wake_at: datetime | None = None) -> None:
+    """The step's first ticket: held from now under the lease's token, or waiting until ``wake_at``."""
+    state = ({"state": TicketState.HELD, "fencing_token": lease.token, "granted_at": now} if held
+             else {"state": TicketState.WAITING, "wake_at": wake_at})
+    sql.insert(LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id, position=position,
+                           queue=queue, queued_at=now, **state))
 
 
 def _return_ticket(lease, declared: Limit, key: str, position: int) -> None:
