@@ -330,22 +330,23 @@ def test_a_heartbeat_extends_only_its_own_runs_lease(clock):
 
 
 @contextmanager
-def row_locked_by_a_sender(run_id: str):
-    """Another connection signals the run and keeps its transaction open until the block ends."""
-    locked, release = threading.Event(), threading.Event()
+def in_another_open_transaction(act, *, commits_after: float = 30):
+    """Another connection does ``act()`` and keeps its transaction (and the row locks it
+    took) open until the block ends, or ``commits_after`` seconds have passed."""
+    done, release = threading.Event(), threading.Event()
 
-    def sender():
+    def other():
         try:
             with transaction.atomic():
-                services.signal_send(run_id, "poke", actor="test")
-                locked.set()
-                release.wait(timeout=30)
+                act()
+                done.set()
+                release.wait(timeout=commits_after)
         finally:
             connection.close()
 
-    thread = threading.Thread(target=sender)
+    thread = threading.Thread(target=other)
     thread.start()
-    assert locked.wait(timeout=30)
+    assert done.wait(timeout=30)
     try:
         yield
     finally:
@@ -360,36 +361,11 @@ def test_a_heartbeat_passes_over_a_run_row_another_transaction_holds_instead_of_
     _, lease = live.claim(run.id, owner="a")
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
 
-    with row_locked_by_a_sender(run.id):
+    with in_another_open_transaction(lambda: services.signal_send(run.id, "poke", actor="test")):
         busy = lease.extend(wait=False)
 
     assert busy is None
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until
-
-
-@contextmanager
-def cancelled_by_another_connection(run_id: str, *, commits_after: float):
-    """Another connection cancels the run (bumping its token) and commits ``commits_after``
-    seconds later, or as soon as the block ends."""
-    cancelled, release = threading.Event(), threading.Event()
-
-    def operator():
-        try:
-            with transaction.atomic():
-                services.run_cancel(run_id, reason="operator", actor="ops")
-                cancelled.set()
-                release.wait(timeout=commits_after)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=operator)
-    thread.start()
-    assert cancelled.wait(timeout=30)
-    try:
-        yield
-    finally:
-        release.set()
-        thread.join(timeout=30)
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="one-statement journal writes are PostgreSQL's")
@@ -399,7 +375,8 @@ def test_a_journal_write_racing_an_uncommitted_cancel_waits_for_it_and_is_fenced
     _, lease = live.claim(run.id, owner="a")
     entry = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed")
 
-    with cancelled_by_another_connection(run.id, commits_after=1), pytest.raises(Fenced):
+    cancel = lambda: services.run_cancel(run.id, reason="operator", actor="ops")  # noqa: E731
+    with in_another_open_transaction(cancel, commits_after=1), pytest.raises(Fenced):
         lease.record(entry)
 
     assert not JournalEntry.objects.filter(run_id=run.id).exists()
