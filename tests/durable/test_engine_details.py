@@ -81,18 +81,23 @@ def slow_lookup(idempotency_key: str) -> str:
     return "found"
 
 
+def died_inside_the_first_attempt(run_id: str) -> None:
+    """A worker claimed the run, journaled slow_lookup's attempt as started (30 s timeout),
+    then died inside it."""
+    WorkflowRun.objects.filter(pk=run_id).update(advances=1)
+    JournalEntry.objects.create(run_id=run_id, position=0, kind="step", name="slow_lookup",
+                                status=EntryStatus.STARTED, attempt=1, started_at=durable_clock.now(),
+                                wake_at=durable_clock.now() + timedelta(seconds=30),
+                                created_at=durable_clock.now(), updated_at=durable_clock.now())
+
+
 def test_an_attempt_found_running_past_its_timeout_counts_as_failed_and_is_retried(clock):
     def looks_up():
         return workflow.step(slow_lookup, timeout=seconds(30), retry=Retry(max_attempts=3))
 
     with override_workflow(looks_up, name="looks_up"):
         run = services.run_start("looks_up", id="timeout:found", actor="test")
-        # A worker claimed the run, journaled the attempt as started, then died inside it.
-        WorkflowRun.objects.filter(pk=run.id).update(advances=1)
-        JournalEntry.objects.create(run_id=run.id, position=0, kind="step", name="slow_lookup",
-                                    status=EntryStatus.STARTED, attempt=1, started_at=durable_clock.now(),
-                                    wake_at=durable_clock.now() + timedelta(seconds=30),
-                                    created_at=durable_clock.now(), updated_at=durable_clock.now())
+        died_inside_the_first_attempt(run.id)
         clock.advance(seconds(31))
 
         run = drive(run.id)
@@ -173,12 +178,7 @@ def test_an_attempt_found_past_its_timeout_under_a_graceful_cancel_ends_cancelle
 
     with override_workflow(looks_up, name="looks_up"):
         run = services.run_start("looks_up", id="timeout:cancelled", actor="test")
-        # A worker claimed the run, journaled the attempt as started, then died inside it.
-        WorkflowRun.objects.filter(pk=run.id).update(advances=1)
-        JournalEntry.objects.create(run_id=run.id, position=0, kind="step", name="slow_lookup",
-                                    status=EntryStatus.STARTED, attempt=1, started_at=durable_clock.now(),
-                                    wake_at=durable_clock.now() + timedelta(seconds=30),
-                                    created_at=durable_clock.now(), updated_at=durable_clock.now())
+        died_inside_the_first_attempt(run.id)
         services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
         clock.advance(seconds(31))
 

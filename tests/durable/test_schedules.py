@@ -98,17 +98,23 @@ def test_a_sweep_on_time_fires_the_occurrence_under_every_policy():
     assert report_ids() == ["report:all:2026-05-06", "report:latest:2026-05-06", "report:skip:2026-05-06"]
 
 
+def two_days_paused_then_resumed(clock) -> list[str]:
+    """Two days of sweeps while the schedule is paused, then resumed and swept once at the
+    next occurrence: the runs started while it was paused."""
+    clock.advance(days(2))
+    tick()
+    while_paused = report_ids()
+    schedule_resume("report-daily", actor="ana")   # 2026-05-07 12:00
+    clock.advance(hours(12))
+    tick()
+    return while_paused
+
+
 def test_a_paused_schedule_fires_nothing_and_resumes_from_the_next_occurrence():
     with fake_clock(NOON) as clock:
         daily("all")
         schedule_pause("report-daily", actor="ana", reason="bank maintenance")
-        clock.advance(days(2))
-        tick()
-        while_paused = report_ids()
-
-        schedule_resume("report-daily", actor="ana")   # 2026-05-07 12:00
-        clock.advance(hours(12))
-        tick()
+        while_paused = two_days_paused_then_resumed(clock)
 
     assert while_paused == []
     assert report_ids() == ["report:2026-05-08"]
@@ -264,13 +270,7 @@ def test_a_schedule_created_paused_starts_nothing_until_it_is_resumed():
     with fake_clock(NOON) as clock:
         schedule_create("report-daily", "daily_report", cron_expression="0 0 * * *", id_template="report:{date}",
                         args=["{date}"], paused=True, actor="test")
-        clock.advance(days(2))
-        tick()
-        while_paused = report_ids()
-
-        schedule_resume("report-daily", actor="ana")   # 2026-05-07 12:00
-        clock.advance(hours(12))
-        tick()
+        while_paused = two_days_paused_then_resumed(clock)
 
     assert while_paused == []
     assert report_ids() == ["report:2026-05-08"]
