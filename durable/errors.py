@@ -26,6 +26,20 @@ class InvalidTransition(DurableError):
     """The run's status does not allow the requested operation."""
 
 
+class InvalidFork(DurableError):
+    """The run cannot be forked at this position (past its journal, in the middle of a wait,
+    after it started a child run): nothing was created."""
+
+
+class QueryNotFound(DurableError):
+    """The run's body registered no query of this name by the run's position."""
+
+
+class QueryFailed(DurableError):
+    """A query could not be answered: its handler raised, or the run no longer replays on
+    the code deployed now (it diverges, or its body reads the database)."""
+
+
 class WorkflowNotFound(DurableError):
     pass
 

@@ -13,7 +13,8 @@ from django.utils.dateparse import parse_datetime
 
 from durable import clock
 from durable.documents import PARTIAL, export_file_documents
-from durable.errors import RunNotFound
+from durable.errors import InvalidFork, RunNotFound
+from durable.runtime import forks
 from durable.models import (ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal, AuditEvent,
                             EntryKind, EntryStatus, JournalEntry, Signal, WorkflowRun)
 
@@ -40,6 +41,36 @@ def run_get(run_id: str) -> WorkflowRun:
     if run is None:
         raise RunNotFound(f"no run with id {run_id!r}")
     return run
+
+
+class ForkPreview(NamedTuple):
+    """What ``services.run_fork`` would do, for a confirmation: the entries it keeps, the
+    one it runs again first (None at the journal's end), the signals it takes again, or
+    why it is refused (``refusal``, and nothing else is filled)."""
+
+    run: WorkflowRun
+    at_position: int
+    kept: list
+    first_again: JournalEntry | None
+    signals: list
+    refusal: str
+
+
+def run_fork_preview(run_id: str, at_position: int) -> ForkPreview:
+    run = run_get(run_id)
+    journal = list(JournalEntry.objects.filter(run_id=run_id).order_by("position"))
+    try:
+        kept = forks.kept_entries(run_id, journal, at_position)
+    except InvalidFork as refusal:
+        return ForkPreview(run, at_position, [], None, [], str(refusal))
+    first_again = next((entry for entry in journal if entry.position == at_position), None)
+    return ForkPreview(run, at_position, kept, first_again, forks.signals_taken_again(run_id, at_position), "")
+
+
+def run_forks(run_id: str) -> list[tuple[str, int]]:
+    """(id, position) of each run forked from this one, oldest first."""
+    return list(WorkflowRun.objects.filter(forked_from_id=run_id).order_by("created_at", "id")
+                .values_list("id", "fork_position"))
 
 
 def run_exists(run_id: str) -> bool:

@@ -11,10 +11,10 @@ from datetime import timedelta
 from django.db import connection, transaction
 
 from durable import clock, codec, conf, hooks
-from durable.runtime import registry
+from durable.runtime import forks, queries, registry
 from durable.runtime.dispatch import dispatch
 from durable.durations import as_timedelta
-from durable.errors import InvalidTransition, RunFinished, SignalConflict
+from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, SignalConflict
 from durable.models import FINISHED_STATUSES, Signal, WorkflowRun
 from durable.runtime.store import live
 
@@ -39,6 +39,47 @@ def run_start(workflow, *args, actor: str, id: str | None = None,
     run_id = id or f"{definition.name}:{uuid.uuid4()}"
     return live.start_run(definition, encoded, run_id, parent=parent, actor=actor,
                           detail={"workflow": definition.name, "version": definition.version, **(audit or {})})
+
+
+def run_fork(run_id: str, *, at_position: int, actor: str, id: str | None = None,
+             audit: dict | None = None) -> WorkflowRun:
+    """Run a run again from ``at_position`` on the code deployed now, as a new run.
+
+    The fork has the source's input and a copy of its journal before the position, so what
+    happened before is not done again and what follows runs anew (with new idempotency keys:
+    a step's effect repeats, which is the point of re-running a step fixed after a bug). The
+    source is not changed, even if it is still running. A position past the journal, inside
+    a wait or after a child run was started is an ``InvalidFork`` and creates nothing; an id
+    already taken returns that fork if it is this one, else ``RunConflict``.
+    """
+    forks.check_position(at_position)
+    with transaction.atomic():
+        source = live.lock_run(run_id)
+        definition = registry.get(source.workflow_name)
+        kept = forks.kept_entries(run_id, live.journal_of(run_id), at_position)
+        fork_id = id or f"{definition.name}:{uuid.uuid4()}"
+        fork = live.fork_run(source, definition, fork_id, kept, actor=actor, detail=audit or {})
+        if fork is None:
+            return _same_fork(fork_id, source, at_position)
+    return fork
+
+
+def _same_fork(fork_id: str, source: WorkflowRun, at_position: int) -> WorkflowRun:
+    existing = WorkflowRun.objects.filter(pk=fork_id).first()
+    if existing is None:
+        raise RunArchived(f"run {fork_id!r} finished and was archived; a fork cannot take its id")
+    if existing.forked_from_id != source.id or existing.fork_position != at_position:
+        raise RunConflict(f"run {fork_id!r} already exists and is not the fork of {source.id!r} at "
+                          f"position {at_position}; refusing to take its id")
+    return existing
+
+
+def run_query(run_id: str, name: str, *args):
+    """What the run's query ``name`` answers now (``workflow.on_query``): its body replayed
+    from the journal, with nothing run and nothing written, and the handler called at the
+    run's position. RunNotFound, QueryNotFound, or QueryFailed with the reason."""
+    run = live.run_of(run_id)
+    return queries.answer(run, live.journal_of(run_id), name, args)
 
 
 def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None = None,

@@ -51,6 +51,8 @@ api_patterns = [
     path("runs/<run_id:run_id>/cancel/", api.RunCancelView.as_view(), name="api-run-cancel"),
     path("runs/<run_id:run_id>/retry/", api.RunRetryView.as_view(), name="api-run-retry"),
     path("runs/<run_id:run_id>/wake/", api.RunWakeView.as_view(), name="api-run-wake"),
+    path("runs/<run_id:run_id>/fork/", api.RunForkView.as_view(), name="api-run-fork"),
+    path("runs/<run_id:run_id>/queries/<str:name>/", api.RunQueryView.as_view(), name="api-run-query"),
     path("runs/<run_id:run_id>/", api.RunDetailView.as_view(), name="api-run"),
 ]
 

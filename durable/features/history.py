@@ -9,21 +9,17 @@ database is not queried. The first call that differs from the journal is a diver
 where the history ends, which is success: everything recorded still replays.
 """
 import json
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-
-from django.conf import settings
-from django.db import connections
 
 from durable import selectors
 from durable.runtime import registry
 from durable.runtime.context import Diverged, Raised, ReplayContext, Suspended, describe, replay
 from durable.documents import (FORMAT, History, RecordedEntry, RecordedRun,  # noqa: F401 (the public names)
                                entry_json, export_file_documents, history_parse, iso)
-from durable.errors import Cancelled, Divergence, JournalMismatch, WorkflowNotFound
+from durable.errors import Cancelled, JournalMismatch, WorkflowNotFound
 from durable.models import ArchivedRun, JournalEntry, Signal, WorkflowRun
-from durable.runtime.store.recorded import HistoryEnds, RecordedStore
+from durable.runtime.store.recorded import HistoryEnds, RecordedStore, without_database
 
 
 @dataclass
@@ -124,14 +120,6 @@ def histories_live(*, workflow: str | None = None, statuses=(), batch: int = 200
 # --- replay ---
 
 
-class DatabaseInReplay(Divergence):
-    """A workflow body queried the database: replay is read-only, and a body should not."""
-
-
-def _refuse_queries(execute, sql, params, many, context_):
-    raise DatabaseInReplay(f"the workflow body queried the database during replay: {sql[:120]}")
-
-
 def _diff(history: History, divergence: JournalMismatch) -> str:
     position = divergence.position
     lines = []
@@ -188,9 +176,7 @@ def history_replay(history: History) -> ReplayReport:
     store = RecordedStore(history)
     ctx = ReplayContext(history.run, store, store.load())
     try:
-        with ExitStack() as stack:
-            for alias in settings.DATABASES:
-                stack.enter_context(connections[alias].execute_wrapper(_refuse_queries))
+        with without_database():
             args, kwargs = definition.decode_input(history.run.input)
             outcome = replay(ctx, definition.fn, args, kwargs)
     except HistoryEnds as end:

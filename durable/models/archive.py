@@ -51,6 +51,9 @@ class ArchivedRun(models.Model):
     # The parent run's id for a child workflow (WorkflowRun.parent), kept as text: the
     # parent may be hot, archived, or gone. Null where the hot table has no such column.
     parent_id = models.CharField(max_length=255, null=True, blank=True)
+    # The run it was forked from, and where (WorkflowRun.forked_from, fork_position), as text.
+    forked_from_id = models.CharField(max_length=255, null=True, blank=True)
+    fork_position = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(db_index=True)

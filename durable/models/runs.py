@@ -63,6 +63,11 @@ class WorkflowRun(FSMModelMixin, models.Model):
     # and cancelling it cancels this one. No database constraint: either may be archived.
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
                                db_constraint=False, db_index=False, related_name="children")
+    # The run this one was forked from (services.run_fork), and the position it ran again
+    # from: entries before it are the source's, copied. The source lists its forks.
+    forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
+                                    db_constraint=False, db_index=False, related_name="forks")
+    fork_position = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -80,6 +85,8 @@ class WorkflowRun(FSMModelMixin, models.Model):
             # change status or wake_at) paid for. Children are few: the rest skip that index.
             models.Index(fields=["status"], name="durable_run_status"),
             models.Index(fields=["parent"], name="durable_run_parent", condition=Q(parent__isnull=False)),
+            models.Index(fields=["forked_from"], name="durable_run_forked_from",
+                         condition=Q(forked_from__isnull=False)),
             # durable archive takes the oldest finished runs first (durable/features/archive.py).
             models.Index(fields=["finished_at"], name="durable_run_finished",
                          condition=Q(finished_at__isnull=False)),
@@ -247,6 +254,7 @@ class AuditAction(models.TextChoices):
     RETRY = "retry"
     WAKE = "wake"
     ARCHIVE = "archive"
+    FORK = "fork"
 
 
 class AuditEvent(ChainedAudit):

@@ -136,6 +136,9 @@ class ReplayContext:
         # the one a step asks for when it names none (the workflow's).
         self.queue = queue
         self.default_queue = default_queue
+        # Query handlers the body registered so far (workflow.on_query): read by a query's
+        # replay at the run's position, never journaled.
+        self.queries: dict = {}
 
     # --- bookkeeping ---
 
@@ -489,6 +492,18 @@ class ReplayContext:
             results.append(self.wait_for_child(handle, timeout=timeout, deadline=deadline))
             deadline = deadline or self.journal[position].wake_at
         return results
+
+    # --- queries ---
+
+    def on_query(self, name: str, handler) -> None:
+        """Answer query ``name`` with ``handler(*args)`` from here on (registered again, the
+        latest wins). Takes no journal position: a run that registers a query replays as
+        the same journal, and one that stops registering it still replays."""
+        if not isinstance(name, str) or not name or len(name) > 200:
+            raise ValueError(f"a query name is text of 1 to 200 characters, not {name!r}")
+        if not callable(handler):
+            raise TypeError(f"query {name!r}: the handler must be callable, not {type(handler).__name__}")
+        self.queries[name] = handler
 
     # --- search attributes ---
 

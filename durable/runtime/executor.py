@@ -67,7 +67,8 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
         lease.extend(seconds=definition.lease_seconds)
     # Only an advance writes journal entries, and a first claim (the claim counts advances)
     # follows none: a new run's journal is empty without asking, one statement per run saved.
-    journal = lease.load() if run.advances > 1 else {}
+    # A fork is the exception: it starts with the entries it copied.
+    journal = lease.load() if run.advances > 1 or run.fork_position else {}
     try:
         args, kwargs = definition.decode_input(run.input)
     except Exception as exc:  # the code's signature no longer reads this run's input

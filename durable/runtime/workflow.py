@@ -111,6 +111,12 @@ class WorkflowAPI:
         """True for runs that reach this point with the new code, False for older journals."""
         return _ctx().patched(change_id)
 
+    def on_query(self, name: str, handler) -> None:
+        """Let ``services.run_query(run_id, name, *args)`` read this run's state: it replays
+        the run from its journal (nothing runs, nothing is written) and returns
+        ``handler(*args)`` as the body left it at the run's position. Not journaled."""
+        return _ctx().on_query(name, handler)
+
     def set_attributes(self, **attributes) -> None:
         """Set search attributes on the run (JSON scalars; set again, the latest wins).
 

@@ -1,8 +1,10 @@
-"""The REST API of runs: list, inspect, start, signal, cancel, retry, wake.
+"""The REST API of runs: list, inspect, start, signal, cancel, retry, wake, fork, query.
 
 Views are thin: parse, check permission, call a service, render. Every error, ours or
 DRF's, leaves as ``{"error": {"code", "message", "detail"}}``.
 """
+import json
+
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
@@ -19,14 +21,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from durable import selectors, services, validation
+from durable import codec, selectors, services, validation
 from durable.surfaces.audit import request_audit
 from durable.runtime.context import check_attribute_name
 from durable.errors import (
     DurableError,
+    InvalidFork,
     InvalidTransition,
     PayloadError,
     PayloadTooDeep,
+    QueryFailed,
+    QueryNotFound,
     RunConflict,
     RunFinished,
     RunNotFound,
@@ -35,7 +40,8 @@ from durable.errors import (
 )
 from durable.models import Signal, WorkflowRun
 from durable.surfaces.serializers import (ErrorSerializer, JournalEntrySerializer, RunCancelSerializer,
-                                          RunDetailSerializer, RunFilterSerializer, RunSerializer,
+                                          QueryAnswerSerializer, RunDetailSerializer, RunFilterSerializer, RunForkSerializer,
+                                          RunSerializer,
                                           RunStartSerializer, SignalSendSerializer, SignalSerializer)
 
 VIEW_PERMISSION = "durable.view_workflowrun"
@@ -48,6 +54,9 @@ ERRORS = {
     RunConflict: (status.HTTP_409_CONFLICT, "run_conflict"),
     SignalConflict: (status.HTTP_409_CONFLICT, "signal_conflict"),
     InvalidTransition: (status.HTTP_409_CONFLICT, "invalid_transition"),
+    InvalidFork: (status.HTTP_409_CONFLICT, "invalid_fork"),
+    QueryNotFound: (status.HTTP_404_NOT_FOUND, "query_not_found"),
+    QueryFailed: (status.HTTP_422_UNPROCESSABLE_ENTITY, "query_failed"),
     WorkflowNotFound: (status.HTTP_400_BAD_REQUEST, "workflow_not_found"),
     PayloadError: (status.HTTP_400_BAD_REQUEST, "payload_error"),
 }
@@ -132,11 +141,13 @@ def errors(*codes: int) -> dict:
         400: "Invalid input (unknown workflow, bad JSON, a value that cannot be stored).",
         401: "No or invalid credentials.",
         403: "Authenticated, but lacking the permission for this action.",
-        404: "No such run (or page).",
+        404: "No such run (or page), or no such query registered by the run.",
         409: "The run's state does not allow this (finished, conflicting start, wrong status), or "
              "a signal's dedupe key names another signal or a prefix reserved by an app.",
         413: "The body is larger than DURABLE_API_MAX_PAYLOAD_BYTES.",
         415: "The body is not application/json.",
+        422: "The query could not be answered: its handler raised, or the run no longer replays "
+             "on the current code.",
     }
     return {code: OpenApiResponse(ErrorSerializer, description=descriptions[code]) for code in codes}
 
@@ -366,6 +377,67 @@ class RunWakeView(RunActionView):
     def post(self, request, run_id):
         run = services.run_wake(clean_run_id(run_id), **self.audit())
         return Response(RunSerializer(run).data)
+
+
+class RunForkView(RunActionView):
+    suffix = "fork"
+    serializer_class = RunForkSerializer
+
+    @extend_schema(operation_id="runs_fork", request=RunForkSerializer,
+                   responses={201: RunSerializer, 200: RunSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
+                   summary="Fork a run at a journal position (201): a new run with the same input keeps "
+                           "the entries before it and runs the current code from there; the run itself "
+                           "is not changed. The same id, run and position again returns that fork (200).")
+    def post(self, request, run_id):
+        body = RunForkSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        fork_id = body.validated_data.get("id")
+        existed = bool(fork_id) and WorkflowRun.objects.filter(pk=fork_id).exists()
+        fork = services.run_fork(clean_run_id(run_id), at_position=body.validated_data["at_position"],
+                                 id=fork_id, **self.audit())
+        return Response(RunSerializer(fork).data, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+
+
+class RunQueryView(DurableAPIView):
+    serializer_class = QueryAnswerSerializer
+
+    @extend_schema(
+        operation_id="runs_query",
+        parameters=[OpenApiParameter(
+            "arg", {"type": "array", "items": {"type": "string", "pattern": r"^[^\x00]*$"}},
+            OpenApiParameter.QUERY, required=False, explode=True, style="form",
+            description="The handler's arguments in order, one `arg` each: JSON when it parses "
+                        "(`arg=3`, `arg=true`, `arg={\"a\":1}`), else the text itself (`arg=pt-BR`).")],
+        responses={200: QueryAnswerSerializer, **errors(400, 401, 403, 404, 422)},
+        summary="Answer a query the workflow registered (workflow.on_query): the run is replayed from "
+                "its journal, nothing runs and nothing is written; 422 if the handler raised or the "
+                "run no longer replays on the current code.")
+    def get(self, request, run_id, name):
+        refuse_unknown_parameters(request.query_params, known={"arg"})
+        args = query_args(request.query_params.getlist("arg"))
+        try:
+            value = services.run_query(clean_run_id(run_id), name, *args)
+        except RunNotFound:  # a run whose id ends in "/queries/<name>" is still readable
+            return Response(run_detail(f"{run_id}/queries/{name}"))
+        try:
+            encoded = codec.encode(value)
+        except PayloadError as error:
+            raise QueryFailed(f"query {name!r} answered a value JSON cannot hold: {error}") from None
+        return Response({"query": name, "result": encoded})
+
+
+def query_args(raw: list[str]) -> list:
+    """Each ``arg`` as JSON when it parses, else as the text (as the CLI reads its arguments)."""
+    args = []
+    for text in raw:
+        try:
+            args.append(json.loads(text))
+        except ValueError:
+            args.append(text)
+    try:
+        return validation.check_json_value(args, what="arg")
+    except DurableError as error:
+        raise exceptions.ValidationError({"arg": [str(error)]}) from None
 
 
 class NotFoundView(APIView):

@@ -68,6 +68,15 @@ class JSONBoolean(serializers.BooleanField):
         return data
 
 
+class JSONInteger(serializers.IntegerField):
+    """A JSON whole number, and only that: DRF's IntegerField also takes "3", 3.0 and true."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class JournalEntrySerializer(serializers.ModelSerializer):
     duration_seconds = serializers.SerializerMethodField()
     result = serializers.JSONField(allow_null=True)
@@ -106,24 +115,33 @@ class RunSerializer(serializers.ModelSerializer):
         help_text="Search attributes the workflow set (JSON scalars); `stage` is its human status.")
     parent = serializers.CharField(source="parent_id", read_only=True, allow_null=True,
                                    help_text="The run that started this one as a child, if any.")
+    forked_from = serializers.CharField(source="forked_from_id", read_only=True, allow_null=True,
+                                        help_text="The run this one was forked from, if any.")
+    fork_position = serializers.IntegerField(read_only=True, allow_null=True,
+                                             help_text="Where the fork ran again from: the entries "
+                                                       "before it are the source's.")
 
     class Meta:
         model = WorkflowRun
         fields = ["id", "workflow", "version", "status", "input", "result", "error", "waiting_for",
-                  "wake_at", "advances", "attributes", "parent", "created_at", "updated_at",
-                  "finished_at"]
+                  "wake_at", "advances", "attributes", "parent", "forked_from", "fork_position",
+                  "created_at", "updated_at", "finished_at"]
 
 
 class RunDetailSerializer(RunSerializer):
     journal = JournalEntrySerializer(many=True, read_only=True)
     signals = SignalSerializer(many=True, read_only=True)
     children = serializers.SerializerMethodField(help_text="Ids of the runs this one started as children.")
+    forks = serializers.SerializerMethodField(help_text="Ids of the runs forked from this one, oldest first.")
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "children", "journal", "signals"]
+        fields = [*RunSerializer.Meta.fields, "children", "forks", "journal", "signals"]
 
     def get_children(self, run) -> list[str]:
         return list(run.children.order_by("created_at", "id").values_list("id", flat=True))
+
+    def get_forks(self, run) -> list[str]:
+        return list(run.forks.order_by("created_at", "id").values_list("id", flat=True))
 
 
 class RunFilterSerializer(serializers.Serializer):
@@ -165,6 +183,20 @@ class RunCancelSerializer(serializers.Serializer):
         required=False, default=False,
         help_text="Let the workflow clean up first: workflow.Cancelled is raised where it waits, "
                   "and the run ends cancelled when its cleanup returns (at most an hour).")
+
+
+class RunForkSerializer(serializers.Serializer):
+    at_position = JSONInteger(min_value=0, max_value=2**31 - 1,
+                              help_text="The first journal position to run again: the fork keeps the "
+                                        "entries before it and runs the code deployed now from there.")
+    id = JSONText(required=False, max_length=255, validators=[StorableText("id")],
+                  help_text="The new run's id (default: workflow:uuid). Asking again with the same id, "
+                            "run and position returns that fork.")
+
+
+class QueryAnswerSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    result = serializers.JSONField(allow_null=True, help_text="What the query's handler returned, as JSON.")
 
 
 class ErrorBodySerializer(serializers.Serializer):

@@ -91,3 +91,22 @@ def test_a_signal_sent_from_the_run_page_is_recorded_and_audited(operator_page):
     assert list(Signal.objects.filter(run_id=run.id).values_list("name", "payload")) == [("go", {"value": 3})]
     assert AuditEvent.objects.filter(run_id=run.id, action="signal", actor="ops").exists()
     assert drive(run.id).result == ["before", 3, "after"]
+
+
+def test_fork_from_here_asks_first_then_opens_the_fork_and_audits_the_operator(operator_page):
+    run = drive(services.run_start("step_wait_step", id="fork:browser", actor="test").id)
+    services.signal_send(run.id, "go", {"value": 3}, actor="test")
+    drive(run.id)
+
+    page = operator_page(run.id)
+    page.locator("#durable-journal tbody tr").nth(2).get_by_role("link", name="Fork from here").click()
+    page.wait_for_load_state()
+    assert "Keeps 2 journal entries" in page.locator("#content-main").inner_text()
+    page.get_by_role("button", name="Fork from position 2").click()
+    page.wait_for_load_state()
+
+    fork = WorkflowRun.objects.get(forked_from_id=run.id)
+    assert fork.fork_position == 2
+    assert f"forked at position 2: {fork.id}" in page.locator("ul.messagelist").inner_text()
+    assert AuditEvent.objects.filter(run_id=run.id, action="fork", actor="ops").exists()
+    assert drive(fork.id).result == ["before", 3, "after"]

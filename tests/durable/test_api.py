@@ -485,8 +485,8 @@ def test_a_signal_under_the_approvals_reserved_prefix_is_a_409_naming_the_owner(
 
 
 def _typed_body_fields():
-    """(path, property, JSON type) for every string or boolean property of a request body
-    in the schema the API publishes."""
+    """(path, property, JSON type) for every string, boolean or integer property of a request
+    body in the schema the API publishes."""
     from drf_spectacular.generators import SchemaGenerator
 
     schema = SchemaGenerator().get_schema(request=None, public=True)
@@ -495,20 +495,22 @@ def _typed_body_fields():
         body = operations.get("post", {}).get("requestBody", {}).get("content", {}).get("application/json")
         reference = (body or {}).get("schema", {}).get("$ref", "")
         for name, spec in components.get(reference.rsplit("/", 1)[-1], {}).get("properties", {}).items():
-            if spec.get("type") in ("string", "boolean") and not spec.get("readOnly"):
+            if spec.get("type") in MISTYPED and not spec.get("readOnly"):
                 yield path, name, spec["type"]
 
 
-MISTYPED = {"string": [0, 1, True, 2.5], "boolean": [0, 1, "true", "yes", None]}
+MISTYPED = {"string": [0, 1, True, 2.5], "boolean": [0, 1, "true", "yes", None],
+            "integer": ["1", 1.0, True, None]}
 
 
-def test_every_string_or_boolean_of_a_request_body_refuses_another_json_type(operator, waiting_run):
+def test_every_string_boolean_or_integer_of_a_request_body_refuses_another_json_type(operator, waiting_run):
     fields = list(_typed_body_fields())
-    assert {("/api/runs/{run_id}/cancel/", "graceful"), ("/api/runs/{run_id}/signals/", "name")} <= {
-        (path, name) for path, name, _ in fields}
+    assert {("/api/runs/{run_id}/cancel/", "graceful"), ("/api/runs/{run_id}/signals/", "name"),
+            ("/api/runs/{run_id}/fork/", "at_position")} <= {(path, name) for path, name, _ in fields}
     valid = {"/api/runs/": {"workflow": "three_steps", "args": [1]},
              "/api/runs/{run_id}/signals/": {"name": "go"},
              "/api/runs/{run_id}/cancel/": {"reason": "r", "graceful": False},
+             "/api/runs/{run_id}/fork/": {"at_position": 0},
              "/api/bulk/": {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True},
              "/api/bulk/confirm/": {"token": "t"}}
     before = (WorkflowRun.objects.count(), Signal.objects.count())

@@ -107,7 +107,7 @@ def test_a_pass_killed_mid_way_and_run_again_archives_every_run_exactly_once(fin
     assert_archived_exactly_once(finished_runs, journal_rows, export_dir)
 
 
-def _backend_waiting_on(table: str) -> int | None:
+def backend_waiting_on(table: str) -> int | None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
                        [f'INSERT INTO "{table}"%'])
@@ -115,7 +115,7 @@ def _backend_waiting_on(table: str) -> int | None:
     return row[0] if row else None
 
 
-def _backend_gone(pid: int) -> bool:
+def backend_gone(pid: int) -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid])
         return cursor.fetchone() is None
@@ -134,12 +134,12 @@ def test_a_pass_killed_between_writing_a_batch_and_committing_it_leaves_that_bat
     with blocker.cursor() as cursor:
         cursor.execute('LOCK TABLE "durable_archivebatch" IN SHARE MODE')
     process = start_pass(*extra)
-    backend = wait_for(lambda: _backend_waiting_on("durable_archivebatch"), "the batch to wait on the lock", process)
+    backend = wait_for(lambda: backend_waiting_on("durable_archivebatch"), "the batch to wait on the lock", process)
 
     kill(process)
     blocker.rollback()
     blocker.close()
-    wait_for(lambda: _backend_gone(backend), "the killed pass's backend to end")
+    wait_for(lambda: backend_gone(backend), "the killed pass's backend to end")
     left_behind = list(export_dir.glob("*.partial")) if export_dir else []
     still_hot = WorkflowRun.objects.filter(id__in=finished_runs).count()
     run_pass_to_the_end(*extra)

@@ -26,7 +26,7 @@ from django.db.models import Count, F, JSONField, Q, Value
 from django.db.models.expressions import CombinedExpression
 
 from durable import chain, clock, codec, conf, sql
-from durable.runtime import children
+from durable.runtime import children, forks
 from durable.runtime.dispatch import dispatch
 from durable.errors import (Divergence, Fenced, RunArchived, RunConflict, RunFinished, RunNotFound,
                             StoreUnavailable)
@@ -1079,20 +1079,28 @@ def lock_run(run_id: str) -> WorkflowRun:
     return run
 
 
+def run_of(run_id: str) -> WorkflowRun:
+    """The run, read without a lock; RunNotFound if none."""
+    run = WorkflowRun.objects.filter(pk=run_id).first()
+    if run is None:
+        raise RunNotFound(f"no run with id {run_id!r}")
+    return run
+
+
 def hold_run(run_id: str) -> None:
     """Lock the run's row (and read nothing else of it); RunNotFound if there is none."""
     if not list(WorkflowRun.objects.select_for_update().filter(pk=run_id).values_list("pk")):
         raise RunNotFound(f"no run with id {run_id!r}")
 
 
-def create_run(run: WorkflowRun, *, actor: str, detail: dict) -> bool:
+def create_run(run: WorkflowRun, *, actor: str, detail: dict, action: str = AuditAction.START) -> bool:
     """Insert ``run`` and its first audit row; False, writing nothing, when its id is taken
     by a live run or an archived one (an archived id never starts again). One statement on
     the common path: the check costs nothing when the id is new."""
     with transaction.atomic(savepoint=False):  # joins the caller's transaction as it is
         inserted = sql.insert_unless_exists(run, unless_in=ArchivedRun)
         if inserted:
-            audit(run.id, AuditAction.START, actor, detail, first=True)
+            audit(run.id, action, actor, detail, first=True)
     return inserted
 
 
@@ -1118,6 +1126,46 @@ def start_run(definition, encoded_input, run_id: str, *, actor: str, detail: dic
             f"run {run_id!r} already exists as {existing.workflow_name} with input "
             f"{existing.input!r}; refusing to start {definition.name} with input {encoded_input!r}")
     return existing
+
+
+def fork_run(source: WorkflowRun, definition, fork_id: str, kept: list[JournalEntry], *,
+             actor: str, detail: dict) -> WorkflowRun | None:
+    """Create ``fork_id``: a run of ``definition`` with the source's input whose journal is a
+    copy of ``kept`` (the source's entries before the fork's position), and dispatch it after
+    commit. The caller holds the source's row lock, so its journal cannot move meanwhile.
+
+    The signals the source had not taken by then are the fork's to take again
+    (``forks.signals_taken_again``). Both runs get an audit row. None, writing nothing, when
+    the id is taken."""
+    position = len(kept)
+    now = clock.now()
+    attributes = {}
+    for entry in kept:
+        if entry.kind == EntryKind.ATTRIBUTES:
+            attributes.update(entry.result or {})
+    fork = WorkflowRun(id=fork_id, workflow_name=definition.name, workflow_version=definition.version,
+                       input=source.input, attributes=attributes, forked_from_id=source.id,
+                       fork_position=position, created_at=now, updated_at=now, wake_at=_grace())
+    reapplied = [Signal(run_id=fork_id, name=signal.name, payload=signal.payload,
+                        dedupe_key=signal.dedupe_key, created_at=signal.created_at)
+                 for signal in forks.signals_taken_again(source.id, position)]
+    told = {"forked_from": source.id, "at_position": position, "entries_copied": len(kept),
+            "signals_reapplied": len(reapplied), "version": definition.version, **detail}
+    with transaction.atomic(savepoint=False):
+        if not create_run(fork, actor=actor, detail=told, action=AuditAction.FORK):
+            return None
+        JournalEntry.objects.bulk_create([
+            JournalEntry(run_id=fork_id, **{name: getattr(entry, name) for name in _COPIED_ENTRY_FIELDS})
+            for entry in kept])
+        Signal.objects.bulk_create(reapplied)
+        audit(source.id, AuditAction.FORK, actor, {"fork": fork_id, "at_position": position, **detail})
+    dispatch(fork_id, queue=definition.queue)
+    return fork
+
+
+# What a fork copies of an entry: everything but its row and its run.
+_COPIED_ENTRY_FIELDS = [f.attname for f in JournalEntry._meta.concrete_fields
+                        if f.attname not in ("id", "run_id")]
 
 
 def send_signal(run_id: str, name: str, encoded_payload, *, dedupe_key: str | None, actor: str,

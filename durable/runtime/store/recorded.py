@@ -3,10 +3,14 @@
 ``durable.features.history`` replays a run's exported document against the code deployed now; this
 store is where the replay context reads it. It never runs a step and never writes.
 """
+from contextlib import ExitStack, contextmanager
+
+from django.conf import settings
+from django.db import connections
 from django.utils.dateparse import parse_datetime
 
 from durable.runtime.context import describe
-from durable.errors import ControlFlow
+from durable.errors import ControlFlow, Divergence
 from durable.models import JournalEntry
 from durable.runtime.store import Store
 
@@ -18,6 +22,24 @@ class HistoryEnds(ControlFlow):
         self.position = position
         self.reason = reason
         super().__init__(position)
+
+
+class DatabaseInReplay(Divergence):
+    """A workflow body queried the database: replay is read-only, and a body should not."""
+
+
+def _refuse_queries(execute, sql, params, many, context_):
+    raise DatabaseInReplay(f"the workflow body queried the database during replay: {sql[:120]}")
+
+
+@contextmanager
+def without_database():
+    """Inside: any statement on any database raises DatabaseInReplay (a replay is answered
+    from the history alone; a body that reads tables would answer from today's rows)."""
+    with ExitStack() as stack:
+        for alias in settings.DATABASES:
+            stack.enter_context(connections[alias].execute_wrapper(_refuse_queries))
+        yield
 
 
 def _as_entry(run_id: str, recorded) -> JournalEntry:

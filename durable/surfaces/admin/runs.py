@@ -18,7 +18,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from durable import selectors, services, validation
-from durable.surfaces.admin import bulk
+from durable.surfaces.admin import bulk, fork
 from durable.surfaces.admin.display import ReadOnlyAdmin, badge, pretty_json, stamp_column
 from durable.surfaces.audit import request_audit
 from durable.errors import DurableError
@@ -109,6 +109,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                            "created_at_stamp", "updated_at_stamp", "finished_at_stamp"]}),
         ("Search attributes", {"fields": ["attributes_json"]}),
         ("Parent and children", {"fields": ["parent_link", "children_links"]}),
+        ("Forks", {"fields": ["forked_from_link", "forks_links"]}),
         ("Input, result, error", {"fields": ["input_json", "result_json", "error_json"]}),
         ("Lease", {"fields": ["lease_owner", "lease_expires_at_stamp", "fencing_token", "signal_seq"],
                    "classes": ["collapse"]}),
@@ -117,7 +118,8 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                        "wake_at_stamp", "advances",
                        "created_at_stamp", "updated_at_stamp", "finished_at_stamp", "input_json",
                        "result_json", "error_json", "lease_owner", "lease_expires_at_stamp",
-                       "fencing_token", "signal_seq", "parent_link", "children_links"]
+                       "fencing_token", "signal_seq", "parent_link", "children_links", "forked_from_link",
+                       "forks_links"]
 
     # --- nothing is edited, added or deleted here: repairs are the actions below ---
 
@@ -183,6 +185,22 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                                reverse("admin:durable_workflowrun_changelist"), run.id)
         return format_html('<ul class="durable-children">{}{}</ul>', links, more)
 
+    @admin.display(description="forked from")
+    def forked_from_link(self, run):
+        if not run.forked_from_id:
+            return "-"
+        return format_html('<a href="{}">{}</a> at position {}', run_admin_url(run.forked_from_id),
+                           run.forked_from_id, run.fork_position)
+
+    @admin.display(description="forks")
+    def forks_links(self, run):
+        rows = list(run.forks.order_by("created_at", "id").values_list("id", "fork_position", "status"))
+        if not rows:
+            return "-"
+        return format_html('<ul class="durable-forks">{}</ul>', format_html_join(
+            "", '<li><a href="{}">{}</a> at position {} {}</li>',
+            ((run_admin_url(fork_id), fork_id, position, badge(status)) for fork_id, position, status in rows)))
+
     @admin.display(description="input")
     def input_json(self, run):
         return format_html("<pre>{}</pre>", pretty_json(run.input))
@@ -214,7 +232,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
             "can_wake": can_operate and run.allows("wake"),
             "can_signal": can_operate and not run.is_finished,
             "operate_urls": {name: reverse(f"admin:durable_workflowrun_{name}", args=[quote(run.pk)])
-                             for name in ("cancel", "retry", "wake", "signal")},
+                             for name in ("cancel", "retry", "wake", "signal", "fork")},
         }
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -242,11 +260,16 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                  name="durable_workflowrun_wake"),
             path("<path:object_id>/signal/", self.admin_site.admin_view(self.signal_view),
                  name="durable_workflowrun_signal"),
+            path("<path:object_id>/fork/", self.admin_site.admin_view(self.fork_view),
+                 name="durable_workflowrun_fork"),
         ]
         return operate + super().get_urls()
 
     def bulk_view(self, request):
         return bulk.bulk_view(self, request)
+
+    def fork_view(self, request, object_id):
+        return fork.fork_view(self, request, object_id)
 
     def _check_operate(self, request):
         if not self.has_operate_permission(request):

@@ -12,6 +12,7 @@ SUBCOMMANDS = {
     "cancel": "durable.surfaces.cli.cancel",
     "retry": "durable.surfaces.cli.retry",
     "wake": "durable.surfaces.cli.wake",
+    "fork": "durable.surfaces.cli.fork",
     "status": "durable.surfaces.cli.status",
     "list": "durable.surfaces.cli.list_runs",
     "audit": "durable.surfaces.cli.audit",

@@ -41,6 +41,11 @@ def handle(options, out) -> int:
     if children:
         listed = ", ".join(f"{child_id} ({status})" for child_id, status in children[:10])
         out.write(f"children  {listed}{', ...' if len(children) > 10 else ''}")
+    if run.forked_from_id:
+        out.write(f"forked    from {run.forked_from_id} at position {run.fork_position}")
+    forks = list(selectors.run_forks(run.id))
+    if forks:
+        out.write(f"forks     {', '.join(f'{fork_id} (at {position})' for fork_id, position in forks)}")
     out.write(f"input     {short(run.input, 200)}")
     if run.result is not None:
         out.write(f"result    {short(run.result, 200)}")

@@ -1,0 +1,46 @@
+"""Queries: a run's state read by replaying its body from the journal, writing nothing.
+
+The body registers handlers with ``workflow.on_query``; a query replays the journal through
+the recorded store (no step runs, no value is drawn, no statement reaches the database)
+up to where the run is, and calls the handler there, with the body's variables as the run
+left them. The answer is the state the journal proves, never a copy kept elsewhere.
+"""
+from durable.documents import History, RecordedEntry, RecordedRun, entry_json
+from durable.errors import Divergence, QueryFailed, QueryNotFound
+from durable.runtime import registry
+from durable.runtime.context import Diverged, ReplayContext, replay
+from durable.runtime.store.recorded import HistoryEnds, RecordedStore, without_database
+
+_ENTRY_FIELDS = set(RecordedEntry.__dataclass_fields__)
+
+
+def answer(run, journal: list, name: str, args: tuple):
+    """``handler(*args)`` of the query ``name`` the body of ``run`` registered by its position
+    in ``journal`` (its live entries). QueryNotFound if it registered none by then; QueryFailed
+    if the handler raised or the run no longer replays on this code."""
+    definition = registry.get(run.workflow_name, run.workflow_version)
+    history = History(
+        run=RecordedRun(id=run.id, workflow_name=run.workflow_name, workflow_version=run.workflow_version,
+                        input=run.input, status=run.status, result=run.result, error=run.error),
+        journal={entry.position: RecordedEntry(**{key: value for key, value in entry_json(entry).items()
+                                                  if key in _ENTRY_FIELDS}) for entry in journal})
+    store = RecordedStore(history)
+    ctx = ReplayContext(history.run, store, store.load())
+    with without_database():
+        try:
+            fn_args, fn_kwargs = definition.decode_input(run.input)
+            outcome = replay(ctx, definition.fn, fn_args, fn_kwargs)
+        except HistoryEnds:
+            outcome = None  # the run is here: what follows is not done yet
+        if isinstance(outcome, Diverged):
+            raise QueryFailed(f"run {run.id!r} does not replay on the code deployed now (at position "
+                              f"{ctx.position}: {outcome.divergence.message}); it cannot be queried")
+        handler = ctx.queries.get(name)
+        if handler is None:
+            known = ", ".join(repr(known) for known in sorted(ctx.queries)) or "none"
+            raise QueryNotFound(f"run {run.id!r} registered no query {name!r} by position {ctx.position} "
+                                f"(registered: {known})")
+        try:
+            return handler(*args)
+        except (Exception, Divergence) as exc:  # a Divergence: the handler read the database
+            raise QueryFailed(f"query {name!r} of run {run.id!r} raised {type(exc).__name__}: {exc}") from exc
