@@ -146,6 +146,14 @@ class CrashLoop(Divergence):
     error_type = "CrashLoop"
 
 
+class ContinueAsNew(ControlFlow):
+    """The body called ``workflow.continue_as_new``: end this run, start its successor."""
+
+    def __init__(self, args: tuple, kwargs: dict):
+        self.args_, self.kwargs = args, kwargs
+        super().__init__("continue as new")
+
+
 class Fenced(ControlFlow):
     """This worker lost its lease: another worker owns the run, nothing more may be written."""
 

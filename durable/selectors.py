@@ -15,6 +15,7 @@ from durable import clock
 from durable.documents import PARTIAL, export_file_documents
 from durable.errors import InvalidFork, RunNotFound
 from durable.runtime import forks
+from durable.runtime.store import live
 from durable.models import (ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal, AuditEvent,
                             EntryKind, EntryStatus, JournalEntry, Signal, WorkflowRun)
 
@@ -65,6 +66,22 @@ def run_fork_preview(run_id: str, at_position: int) -> ForkPreview:
         return ForkPreview(run, at_position, [], None, [], str(refusal))
     first_again = next((entry for entry in journal if entry.position == at_position), None)
     return ForkPreview(run, at_position, kept, first_again, forks.signals_taken_again(run_id, at_position), "")
+
+
+def run_current(run_id: str) -> WorkflowRun:
+    """The newest run of the chain ``run_id`` is in: the run itself, unless it continued as
+    new (a provider only knows ``billing:7``; its successors are ``billing:7~2``...)."""
+    return live.newest_in_chain(run_get(run_id))
+
+
+def run_chain(run: WorkflowRun) -> list[str]:
+    """Ids of the runs of ``run``'s continue-as-new chain, oldest first ([] for a run
+    that is in none)."""
+    if run.continued_as_id is None and not run.chain_root:
+        return []
+    root = run.chain_root or run.id
+    later = list(WorkflowRun.objects.filter(chain_root=root).order_by("created_at", "id").values_list("id", flat=True))
+    return [root, *later]
 
 
 def run_forks(run_id: str) -> list[tuple[str, int]]:

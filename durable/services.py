@@ -77,9 +77,10 @@ def _same_fork(fork_id: str, source: WorkflowRun, at_position: int) -> WorkflowR
 def run_query(run_id: str, name: str, *args):
     """What the run's query ``name`` answers now (``workflow.on_query``): its body replayed
     from the journal, with nothing run and nothing written, and the handler called at the
-    run's position. RunNotFound, QueryNotFound, or QueryFailed with the reason."""
-    run = live.run_of(run_id)
-    return queries.answer(run, live.journal_of(run_id), name, args)
+    run's position (the newest run of a chain that continued as new). RunNotFound,
+    QueryNotFound, or QueryFailed with the reason."""
+    run = live.newest_in_chain(live.run_of(run_id))
+    return queries.answer(run, live.journal_of(run.id), name, args)
 
 
 def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None = None,
@@ -97,7 +98,17 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
         raise ValueError("a signal needs a name")
     encoded = codec.encode(payload)
     _check_reservation(dedupe_key, reserved_by)
-    signal, new = live.send_signal(run_id, name, encoded, dedupe_key=dedupe_key, actor=actor, detail=audit or {})
+    try:
+        signal, new = live.send_signal(run_id, name, encoded, dedupe_key=dedupe_key, actor=actor, detail=audit or {})
+    except RunFinished:  # a run that continued as new: its newest run takes the signal
+        newest = live.newest_in_chain(live.run_of(run_id))
+        if newest.id == run_id:
+            raise
+        taken = live.signal_in_chain(newest, dedupe_key)  # a redelivery an earlier run took
+        if taken is not None:
+            return _same_signal(taken, name, encoded)
+        signal, new = live.send_signal(newest.id, name, encoded, dedupe_key=dedupe_key, actor=actor,
+                                       detail={"sent_to": run_id, **(audit or {})})
     return signal if new else _same_signal(signal, name, encoded)
 
 
@@ -131,6 +142,7 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str, graceful: bool = Fa
     customer, release a reservation); the run ends ``cancelled`` when the body is done, or
     when ``cleanup`` (default DURABLE_CANCEL_CLEANUP_SECONDS, one hour) has passed.
     """
+    run_id = live.newest_in_chain(live.run_of(run_id)).id
     with transaction.atomic():
         run = live.lock_run(run_id)
         if not run.allows("cancel"):

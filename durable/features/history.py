@@ -14,7 +14,7 @@ from pathlib import Path
 
 from durable import selectors
 from durable.runtime import registry
-from durable.runtime.context import Diverged, Raised, ReplayContext, Suspended, describe, replay
+from durable.runtime.context import Continued, Diverged, Raised, ReplayContext, Suspended, describe, replay
 from durable.documents import (FORMAT, History, RecordedEntry, RecordedRun,  # noqa: F401 (the public names)
                                entry_json, export_file_documents, history_parse, iso)
 from durable.errors import Cancelled, JournalMismatch, WorkflowNotFound
@@ -193,6 +193,12 @@ def history_replay(history: History) -> ReplayReport:
                                 _diff(history, divergence))
         # strict mode, a database query, a signal mix-up
         return ReplayReport(history, False, f"{label}: at position {ctx.position}: {divergence.message}")
+    if isinstance(outcome, Continued):
+        if history.run.status == "continued":
+            return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; "
+                                               "the code continues as new as the run did")
+        return ReplayReport(history, False, f"{label}: the code continues as new after position {ctx.position} "
+                                            f"(the run recorded {history.run.status or 'no status'})")
     if isinstance(outcome, Raised):
         exc = outcome.error
         recorded = (history.run.error or {}).get("type")

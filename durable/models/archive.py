@@ -54,6 +54,9 @@ class ArchivedRun(models.Model):
     # The run it was forked from, and where (WorkflowRun.forked_from, fork_position), as text.
     forked_from_id = models.CharField(max_length=255, null=True, blank=True)
     fork_position = models.PositiveIntegerField(null=True, blank=True)
+    # Continue-as-new (WorkflowRun.continued_as, chain_root), as text.
+    continued_as_id = models.CharField(max_length=255, null=True, blank=True)
+    chain_root = models.CharField(max_length=255, null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(db_index=True)

@@ -19,10 +19,11 @@ class RunStatus(models.TextChoices):
     FAILED = "failed"
     CANCELLED = "cancelled"
     BLOCKED = "blocked"
+    CONTINUED = "continued"   # ended with workflow.continue_as_new: its successor goes on
 
 
 ACTIVE_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
-FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.CONTINUED)
 
 
 class WorkflowRun(FSMModelMixin, models.Model):
@@ -68,6 +69,12 @@ class WorkflowRun(FSMModelMixin, models.Model):
     forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
                                     db_constraint=False, db_index=False, related_name="forks")
     fork_position = models.PositiveIntegerField(null=True, blank=True)
+    # Continue-as-new: the run this one continued as, and the first run of the chain (null
+    # on that first run). Signals, queries and cancels sent to any run of a chain reach
+    # its newest (selectors.run_current).
+    continued_as = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
+                                     db_constraint=False, db_index=False, related_name="+")
+    chain_root = models.CharField(max_length=255, null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -87,6 +94,8 @@ class WorkflowRun(FSMModelMixin, models.Model):
             models.Index(fields=["parent"], name="durable_run_parent", condition=Q(parent__isnull=False)),
             models.Index(fields=["forked_from"], name="durable_run_forked_from",
                          condition=Q(forked_from__isnull=False)),
+            models.Index(fields=["chain_root"], name="durable_run_chain_root",
+                         condition=Q(chain_root__isnull=False)),
             # durable archive takes the oldest finished runs first (durable/features/archive.py).
             models.Index(fields=["finished_at"], name="durable_run_finished",
                          condition=Q(finished_at__isnull=False)),
@@ -142,6 +151,10 @@ class WorkflowRun(FSMModelMixin, models.Model):
     @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.FAILED)
     def fail(self):
         pass
+
+    @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.CONTINUED)
+    def continue_as_new(self):
+        """The body called workflow.continue_as_new: its successor starts in the same write."""
 
     @transition(field=status, source=RunStatus.RUNNING, target=RunStatus.BLOCKED)
     def block(self):
@@ -255,6 +268,7 @@ class AuditAction(models.TextChoices):
     WAKE = "wake"
     ARCHIVE = "archive"
     FORK = "fork"
+    CONTINUE_AS_NEW = "continue_as_new"
 
 
 class AuditEvent(ChainedAudit):

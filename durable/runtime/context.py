@@ -18,8 +18,8 @@ from datetime import datetime
 from durable import clock, codec
 from durable.runtime import children, limits, registry
 from durable.durations import as_timedelta
-from durable.errors import (Cancelled, ChildFailed, CrashLoop, Divergence, Handoff, JournalMismatch,
-                            PayloadError, StepFailed, StepTimeout, Suspend)
+from durable.errors import (Cancelled, ChildFailed, ContinueAsNew, CrashLoop, Divergence, Handoff,
+                            JournalMismatch, PayloadError, StepFailed, StepTimeout, Suspend)
 from durable.models import EntryKind, EntryStatus, JournalEntry
 from durable.runtime.current import StepInfo, current, current_step, running_context, running_step  # noqa: F401 (public here too)
 from durable.runtime.retry import DEFAULT_RETRY, Retry
@@ -95,7 +95,15 @@ class Raised:
     error: Exception
 
 
-def replay(ctx: "ReplayContext", fn, args, kwargs) -> Returned | Suspended | Diverged | Raised:
+@dataclass
+class Continued:
+    """The body called ``continue_as_new``: the run ends, and these are its successor's arguments."""
+
+    args: tuple
+    kwargs: dict
+
+
+def replay(ctx: "ReplayContext", fn, args, kwargs) -> Returned | Suspended | Diverged | Raised | Continued:
     """Run the workflow body once from position 0 against ``ctx``.
 
     Every other control flow (``Fenced``, ``StoreUnavailable``, a recorded history's end)
@@ -108,6 +116,8 @@ def replay(ctx: "ReplayContext", fn, args, kwargs) -> Returned | Suspended | Div
         ctx.check_fully_replayed()
     except Suspend as suspend:
         return Suspended(suspend)
+    except ContinueAsNew as continued:
+        return Continued(continued.args_, continued.kwargs)
     except Divergence as divergence:
         return Diverged(divergence)
     except Exception as exc:
@@ -237,6 +247,13 @@ class ReplayContext:
         self.position += 1
         self._record(entry)
         return True
+
+    def deprecate_patch(self, change_id: str) -> None:
+        """The patched branch is now the only one: record nothing, and step over the marker
+        of a run that recorded ``patched(change_id)`` here, so both replay."""
+        entry = self.journal.get(self.position)
+        if entry is not None and entry.kind == EntryKind.PATCH and entry.name == change_id:
+            self.position += 1
 
     # --- steps ---
 
@@ -492,6 +509,14 @@ class ReplayContext:
             results.append(self.wait_for_child(handle, timeout=timeout, deadline=deadline))
             deadline = deadline or self.journal[position].wake_at
         return results
+
+    # --- continue-as-new ---
+
+    def continue_as_new(self, args: tuple, kwargs: dict):
+        """End the run here and start its successor with these arguments and an empty
+        journal. Takes no journal position: the run's history ends where it was."""
+        self.check_fully_replayed()   # an entry recorded past here: the code changed
+        raise ContinueAsNew(args, kwargs)
 
     # --- queries ---
 

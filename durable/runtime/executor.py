@@ -12,7 +12,8 @@ from durable import clock, codec, conf, hooks
 from durable.runtime import heartbeat, registry
 from durable.runtime.store import live
 from durable.runtime.store.live import Settlement
-from durable.runtime.context import Diverged, Raised, ReplayContext, Returned, Suspended, error_of, replay
+from durable.runtime.context import (Continued, Diverged, Raised, ReplayContext, Returned, Suspended, error_of,
+                                     replay)
 from durable.runtime.dispatch import dispatch
 from durable.errors import Cancelled, Fenced, Handoff, PayloadError, StoreUnavailable, WorkflowNotFound
 from durable.models import WorkflowRun
@@ -35,6 +36,7 @@ class Outcome:
     RELEASED = "released"
     CANCELLED = "cancelled"  # a graceful cancel ended, or the body cancelled itself
     HANDED_OFF = "handed off"  # the next step runs on another queue: sent there
+    CONTINUED = "continued"  # ended with continue_as_new; its successor was started
 
 
 def advance(run_id: str, *, owner: str | None = None, queue: str | None = None,
@@ -123,6 +125,16 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
             else:
                 lease.settle(run, Settlement.complete(result))
                 return Outcome.COMPLETED
+        if isinstance(outcome, Continued):
+            try:
+                encoded = definition.encode_input(outcome.args, outcome.kwargs)
+            except PayloadError as exc:
+                outcome = Raised(exc)
+            else:
+                settlement = Settlement.continue_as_new(run, registry.get(run.workflow_name), encoded)
+                lease.settle(run, settlement)
+                log.info("run %s continued as %s", run.id, settlement.successor.id)
+                return Outcome.CONTINUED
         log.info("run %s failed: %s: %s", run.id, type(outcome.error).__name__, outcome.error)
         lease.settle(run, Settlement.fail(error_of(outcome.error)))
         return Outcome.FAILED

@@ -111,11 +111,24 @@ class WorkflowAPI:
         """True for runs that reach this point with the new code, False for older journals."""
         return _ctx().patched(change_id)
 
+    def continue_as_new(self, *args, **kwargs):
+        """End this run (status ``continued``) and start a new run of the same workflow with
+        these arguments and an empty journal, in the same transaction: a loop that runs for
+        years replays a short journal. Signals not taken yet go to the new run; signals,
+        queries and cancels sent to any run of the chain reach the newest."""
+        return _ctx().continue_as_new(args, kwargs)
+
     def on_query(self, name: str, handler) -> None:
         """Let ``services.run_query(run_id, name, *args)`` read this run's state: it replays
         the run from its journal (nothing runs, nothing is written) and returns
         ``handler(*args)`` as the body left it at the run's position. Not journaled."""
         return _ctx().on_query(name, handler)
+
+    def deprecate_patch(self, change_id: str) -> None:
+        """Once no run that took the old branch is left: replace ``if workflow.patched(id):``
+        with this call and keep only the new branch. It records nothing; runs that recorded
+        the patch marker step over it, so they and newer runs both replay."""
+        return _ctx().deprecate_patch(change_id)
 
     def set_attributes(self, **attributes) -> None:
         """Set search attributes on the run (JSON scalars; set again, the latest wins).

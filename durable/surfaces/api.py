@@ -127,6 +127,12 @@ class RunPagination(PageNumberPagination):
                 {self.page_size_query_param: [f"A whole number from 1 to {self.max_page_size}."]})
         return size
 
+    def get_page_number(self, request, paginator):
+        # DRF reads an empty ?page= as page 1; the schema says a page is a whole number.
+        if request.query_params.get(self.page_query_param) == "":
+            raise exceptions.ValidationError({self.page_query_param: ["A whole number from 1."]})
+        return super().get_page_number(request, paginator)
+
     def get_schema_operation_parameters(self, view):
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:

@@ -5,7 +5,7 @@ Thin: input serializers only check shape and storability; the services decide.
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
-from durable import validation
+from durable import selectors, validation
 from durable.errors import DurableError, PayloadTooDeep
 from durable.models import JournalEntry, RunStatus, Signal, WorkflowRun
 
@@ -120,12 +120,14 @@ class RunSerializer(serializers.ModelSerializer):
     fork_position = serializers.IntegerField(read_only=True, allow_null=True,
                                              help_text="Where the fork ran again from: the entries "
                                                        "before it are the source's.")
+    continued_as = serializers.CharField(source="continued_as_id", read_only=True, allow_null=True,
+                                         help_text="The run this one continued as (status continued).")
 
     class Meta:
         model = WorkflowRun
         fields = ["id", "workflow", "version", "status", "input", "result", "error", "waiting_for",
                   "wake_at", "advances", "attributes", "parent", "forked_from", "fork_position",
-                  "created_at", "updated_at", "finished_at"]
+                  "continued_as", "created_at", "updated_at", "finished_at"]
 
 
 class RunDetailSerializer(RunSerializer):
@@ -133,15 +135,21 @@ class RunDetailSerializer(RunSerializer):
     signals = SignalSerializer(many=True, read_only=True)
     children = serializers.SerializerMethodField(help_text="Ids of the runs this one started as children.")
     forks = serializers.SerializerMethodField(help_text="Ids of the runs forked from this one, oldest first.")
+    chain = serializers.SerializerMethodField(
+        help_text="Ids of the runs of this one's continue-as-new chain, oldest first (empty if none); "
+                  "the last is the newest, which signals and queries to any of them reach.")
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "children", "forks", "journal", "signals"]
+        fields = [*RunSerializer.Meta.fields, "children", "forks", "chain", "journal", "signals"]
 
     def get_children(self, run) -> list[str]:
         return list(run.children.order_by("created_at", "id").values_list("id", flat=True))
 
     def get_forks(self, run) -> list[str]:
         return list(run.forks.order_by("created_at", "id").values_list("id", flat=True))
+
+    def get_chain(self, run) -> list[str]:
+        return selectors.run_chain(run)
 
 
 class RunFilterSerializer(serializers.Serializer):

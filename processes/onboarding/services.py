@@ -12,8 +12,10 @@ from processes.billing.models import Invoice
 from processes.onboarding.cnpj import cnpj_find
 from processes.onboarding.models import Company, Document
 from processes.onboarding.recheck import company_cases_recheck
+from processes.onboarding.status import STATUS_WORDS, status_answer
 from processes.onboarding.validation import guess_kind
 from processes.whatsapp.models import InboundMessage, InboundStatus
+from processes.whatsapp.services import message_send
 
 log = logging.getLogger(__name__)
 
@@ -22,9 +24,27 @@ DOCUMENT_TYPES = {"document", "image"}
 WITHDRAWAL_WORDS = {"cancelar", "cancel", "desistir"}
 
 
-def is_withdrawal(text: str) -> bool:
+def _one_word(text: str) -> str:
     plain = unicodedata.normalize("NFKD", str(text or "")).encode("ascii", "ignore").decode()
-    return plain.strip().strip(".!?¡¿ ").casefold() in WITHDRAWAL_WORDS
+    return plain.strip().strip(".!?¡¿ ").casefold()
+
+
+def is_withdrawal(text: str) -> bool:
+    return _one_word(text) in WITHDRAWAL_WORDS
+
+
+def is_status_request(text: str) -> bool:
+    return _one_word(text) in STATUS_WORDS
+
+
+def onboarding_status_reply(company: Company, *, message_id: str) -> str:
+    """Answer "status" with what the customer's run says (its ``progress`` query); the reply
+    is sent once the message's routing commits, keyed by the message, so a redelivery is
+    answered once. A note."""
+    reply, note = status_answer(company.run_id)
+    transaction.on_commit(lambda: message_send(idempotency_key=f"status:{message_id}", body=reply,
+                                               company=company), robust=True)
+    return note
 
 
 def onboarding_withdraw(company: Company, *, message_id: str) -> str:
@@ -118,6 +138,8 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         if known is None:
             return InboundStatus.KEPT, "withdrawal from an unknown sender: nothing to cancel", None
         return InboundStatus.KEPT, onboarding_withdraw(known, message_id=message.wamid), known
+    if message.message_type == "text" and is_status_request(_text_body(message)) and known is not None:
+        return InboundStatus.PROCESSED, onboarding_status_reply(known, message_id=message.wamid), known
     if message.message_type not in {"text", *DOCUMENT_TYPES}:
         return InboundStatus.UNSUPPORTED, f"{message.message_type!r} messages are not handled", known
     if known is None and wa_id and Invoice.objects.filter(wa_id=wa_id).exists():

@@ -3,6 +3,8 @@
 No I/O here: this code runs again on every replay. Every effect is a step, every wait
 has a deadline and an action when it passes.
 """
+from dataclasses import dataclass, field
+
 from approvals.workflow import Decision, request_approval
 from durable import StepFailed, days, seconds, workflow
 from processes import conf
@@ -32,8 +34,22 @@ GOODBYE_TEXT = "Pedido de conta PJ encerrado, como pediu. Se quiser recomeçar, 
 STAGES = "stage-attributes"
 
 
-def publish_stage(stage: str, **more) -> None:
+@dataclass
+class Progress:
+    """Where the request stands, as the body knows it. The ``progress`` query answers it
+    (the bot's reply when a customer asks "status"): read from the run's journal by replay,
+    never from a copy kept in another table."""
+
+    stage: str = "starting"
+    missing: list[str] = field(default_factory=list)
+
+    def answer(self) -> dict:
+        return {"stage": self.stage, "missing": list(self.missing)}
+
+
+def publish_stage(progress: Progress, stage: str, **more) -> None:
     """``stage`` is what operators read as the run's status ("awaiting selfie", "in review")."""
+    progress.stage = stage
     if workflow.patched(STAGES):
         workflow.set_attributes(stage=stage, **more)
 
@@ -42,21 +58,23 @@ def publish_stage(stage: str, **more) -> None:
 def onboarding(customer_id: str) -> str:
     """The customer may withdraw at any wait (a graceful cancel, processes/onboarding/services.py):
     one goodbye, the company marked withdrawn; the engine then cancels any open case."""
+    progress = Progress()
+    workflow.on_query("progress", progress.answer)
     try:
-        return onboard(customer_id)
+        return onboard(customer_id, progress)
     except workflow.Cancelled as cancelled:
         workflow.step(steps.set_status, customer_id, CompanyStatus.WITHDRAWN, cancelled.reason, atomic=True)
         workflow.step(steps.notify, customer_id, GOODBYE_TEXT, idempotency_key=f"{workflow.id}:bye", limit=SEND)
-        publish_stage("withdrawn")
+        publish_stage(progress, "withdrawn")
         return "withdrawn"   # the run still ends cancelled: the cancel was asked for
 
 
-def onboard(customer_id: str) -> str:
+def onboard(customer_id: str, progress: Progress) -> str:
     workflow.step(steps.greet, customer_id, idempotency_key=f"{workflow.id}:greet", limit=SEND)
-    publish_stage("awaiting documents")
+    publish_stage(progress, "awaiting documents")
     round_ = 0
     if not receive_documents(customer_id, round_):
-        return close(customer_id, "no documents")
+        return close(customer_id, "no documents", progress)
     review = 0
     cnpj_asked = False
     while True:
@@ -69,18 +87,20 @@ def onboard(customer_id: str) -> str:
             round_ += 1
             workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
                           idempotency_key=f"{workflow.id}:ask:{round_}", limit=SEND)
-            publish_stage(f"awaiting {result.missing[0]}" if len(result.missing) == 1 else "awaiting documents")
+            progress.missing = list(result.missing)
+            publish_stage(progress, f"awaiting {result.missing[0]}" if len(result.missing) == 1 else "awaiting documents")
             if not receive_documents(customer_id, round_):
-                return close(customer_id, "documents never completed")
+                return close(customer_id, "documents never completed", progress)
             result = validate(customer_id)
         if workflow.patched(ASK_CNPJ) and not cnpj_asked:
-            cnpj_asked = ask_for_cnpj_if_missing(customer_id)
+            cnpj_asked = ask_for_cnpj_if_missing(customer_id, progress)
         workflow.step(steps.set_status, customer_id, CompanyStatus.IN_REVIEW, atomic=True)
         review += 1
         if workflow.patched(UNDER_REVIEW):
             workflow.step(steps.notify, customer_id, UNDER_REVIEW_TEXT,
                           idempotency_key=f"{workflow.id}:under-review:{review}", limit=SEND)
-        decision = wait_for_compliance_decision(customer_id, result, review)
+        progress.missing = []
+        decision = wait_for_compliance_decision(customer_id, result, review, progress)
         if decision.approved:
             break
         if not decision.wants_more_documents:
@@ -88,7 +108,7 @@ def onboard(customer_id: str) -> str:
                           atomic=True)
             workflow.step(steps.notify, customer_id, "Não foi possível abrir a sua conta PJ agora.",
                           idempotency_key=f"{workflow.id}:rejected", limit=SEND)
-            publish_stage("rejected")
+            publish_stage(progress, "rejected")
             return "rejected"
         # Compliance wants more: tell the customer what, then back to the documents loop.
         round_ += 1
@@ -98,14 +118,14 @@ def onboard(customer_id: str) -> str:
             take_late_documents(customer_id, None)   # sent during the review: not an answer to this ask
         workflow.step(steps.request_more_documents, customer_id, decision.reason,
                       idempotency_key=f"{workflow.id}:more:{review}", limit=SEND)
-        publish_stage("awaiting more documents")
+        publish_stage(progress, "awaiting more documents")
         if not receive_documents(customer_id, round_):
-            return close(customer_id, "documents never completed")
+            return close(customer_id, "documents never completed", progress)
     number = workflow.step(steps.create_account, customer_id, ", ".join(decision.by),
                            idempotency_key=workflow.id, atomic=True)
     workflow.step(steps.notify, customer_id, f"Conta PJ aberta: {number}.",
                   idempotency_key=f"{workflow.id}:welcome", limit=SEND)
-    publish_stage("approved", account=number)
+    publish_stage(progress, "approved", account=number)
     return number
 
 
@@ -125,14 +145,14 @@ def receive_documents(customer_id: str, round_: int) -> bool:
     return True
 
 
-def ask_for_cnpj_if_missing(customer_id: str) -> bool:
+def ask_for_cnpj_if_missing(customer_id: str, progress: Progress) -> bool:
     """The documents are complete but no valid CNPJ was given: ask once, and wait for one
     (ONBOARDING_CNPJ_WAIT_SECONDS, a day) before the case opens. True when asked. A CNPJ
     written later still counts at the next review round; none at all keeps the case high risk."""
     if workflow.step(steps.has_valid_cnpj, customer_id):
         return False
     workflow.step(steps.ask_for_cnpj, customer_id, idempotency_key=f"{workflow.id}:ask-cnpj", limit=SEND)
-    publish_stage("awaiting CNPJ")
+    publish_stage(progress, "awaiting CNPJ")
     workflow.wait_for_signal(CNPJ_SIGNAL, timeout=seconds(conf.setting("ONBOARDING_CNPJ_WAIT_SECONDS", 86400)))
     return True
 
@@ -184,11 +204,11 @@ def validate(customer_id: str):
         return workflow.step(steps.validate_documents_by_rules, customer_id)
 
 
-def close(customer_id: str, reason: str) -> str:
+def close(customer_id: str, reason: str, progress: Progress) -> str:
     workflow.step(steps.set_status, customer_id, CompanyStatus.CLOSED, reason, atomic=True)
     workflow.step(steps.notify, customer_id, "O seu pedido de conta PJ foi encerrado por falta de documentos.",
                   idempotency_key=f"{workflow.id}:closed", limit=SEND)
-    publish_stage("expired")
+    publish_stage(progress, "expired")
     return "expired"
 
 
@@ -219,7 +239,8 @@ def validator_findings(result: ValidationResult) -> list[dict]:
     return findings + [{"check": "problem", "result": problem} for problem in result.problems]
 
 
-def wait_for_compliance_decision(customer_id: str, result: ValidationResult, review: int) -> Decision:
+def wait_for_compliance_decision(customer_id: str, result: ValidationResult, review: int,
+                                 progress: Progress) -> Decision:
     """Put the case before compliance (approvals app) and wait for a reviewer's decision.
 
     One case per review round and escalation level, keyed ``<run id>:review:<round>:<level>``.
@@ -227,7 +248,7 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
     new case opens; the workflow never decides on the reviewer's behalf.
     """
     facts = workflow.step(steps.describe_for_review, customer_id)
-    publish_stage("in review", cnpj=facts.cnpj or None, company=facts.name or None)
+    publish_stage(progress, "in review", cnpj=facts.cnpj or None, company=facts.name or None)
     risk, reasons = review_risk(facts, result)
     level = 0
     while True:

@@ -126,6 +126,23 @@ def test_a_blocked_run_shows_its_divergence_message_at_the_top(operator, blocked
     assert html.index("durable-divergence") < html.index('id="durable-journal"')
 
 
+def test_a_graceful_cancel_from_the_run_page_lets_the_workflow_clean_up(operator, clock):
+    run = drive(services.run_start("polite_cancel", "Padaria", id="polite:admin", actor="test").id)
+    assert 'name="graceful"' in operator.get(page(run.id)).content.decode()
+
+    response = operator.post(page(run.id, "cancel"), {"reason": "duplicate", "graceful": "on"}, follow=True)
+    run = drive(run.id)
+
+    assert "asked to cancel: the workflow cleans up first" in response.content.decode()
+    assert (run.status, run.result) == (RunStatus.CANCELLED, "bye: duplicate (ops)")
+
+
+def test_a_run_that_cannot_run_again_offers_no_graceful_cancel(operator, clock):
+    failed = drive(services.run_start("fails_in_body", id="fails:admin-graceful", actor="test").id)
+
+    assert 'name="graceful"' not in operator.get(page(failed.id)).content.decode()
+
+
 def test_cancel_goes_through_the_service_and_is_audited_with_the_request(operator, waiting_run):
     response = operator.post(page(waiting_run.id, "cancel"), {"reason": "duplicate case"},
                              HTTP_USER_AGENT="ops-browser/1")

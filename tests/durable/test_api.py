@@ -84,6 +84,13 @@ def test_a_page_size_that_is_not_a_whole_number_in_range_is_a_400(operator, page
     assert "page_size" in response.json()["error"]["detail"]
 
 
+def test_an_empty_page_number_is_a_400_not_the_first_page(operator, clock):
+    response = operator.get("/api/runs/", {"page": ""})
+
+    assert response.status_code == 400
+    assert "page" in response.json()["error"]["detail"]
+
+
 def test_a_misspelt_filter_is_a_400_naming_it_not_every_run(operator, clock):
     services.run_start("three_steps", 1, id="three:1", actor="test")
 

@@ -140,7 +140,7 @@ def test_dry_run_counts_per_workflow_and_moves_nothing(old_runs):
     output = archive_now("--dry-run")
 
     assert ["reorder", "3"] in [line.split() for line in output.splitlines()]
-    assert "3 completed/cancelled run(s)" in output
+    assert "3 completed/cancelled/continued run(s)" in output
     assert WorkflowRun.objects.count() == 3 and ArchivedRun.objects.count() == 0
 
 
@@ -148,7 +148,7 @@ def test_runs_go_in_batches_of_the_given_size(old_runs):
     output = archive_now("--batch-size", "2")
 
     assert sorted(ArchiveBatch.objects.values_list("runs", flat=True)) == [1, 2]
-    assert "archived 3 completed/cancelled run(s)" in output and "in 2 batch(es)" in output
+    assert "archived 3 completed/cancelled/continued run(s)" in output and "in 2 batch(es)" in output
 
 
 def test_a_bad_age_exits_2_with_the_reason():

@@ -87,6 +87,17 @@ def test_cancel_and_retry_go_through_the_services(clock):
     assert list(AuditEvent.objects.filter(run=run).values_list("action", flat=True)) == ["start", "retry", "cancel"]
 
 
+def test_a_graceful_cancel_lets_the_workflow_say_goodbye_and_records_the_cli(clock):
+    run = drive(services.run_start("polite_cancel", "Padaria", id="polite:cli", actor="test").id)
+
+    printed = durable("cancel", run.id, "--reason", "customer asked", "--graceful")
+    run = drive(run.id)
+
+    assert "the workflow cleans up first" in printed
+    assert (run.status, run.result) == (RunStatus.CANCELLED, "bye: customer asked (cli:" + run.result.split("(cli:")[1])
+    assert AuditEvent.objects.get(run=run, action="cancel").detail["graceful"] is True
+
+
 def test_retry_of_a_waiting_run_exits_1_with_the_engines_message(waiting_run):
     with pytest.raises(CommandError, match="only failed or blocked runs can be retried"):
         durable("retry", waiting_run.id)

@@ -497,3 +497,17 @@ def book_once(n: int, seconds_to_wait: float, idempotency_key: str) -> int:
 @workflow(name="io_bound_atomic")
 def io_bound_atomic(n: int, seconds_to_wait: float) -> int:
     return workflow.step(book_once, n, seconds_to_wait, atomic=True)
+
+
+@workflow(name="counting_loop")
+def counting_loop(n: int, total: int) -> int:
+    """Adds n, then continues as new until n reaches 3: a loop whose journal stays short."""
+    total = workflow.step(add_n, total, n)
+    if n >= 3:
+        return total
+    workflow.continue_as_new(n + 1, total)
+
+
+def add_n(total: int, n: int) -> int:
+    effect("add_n")
+    return total + n

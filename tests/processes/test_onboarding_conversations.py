@@ -163,3 +163,48 @@ def test_a_cnpj_written_during_the_review_counts_at_the_next_round(customer, clo
 
     second = ApprovalRequest.objects.filter(run_id=run.id).latest("pk")
     assert (second.risk, second.summary["cnpj"]) == ("low", CNPJ)
+
+
+def status_reply(wamid: str) -> str:
+    return OutboundMessage.objects.get(idempotency_key=f"status:{wamid}").body
+
+
+@pytest.mark.parametrize("word", ["status", "Situação?", "andamento"])
+def test_asking_status_is_answered_from_the_run_with_what_is_still_missing(customer, word):
+    customer(HELLO)
+    before = customer(CONTRACT)
+    entries = JournalEntry.objects.filter(run_id=before.id).count()
+
+    run = customer(says(word))
+
+    assert status_reply("wamid.SAYS1") == ("O seu pedido de conta PJ aguarda: comprovante de endereço, "
+                                           "selfie do responsável.")
+    assert run.status == RunStatus.WAITING
+    assert JournalEntry.objects.filter(run_id=run.id).count() == entries   # the run did nothing
+    assert InboundMessage.objects.get(wamid="wamid.SAYS1").note == "status: answered from the run (awaiting documents)"
+
+
+def test_asking_status_during_the_review_says_it_is_in_review(customer, in_review):
+    customer(says("status"))
+
+    assert status_reply("wamid.SAYS1") == "Os seus documentos estão em análise pela nossa equipe."
+
+
+def test_a_status_asked_twice_by_a_redelivered_message_is_answered_once(customer, signed_post):
+    customer(HELLO)
+    customer(says("status"))
+
+    signed_post(whatsapp_webhook(says("status")))
+
+    assert OutboundMessage.objects.filter(idempotency_key="status:wamid.SAYS1").count() == 1
+
+
+def test_the_status_answer_is_the_runs_not_the_company_rows(customer):
+    """The progress query reads the journal: a company row edited by hand does not change it."""
+    customer(HELLO)
+    customer(CONTRACT, ADDRESS, SELFIE)
+    Company.objects.update(status=CompanyStatus.COLLECTING)
+
+    customer(says("status"))
+
+    assert status_reply("wamid.SAYS1") == "Os seus documentos estão em análise pela nossa equipe."

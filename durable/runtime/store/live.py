@@ -10,6 +10,7 @@ stale on the next write and stops with ``Fenced``; nothing it does is recorded. 
 lock outlives a statement or a commit: a worker frozen in the middle of a step holds
 nothing another worker or a sender would wait for.
 """
+import hashlib
 import logging
 import math
 import os
@@ -68,6 +69,9 @@ class Settlement:
     fields: dict = field(default_factory=dict)
     # A park only holds if no signal arrived since the claim (else: replay with it).
     unless_signalled: bool = False
+    # continue_as_new: the run created in the same transaction (not saved yet).
+    successor: WorkflowRun | None = None
+    successor_queue: str | None = None
 
     @classmethod
     def park(cls, wake_at: datetime | None, waiting_for: str) -> "Settlement":
@@ -94,6 +98,22 @@ class Settlement:
     @classmethod
     def cancel(cls, result, error: dict) -> "Settlement":
         return cls("cancel", fields={"result": result, "error": error, "cancel_request": None})
+
+    @classmethod
+    def continue_as_new(cls, run: WorkflowRun, definition, encoded_input: dict) -> "Settlement":
+        """End ``run`` as ``continued`` and start its successor: the same workflow at its latest
+        version, ``encoded_input``, an empty journal, the run's parent, under the id
+        ``<first run of the chain>~<n>``."""
+        root = run.chain_root or run.id
+        generation = int(run.id.rsplit("~", 1)[1]) + 1 if run.chain_root else 2
+        successor_id = _bounded_id(root, f"~{generation}")
+        now = clock.now()
+        successor = WorkflowRun(id=successor_id, workflow_name=definition.name, workflow_version=definition.version,
+                                input=encoded_input, parent_id=run.parent_id, chain_root=root,
+                                created_at=now, updated_at=now, wake_at=_grace())
+        return cls("continue_as_new", fields={"result": {"continued_as": successor_id}, "error": None,
+                                              "continued_as": successor_id},
+                   successor=successor, successor_queue=definition.queue)
 
 
 @dataclass(frozen=True)
@@ -341,7 +361,9 @@ class LiveStore(Store):
         if status in FINISHED_STATUSES:
             values["finished_at"] = now
         with store_errors():
-            if run.parent_id and status in FINISHED_STATUSES:
+            if settlement.successor is not None:
+                woken = self._continue(run, values, settlement.successor, settlement.successor_queue)
+            elif run.parent_id and status in FINISHED_STATUSES:
                 woken = self._finish_child(run, values)
             else:
                 woken = self._persist(values, settlement.unless_signalled)
@@ -359,6 +381,23 @@ class LiveStore(Store):
             self._persist(values, False)
             notify_parent(run, status=values["status"], result=values.get("result"),
                           error=values.get("error"))
+
+    def _continue(self, run: WorkflowRun, values: dict, successor: WorkflowRun, queue: str | None) -> None:
+        """The run's end and its successor's start commit together: the successor takes the
+        signals the run had not taken, and a parent is told only when the chain ends."""
+        with transaction.atomic():
+            if connection.vendor == "postgresql":  # several statements: never idle past the lease
+                with connection.cursor() as cursor:
+                    cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
+            self._persist(values, False)
+            detail = {"continued_from": run.id, "chain_root": successor.chain_root,
+                      "workflow": successor.workflow_name, "version": successor.workflow_version}
+            if not create_run(successor, actor=f"run:{run.id}", detail=detail, action=AuditAction.CONTINUE_AS_NEW):
+                raise RunConflict(f"run {successor.id!r} exists already: run {run.id!r} cannot continue as it")
+            moved = Signal.objects.filter(run_id=run.id, consumed_position__isnull=True).update(run_id=successor.id)
+            audit(run.id, AuditAction.CONTINUE_AS_NEW, f"run:{run.id}",
+                  {"continued_as": successor.id, "signals_moved": moved})
+        dispatch(successor.id, queue=queue)
 
     def _persist(self, values: dict, unless_signalled: bool) -> Woken | None:
         if unless_signalled:
@@ -1087,6 +1126,24 @@ def run_of(run_id: str) -> WorkflowRun:
     return run
 
 
+def newest_in_chain(run: WorkflowRun) -> WorkflowRun:
+    """The newest run of the chain ``run`` is in (``run`` itself unless it continued as new;
+    also when the newest was archived)."""
+    if run.continued_as_id is None:
+        return run
+    newest = WorkflowRun.objects.filter(chain_root=run.chain_root or run.id, continued_as__isnull=True).first()
+    return newest or run
+
+
+def signal_in_chain(run: WorkflowRun, dedupe_key: str | None) -> Signal | None:
+    """The signal with ``dedupe_key`` that any run of ``run``'s continue-as-new chain has."""
+    if not dedupe_key:
+        return None
+    root = run.chain_root or run.id
+    return (Signal.objects.filter(Q(run_id=root) | Q(run__chain_root=root), dedupe_key=dedupe_key)
+            .order_by("id").first())
+
+
 def hold_run(run_id: str) -> None:
     """Lock the run's row (and read nothing else of it); RunNotFound if there is none."""
     if not list(WorkflowRun.objects.select_for_update().filter(pk=run_id).values_list("pk")):
@@ -1161,6 +1218,13 @@ def fork_run(source: WorkflowRun, definition, fork_id: str, kept: list[JournalEn
         audit(source.id, AuditAction.FORK, actor, {"fork": fork_id, "at_position": position, **detail})
     dispatch(fork_id, queue=definition.queue)
     return fork
+
+
+def _bounded_id(root: str, suffix: str) -> str:
+    """``root + suffix`` within the 255 characters of a run id."""
+    if len(root) + len(suffix) <= 255:
+        return root + suffix
+    return f"{root[:180]}~{hashlib.sha256(root.encode()).hexdigest()[:32]}{suffix}"
 
 
 # What a fork copies of an entry: everything but its row and its run.
@@ -1252,10 +1316,12 @@ def notify_parent(child: WorkflowRun, *, status: str, result, error) -> None:
     finished or is gone needs nothing: the child's own row keeps the outcome."""
     if not child.parent_id:
         return
-    outcome = codec.encode({"id": child.id, "status": status, "result": result, "error": error})
-    key, actor, detail = children.dedupe_key(child.id), f"run:{child.id}", {"child": child.id, "status": status}
+    # The parent waits on the id it started: the first run of a chain that continued as new.
+    started = child.chain_root or child.id
+    outcome = codec.encode({"id": started, "status": status, "result": result, "error": error})
+    key, actor, detail = children.dedupe_key(started), f"run:{child.id}", {"child": child.id, "status": status}
     try:
-        signal, new = send_signal(child.parent_id, children.signal_name(child.id), outcome, dedupe_key=key,
+        signal, new = send_signal(child.parent_id, children.signal_name(started), outcome, dedupe_key=key,
                                   actor=actor, detail=detail)
     except (RunFinished, RunNotFound):
         return

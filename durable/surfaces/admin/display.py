@@ -11,7 +11,7 @@ from durable.templatetags.durable_admin import stamp
 STATUS_COLOURS = {
     RunStatus.PENDING: "#6c757d", RunStatus.RUNNING: "#0d6efd", RunStatus.WAITING: "#b8860b",
     RunStatus.COMPLETED: "#198754", RunStatus.FAILED: "#dc3545", RunStatus.CANCELLED: "#495057",
-    RunStatus.BLOCKED: "#8b008b",
+    RunStatus.BLOCKED: "#8b008b", RunStatus.CONTINUED: "#20798a",
     EntryStatus.RETRYING: "#fd7e14",
 }
 

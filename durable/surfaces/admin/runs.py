@@ -109,7 +109,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                            "created_at_stamp", "updated_at_stamp", "finished_at_stamp"]}),
         ("Search attributes", {"fields": ["attributes_json"]}),
         ("Parent and children", {"fields": ["parent_link", "children_links"]}),
-        ("Forks", {"fields": ["forked_from_link", "forks_links"]}),
+        ("Forks and continue-as-new", {"fields": ["forked_from_link", "forks_links", "chain_links"]}),
         ("Input, result, error", {"fields": ["input_json", "result_json", "error_json"]}),
         ("Lease", {"fields": ["lease_owner", "lease_expires_at_stamp", "fencing_token", "signal_seq"],
                    "classes": ["collapse"]}),
@@ -119,7 +119,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                        "created_at_stamp", "updated_at_stamp", "finished_at_stamp", "input_json",
                        "result_json", "error_json", "lease_owner", "lease_expires_at_stamp",
                        "fencing_token", "signal_seq", "parent_link", "children_links", "forked_from_link",
-                       "forks_links"]
+                       "forks_links", "chain_links"]
 
     # --- nothing is edited, added or deleted here: repairs are the actions below ---
 
@@ -201,6 +201,16 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
             "", '<li><a href="{}">{}</a> at position {} {}</li>',
             ((run_admin_url(fork_id), fork_id, position, badge(status)) for fork_id, position, status in rows)))
 
+    @admin.display(description="continue-as-new chain")
+    def chain_links(self, run):
+        chain = selectors.run_chain(run)
+        if not chain:
+            return "-"
+        return format_html('<ol class="durable-chain">{}</ol>', format_html_join(
+            "", '<li>{}</li>', ((format_html("<strong>{}</strong>", run_id) if run_id == run.id else
+                                 format_html('<a href="{}">{}</a>', run_admin_url(run_id), run_id),)
+                                for run_id in chain)))
+
     @admin.display(description="input")
     def input_json(self, run):
         return format_html("<pre>{}</pre>", pretty_json(run.input))
@@ -228,6 +238,8 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
             "can_operate": can_operate,
             "run_links": run_links(run, request),
             "can_cancel": can_operate and run.allows("cancel"),
+            # a graceful cancel needs a body that can still run (services.run_cancel)
+            "can_cancel_gracefully": can_operate and run.allows("cancel") and run.allows("claim"),
             "can_retry": can_operate and run.allows("retry"),
             "can_wake": can_operate and run.allows("wake"),
             "can_signal": can_operate and not run.is_finished,
@@ -294,8 +306,10 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     def cancel_view(self, request, object_id):
         reason = request.POST.get("reason", "")[:1000]
-        return self._perform(request, object_id, "cancelled", lambda run_id, actor, audit:
-                             services.run_cancel(run_id, reason=reason, actor=actor, audit=audit))
+        graceful = request.POST.get("graceful") == "on"
+        return self._perform(request, object_id, "asked to cancel: the workflow cleans up first" if graceful
+                             else "cancelled", lambda run_id, actor, audit:
+                             services.run_cancel(run_id, reason=reason, graceful=graceful, actor=actor, audit=audit))
 
     def retry_view(self, request, object_id):
         return self._perform(request, object_id, "sent back to pending", lambda run_id, actor, audit:
