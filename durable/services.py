@@ -14,11 +14,14 @@ from durable import clock, codec, conf, hooks
 from durable.runtime import forks, queries, registry
 from durable.runtime.dispatch import dispatch
 from durable.durations import as_timedelta
-from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, SignalConflict
-from durable.models import FINISHED_STATUSES, Signal, WorkflowRun
+from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict
+from durable.models import FINISHED_STATUSES, RunStatus, Signal, WorkflowRun
 from durable.runtime.store import live
 
 log = logging.getLogger(__name__)
+
+# How many times a send or a cancel follows a chain that continues as new under it.
+CHAIN_HOPS = 5
 
 
 def _from(transition: str) -> str:
@@ -79,7 +82,7 @@ def run_query(run_id: str, name: str, *args):
     from the journal, with nothing run and nothing written, and the handler called at the
     run's position (the newest run of a chain that continued as new). RunNotFound,
     QueryNotFound, or QueryFailed with the reason."""
-    run = live.newest_in_chain(live.run_of(run_id))
+    run = live.current_run(run_id)
     return queries.answer(run, live.journal_of(run.id), name, args)
 
 
@@ -98,17 +101,21 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
         raise ValueError("a signal needs a name")
     encoded = codec.encode(payload)
     _check_reservation(dedupe_key, reserved_by)
-    try:
-        signal, new = live.send_signal(run_id, name, encoded, dedupe_key=dedupe_key, actor=actor, detail=audit or {})
-    except RunFinished:  # a run that continued as new: its newest run takes the signal
-        newest = live.newest_in_chain(live.run_of(run_id))
-        if newest.id == run_id:
-            raise
-        taken = live.signal_in_chain(newest, dedupe_key)  # a redelivery an earlier run took
-        if taken is not None:
-            return _same_signal(taken, name, encoded)
-        signal, new = live.send_signal(newest.id, name, encoded, dedupe_key=dedupe_key, actor=actor,
-                                       detail={"sent_to": run_id, **(audit or {})})
+    target, detail = run_id, audit or {}
+    for _ in range(CHAIN_HOPS):
+        try:
+            signal, new = live.send_signal(target, name, encoded, dedupe_key=dedupe_key, actor=actor, detail=detail)
+            break
+        except (RunFinished, RunNotFound):  # a run that continued as new: its newest run takes it
+            newest = live.current_run(run_id)
+            if newest.id == target:
+                raise
+            taken = live.signal_in_chain(newest, dedupe_key)  # a redelivery an earlier run took
+            if taken is not None:
+                return _same_signal(taken, name, encoded)
+            target, detail = newest.id, {"sent_to": run_id, **(audit or {})}
+    else:
+        raise RunFinished(f"run {run_id!r}'s chain kept continuing as new while a signal was sent to it")
     return signal if new else _same_signal(signal, name, encoded)
 
 
@@ -142,9 +149,9 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str, graceful: bool = Fa
     customer, release a reservation); the run ends ``cancelled`` when the body is done, or
     when ``cleanup`` (default DURABLE_CANCEL_CLEANUP_SECONDS, one hour) has passed.
     """
-    run_id = live.newest_in_chain(live.run_of(run_id)).id
     with transaction.atomic():
-        run = live.lock_run(run_id)
+        run = _lock_newest(run_id)
+        run_id = run.id
         if not run.allows("cancel"):
             raise RunFinished(f"run {run_id!r} is already {run.status}")
         if graceful and run.allows("claim"):
@@ -155,6 +162,16 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str, graceful: bool = Fa
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run_id, reason=reason, actor=actor)
         _cancel_children(run_id, reason=reason, actor=actor, graceful=False)
         live.notify_parent(run, status=run.status, result=None, error=run.error)
+    return run
+
+
+def _lock_newest(run_id: str) -> WorkflowRun:
+    """The newest run of ``run_id``'s chain, its row locked: one that continues as new while
+    we look is followed under the lock, so a cancel never lands on a run that just ended."""
+    for _ in range(CHAIN_HOPS):
+        run = live.lock_run(live.current_run(run_id).id)
+        if run.status != RunStatus.CONTINUED:
+            return run
     return run
 
 

@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from durable.surfaces import api, bulk_api, metrics
+from durable.surfaces import api, bulk_api, metrics, schedules_api
 
 
 class RunIdConverter:
@@ -54,6 +54,10 @@ api_patterns = [
     path("runs/<run_id:run_id>/fork/", api.RunForkView.as_view(), name="api-run-fork"),
     path("runs/<run_id:run_id>/queries/<str:name>/", api.RunQueryView.as_view(), name="api-run-query"),
     path("runs/<run_id:run_id>/", api.RunDetailView.as_view(), name="api-run"),
+    path("schedules/", schedules_api.ScheduleCollectionView.as_view(), name="api-schedules"),
+    path("schedules/<str:name>/pause/", schedules_api.SchedulePauseView.as_view(), name="api-schedule-pause"),
+    path("schedules/<str:name>/resume/", schedules_api.ScheduleResumeView.as_view(), name="api-schedule-resume"),
+    path("schedules/<str:name>/trigger/", schedules_api.ScheduleTriggerView.as_view(), name="api-schedule-trigger"),
 ]
 
 urlpatterns = [

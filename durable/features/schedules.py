@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, connection, transaction
 
-from durable import clock, services, validation
+from durable import clock, selectors, services, validation
 from durable.features import cron
 from durable.runtime import registry
 from durable.features.cron import Occurrence, ScheduleInvalid
@@ -25,7 +25,8 @@ from durable.models.schedules import CatchUp, Schedule, ScheduleAction, Schedule
 log = logging.getLogger(__name__)
 
 __all__ = ["ScheduleExists", "ScheduleInvalid", "ScheduleNotFound", "fire_due", "schedule_check",
-           "schedule_create", "schedule_pause", "schedule_resume", "schedule_update", "schedules_listed"]
+           "schedule_create", "schedule_pause", "schedule_resume", "schedule_trigger", "schedule_update",
+           "schedules_listed"]
 
 
 class ScheduleNotFound(DurableError):
@@ -156,6 +157,25 @@ def schedule_resume(name: str, *, actor: str, audit: dict | None = None) -> Sche
             _audit(schedule, ScheduleAction.RESUME, actor, {"next_fire_at": schedule.next_fire_at.isoformat(),
                                                **(audit or {})})
     return schedule
+
+
+def schedule_trigger(name: str, *, actor: str, audit: dict | None = None):
+    """Start the schedule's occurrence of now, by hand, paused or not: its run id is the
+    id template rendered for now, so with a ``{date}`` template today's run (fired by the
+    schedule or triggered before) is that run, returned as it is, never a second one.
+    Returns (the run, whether it was started now)."""
+    with transaction.atomic():
+        schedule = _get_locked(name)
+        now = clock.now()
+        occurrence = Occurrence(at=now, local=now.astimezone(cron.zone(schedule.timezone)))
+        run_id = cron.render(schedule.id_template, occurrence, schedule.name)
+        args, kwargs = cron.render_input(schedule.args, schedule.kwargs, occurrence, schedule.name)
+        existed = selectors.run_exists(run_id)
+        run = services.run_start(schedule.workflow_name, *args, id=run_id, actor=actor,
+                                 audit={"schedule": schedule.name, "triggered": now.isoformat(), **(audit or {})},
+                                 **kwargs)
+        _audit(schedule, ScheduleAction.TRIGGER, actor, {"run_id": run.id, "started": not existed, **(audit or {})})
+    return run, not existed
 
 
 # --- the sweep ---

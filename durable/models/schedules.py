@@ -62,6 +62,7 @@ class ScheduleAction(models.TextChoices):
     RESUME = "resume"
     FIRE = "fire"
     SKIP = "skip"
+    TRIGGER = "trigger"   # an operator started the occurrence of now by hand
 
 
 class ScheduleEvent(ChainedAudit):

@@ -15,7 +15,7 @@ from durable.runtime.store.live import Settlement
 from durable.runtime.context import (Continued, Diverged, Raised, ReplayContext, Returned, Suspended, error_of,
                                      replay)
 from durable.runtime.dispatch import dispatch
-from durable.errors import Cancelled, Fenced, Handoff, PayloadError, StoreUnavailable, WorkflowNotFound
+from durable.errors import Cancelled, Fenced, Handoff, PayloadError, RunConflict, StoreUnavailable, WorkflowNotFound
 from durable.models import WorkflowRun
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,11 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
                 outcome = Raised(exc)
             else:
                 settlement = Settlement.continue_as_new(run, registry.get(run.workflow_name), encoded)
-                lease.settle(run, settlement)
+                try:
+                    lease.settle(run, settlement)
+                except RunConflict as exc:  # the successor's id is taken: an operator decides
+                    lease.settle(run, Settlement.block({"type": "RunConflict", "message": str(exc)}))
+                    return Outcome.BLOCKED
                 log.info("run %s continued as %s", run.id, settlement.successor.id)
                 return Outcome.CONTINUED
         log.info("run %s failed: %s: %s", run.id, type(outcome.error).__name__, outcome.error)

@@ -18,7 +18,12 @@ def answer(run, journal: list, name: str, args: tuple):
     """``handler(*args)`` of the query ``name`` the body of ``run`` registered by its position
     in ``journal`` (its live entries). QueryNotFound if it registered none by then; QueryFailed
     if the handler raised or the run no longer replays on this code."""
-    definition = registry.get(run.workflow_name, run.workflow_version)
+    try:
+        definition = registry.get(run.workflow_name, run.workflow_version)
+        fn_args, fn_kwargs = definition.decode_input(run.input)
+    except Exception as exc:  # its code is gone, or no longer reads this run's input
+        raise QueryFailed(f"run {run.id!r} cannot be replayed on the code deployed now: "
+                          f"{type(exc).__name__}: {exc}") from exc
     history = History(
         run=RecordedRun(id=run.id, workflow_name=run.workflow_name, workflow_version=run.workflow_version,
                         input=run.input, status=run.status, result=run.result, error=run.error),
@@ -28,7 +33,6 @@ def answer(run, journal: list, name: str, args: tuple):
     ctx = ReplayContext(history.run, store, store.load())
     with without_database():
         try:
-            fn_args, fn_kwargs = definition.decode_input(run.input)
             outcome = replay(ctx, definition.fn, fn_args, fn_kwargs)
         except HistoryEnds:
             outcome = None  # the run is here: what follows is not done yet

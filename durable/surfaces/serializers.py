@@ -8,6 +8,7 @@ from rest_framework import serializers
 from durable import selectors, validation
 from durable.errors import DurableError, PayloadTooDeep
 from durable.models import JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.models.schedules import Schedule
 
 
 def _storable(what: str):
@@ -217,3 +218,25 @@ class ErrorSerializer(serializers.Serializer):
     """Every error of the API has this shape."""
 
     error = ErrorBodySerializer()
+
+
+class ScheduleSerializer(serializers.ModelSerializer):
+    workflow = serializers.CharField(source="workflow_name")
+    args = serializers.ListField(child=serializers.JSONField(allow_null=True))
+    kwargs = serializers.DictField(child=serializers.JSONField(allow_null=True))
+
+    class Meta:
+        model = Schedule
+        fields = ["name", "workflow", "cron", "timezone", "id_template", "args", "kwargs", "catch_up", "paused",
+                  "next_fire_at", "last_fired_at", "last_run_id", "last_error", "created_at", "updated_at"]
+
+
+class SchedulePauseSerializer(serializers.Serializer):
+    reason = JSONText(required=False, allow_blank=True, default="", max_length=1000,
+                      validators=[StorableText("reason")])
+
+
+class ScheduleTriggerSerializer(serializers.Serializer):
+    schedule = ScheduleSerializer()
+    run = RunSerializer()
+    started = serializers.BooleanField(help_text="False when the occurrence's run existed already.")

@@ -3,7 +3,7 @@
 import logging
 
 from durable import services
-from durable.errors import QueryFailed, QueryNotFound, RunNotFound
+from durable.errors import DurableError, RunNotFound
 from processes.onboarding.steps import KIND_NAMES_PT
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def status_answer(run_id: str) -> tuple[str, str]:
         progress = services.run_query(run_id, "progress")
     except RunNotFound:
         return NO_RUN_TEXT, f"status: no run {run_id}"
-    except (QueryNotFound, QueryFailed) as exc:
+    except DurableError as exc:   # the query is not there, or failed: say something true
         log.warning("status of %s: the progress query failed: %s", run_id, exc)
         return UNKNOWN_TEXT, f"status: {exc}"[:300]
     return status_text(progress), f"status: answered from the run ({progress.get('stage')})"

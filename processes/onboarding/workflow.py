@@ -92,6 +92,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
             if not receive_documents(customer_id, round_):
                 return close(customer_id, "documents never completed", progress)
             result = validate(customer_id)
+        progress.missing = []
         if workflow.patched(ASK_CNPJ) and not cnpj_asked:
             cnpj_asked = ask_for_cnpj_if_missing(customer_id, progress)
         workflow.step(steps.set_status, customer_id, CompanyStatus.IN_REVIEW, atomic=True)
@@ -99,7 +100,6 @@ def onboard(customer_id: str, progress: Progress) -> str:
         if workflow.patched(UNDER_REVIEW):
             workflow.step(steps.notify, customer_id, UNDER_REVIEW_TEXT,
                           idempotency_key=f"{workflow.id}:under-review:{review}", limit=SEND)
-        progress.missing = []
         decision = wait_for_compliance_decision(customer_id, result, review, progress)
         if decision.approved:
             break

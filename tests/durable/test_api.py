@@ -8,6 +8,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from durable import services
+from durable.features.schedules import schedule_create
 from durable.models import AuditEvent, RunStatus, Signal, WorkflowRun
 from durable.testing import drive
 
@@ -390,9 +391,12 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
     from schemathesis import GenerationMode
     from schemathesis.config import SchemathesisConfig
 
-    token = Token.objects.create(user=user_with("view_workflowrun", "operate_workflowrun")).key
+    token = Token.objects.create(user=user_with("view_workflowrun", "operate_workflowrun", "view_schedule",
+                                                "operate_schedule")).key
     auth = {"Authorization": f"Token {token}"}
     drive(services.run_start("step_wait_step", id="orders:st-1", actor="test").id)
+    schedule_create("st-daily", "three_steps", cron_expression="0 0 * * *", id_template="st:{date}", args=[1],
+                    actor="test")
     # Every check runs. Two exceptions, stated here: a start whose body fits the schema may
     # still name no registered workflow or not bind to its parameters (a 400 the schema cannot
     # express: each workflow has its own signature); a bulk filter's keys other than status,
@@ -420,6 +424,11 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
         ("POST /api/runs/{run_id}/wake/", {"run_id": "orders:st-1"}, None, schemathesis.core.NOT_SET),
         ("POST /api/bulk/", {}, None, {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True}),
         ("POST /api/bulk/", {}, None, {"action": "wake", "filter": {"workflow": "step_wait_step"}}),
+        ("POST /api/runs/{run_id}/fork/", {"run_id": "orders:st-1"}, None, {"at_position": 1}),
+        ("GET /api/schedules/", {}, None, schemathesis.core.NOT_SET),
+        ("POST /api/schedules/{name}/trigger/", {"name": "st-daily"}, None, schemathesis.core.NOT_SET),
+        ("POST /api/schedules/{name}/pause/", {"name": "st-daily"}, None, {"reason": "test"}),
+        ("POST /api/schedules/{name}/resume/", {"name": "st-daily"}, None, schemathesis.core.NOT_SET),
         ("POST /api/runs/{run_id}/cancel/", {"run_id": "orders:st-1"}, None, {"reason": "test"}),
     ]
     for label, path_parameters, query, body in known:

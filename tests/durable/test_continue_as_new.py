@@ -1,8 +1,12 @@
 """Continue-as-new: a run ends ``continued`` and its successor starts with new arguments and an
 empty journal in the same transaction; the chain is reached through any of its ids."""
-import pytest
+from datetime import timedelta
+from io import StringIO
 
-from durable import services, workflow
+import pytest
+from django.core.management import call_command
+
+from durable import current_step, services, workflow
 from durable.errors import RunFinished
 from durable.features import history
 from durable.models import AuditEvent, JournalEntry, RunStatus, Signal, WorkflowRun
@@ -176,3 +180,66 @@ def test_continuing_as_new_keeps_the_steps_done_before_it_done_once(clock):
     assert (last.status, last.result) == (RunStatus.COMPLETED, 6)
     assert Effect.objects.filter(name="add_n").count() == 3
     assert run.status == RunStatus.CONTINUED
+
+
+def ask_to_cancel_me(n: int) -> int:
+    services.run_cancel(current_step().run_id, reason="customer left", actor="ops", graceful=True)
+    return n
+
+
+@workflow(name="cancelled_while_continuing")
+def cancelled_while_continuing(n: int) -> str:
+    if n == 1:
+        workflow.step(ask_to_cancel_me, n)      # the cancel lands while the run is running
+        workflow.continue_as_new(2)
+    try:
+        workflow.wait_for_signal("never")
+    except workflow.Cancelled as cancelled:
+        return f"cleaned up: {cancelled.reason}"
+    return "unreachable"
+
+
+@workflow(name="loop_with_a_child")
+def loop_with_a_child(n: int) -> str:
+    if n == 1:
+        workflow.start_child(monthly_billing, 1, 0, id="loop-child")
+        workflow.continue_as_new(2)
+    return workflow.wait_for_signal("done")
+
+
+def test_a_graceful_cancel_asked_during_the_advance_that_continues_goes_to_the_successor(clock):
+    first = drive(services.run_start(cancelled_while_continuing, 1, id="cwc:1", actor="test").id)
+
+    successor = drive("cwc:1~2")
+
+    assert first.status == RunStatus.CONTINUED
+    assert (successor.status, successor.result) == (RunStatus.CANCELLED, "cleaned up: customer left")
+
+
+def test_a_chain_whose_first_run_was_archived_is_still_reached_by_its_first_id(first, clock):
+    pay(first.id, 10)
+    drive(first.id)
+    clock.advance(timedelta(seconds=1))
+    call_command("durable", "archive", "--finished-before", "0s", stdout=StringIO())
+    assert not WorkflowRun.objects.filter(pk="billing:7").exists()
+
+    pay("billing:7", 20)
+
+    assert Signal.objects.filter(run_id="billing:7~2", payload={"amount": 20}).exists()
+    assert services.run_query("billing:7", "month") == 2
+
+
+def test_children_still_running_go_on_with_the_successor(clock):
+    drive(services.run_start(loop_with_a_child, 1, id="lwc:1", actor="test").id)
+
+    assert WorkflowRun.objects.get(pk="loop-child").parent_id == "lwc:1~2"
+
+
+def test_a_successor_id_already_taken_blocks_the_run_with_the_reason(first):
+    services.run_start(monthly_billing, 9, 9, id="billing:7~2", actor="someone")
+    pay(first.id, 10)
+
+    run = drive(first.id)
+
+    assert run.status == RunStatus.BLOCKED
+    assert "billing:7~2" in run.error["message"]

@@ -383,20 +383,28 @@ class LiveStore(Store):
                           error=values.get("error"))
 
     def _continue(self, run: WorkflowRun, values: dict, successor: WorkflowRun, queue: str | None) -> None:
-        """The run's end and its successor's start commit together: the successor takes the
-        signals the run had not taken, and a parent is told only when the chain ends."""
+        """The run's end and its successor's start commit together. What was asked of the
+        run goes on to the successor: the signals it had not taken, a graceful cancel asked
+        during this advance (read under the row lock the fenced end took), and its children
+        still running (their outcomes and a cancel follow the chain); a parent is told only
+        when the chain ends. RunConflict, writing nothing, when the successor's id is taken."""
         with transaction.atomic():
             if connection.vendor == "postgresql":  # several statements: never idle past the lease
                 with connection.cursor() as cursor:
                     cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
             self._persist(values, False)
+            successor.cancel_request = (WorkflowRun.objects.filter(pk=run.id)
+                                        .values_list("cancel_request", flat=True).first())
             detail = {"continued_from": run.id, "chain_root": successor.chain_root,
                       "workflow": successor.workflow_name, "version": successor.workflow_version}
             if not create_run(successor, actor=f"run:{run.id}", detail=detail, action=AuditAction.CONTINUE_AS_NEW):
                 raise RunConflict(f"run {successor.id!r} exists already: run {run.id!r} cannot continue as it")
             moved = Signal.objects.filter(run_id=run.id, consumed_position__isnull=True).update(run_id=successor.id)
+            adopted = (WorkflowRun.objects.filter(parent_id=run.id).exclude(status__in=FINISHED_STATUSES)
+                       .update(parent_id=successor.id))
             audit(run.id, AuditAction.CONTINUE_AS_NEW, f"run:{run.id}",
-                  {"continued_as": successor.id, "signals_moved": moved})
+                  {"continued_as": successor.id, "signals_moved": moved, "children_moved": adopted,
+                   "cancel_carried": successor.cancel_request is not None})
         dispatch(successor.id, queue=queue)
 
     def _persist(self, values: dict, unless_signalled: bool) -> Woken | None:
@@ -1133,6 +1141,20 @@ def newest_in_chain(run: WorkflowRun) -> WorkflowRun:
         return run
     newest = WorkflowRun.objects.filter(chain_root=run.chain_root or run.id, continued_as__isnull=True).first()
     return newest or run
+
+
+def current_run(run_id: str) -> WorkflowRun:
+    """The newest live run of the chain ``run_id`` is in, also when ``run_id`` itself was
+    archived (a chain outlives its first runs' retention); RunNotFound if none is live."""
+    run = WorkflowRun.objects.filter(pk=run_id).first()
+    if run is not None:
+        return newest_in_chain(run)
+    archived = ArchivedRun.objects.filter(pk=run_id).values_list("chain_root", flat=True).first()
+    root = archived or run_id
+    newest = WorkflowRun.objects.filter(chain_root=root, continued_as__isnull=True).first()
+    if newest is None:
+        raise RunNotFound(f"no run with id {run_id!r}")
+    return newest
 
 
 def signal_in_chain(run: WorkflowRun, dedupe_key: str | None) -> Signal | None:

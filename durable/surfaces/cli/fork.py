@@ -19,6 +19,8 @@ def add_arguments(parser):
 
 
 def handle(options, out) -> int:
+    if options["fork_id"] is not None and not 0 < len(options["fork_id"]) <= 255:
+        raise CommandError("--id must be 1 to 255 characters", returncode=USAGE_ERROR)
     preview = selectors.run_fork_preview(options["run_id"], options["at_position"])
     if preview.refusal:
         raise CommandError(preview.refusal, returncode=1)
