@@ -235,6 +235,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# RabbitMQ serves a run's priority (durable.runtime.priorities) only on queues declared with
+# x-max-priority. Off unless set: RabbitMQ refuses to redeclare an existing queue with other
+# arguments, so turning it on means deleting the queues first (docs/workflows.md).
+if os.environ.get("CELERY_TASK_QUEUE_MAX_PRIORITY", "").strip():
+    CELERY_TASK_QUEUE_MAX_PRIORITY = int(os.environ["CELERY_TASK_QUEUE_MAX_PRIORITY"])
 # Three queues that a worker started without -Q consumes: the default one, its lane for
 # takeovers (runs whose worker died are advanced before the backlog of new work), and the
 # sweep's (it never waits behind advances). Production gives the sweep a worker of its own

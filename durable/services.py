@@ -12,6 +12,7 @@ from django.db import connection, transaction
 
 from durable import clock, codec, conf, hooks
 from durable.runtime import forks, queries, registry
+from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
 from durable.runtime.dispatch import dispatch
 from durable.durations import as_timedelta
 from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict
@@ -29,19 +30,25 @@ def _from(transition: str) -> str:
     return " or ".join(WorkflowRun.sources_of(transition))
 
 
-def run_start(workflow, *args, actor: str, id: str | None = None,
-              audit: dict | None = None, parent: str | None = None, **kwargs) -> WorkflowRun:
+def run_start(workflow, *args, actor: str, id: str | None = None, audit: dict | None = None,
+              parent: str | None = None, priority: int = DEFAULT_PRIORITY, **kwargs) -> WorkflowRun:
     """Create a run and dispatch it once the caller's transaction commits.
 
     Starting an id that exists returns the existing run (a retried request or a
     redelivered webhook must not start a second process); the same id with another
-    workflow or other input is a RunConflict, never a silent mix-up.
+    workflow or other input is a RunConflict, never a silent mix-up. ``priority`` (0..9,
+    higher first) orders the sweep's pick, the run's place in a limit's line and, where
+    the broker supports it, its messages.
     """
     definition = registry.resolve(workflow)
+    check_priority(priority)
     encoded = definition.encode_input(args, kwargs)
     run_id = id or f"{definition.name}:{uuid.uuid4()}"
-    return live.start_run(definition, encoded, run_id, parent=parent, actor=actor,
-                          detail={"workflow": definition.name, "version": definition.version, **(audit or {})})
+    detail = {"workflow": definition.name, "version": definition.version, **(audit or {})}
+    if priority != DEFAULT_PRIORITY:
+        detail["priority"] = priority
+    return live.start_run(definition, encoded, run_id, parent=parent, actor=actor, detail=detail,
+                          priority=priority)
 
 
 def run_fork(run_id: str, *, at_position: int, actor: str, id: str | None = None,

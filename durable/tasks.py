@@ -4,11 +4,13 @@ import logging
 
 from celery import shared_task
 from celery.signals import task_postrun, task_prerun
+from django.conf import settings
 from django.db import close_old_connections
 
 from durable import conf
 from durable.features import archive, schedules
 from durable.runtime import executor
+from durable.runtime.priorities import broker_priority
 from durable.runtime.store.live import on_live_connection
 from durable.runtime.sweep import sweep_due
 
@@ -42,13 +44,19 @@ def retention() -> int:
     return report.runs if report is not None else 0
 
 
-def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None, advances: int | None = None) -> None:
+def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None, advances: int | None = None,
+                 priority: int | None = None) -> None:
     """The message names its queue, so the worker knows where it runs (see ``advance``);
-    the takeover lane's messages name none: there the run advances as on the default queue."""
+    the takeover lane's messages name none: there the run advances as on the default queue.
+    ``priority`` goes as the broker reads it (``priorities.broker_priority``)."""
     kwargs = {"queue": queue} if queue and queue != conf.takeover_queue() else {}
     if advances is not None:
         kwargs["advances"] = advances
     route = {"queue": queue} if queue else {}
+    if priority is not None:
+        message_priority = broker_priority(priority, settings.CELERY_BROKER_URL)
+        if message_priority is not None:
+            route["priority"] = message_priority
     try:
         advance.apply_async((run_id,), kwargs, countdown=delay or None, retry=False, **route)
     except Exception:
@@ -57,6 +65,7 @@ def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None, a
 
 
 send_advance.takeover_lane = True
+send_advance.priorities = True
 
 
 ENGINE_TASKS = frozenset({"durable.advance", "durable.sweep", "durable.retention"})

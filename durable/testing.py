@@ -6,7 +6,7 @@ from durable.runtime import executor, registry
 from durable.clock import fake_clock
 from durable.models import WorkflowRun
 
-__all__ = ["dispatch_advances", "dispatch_queues", "dispatched", "drive", "fake_clock", "override_workflow", "record_dispatch"]
+__all__ = ["dispatch_advances", "dispatch_priorities", "dispatch_queues", "dispatched", "drive", "fake_clock", "override_workflow", "record_dispatch"]
 
 # What was dispatched with DURABLE_DISPATCHER = "none" (this module's record_dispatch), in
 # order, and each run's last delay and queue: tests read them to know what would have woken.
@@ -14,18 +14,21 @@ dispatched: list[str] = []
 dispatch_delays: dict[str, float] = {}
 dispatch_queues: dict[str, str] = {}
 dispatch_advances: dict[str, int | None] = {}
+dispatch_priorities: dict[str, int | None] = {}
 
 
 def record_dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None,
-                    advances: int | None = None) -> None:
+                    advances: int | None = None, priority: int | None = None) -> None:
     """The dispatcher for tests: records the message instead of sending it."""
     dispatched.append(run_id)
     dispatch_delays[run_id] = delay
     dispatch_queues[run_id] = queue or conf.default_queue()
     dispatch_advances[run_id] = advances
+    dispatch_priorities[run_id] = priority
 
 
 record_dispatch.takeover_lane = True  # as send_advance: a takeover is recorded on its lane
+record_dispatch.priorities = True
 
 
 def drive(run_id: str, *, owner: str = "driver", queue: str | None = None) -> WorkflowRun:

@@ -22,6 +22,7 @@ def _fresh_counters():
     testing.dispatch_delays.clear()
     testing.dispatch_queues.clear()
     testing.dispatch_advances.clear()
+    testing.dispatch_priorities.clear()
     yield
 
 

@@ -57,6 +57,7 @@ class ArchivedRun(models.Model):
     # Continue-as-new (WorkflowRun.continued_as, chain_root), as text.
     continued_as_id = models.CharField(max_length=255, null=True, blank=True)
     chain_root = models.CharField(max_length=255, null=True, blank=True)
+    priority = models.PositiveSmallIntegerField(default=5)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(db_index=True)

@@ -75,6 +75,8 @@ class WorkflowRun(FSMModelMixin, models.Model):
     continued_as = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
                                      db_constraint=False, db_index=False, related_name="+")
     chain_root = models.CharField(max_length=255, null=True, blank=True)
+    # 0..9, higher first: in the sweep's pick, in a limit's line, and in the broker.
+    priority = models.PositiveSmallIntegerField(default=5)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -317,6 +319,9 @@ class LimitTicket(models.Model):
     fencing_token = models.PositiveBigIntegerField(default=0)
     # The queue the step runs on: a holder that frees a slot sends the next waiter there.
     queue = models.CharField(max_length=200, blank=True, default="")
+    # The step's priority (its run's, unless the step names one): the line is served
+    # higher first, and first come first served within one priority.
+    priority = models.PositiveSmallIntegerField(default=5)
     queued_at = models.DateTimeField()
     wake_at = models.DateTimeField(null=True, blank=True)
     granted_at = models.DateTimeField(null=True, blank=True)
@@ -324,9 +329,10 @@ class LimitTicket(models.Model):
 
     class Meta:
         ordering = ["queued_at", "id"]
-        # The line of a limit, oldest first: its head and its tail are read without the rest.
-        indexes = [models.Index(fields=["limit_name", "limit_key", "state", "queued_at", "id"],
-                                name="durable_ticket_line")]
+        # The line of a limit, higher priority first, then oldest first: its head and its
+        # tail are read without the rest.
+        indexes = [models.Index(fields=["limit_name", "limit_key", "state", "-priority", "queued_at", "id"],
+                                name="durable_ticket_priority_line")]
         constraints = [
             models.UniqueConstraint(fields=["run", "position"], name="durable_ticket_run_position",
                                     condition=Q(state__in=["waiting", "held"])),

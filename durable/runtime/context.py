@@ -22,6 +22,7 @@ from durable.errors import (Cancelled, ChildFailed, ContinueAsNew, CrashLoop, Di
                             JournalMismatch, PayloadError, StepFailed, StepTimeout, Suspend)
 from durable.models import EntryKind, EntryStatus, JournalEntry
 from durable.runtime.current import StepInfo, current, current_step, running_context, running_step  # noqa: F401 (public here too)
+from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
 from durable.runtime.retry import DEFAULT_RETRY, Retry
 
 def describe(entry_or_kind, name=None) -> str:
@@ -258,7 +259,8 @@ class ReplayContext:
     # --- steps ---
 
     def step(self, fn, *args, idempotency_key=None, name=None, retry: Retry | None = None,
-             atomic: bool = False, timeout=None, queue: str | None = None, limit=None, **kwargs):
+             atomic: bool = False, timeout=None, queue: str | None = None, limit=None,
+             priority: int | None = None, **kwargs):
         name = name or step_name(fn)
         position, entry = self._next(EntryKind.STEP, name)
         hint = codec.return_hint(fn)
@@ -280,7 +282,7 @@ class ReplayContext:
                     f"step {name!r} was still running {as_timedelta(timeout) or ''} after it "
                     f"started (attempt {entry.attempt})"), policy)
         self._begin(position, EntryKind.STEP, name, entry)
-        taken = self._take_turn(position, queue, limit)
+        taken = self._take_turn(position, queue, limit, priority)
         key = idempotency_key or f"{self.run.id}:{position}:{name}"
         if entry is None:
             entry = self._new_entry(position, EntryKind.STEP, name, status=EntryStatus.RETRYING,
@@ -324,7 +326,7 @@ class ReplayContext:
                 self.store.release_limit(*taken, position)
         return codec.decode(outcome["encoded"], hint)
 
-    def _take_turn(self, position: int, queue: str | None, limit) -> tuple | None:
+    def _take_turn(self, position: int, queue: str | None, limit, priority: int | None = None) -> tuple | None:
         """Before new work at a step: hand the run to the step's queue if this advance runs
         on another, then take the step's limit, or wait in line for it (a durable timer).
         Returns what was taken, for the release; nothing costs a statement without a limit."""
@@ -334,7 +336,9 @@ class ReplayContext:
         if limit is None:
             return None
         declared, key = limits.resolve(limit)
-        wake_at = self.store.acquire_limit(declared, key, position, wanted or "")
+        if priority is None:
+            priority = getattr(self.run, "priority", DEFAULT_PRIORITY)
+        wake_at = self.store.acquire_limit(declared, key, position, wanted or "", check_priority(priority))
         if wake_at is not None:
             raise Suspend(wake_at, f"limit:{declared.name}", position)
         return declared, key

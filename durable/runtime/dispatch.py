@@ -13,7 +13,8 @@ whose lease expired) and a waiter whose turn at a limit has come (a token or a f
 waits for it). It is used only through a sender that says it knows the lane (an attribute
 ``takeover_lane = True``, as ``tasks.send_advance`` and the tests' recorder have): it is
 passed as ``queue``, and such a sender also takes ``advances``. Any other sender gets such
-a run as the plain advance it always got.
+a run as the plain advance it always got. A sender with ``priorities = True`` also takes the
+run's ``priority`` (0..9, higher first), for the broker to serve higher first.
 """
 import functools
 
@@ -29,7 +30,7 @@ SHORT_NAMES = {
 
 
 def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None, lane: bool = False,
-             advances: int | None = None) -> None:
+             advances: int | None = None, priority: int | None = None) -> None:
     """Send "advance run X" after commit; ``delay`` (under one sweep tick) for timers,
     ``queue`` for a run whose next step runs on a queue of its own, ``lane`` for a run that
     goes ahead of the default queue's backlog (a takeover, a waiter whose turn has come); a
@@ -47,6 +48,8 @@ def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None, lane:
         options["queue"] = queue
     if advances is not None and modern:
         options["advances"] = advances
+    if priority is not None and getattr(send, "priorities", False):
+        options["priority"] = priority
     transaction.on_commit(lambda: send(run_id, **options), robust=True)
 
 

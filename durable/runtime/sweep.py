@@ -56,10 +56,11 @@ def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
     # One statement on PostgreSQL; SQLite's SELECT and UPDATE need a transaction.
     with transaction.atomic() if connection.vendor != "postgresql" else nullcontext():
         picked = pick_due(horizon, until, limit, grace=timedelta(seconds=conf.dispatch_grace_seconds()))
-        for run_id, wake_at, status, waiting_for, advances in picked:
+        for run_id, wake_at, status, waiting_for, advances, priority in picked:
             # A running run is due only once its lease expired: its worker died or froze.
             dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()),
-                     lane=status == RunStatus.RUNNING or waiting_for.startswith("limit:"), advances=advances)
+                     lane=status == RunStatus.RUNNING or waiting_for.startswith("limit:"), advances=advances,
+                     priority=priority)
     return [run_id for run_id, *_ in picked]
 
 

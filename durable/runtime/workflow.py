@@ -45,7 +45,7 @@ class WorkflowAPI:
         return _ctx().run.id
 
     def step(self, fn, *args, idempotency_key=None, name=None, retry=None, atomic=False,
-             timeout=None, queue=None, limit=None, **kwargs):
+             timeout=None, queue=None, limit=None, priority=None, **kwargs):
         """Run ``fn`` once and journal its result; on replay return the result without calling it.
 
         ``atomic=True`` runs ``fn`` in the transaction that records its journal entry, so its
@@ -54,10 +54,11 @@ class WorkflowAPI:
         hung on a call that never returns. ``queue`` runs it on that Celery queue (the run is
         handed there, and back for the next step); ``limit`` (a name declared with
         ``durable.limit``, or ``(name, key)``) makes it wait its turn, durably, when the
-        limit is reached.
+        limit is reached; ``priority`` (0..9, default the run's) is its place in that line.
         """
         return _ctx().step(fn, *args, idempotency_key=idempotency_key, name=name, retry=retry,
-                           atomic=atomic, timeout=timeout, queue=queue, limit=limit, **kwargs)
+                           atomic=atomic, timeout=timeout, queue=queue, limit=limit, priority=priority,
+                           **kwargs)
 
     def wait_for_signal(self, name: str, timeout=None, type=None):
         """The oldest unconsumed signal ``name``'s payload, or None once ``timeout`` passes."""

@@ -291,8 +291,8 @@ class RunCollectionView(DurableAPIView):
         data = start.validated_data
         validation.check_run_input(data["workflow"], data["args"], data["kwargs"])
         existed = bool(data.get("id")) and WorkflowRun.objects.filter(pk=data["id"]).exists()
-        run = services.run_start(data["workflow"], *data["args"], id=data.get("id"), **self.audit(),
-                                 **data["kwargs"])
+        run = services.run_start(data["workflow"], *data["args"], id=data.get("id"), priority=data["priority"],
+                                 **self.audit(), **data["kwargs"])
         return Response(RunSerializer(run).data,
                         status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
 

@@ -128,7 +128,7 @@ class RunSerializer(serializers.ModelSerializer):
         model = WorkflowRun
         fields = ["id", "workflow", "version", "status", "input", "result", "error", "waiting_for",
                   "wake_at", "advances", "attributes", "parent", "forked_from", "fork_position",
-                  "continued_as", "created_at", "updated_at", "finished_at"]
+                  "continued_as", "priority", "created_at", "updated_at", "finished_at"]
 
 
 class RunDetailSerializer(RunSerializer):
@@ -177,6 +177,8 @@ class RunStartSerializer(serializers.Serializer):
                                          "with the same input returns that run.")
     args = serializers.ListField(child=serializers.JSONField(), required=False, default=list)
     kwargs = serializers.DictField(child=serializers.JSONField(), required=False, default=dict)
+    priority = JSONInteger(required=False, default=5, min_value=0, max_value=9,
+                           help_text="0 to 9, higher first: the sweep's pick, a limit's line, the broker.")
 
 
 class SignalSendSerializer(serializers.Serializer):

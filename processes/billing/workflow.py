@@ -8,6 +8,9 @@ from processes.billing import steps
 from processes.whatsapp.limits import SEND
 
 PAYMENT_WAIT = days(3)
+# A reminder is sent once the invoice is overdue: it goes ahead of greetings and asks in the
+# WhatsApp sending line (a step's priority changes no journal: old runs replay the same).
+OVERDUE_PRIORITY = 7
 EVENTS = ["paid", "voided", "due_date_changed"]
 # Change id (docs/versioning.md): waits take `voided` and `due_date_changed` beside `paid`.
 # Runs recorded before it keep waiting for `paid` alone.
@@ -39,7 +42,7 @@ def remind_until_settled(invoice_id: int, due_at, schedule: int):
             return settled
     for number in (1, 2):
         workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{prefix}{number}",
-                      limit=SEND)
+                      limit=SEND, priority=OVERDUE_PRIORITY)
         settled = settle(invoice_id, workflow.wait_for_any(EVENTS, timeout=PAYMENT_WAIT))
         if settled is not None:
             return settled
@@ -66,7 +69,7 @@ def remind_until_paid(invoice_id: int, due_at) -> str:
         return "paid"  # paid before it was due: no reminder at all
     for number in (1, 2):
         workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{workflow.id}:{number}",
-                      limit=SEND)
+                      limit=SEND, priority=OVERDUE_PRIORITY)
         if workflow.wait_for_signal("paid", timeout=PAYMENT_WAIT) is not None:
             return "paid"
     workflow.step(steps.open_finance_ticket, invoice_id, idempotency_key=workflow.id, atomic=True)

@@ -40,9 +40,10 @@ class Store:
         of ``definition`` with that input, in one transaction."""
         raise NotImplementedError
 
-    def acquire_limit(self, limit, key: str, position: int, queue: str):
+    def acquire_limit(self, limit, key: str, position: int, queue: str, priority: int = 5):
         """Take ``limit`` (a ``durable.runtime.limits.Limit``) under ``key`` for the step at
-        ``position``: None when taken, else the time the run should wait until."""
+        ``position``, in line at ``priority`` (higher first): None when taken, else the time
+        the run should wait until."""
         raise NotImplementedError
 
     def release_limit(self, limit, key: str, position: int) -> None:

@@ -32,6 +32,7 @@ from durable.runtime.dispatch import dispatch
 from durable.errors import (Divergence, Fenced, RunArchived, RunConflict, RunFinished, RunNotFound,
                             StoreUnavailable)
 from durable.runtime.limits import Limit
+from durable.runtime.priorities import DEFAULT_PRIORITY, MAX_PRIORITY
 from durable.locks import advisory_xact_lock
 from durable.models import (ACTIVE_STATUSES, FINISHED_STATUSES, ArchivedAuditEvent, ArchivedJournalEntry,
                             ArchivedRun, ArchivedSignal, AuditAction, AuditEvent, EntryKind, EntryStatus,
@@ -110,7 +111,7 @@ class Settlement:
         now = clock.now()
         successor = WorkflowRun(id=successor_id, workflow_name=definition.name, workflow_version=definition.version,
                                 input=encoded_input, parent_id=run.parent_id, chain_root=root,
-                                created_at=now, updated_at=now, wake_at=_grace())
+                                priority=run.priority, created_at=now, updated_at=now, wake_at=_grace())
         return cls("continue_as_new", fields={"result": {"continued_as": successor_id}, "error": None,
                                               "continued_as": successor_id},
                    successor=successor, successor_queue=definition.queue)
@@ -174,9 +175,9 @@ class LiveStore(Store):
     def start_child(self, entry: JournalEntry, definition, args, kwargs, child_id: str) -> None:
         self.record(entry, effect=lambda: start_child_run(self.run_id, definition, args, kwargs, child_id))
 
-    def acquire_limit(self, limit, key: str, position: int, queue: str):
+    def acquire_limit(self, limit, key: str, position: int, queue: str, priority: int = DEFAULT_PRIORITY):
         with store_errors():
-            return _take_ticket(self, limit, key, position, queue)
+            return _take_ticket(self, limit, key, position, queue, priority)
 
     def release_limit(self, limit, key: str, position: int) -> None:
         with store_errors():
@@ -405,7 +406,7 @@ class LiveStore(Store):
             audit(run.id, AuditAction.CONTINUE_AS_NEW, f"run:{run.id}",
                   {"continued_as": successor.id, "signals_moved": moved, "children_moved": adopted,
                    "cancel_carried": successor.cancel_request is not None})
-        dispatch(successor.id, queue=queue)
+        dispatch(successor.id, queue=queue, priority=successor.priority)
 
     def _persist(self, values: dict, unless_signalled: bool) -> Woken | None:
         if unless_signalled:
@@ -670,13 +671,15 @@ def record_signal(signal, event, now, grace) -> bool:
     return True
 
 
-def pick_due(horizon, until, limit: int, *, grace: timedelta = timedelta(0)) -> list[tuple[str, object, str, str, int]]:
+def pick_due(horizon, until, limit: int, *,
+             grace: timedelta = timedelta(0)) -> list[tuple[str, object, str, str, int, int]]:
     """The sweep's pick: up to ``limit`` active runs whose ``wake_at`` is at or before
-    ``horizon``, soonest first, their ``wake_at`` moved to ``until`` (so the next tick leaves
-    them alone while their message is in flight). Returns (id, the wake_at it had, status,
-    waiting_for, advances): a running one is a takeover, its lease expired; one waiting for
-    ``limit:...`` is a waiter whose turn in a limit's line has come; ``advances`` goes with
-    the message, so a copy that arrives after the run moved on is not replayed (``claim``).
+    ``horizon``, higher priority first and soonest first within one, their ``wake_at`` moved
+    to ``until`` (so the next tick leaves them alone while their message is in flight).
+    Returns (id, the wake_at it had, status, waiting_for, advances, priority): a running one
+    is a takeover, its lease expired; one waiting for ``limit:...`` is a waiter whose turn in
+    a limit's line has come; ``advances`` goes with the message, so a copy that arrives
+    after the run moved on is not replayed (``claim``).
 
     A run picked again before any worker claimed it (its message queued behind a backlog,
     or lost) is sent again only after ``grace`` more, then three, seven, fifteen and at most
@@ -692,8 +695,8 @@ def pick_due(horizon, until, limit: int, *, grace: timedelta = timedelta(0)) -> 
     later = [at.get_db_prep_save(until + grace * (2 ** n - 1), connection) for n in range(6)]
     horizon, until = at.get_db_prep_save(horizon, connection), at.get_db_prep_save(until, connection)
     table, statuses = connection.ops.quote_name(WorkflowRun._meta.db_table), ", ".join(["%s"] * len(ACTIVE_STATUSES))
-    due = (f"SELECT id, wake_at, status, waiting_for, advances, resends FROM {table} WHERE wake_at <= %s "
-           f"AND status IN ({statuses}) ORDER BY wake_at LIMIT %s")
+    due = (f"SELECT id, wake_at, status, waiting_for, advances, resends, priority FROM {table} WHERE wake_at <= %s "
+           f"AND status IN ({statuses}) ORDER BY priority DESC, wake_at LIMIT %s")
     moved = (f"wake_at = CASE WHEN {{run}}status = %s THEN %s "
              + "".join(f"WHEN {{run}}resends = {n} THEN %s " for n in range(5)) + "ELSE %s END, "
              f"resends = CASE WHEN {{run}}resends < 32000 THEN {{run}}resends + 1 ELSE {{run}}resends END")
@@ -701,7 +704,7 @@ def pick_due(horizon, until, limit: int, *, grace: timedelta = timedelta(0)) -> 
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             cursor.execute(due, [horizon, *ACTIVE_STATUSES, limit])
-            picked = [row[:5] for row in cursor.fetchall()]
+            picked = [(*row[:5], row[6]) for row in cursor.fetchall()]
             if picked:
                 cursor.execute(f"UPDATE {table} SET {moved.format(run='')} "
                                f"WHERE id IN ({', '.join(['%s'] * len(picked))})",
@@ -710,17 +713,17 @@ def pick_due(horizon, until, limit: int, *, grace: timedelta = timedelta(0)) -> 
             cursor.execute(f"UPDATE {table} AS run SET {moved.format(run='due.')} "
                            f"FROM ({due} FOR UPDATE SKIP LOCKED) AS due "
                            f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status, due.waiting_for, "
-                           f"due.advances",
+                           f"due.advances, due.priority",
                            [*moved_params, horizon, *ACTIVE_STATUSES, limit])
             picked = cursor.fetchall()
     expression = at.get_col(WorkflowRun._meta.db_table)
     converters = connection.ops.get_db_converters(expression)
     rows = []
-    for run_id, wake_at, status, waiting_for, advances in picked:
+    for run_id, wake_at, status, waiting_for, advances, priority in picked:
         for converter in converters:
             wake_at = converter(wake_at, expression, connection)
-        rows.append((run_id, wake_at, status, waiting_for, advances))
-    return sorted(rows, key=lambda row: row[1])
+        rows.append((run_id, wake_at, status, waiting_for, advances, priority))
+    return sorted(rows, key=lambda row: (-row[5], row[1]))
 
 
 # --- a resume's reads ---
@@ -766,12 +769,13 @@ _LINE_SQL = (
     f"AND (r.status <> 'running' OR r.updated_at > %s))) THEN 1 ELSE 0 END "
     f"FROM {_TICKETS} t JOIN {_RUNS} r ON r.id = t.run_id "
     f"WHERE t.limit_name = %s AND t.limit_key = %s AND t.state = 'waiting' "
-    f"AND (t.queued_at > %s OR (t.queued_at = %s AND t.id > %s)) ORDER BY t.queued_at, t.id LIMIT %s")
+    f"AND (t.priority < %s OR (t.priority = %s AND (t.queued_at > %s OR (t.queued_at = %s AND t.id > %s)))) "
+    f"ORDER BY t.priority DESC, t.queued_at, t.id LIMIT %s")
 # How long the line is, up to a bound (an index-only count of at most that many rows).
 _LINE_LENGTH_SQL = (f"SELECT COUNT(*) FROM (SELECT 1 FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s "
                     f"AND state = 'waiting' LIMIT %s) AS line")
 _LAST_WAITER_SQL = (f"SELECT wake_at FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s AND state = 'waiting' "
-                    f"ORDER BY queued_at DESC, id DESC LIMIT 1")
+                    f"ORDER BY priority, queued_at DESC, id DESC LIMIT 1")
 _TICKET_WAKE_SQL = f"UPDATE {_TICKETS} SET wake_at = %s WHERE id = %s"
 _TICKET_WAIT_SQL = f"UPDATE {_TICKETS} SET wake_at = %s, queue = %s WHERE id = %s"
 _TICKET_GRANT_SQL = (f"UPDATE {_TICKETS} SET state = 'held', fencing_token = %s, queue = %s, granted_at = %s, "
@@ -809,7 +813,8 @@ class _Taken:
         return _Taken(self.holding + other, self.in_window + other, self.ends)
 
 
-def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) -> datetime | None:
+def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str,
+                 priority: int = DEFAULT_PRIORITY) -> datetime | None:
     """Take a slot or token for the step at ``position``: None when taken, else the time to
     come back (the caller's run waits until then, or until a holder or a grant calls it).
 
@@ -827,7 +832,7 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) ->
             with transaction.atomic():   # a newcomer behind a long line takes its place at the back,
                 lease._fence()           # without the limit's lock: nothing there is for it to take
                 wake_at = _far_chance(cursor, declared, key, None, now)
-                _new_ticket(lease, declared, key, position, queue, now, wake_at=wake_at)
+                _new_ticket(lease, declared, key, position, queue, now, priority, wake_at=wake_at)
             return wake_at
     with transaction.atomic():
         _lock(declared.name, key)
@@ -837,10 +842,10 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) ->
             waiting = _mine(cursor, lease.run_id, position, declared, key, now)
             taken = _taken(cursor, declared, key, now)
             line = _line(cursor, declared, key, now, reach + 1)
-            place = _place(line, waiting, reach)
+            place = _place(line, waiting, reach, priority)
             if place is not None and place < _free(declared, taken):
                 if waiting is None:
-                    _new_ticket(lease, declared, key, position, queue, now, held=True)
+                    _new_ticket(lease, declared, key, position, queue, now, priority, held=True)
                 else:
                     cursor.execute(_TICKET_GRANT_SQL, [lease.token, queue, _at(now), waiting.pk])
                 others = [waiter for waiter in line if waiting is None or waiter.pk != waiting.pk]
@@ -851,20 +856,20 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str) ->
             else:
                 wake_at = _far_chance(cursor, declared, key, waiting, now)
             if waiting is None:
-                _new_ticket(lease, declared, key, position, queue, now, wake_at=wake_at)
+                _new_ticket(lease, declared, key, position, queue, now, priority, wake_at=wake_at)
             else:
                 cursor.execute(_TICKET_WAIT_SQL, [_at(wake_at), queue, waiting.pk])
             _call_forward(cursor, declared, line[:reach], taken, now, skip=waiting)
             return wake_at
 
 
-def _new_ticket(lease, declared: Limit, key: str, position: int, queue: str, now, *,
+def _new_ticket(lease, declared: Limit, key: str, position: int, queue: str, now, priority: int, *,
                 held: bool = False, wake_at: datetime | None = None) -> None:
     """The step's first ticket: held from now under the lease's token, or waiting until ``wake_at``."""
     state = ({"state": TicketState.HELD, "fencing_token": lease.token, "granted_at": now} if held
              else {"state": TicketState.WAITING, "wake_at": wake_at})
     sql.insert(LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id, position=position,
-                           queue=queue, queued_at=now, **state))
+                           queue=queue, queued_at=now, priority=priority, **state))
 
 
 def _return_ticket(lease, declared: Limit, key: str, position: int) -> None:
@@ -941,16 +946,17 @@ def _reach(declared: Limit) -> int:
 
 
 def _line(cursor, declared: Limit, key: str, now, count: int) -> list[LimitTicket]:
-    """The first ``count`` waiters whose runs may still come for their turn, oldest first.
+    """The first ``count`` waiters whose runs may still come for their turn: higher priority
+    first, oldest first within one.
     Those before them whose runs will not come (ended, or moved on) are dropped as they are
     met: they never hold up the line again."""
     cutoff = _at(now - timedelta(seconds=conf.limit_patience_seconds()))
     fields = LimitTicket._meta.concrete_fields
-    line, after = [], (_FAR_BACK, 0)
+    line, after = [], (MAX_PRIORITY + 1, _FAR_BACK, 0)
     while len(line) < count:
         wanted = count - len(line)
         cursor.execute(_LINE_SQL, [cutoff, f"limit:{declared.name}", cutoff, declared.name, key,
-                                   _at(after[0]), _at(after[0]), after[1], wanted])
+                                   after[0], after[0], _at(after[1]), _at(after[1]), after[2], wanted])
         rows = cursor.fetchall()
         waiters = sql.instances(LimitTicket, fields, [row[:-1] for row in rows])
         gone = [waiter.pk for waiter, row in zip(waiters, rows) if not row[-1]]
@@ -959,14 +965,18 @@ def _line(cursor, declared: Limit, key: str, now, count: int) -> list[LimitTicke
             cursor.execute(f"DELETE FROM {_TICKETS} WHERE id IN ({', '.join(['%s'] * len(gone))})", gone)
         if len(rows) < wanted:
             break   # the line ends here
-        after = (waiters[-1].queued_at, waiters[-1].pk)
+        after = (waiters[-1].priority, waiters[-1].queued_at, waiters[-1].pk)
     return line
 
 
-def _place(line: list, waiting: LimitTicket | None, reach: int) -> int | None:
-    """How many live waiters are ahead of this step (``waiting``, or a newcomer at the
-    back); None when ``reach`` or more: it is not at the head of the line."""
-    place = len(line) if waiting is None else next((n for n, other in enumerate(line) if other.pk == waiting.pk), reach)
+def _place(line: list, waiting: LimitTicket | None, reach: int, priority: int) -> int | None:
+    """How many live waiters are ahead of this step (``waiting``, or a newcomer of
+    ``priority``, behind every waiter of its priority or higher); None when ``reach`` or
+    more: it is not at the head of the line."""
+    if waiting is None:
+        place = sum(1 for other in line if other.priority >= priority)
+    else:
+        place = next((n for n, other in enumerate(line) if other.pk == waiting.pk), reach)
     return place if place < reach else None
 
 
@@ -1043,7 +1053,7 @@ def _wake_next(cursor, declared: Limit, key: str, now) -> None:
     grace = now + timedelta(seconds=conf.dispatch_grace_seconds())
     wake_runs([waiter.run_id for waiter in chosen], now=now, by=grace)
     for waiter in chosen:  # its turn: on the lane, ahead of the default queue's backlog
-        dispatch(waiter.run_id, queue=waiter.queue or None, lane=True)
+        dispatch(waiter.run_id, queue=waiter.queue or None, lane=True, priority=waiter.priority)
 
 
 # --- finished runs moved to the archive (durable.features.archive chooses them and when) ---
@@ -1184,7 +1194,7 @@ def create_run(run: WorkflowRun, *, actor: str, detail: dict, action: str = Audi
 
 
 def start_run(definition, encoded_input, run_id: str, *, actor: str, detail: dict,
-              parent: str | None = None) -> WorkflowRun:
+              parent: str | None = None, priority: int = DEFAULT_PRIORITY) -> WorkflowRun:
     """Create the run (and dispatch it after commit), or return the one with this id.
 
     The id is the idempotency key: the same id with another workflow or other input is a
@@ -1192,9 +1202,9 @@ def start_run(definition, encoded_input, run_id: str, *, actor: str, detail: dic
     now = clock.now()
     run = WorkflowRun(id=run_id, workflow_name=definition.name, workflow_version=definition.version,
                       input=encoded_input, created_at=now, updated_at=now, wake_at=_grace(),
-                      parent_id=parent)
+                      parent_id=parent, priority=priority)
     if create_run(run, actor=actor, detail=detail):
-        dispatch(run_id, queue=definition.queue)
+        dispatch(run_id, queue=definition.queue, priority=priority)
         return run
     existing = WorkflowRun.objects.filter(pk=run_id).first()
     if existing is None:  # what stopped the insert is the archive (nothing was written)
@@ -1224,7 +1234,8 @@ def fork_run(source: WorkflowRun, definition, fork_id: str, kept: list[JournalEn
             attributes.update(entry.result or {})
     fork = WorkflowRun(id=fork_id, workflow_name=definition.name, workflow_version=definition.version,
                        input=source.input, attributes=attributes, forked_from_id=source.id,
-                       fork_position=position, created_at=now, updated_at=now, wake_at=_grace())
+                       fork_position=position, priority=source.priority, created_at=now, updated_at=now,
+                       wake_at=_grace())
     reapplied = [Signal(run_id=fork_id, name=signal.name, payload=signal.payload,
                         dedupe_key=signal.dedupe_key, created_at=signal.created_at)
                  for signal in forks.signals_taken_again(source.id, position)]
@@ -1238,7 +1249,7 @@ def fork_run(source: WorkflowRun, definition, fork_id: str, kept: list[JournalEn
             for entry in kept])
         Signal.objects.bulk_create(reapplied)
         audit(source.id, AuditAction.FORK, actor, {"fork": fork_id, "at_position": position, **detail})
-    dispatch(fork_id, queue=definition.queue)
+    dispatch(fork_id, queue=definition.queue, priority=fork.priority)
     return fork
 
 

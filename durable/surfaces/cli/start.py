@@ -1,4 +1,4 @@
-"""``durable start WORKFLOW [ARG ...] [--id ID] [--input JSON]``: start a run."""
+"""``durable start WORKFLOW [ARG ...] [--id ID] [--input JSON] [--priority N]``: start a run."""
 from django.core.management.base import CommandError
 
 from durable import services, validation
@@ -16,6 +16,8 @@ def add_arguments(parser):
     parser.add_argument("--id", dest="run_id", help="run id (default: <workflow>:<uuid>)")
     parser.add_argument("--input", help='JSON input: an object of keyword arguments ({"customer_id": "c-42"}), '
                                         'a list of positional ones, or {"args": [...], "kwargs": {...}}')
+    parser.add_argument("--priority", type=int, default=5, choices=range(10), metavar="0-9",
+                        help="higher first: the sweep's pick, a limit's line, the broker (default 5)")
 
 
 def split_input(options) -> tuple[list, dict]:
@@ -38,6 +40,7 @@ def handle(options, out) -> int:
         validation.check_run_input(options["workflow"], args, kwargs)
     except PayloadError as error:
         raise CommandError(str(error), returncode=USAGE_ERROR) from None
-    run = services.run_start(options["workflow"], *args, id=options["run_id"], **audit(), **kwargs)
+    run = services.run_start(options["workflow"], *args, id=options["run_id"], priority=options["priority"],
+                             **audit(), **kwargs)
     out.write(f"{run.id}  {run.workflow_name} v{run.workflow_version}  {run.status}")
     return 0
