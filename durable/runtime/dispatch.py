@@ -14,7 +14,8 @@ waits for it). It is used only through a sender that says it knows the lane (an 
 ``takeover_lane = True``, as ``tasks.send_advance`` and the tests' recorder have): it is
 passed as ``queue``, and such a sender also takes ``advances``. Any other sender gets such
 a run as the plain advance it always got. A sender with ``priorities = True`` also takes the
-run's ``priority`` (0..9, higher first), for the broker to serve higher first.
+run's ``priority`` (0..9, higher first), for the broker to serve higher first, on every
+message but the lane's.
 """
 import functools
 
@@ -48,7 +49,9 @@ def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None, lane:
         options["queue"] = queue
     if advances is not None and modern:
         options["advances"] = advances
-    if priority is not None and getattr(send, "priorities", False):
+    # The lane's messages go without one: on Redis a priority files a message behind every
+    # message sent without one, and the lane is there to go ahead of the backlog.
+    if priority is not None and not lane and getattr(send, "priorities", False):
         options["priority"] = priority
     transaction.on_commit(lambda: send(run_id, **options), robust=True)
 

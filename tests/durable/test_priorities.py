@@ -87,11 +87,27 @@ def test_a_step_of_its_own_priority_takes_that_place_in_the_line(clock):
     assert LimitTicket.objects.get(run_id=run_id).priority == 9
 
 
-@pytest.mark.parametrize(("url", "expected"), [
-    ("amqp://guest:guest@127.0.0.1:5672//", 7), ("redis://127.0.0.1:6379/0", 2), ("filesystem://localhost/", None),
+@pytest.mark.parametrize(("priority", "url", "expected"), [
+    (7, "amqp://guest:guest@127.0.0.1:5672//", 7),
+    (7, "redis://127.0.0.1:6379/0", None),      # as every message sent without one: first there
+    (5, "redis://127.0.0.1:6379/0", None),
+    (2, "redis://127.0.0.1:6379/0", 7),         # behind them
+    (7, "filesystem://localhost/", None),
 ])
-def test_the_broker_hears_the_priority_as_it_reads_one(url, expected):
-    assert broker_priority(7, url) == expected
+def test_the_broker_hears_the_priority_as_it_reads_one(priority, url, expected):
+    assert broker_priority(priority, url) == expected
+
+
+def test_a_takeover_goes_on_the_lane_without_a_priority(clock, django_capture_on_commit_callbacks):
+    services.run_start("three_steps", 1, id="prio:takeover", actor="test", priority=2)
+    live.claim("prio:takeover", owner="a worker that dies", lease_seconds=1)
+    clock.advance(timedelta(seconds=5))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        sweep_due()
+
+    assert testing.dispatch_queues["prio:takeover"] == "durable-takeover"
+    assert testing.dispatch_priorities["prio:takeover"] is None
 
 
 def test_an_advance_message_carries_the_brokers_priority(monkeypatch, settings):
@@ -100,9 +116,9 @@ def test_an_advance_message_carries_the_brokers_priority(monkeypatch, settings):
     monkeypatch.setattr(tasks.advance, "apply_async",
                         lambda args, kwargs, **options: sent.append(options))
 
-    tasks.send_advance("run-1", priority=9)
+    tasks.send_advance("run-1", priority=1)
 
-    assert sent == [{"countdown": None, "retry": False, "priority": 0}]
+    assert sent == [{"countdown": None, "retry": False, "priority": 8}]
 
 
 def test_the_api_starts_a_run_with_a_priority_and_shows_it(clock):
