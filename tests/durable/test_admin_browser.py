@@ -3,8 +3,12 @@ import io
 import re
 
 import pytest
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.urls import reverse
+
+from durable.models import WorkflowRun
 
 from tests.browser import browser  # noqa: F401 (a fixture)
 
@@ -59,3 +63,14 @@ def test_the_run_list_shows_wake_and_update_times_to_the_second_with_their_zone(
 
     assert len(cells) >= 13  # every run has an update time; the waiting ones a wake time
     assert all(STAMP.match(cell) for cell in cells), cells
+
+
+def test_a_run_pages_timeline_draws_its_bars_in_the_browser(admin_page):
+    run_id = WorkflowRun.objects.filter(journal__kind="step").order_by("created_at").values_list("id", flat=True).first()
+    admin_page.goto(admin_page.url.split("/admin/")[0] + reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+
+    bars = admin_page.eval_on_selector_all("#durable-timeline rect", "rects => rects.map(r => r.getBBox().width)")
+    box = admin_page.eval_on_selector("#durable-timeline", "svg => svg.getBoundingClientRect().width")
+
+    assert bars and all(width > 0 for width in bars), bars
+    assert 0 < box <= 1366

@@ -20,6 +20,7 @@ from django.utils.html import format_html, format_html_join
 from durable import selectors, services, validation
 from durable.surfaces.admin import bulk, fork
 from durable.surfaces.admin.display import ReadOnlyAdmin, badge, pretty_json, stamp_column
+from durable.surfaces.admin.timeline import timeline_svg
 from durable.surfaces.audit import request_audit
 from durable.errors import DurableError
 from durable.models import AuditEvent, LimitTicket, RunStatus, WorkflowRun
@@ -227,12 +228,14 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         run = get_object_or_404(WorkflowRun, pk=unquote(object_id))
+        journal = list(run.journal.order_by("position"))
         can_operate = self.has_operate_permission(request)
         extra_context = {
             **(extra_context or {}),
             "run": run,
             "divergence": run.error.get("message") if run.status == RunStatus.BLOCKED and run.error else "",
-            "journal": [self._timeline_row(entry) for entry in run.journal.order_by("position")],
+            "journal": [self._timeline_row(entry) for entry in journal],
+            "timeline": timeline_svg(run, journal),
             "signals": list(run.signals.order_by("id")),
             "audit_events": list(run.audit_events.order_by("created_at", "id")),
             "can_operate": can_operate,
