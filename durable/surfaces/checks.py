@@ -1,9 +1,13 @@
-"""Django system checks of the engine: workflow bodies that would not replay, and a
-retention policy that beat could not run."""
+"""Django system checks of the engine: workflow bodies that would not replay, a
+retention policy that beat could not run, and schedules declared in code that the
+database does not hold as declared."""
 from django.conf import settings
 from django.core import checks
+from django.db import DatabaseError
 
+from durable.features import declared
 from durable.features.archive import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
+from durable.errors import DurableError
 from durable.durations import parse_age
 from durable.runtime import registry
 from durable.runtime.determinism import inspect_function
@@ -44,6 +48,34 @@ def check_retention(app_configs=None, **kwargs):
     return problems
 
 
+def check_declared_schedules(app_configs=None, databases=None, **kwargs):
+    """A declaration that could not be created is an error; drift from the database (run
+    with ``manage.py check --database default``, or by ``migrate``) is a warning."""
+    try:
+        specs = declared.declared_schedules()
+        for spec in specs:
+            spec.fields()
+    except (DurableError, ValueError) as error:   # ScheduleInvalid, WorkflowNotFound, PayloadError
+        return [checks.Error(f"a declared schedule is invalid: {error}", id="durable.E201")]
+    except Exception as error:  # a workflow module that did not import, say: say it, do not crash
+        return [checks.Error(f"the declared schedules could not be read: {type(error).__name__}: {error}",
+                             id="durable.E201")]
+    if not databases:
+        return []
+    try:
+        drifts = declared.schedules_drift(specs)
+    except DatabaseError:  # migrate checks before it creates the tables: nothing to compare yet
+        return []
+    hint = "run: python manage.py durable schedule sync"
+    return [checks.Warning(f"schedule {drift.name!r} is declared in code but missing from the database"
+                           if drift.missing else
+                           f"schedule {drift.name!r} differs from its declaration: "
+                           + ", ".join(f"{name} is {old!r}, declared {new!r}" for name, (old, new) in drift.changed.items()),
+                           hint=hint, id="durable.W201")
+            for drift in drifts]
+
+
 def register() -> None:
     checks.register(check_workflows, "durable")
     checks.register(check_retention, "durable")
+    checks.register(check_declared_schedules, "durable", checks.Tags.database)

@@ -1,7 +1,9 @@
-"""``durable schedule list|create|update|pause|resume``: schedules from a shell, over durable.features.schedules."""
+"""``durable schedule list|create|update|pause|resume|sync``: schedules from a shell, over
+durable.features.schedules (and durable.features.declared for those declared in code)."""
 from django.core.management.base import CommandError
 
-from durable.features import cron, schedules
+from durable.errors import DurableError
+from durable.features import cron, declared, schedules
 from durable.surfaces.cli._common import USAGE_ERROR, audit, parse_json, table, when
 from durable.models.schedules import CatchUp
 
@@ -40,12 +42,17 @@ def add_arguments(parser):
     pause.add_argument("--reason", default="", help="why, for the audit trail")
     resume = actions.add_parser("resume", help="fire again from the next occurrence")
     resume.add_argument("name")
+    sync = actions.add_parser("sync", help="create or change the schedules the apps declare (their schedules.py) "
+                                           "so the database says the same; paused ones stay paused")
+    sync.add_argument("--dry-run", action="store_true", help="only say what differs")
 
 
 def handle(options, out) -> int:
     action = options["schedule_action"]
     if action == "list":
         return _list(out)
+    if action == "sync":
+        return _sync(out, dry_run=options["dry_run"])
     if action == "create":
         schedule = schedules.schedule_create(
             options["name"], options["workflow"], cron_expression=options["cron"],
@@ -100,4 +107,23 @@ def _list(out) -> int:
     for schedule in rows:
         if schedule.last_error:
             out.write(f"{schedule.name}: {schedule.last_error}")
+    return 0
+
+
+def _sync(out, *, dry_run: bool) -> int:
+    try:
+        drifts = declared.schedules_sync(**audit(), dry_run=dry_run)
+    except (DurableError, ValueError) as error:   # ScheduleInvalid, WorkflowNotFound, PayloadError
+        raise CommandError(f"a declared schedule cannot be synced: {error}", returncode=USAGE_ERROR) from None
+    verb = "would" if dry_run else "did"
+    for drift in drifts:
+        if drift.missing:
+            out.write(f"{drift.name}: missing, {verb} create it")
+        else:
+            changes = ", ".join(f"{name} {old!r} -> {new!r}" for name, (old, new) in drift.changed.items())
+            out.write(f"{drift.name}: {changes} ({verb} change it)")
+    for name in declared.undeclared_schedules():
+        out.write(f"{name}: in the database, declared by no app (left as it is)")
+    if not drifts:
+        out.write("every declared schedule is in the database as declared")
     return 0
