@@ -29,6 +29,10 @@ _EXPORTS = {
     "RunFinished": "durable.errors",
     "RunNotFound": "durable.errors",
     "SignalConflict": "durable.errors",
+    "UpdateFailed": "durable.errors",
+    "UpdateNotFound": "durable.errors",
+    "UpdateRejected": "durable.errors",
+    "UpdateTimeout": "durable.errors",
     "reserve_dedupe_prefix": "durable.runtime.registry",
     "WorkflowNotFound": "durable.errors",
 }

@@ -14,12 +14,13 @@ class DurableConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from durable import conf
-        from durable.runtime import children, strict
+        from durable import conf, services
+        from durable.runtime import children, registry, strict
         from durable.surfaces import checks
 
         checks.register()
         children.reserve()
+        registry.reserve_dedupe_prefix(services.UPDATE_KEY_PREFIX, owner=children.OWNER)
         if strict.enabled():  # before workflow modules import `from time import time` & co.
             strict.install()
         autodiscover_modules("workflows")

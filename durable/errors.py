@@ -31,6 +31,30 @@ class InvalidFork(DurableError):
     after it started a child run): nothing was created."""
 
 
+class UpdateRejected(DurableError):
+    """An update's validator refused it (or there is no handler for it): nothing was stored."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(reason)
+
+
+class UpdateNotFound(UpdateRejected):
+    """The run's body registered no update handler of this name by the run's position."""
+
+
+class UpdateFailed(DurableError):
+    """The update was applied and its handler raised: the workflow goes on, the update failed."""
+
+
+class UpdateTimeout(DurableError):
+    """The caller stopped waiting: the update is stored and the run will still apply it."""
+
+    def __init__(self, message: str, update_id: str):
+        self.update_id = update_id
+        super().__init__(message)
+
+
 class QueryNotFound(DurableError):
     """The run's body registered no query of this name by the run's position."""
 

@@ -5,6 +5,7 @@ Here are the rules (which transition a run allows, what counts as the same signa
 follows a cancel); the statements are the live store's (``durable.runtime.store.live``).
 """
 import logging
+import time
 import uuid
 from datetime import timedelta
 
@@ -15,14 +16,18 @@ from durable.runtime import forks, queries, registry
 from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
 from durable.runtime.dispatch import dispatch
 from durable.durations import as_timedelta
-from durable.errors import InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict
-from durable.models import FINISHED_STATUSES, RunStatus, Signal, WorkflowRun
+from durable.errors import (InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict,
+                            UpdateFailed, UpdateTimeout)
+from durable.models import FINISHED_STATUSES, EntryStatus, RunStatus, Signal, WorkflowRun
+from durable.runtime.context import UPDATE_SIGNAL_PREFIX
 from durable.runtime.store import live
 
 log = logging.getLogger(__name__)
 
 # How many times a send or a cancel follows a chain that continues as new under it.
 CHAIN_HOPS = 5
+# Updates' dedupe keys: reserved for the engine (durable.apps), so no signal can take one.
+UPDATE_KEY_PREFIX = "durable:update:"
 
 
 def _from(transition: str) -> str:
@@ -93,6 +98,54 @@ def run_query(run_id: str, name: str, *args):
     return queries.answer(run, live.journal_of(run.id), name, args)
 
 
+def run_update(run_id: str, name: str, payload=None, *, actor: str, timeout: float = 10.0,
+               dedupe_key: str | None = None, audit: dict | None = None):
+    """Ask the run to apply update ``name`` (``workflow.on_update``) and wait for its result.
+
+    The validator runs here first, on the run replayed to where it is: ``UpdateRejected``
+    (or ``UpdateNotFound``) with its reason, and nothing is stored. Else the update is
+    stored (a signal, under ``dedupe_key`` when given: the same key is the same update) and
+    the run woken; its handler runs in the workflow at its next durable call, or while it
+    waits, journaled once. Returns the handler's result; ``UpdateFailed`` if it raised;
+    ``UpdateTimeout`` after ``timeout`` seconds (0: do not wait), the update stored and
+    still to be applied. Inside a transaction the update is stored with it, and the run
+    cannot see it before it commits: ``UpdateTimeout`` at once, whatever ``timeout``.
+    """
+    encoded = codec.encode(payload)
+    run = live.current_run(run_id)
+    if run.is_finished:
+        raise RunFinished(f"run {run.id!r} is {run.status} and takes no more updates")
+    queries.validate_update(run, live.journal_of(run.id), name, codec.decode(encoded))
+    update_id = dedupe_key or uuid.uuid4().hex
+    key = f"{UPDATE_KEY_PREFIX}{update_id}"
+    if len(key) > 255:
+        raise ValueError("an update's dedupe key is at most 240 characters")
+    signal, new = live.send_signal(run.id, UPDATE_SIGNAL_PREFIX + name, {"id": update_id, "payload": encoded},
+                                   dedupe_key=key, actor=actor,
+                                   detail={"update": name, "update_id": update_id, **(audit or {})})
+    if not new and signal.name != UPDATE_SIGNAL_PREFIX + name:
+        raise SignalConflict(f"update key {update_id!r} was already used for update {signal.name!r}")
+    return update_wait(run, update_id, timeout=0 if connection.in_atomic_block else timeout)
+
+
+def update_wait(run: WorkflowRun, update_id: str, *, timeout: float):
+    """The result of update ``update_id`` of ``run`` (or its chain's successors) once applied."""
+    deadline, pause = time.monotonic() + timeout, 0.01
+    while True:
+        entry = live.update_outcome(run, update_id)
+        if entry is not None:
+            if entry.status == EntryStatus.FAILED:
+                error = entry.error or {}
+                raise UpdateFailed(f"update {entry.name!r} failed in the workflow: "
+                                   f"{error.get('type', 'Error')}: {error.get('message', '')}")
+            return codec.decode((entry.result or {}).get("value"))
+        if time.monotonic() >= deadline:
+            raise UpdateTimeout(f"update {update_id!r} is stored; run {run.id!r} did not apply it within "
+                                f"{timeout} s and will still apply it", update_id)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None = None,
                 reserved_by: str | None = None, actor: str,
                 audit: dict | None = None) -> Signal:
@@ -106,6 +159,9 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
     """
     if not name:
         raise ValueError("a signal needs a name")
+    if name.startswith(UPDATE_SIGNAL_PREFIX):
+        raise SignalConflict(f"signal names starting with {UPDATE_SIGNAL_PREFIX!r} are updates: send one "
+                             "with services.run_update, whose validator runs first")
     encoded = codec.encode(payload)
     _check_reservation(dedupe_key, reserved_by)
     target, detail = run_id, audit or {}

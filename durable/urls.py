@@ -53,6 +53,7 @@ api_patterns = [
     path("runs/<run_id:run_id>/wake/", api.RunWakeView.as_view(), name="api-run-wake"),
     path("runs/<run_id:run_id>/fork/", api.RunForkView.as_view(), name="api-run-fork"),
     path("runs/<run_id:run_id>/queries/<str:name>/", api.RunQueryView.as_view(), name="api-run-query"),
+    path("runs/<run_id:run_id>/updates/<str:name>/", api.RunUpdateView.as_view(), name="api-run-update"),
     path("runs/<run_id:run_id>/", api.RunDetailView.as_view(), name="api-run"),
     path("schedules/", schedules_api.ScheduleCollectionView.as_view(), name="api-schedules"),
     path("schedules/<str:name>/pause/", schedules_api.SchedulePauseView.as_view(), name="api-schedule-pause"),

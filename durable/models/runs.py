@@ -192,6 +192,7 @@ class EntryKind(models.TextChoices):
     DRAIN = "drain"
     ATTRIBUTES = "attributes"
     CHILD = "child"
+    UPDATE = "update"
 
 
 class EntryStatus(models.TextChoices):

@@ -25,6 +25,10 @@ from durable.runtime.current import StepInfo, current, current_step, running_con
 from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
 from durable.runtime.retry import DEFAULT_RETRY, Retry
 
+# An update request travels as a signal of this name prefix (durable.services.run_update).
+UPDATE_SIGNAL_PREFIX = "durable.update:"
+
+
 def describe(entry_or_kind, name=None) -> str:
     if isinstance(entry_or_kind, JournalEntry):
         return f"{entry_or_kind.kind} {entry_or_kind.name!r}"
@@ -150,10 +154,14 @@ class ReplayContext:
         # Query handlers the body registered so far (workflow.on_query): read by a query's
         # replay at the run's position, never journaled.
         self.queries: dict = {}
+        # Update handlers (workflow.on_update): name -> (handler, validator).
+        self.updates: dict = {}
 
     # --- bookkeeping ---
 
     def _next(self, kind: str, name: str) -> tuple[int, JournalEntry | None]:
+        if self.updates or self.position in self.journal:
+            self._updates_at(None)
         position = self.position
         self.position += 1
         entry = self.journal.get(position)
@@ -176,12 +184,69 @@ class ReplayContext:
 
     def _pause(self, position: int, entry: JournalEntry, *, insert: bool) -> None:
         """The body is about to suspend at ``entry``: deliver a pending cancel instead, else
-        record the wait if it is new."""
+        record the wait if it is new, then apply the updates that came (while it waits)."""
         if self.cancel_request is not None and not self.cancel_delivered:
             self.store.begin(position)
             self._deliver_cancel(position, entry.kind, entry.name, None if insert else entry)
         if insert:
             self._record(entry)
+        if self.updates:
+            self._updates_at(position)
+
+    # --- updates (workflow.on_update): journaled where they were applied ---
+
+    def _updates_at(self, during: int | None) -> None:
+        """Replay the updates recorded here, then, at the journal's end, apply the ones waiting.
+
+        An update entry says where it was applied: before the call at its own position
+        (``during`` None), or while the body waited in the call at position ``during``. Replay
+        runs each handler at that same point, so it sees the body's state as it was then."""
+        while True:
+            entry = self.journal.get(self.position)
+            if entry is None or entry.kind != EntryKind.UPDATE or (entry.result or {}).get("during") != during:
+                break
+            self._run_update(entry)
+        if self.position in self.journal or not self.updates:
+            return
+        for signal in [s for s in self._pending_signals() if s.name.startswith(UPDATE_SIGNAL_PREFIX)]:
+            name = signal.name[len(UPDATE_SIGNAL_PREFIX):]
+            position = self.position
+            self._begin(position, EntryKind.UPDATE, name, cancellable=False)
+            request = signal.payload or {}
+            entry = self._new_entry(position, EntryKind.UPDATE, name, status=EntryStatus.STARTED,
+                                    idempotency_key=str(request.get("id", ""))[:255], started_at=clock.now(),
+                                    result={"during": during, "payload": request.get("payload")})
+            self._record(entry, consume=[signal])
+            self._signals.remove(signal)
+            self._run_update(entry)
+
+    def _run_update(self, entry: JournalEntry) -> None:
+        """Run the handler of the update at ``entry``: its steps journal after it; its outcome
+        is recorded on the entry once (a replay runs it for the state it leaves, and keeps the
+        outcome recorded)."""
+        self.position = entry.position + 1
+        handler, _ = self.updates.get(entry.name, (None, None))
+        try:
+            if handler is None:
+                raise LookupError(f"no handler for update {entry.name!r} at position {entry.position}")
+            encoded = codec.encode(handler(codec.decode((entry.result or {}).get("payload"))))
+            outcome, error = EntryStatus.COMPLETED, None
+        except Exception as exc:
+            encoded, outcome, error = None, EntryStatus.FAILED, error_of(exc)
+        if entry.status != EntryStatus.STARTED:
+            return
+        entry.status, entry.error = outcome, error
+        entry.result = {**(entry.result or {}), "value": encoded}
+        self._record(entry)
+
+    def on_update(self, name: str, handler, validator=None) -> None:
+        """Apply update ``name`` with ``handler(payload)`` from here on (``validator(payload)``
+        runs on the caller's side first). Takes no journal position."""
+        if not isinstance(name, str) or not name or len(name) > 200:
+            raise ValueError(f"an update name is text of 1 to 200 characters, not {name!r}")
+        if not callable(handler) or (validator is not None and not callable(validator)):
+            raise TypeError(f"update {name!r}: the handler and the validator must be callable")
+        self.updates[name] = (handler, validator)
 
     def _deliver_cancel(self, position: int, kind: str, name: str, entry: JournalEntry | None) -> None:
         request = self.cancel_request
@@ -263,6 +328,8 @@ class ReplayContext:
              priority: int | None = None, **kwargs):
         name = name or step_name(fn)
         position, entry = self._next(EntryKind.STEP, name)
+        if entry is not None:
+            self._updates_at(position)
         hint = codec.return_hint(fn)
         policy = retry or DEFAULT_RETRY
         now = clock.now()
@@ -371,6 +438,8 @@ class ReplayContext:
         ``timeout``, or ``deadline`` when given) and recorded: replay never moves it."""
         label = "|".join(names)
         position, entry = self._next(EntryKind.SIGNAL, label)
+        if entry is not None:
+            self._updates_at(position)
         if entry is not None and entry.status == EntryStatus.COMPLETED:
             result = entry.result
             if result.get("timed_out"):
@@ -448,6 +517,8 @@ class ReplayContext:
     def sleep(self, duration) -> None:
         duration = as_timedelta(duration)
         position, entry = self._next(EntryKind.SLEEP, "sleep")
+        if entry is not None:
+            self._updates_at(position)
         if entry is not None and entry.status == EntryStatus.COMPLETED:
             return None
         now = clock.now()

@@ -119,6 +119,14 @@ class WorkflowAPI:
         queries and cancels sent to any run of the chain reach the newest."""
         return _ctx().continue_as_new(args, kwargs)
 
+    def on_update(self, name: str, handler, *, validator=None) -> None:
+        """Let ``services.run_update(run_id, name, payload)`` change this run: ``validator(payload)``
+        runs on the caller's side first (raise ``durable.UpdateRejected(reason)`` to refuse,
+        nothing stored); ``handler(payload)`` runs here at the next durable call or while the
+        body waits, journaled like a step (it may call ``workflow.step``), and its return
+        value is the update's result. Not journaled itself."""
+        return _ctx().on_update(name, handler, validator)
+
     def on_query(self, name: str, handler) -> None:
         """Let ``services.run_query(run_id, name, *args)`` read this run's state: it replays
         the run from its journal (nothing runs, nothing is written) and returns

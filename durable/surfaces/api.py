@@ -4,6 +4,7 @@ Views are thin: parse, check permission, call a service, render. Every error, ou
 DRF's, leaves as ``{"error": {"code", "message", "detail"}}``.
 """
 import json
+import uuid
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
@@ -32,6 +33,10 @@ from durable.errors import (
     PayloadTooDeep,
     QueryFailed,
     QueryNotFound,
+    UpdateFailed,
+    UpdateNotFound,
+    UpdateRejected,
+    UpdateTimeout,
     RunConflict,
     RunFinished,
     RunNotFound,
@@ -40,7 +45,7 @@ from durable.errors import (
 )
 from durable.models import Signal, WorkflowRun
 from durable.surfaces.serializers import (ErrorSerializer, JournalEntrySerializer, RunCancelSerializer,
-                                          QueryAnswerSerializer, RunDetailSerializer, RunFilterSerializer, RunForkSerializer,
+                                          QueryAnswerSerializer, RunDetailSerializer, UpdateResultSerializer, UpdateSendSerializer, RunFilterSerializer, RunForkSerializer,
                                           RunSerializer,
                                           RunStartSerializer, SignalSendSerializer, SignalSerializer)
 
@@ -57,6 +62,9 @@ ERRORS = {
     InvalidFork: (status.HTTP_409_CONFLICT, "invalid_fork"),
     QueryNotFound: (status.HTTP_404_NOT_FOUND, "query_not_found"),
     QueryFailed: (status.HTTP_422_UNPROCESSABLE_ENTITY, "query_failed"),
+    UpdateNotFound: (status.HTTP_404_NOT_FOUND, "update_not_found"),
+    UpdateRejected: (status.HTTP_422_UNPROCESSABLE_ENTITY, "update_rejected"),
+    UpdateFailed: (status.HTTP_422_UNPROCESSABLE_ENTITY, "update_failed"),
     WorkflowNotFound: (status.HTTP_400_BAD_REQUEST, "workflow_not_found"),
     PayloadError: (status.HTTP_400_BAD_REQUEST, "payload_error"),
 }
@@ -402,6 +410,37 @@ class RunForkView(RunActionView):
         fork = services.run_fork(clean_run_id(run_id), at_position=body.validated_data["at_position"],
                                  id=fork_id, **self.audit())
         return Response(RunSerializer(fork).data, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+
+
+class RunUpdateView(DurableAPIView):
+    serializer_class = UpdateSendSerializer
+
+    @extend_schema(
+        operation_id="runs_update", request=UpdateSendSerializer,
+        parameters=[OpenApiParameter(
+            "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+            description="The update's dedupe key: the same key is the same update, applied once; "
+                        "asked again, it answers the result.")],
+        responses={200: UpdateResultSerializer, 202: UpdateResultSerializer,
+                   **errors(400, 401, 403, 404, 409, 413, 415, 422)},
+        summary="Ask a running workflow to apply an update (workflow.on_update): 200 with its result, 422 "
+                "with the validator's reason (nothing stored) or the handler's error, 202 when it is stored "
+                "and not applied within the timeout (it will be).")
+    def post(self, request, run_id, name):
+        body = UpdateSendSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        dedupe_key = request.headers.get("Idempotency-Key") or uuid.uuid4().hex
+        if len(dedupe_key) > 240:
+            raise exceptions.ValidationError({"Idempotency-Key": ["At most 240 characters."]})
+        validation.check_text(dedupe_key, what="Idempotency-Key")
+        try:
+            value = services.run_update(clean_run_id(run_id), name, body.validated_data["payload"],
+                                        timeout=body.validated_data["timeout"], dedupe_key=dedupe_key,
+                                        **self.audit())
+        except UpdateTimeout as stored:
+            return Response({"update_id": stored.update_id, "status": "stored", "result": None},
+                            status=status.HTTP_202_ACCEPTED)
+        return Response({"update_id": dedupe_key, "status": "applied", "result": codec.encode(value)})
 
 
 class RunQueryView(DurableAPIView):

@@ -205,6 +205,25 @@ class RunForkSerializer(serializers.Serializer):
                             "run and position returns that fork.")
 
 
+class UpdateSendSerializer(serializers.Serializer):
+    payload = serializers.JSONField(required=False, allow_null=True, default=None,
+                                    validators=[_storable("payload")])
+    timeout = serializers.FloatField(required=False, default=10.0, min_value=0, max_value=30,
+                                     help_text="Seconds to wait for the run to apply it (0 to 30, default 10).")
+
+    def validate_timeout(self, value):
+        if isinstance(self.initial_data.get("timeout"), bool | str):
+            raise serializers.ValidationError("A JSON number.")
+        return value
+
+
+class UpdateResultSerializer(serializers.Serializer):
+    update_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=["applied", "stored"],
+                                     help_text="applied: result is the handler's; stored: not applied yet.")
+    result = serializers.JSONField(allow_null=True)
+
+
 class QueryAnswerSerializer(serializers.Serializer):
     query = serializers.CharField()
     result = serializers.JSONField(allow_null=True, help_text="What the query's handler returned, as JSON.")

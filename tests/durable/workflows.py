@@ -511,3 +511,23 @@ def counting_loop(n: int, total: int) -> int:
 def add_n(total: int, n: int) -> int:
     effect("add_n")
     return total + n
+
+
+def slow_due_date(due: str, idempotency_key: str) -> str:
+    """The update's step: recorded when it starts (an Effect survives a SIGKILL), then slow."""
+    effect("due_date_started")
+    time.sleep(float(os.environ.get("SLOW_UPDATE_SECONDS", "0")))
+    return due
+
+
+@workflow(name="updated_on_workers")
+def updated_on_workers() -> dict:
+    state = {"due": "2027-01-10"}
+
+    def change_due(payload):
+        state["due"] = workflow.step(slow_due_date, payload["due"])
+        return dict(state)
+
+    workflow.on_update("change_due_date", change_due)
+    workflow.wait_for_signal("done", timeout=days(7))
+    return state

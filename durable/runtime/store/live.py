@@ -1176,6 +1176,15 @@ def signal_in_chain(run: WorkflowRun, dedupe_key: str | None) -> Signal | None:
             .order_by("id").first())
 
 
+def update_outcome(run: WorkflowRun, update_id: str) -> JournalEntry | None:
+    """The journal entry of update ``update_id`` in ``run``'s chain (it follows the run's
+    untaken signals to a successor), once applied; None before."""
+    root = run.chain_root or run.id
+    return (JournalEntry.objects.filter(Q(run_id=root) | Q(run__chain_root=root), kind=EntryKind.UPDATE,
+                                        idempotency_key=update_id)
+            .exclude(status=EntryStatus.STARTED).first())
+
+
 def hold_run(run_id: str) -> None:
     """Lock the run's row (and read nothing else of it); RunNotFound if there is none."""
     if not list(WorkflowRun.objects.select_for_update().filter(pk=run_id).values_list("pk")):

@@ -1,0 +1,65 @@
+"""Updates on real Celery workers: the caller waits for the result the workflow returns; a
+worker SIGKILLed while it applies the update leaves it applied once, by the next worker."""
+import threading
+
+import pytest
+from django.db import connection
+
+from durable import services
+from durable.errors import UpdateTimeout
+from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
+from tests.effects.models import Effect
+from tests.workers import wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+def waiting(run_id: str) -> None:
+    wait_until(lambda: WorkflowRun.objects.get(pk=run_id).status == RunStatus.WAITING, timeout=60,
+               message=f"{run_id} to wait")
+
+
+def test_the_caller_gets_the_result_the_workflow_returns(celery):
+    celery.start_worker()
+    run = services.run_start("updated_on_workers", id="upd:sync", actor="test")
+    waiting(run.id)
+
+    result = services.run_update(run.id, "change_due_date", {"due": "2027-03-01"}, actor="ops", timeout=30)
+
+    assert result == {"due": "2027-03-01"}
+    assert JournalEntry.objects.get(run_id=run.id, kind=EntryKind.UPDATE).status == "completed"
+
+
+def test_an_update_whose_worker_is_killed_while_applying_it_is_applied_once(celery):
+    celery.env["SLOW_UPDATE_SECONDS"] = "4"
+    celery.start_worker("w1", concurrency=1)
+    celery.start_beat()
+    run = services.run_start("updated_on_workers", id="upd:killed", actor="test")
+    waiting(run.id)
+    answers = []
+
+    def caller():
+        try:
+            answers.append(services.run_update(run.id, "change_due_date", {"due": "2027-04-01"}, actor="ops",
+                                               timeout=40, dedupe_key="ticket-7"))
+        except UpdateTimeout as stored:  # the documented outcome when no worker finishes in time
+            answers.append(stored)
+        finally:
+            connection.close()   # this thread's own connection
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    wait_until(lambda: Effect.objects.filter(name="due_date_started").exists(), timeout=60,
+               message="the update's step to start")
+    celery.kill("w1")
+    celery.env["SLOW_UPDATE_SECONDS"] = "0"
+    celery.start_worker("w2", concurrency=1)
+    thread.join(timeout=60)
+
+    assert answers == [{"due": "2027-04-01"}]
+    updates = JournalEntry.objects.filter(run_id=run.id, kind=EntryKind.UPDATE)
+    assert [(entry.name, entry.status) for entry in updates] == [("change_due_date", "completed")]
+    steps = JournalEntry.objects.filter(run_id=run.id, kind=EntryKind.STEP, name="slow_due_date")
+    assert steps.count() == 1 and steps.get().status == "completed"
+    keys = set(Effect.objects.filter(name="due_date_started").values_list("idempotency_key", flat=True))
+    assert len(keys) == 1   # the killed attempt and the next one: the same step, the same key
