@@ -1,5 +1,6 @@
 """Schedules declared in code: `durable schedule sync` makes the database say what the apps
 declare (paused ones stay paused, undeclared ones stay), and a system check reports drift."""
+from importlib import import_module
 from io import StringIO
 
 import pytest
@@ -23,12 +24,27 @@ def drift_warnings() -> list[str]:
     return [message.msg for message in check_declared_schedules(databases=["default"]) if message.id == "durable.W201"]
 
 
-def test_the_processes_declaration_is_what_a_migrated_database_holds():
-    assert [spec.name for spec in declared.declared_schedules()] == ["reconcile-daily"]
+@pytest.fixture
+def reconcile_daily(clock):
+    """The processes' declared schedule in the database. A migration seeds it, but a test
+    that flushed the tables before this one (a transactional test) took it away."""
+    declared.schedules_sync(actor="test")
+    return Schedule.objects.get(name="reconcile-daily")
+
+
+def test_the_processes_declaration_is_what_their_migration_seeds():
+    seeded = import_module("processes.migrations.0006_reconcile_schedule").FIELDS
+
+    (spec,) = declared.declared_schedules()
+
+    assert spec.fields() == seeded
+
+
+def test_a_synced_database_shows_no_drift(reconcile_daily):
     assert drift_warnings() == []
 
 
-def test_a_schedule_changed_by_hand_is_reported_and_synced_back(clock):
+def test_a_schedule_changed_by_hand_is_reported_and_synced_back(reconcile_daily):
     Schedule.objects.filter(name="reconcile-daily").update(cron="0 1 * * *")
     assert drift_warnings() == ["schedule 'reconcile-daily' differs from its declaration: cron is '0 1 * * *', "
                                 "declared '30 0 * * *'"]
