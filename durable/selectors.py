@@ -70,8 +70,9 @@ def run_fork_preview(run_id: str, at_position: int) -> ForkPreview:
 
 def run_current(run_id: str) -> WorkflowRun:
     """The newest run of the chain ``run_id`` is in: the run itself, unless it continued as
-    new (a provider only knows ``billing:7``; its successors are ``billing:7~2``...)."""
-    return live.newest_in_chain(run_get(run_id))
+    new (a provider only knows ``billing:7``; its successors are ``billing:7~2``...), also
+    once the chain's first runs were archived. RunNotFound if none is live."""
+    return live.current_run(run_id)
 
 
 def run_chain(run: WorkflowRun) -> list[str]:

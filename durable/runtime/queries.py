@@ -51,9 +51,8 @@ def answer(run, journal: list, name: str, args: tuple):
         ctx = replayed(run, journal, refused=QueryFailed)
         handler = ctx.queries.get(name)
         if handler is None:
-            known = ", ".join(repr(known) for known in sorted(ctx.queries)) or "none"
             raise QueryNotFound(f"run {run.id!r} registered no query {name!r} by position {ctx.position} "
-                                f"(registered: {known})")
+                                f"(registered: {_names(ctx.queries)})")
         try:
             return handler(*args)
         except (Exception, Divergence) as exc:  # a Divergence: the handler read the database
@@ -68,9 +67,8 @@ def validate_update(run, journal: list, name: str, payload) -> None:
         ctx = replayed(run, journal, refused=UpdateRejected)
         registered = ctx.updates.get(name)
         if registered is None:
-            known = ", ".join(repr(known) for known in sorted(ctx.updates)) or "none"
             raise UpdateNotFound(f"run {run.id!r} takes no update {name!r} at position {ctx.position} "
-                                 f"(it takes: {known})")
+                                 f"(it takes: {_names(ctx.updates)})")
         validator = registered[1]
         if validator is None:
             return
@@ -80,3 +78,7 @@ def validate_update(run, journal: list, name: str, payload) -> None:
             raise
         except (Exception, Divergence) as exc:
             raise UpdateRejected(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _names(handlers: dict) -> str:
+    return ", ".join(repr(name) for name in sorted(handlers)) or "none"

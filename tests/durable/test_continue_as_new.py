@@ -99,6 +99,18 @@ def test_signals_the_run_had_not_taken_go_to_its_successor(first):
     assert drive("billing:7~2").status == RunStatus.CONTINUED
 
 
+def test_only_the_continuing_runs_own_untaken_signals_go_to_its_successor(first, clock):
+    other = drive(services.run_start(monthly_billing, 1, 0, id="billing:8", actor="test").id)
+    pay(other.id, 99)
+    pay(first.id, 10)
+    pay(first.id, 20)
+
+    drive(first.id)
+
+    assert list(Signal.objects.filter(run_id="billing:8").values_list("payload", flat=True)) == [{"amount": 99}]
+    assert list(Signal.objects.filter(run_id="billing:7~2").values_list("payload", flat=True)) == [{"amount": 20}]
+
+
 def test_a_redelivered_signal_sent_to_the_first_run_is_still_one_signal(first):
     pay(first.id, 10, key="pix:1")
     pay(first.id, 20, key="pix:2")

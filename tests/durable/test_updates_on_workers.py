@@ -7,16 +7,12 @@ from django.db import connection
 
 from durable import services
 from durable.errors import UpdateTimeout
-from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
+from durable.models import EntryKind, JournalEntry
 from tests.effects.models import Effect
+from tests.durable.test_waits_on_workers import waiting
 from tests.workers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-def waiting(run_id: str) -> None:
-    wait_until(lambda: WorkflowRun.objects.get(pk=run_id).status == RunStatus.WAITING, timeout=60,
-               message=f"{run_id} to wait")
 
 
 def test_the_caller_gets_the_result_the_workflow_returns(celery):

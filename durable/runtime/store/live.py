@@ -1136,14 +1136,6 @@ def lock_run(run_id: str) -> WorkflowRun:
     return run
 
 
-def run_of(run_id: str) -> WorkflowRun:
-    """The run, read without a lock; RunNotFound if none."""
-    run = WorkflowRun.objects.filter(pk=run_id).first()
-    if run is None:
-        raise RunNotFound(f"no run with id {run_id!r}")
-    return run
-
-
 def newest_in_chain(run: WorkflowRun) -> WorkflowRun:
     """The newest run of the chain ``run`` is in (``run`` itself unless it continued as new;
     also when the newest was archived)."""
