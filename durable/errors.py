@@ -44,7 +44,13 @@ class UpdateNotFound(UpdateRejected):
 
 
 class UpdateFailed(DurableError):
-    """The update was applied and its handler raised: the workflow goes on, the update failed."""
+    """The update was applied and its handler raised: the workflow goes on, the update failed.
+    ``error_type`` and ``reason`` are the handler's exception (a handler that refuses after
+    looking under a lock raises with the reason a caller shows)."""
+
+    def __init__(self, message: str, error_type: str = "", reason: str = ""):
+        self.error_type, self.reason = error_type, reason
+        super().__init__(message)
 
 
 class UpdateTimeout(DurableError):

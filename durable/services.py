@@ -136,8 +136,9 @@ def update_wait(run: WorkflowRun, update_id: str, *, timeout: float):
         if entry is not None:
             if entry.status == EntryStatus.FAILED:
                 error = entry.error or {}
-                raise UpdateFailed(f"update {entry.name!r} failed in the workflow: "
-                                   f"{error.get('type', 'Error')}: {error.get('message', '')}")
+                error_type, reason = error.get("type", "Error"), error.get("message", "")
+                raise UpdateFailed(f"update {entry.name!r} failed in the workflow: {error_type}: {reason}",
+                                   error_type, reason)
             return codec.decode((entry.result or {}).get("value"))
         if time.monotonic() >= deadline:
             raise UpdateTimeout(f"update {update_id!r} is stored; run {run.id!r} did not apply it within "

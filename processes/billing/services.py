@@ -5,7 +5,7 @@ from decimal import Decimal
 from django.db import IntegrityError, transaction
 
 from durable import clock, services
-from durable.errors import RunFinished, RunNotFound
+from durable.errors import RunFinished, RunNotFound, UpdateFailed, UpdateRejected, UpdateTimeout
 from processes.billing.models import Invoice, InvoiceStatus, PaymentEvent, PaymentEventStatus
 from processes.webhooks.services import TooDeep, is_verbatim, storable
 
@@ -33,41 +33,62 @@ def invoice_issue(*, number: str, customer_name: str, amount: Decimal, due_at, w
     return invoice
 
 
-def invoice_void(invoice: Invoice, *, actor: str, reason: str = "") -> Invoice:
+def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: float = 10.0) -> bool:
     """Void an invoice whose reminders are pending: its run ends with no further reminder.
 
-    A paid invoice cannot be voided (InvoiceSettled): payment wins. A payment that lands
-    after the void still wins: the invoice becomes paid and is recorded once.
+    Sent to the run as the update ``void``; the run decides under the invoice's lock. A
+    paid invoice cannot be voided (InvoiceSettled, with the reason): payment wins, and a
+    payment that lands after the void still wins, recorded once. Returns True once the
+    run applied it, False if it did not within ``timeout`` seconds: it is stored and will
+    be (ask again for its outcome: the same void is the same update).
     """
+    return _update(invoice, "void", {"reason": reason}, dedupe_key=f"void:{invoice.pk}", actor=actor,
+                   timeout=timeout, without_run=lambda: _void_directly(invoice))
+
+
+def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, timeout: float = 10.0) -> bool:
+    """Renegotiate an open invoice: a new due date restarts the reminder schedule from it.
+
+    Sent to the run as the update ``change_due_date``; the run writes the date under the
+    invoice's lock (the row is the one truth the schedule reads). InvoiceSettled when the
+    invoice is not open (paid, voided, or finance's ticket decides). Returns as
+    ``invoice_void`` does."""
+    if due_at.tzinfo is None:
+        raise ValueError("a due date needs its time zone")
+    iso = due_at.isoformat()
+    return _update(invoice, "change_due_date", {"due_at": iso}, dedupe_key=f"due:{invoice.pk}:{iso}",
+                   actor=actor, timeout=timeout, without_run=None)
+
+
+def _update(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str, actor: str, timeout: float,
+            without_run) -> bool:
+    """Refuse at once what the row already settles (a read), then ask the run; a run that is
+    gone (finished, archived) is asked nothing: ``without_run`` decides, or InvoiceSettled."""
+    current = Invoice.objects.get(pk=invoice.pk)
+    if current.status in (InvoiceStatus.PAID, InvoiceStatus.VOIDED) or (
+            name == "change_due_date" and current.status != InvoiceStatus.OPEN):
+        raise InvoiceSettled(f"invoice {current.number} is already {current.status}")
+    try:
+        services.run_update(invoice.run_id, name, payload, actor=actor, timeout=timeout, dedupe_key=dedupe_key)
+    except (UpdateRejected, UpdateFailed) as exc:
+        raise InvoiceSettled(f"invoice {current.number}: {getattr(exc, 'reason', '') or exc}") from exc
+    except UpdateTimeout:
+        return False
+    except (RunNotFound, RunFinished) as exc:
+        if without_run is None:
+            raise InvoiceSettled(f"invoice {current.number}: its reminders have ended ({exc})") from exc
+        without_run()
+    return True
+
+
+def _void_directly(invoice: Invoice) -> None:
+    """No run to tell (its reminders ended with a finance ticket): the row alone is voided."""
     with transaction.atomic():
         invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
         if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.VOIDED):
             raise InvoiceSettled(f"invoice {invoice.number} is already {invoice.status}")
         invoice.status = InvoiceStatus.VOIDED
         invoice.save(update_fields=["status"])
-        _signal_run(invoice, "voided", {"reason": reason}, dedupe_key=f"void:{invoice.pk}", actor=actor)
-    return invoice
-
-
-def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str) -> Invoice:
-    """Renegotiate an open invoice: a new due date restarts the reminder schedule from it
-    (the run reads the date from the invoice row, so the row is the one truth)."""
-    with transaction.atomic():
-        invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
-        if invoice.status != InvoiceStatus.OPEN:   # paid, voided, or finance's ticket decides
-            raise InvoiceSettled(f"invoice {invoice.number} is {invoice.status}: its due date stays")
-        invoice.due_at = due_at
-        invoice.save(update_fields=["due_at"])
-        _signal_run(invoice, "due_date_changed", {"due_at": due_at.isoformat()},
-                    dedupe_key=f"due:{invoice.pk}:{due_at.isoformat()}", actor=actor)
-    return invoice
-
-
-def _signal_run(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str, actor: str) -> None:
-    try:
-        services.signal_send(invoice.run_id, name, payload, dedupe_key=dedupe_key, actor=actor)
-    except (RunNotFound, RunFinished) as exc:
-        log.info("%s for invoice %s: %s", name, invoice.number, exc)
 
 
 def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:

@@ -1,6 +1,7 @@
 """The effects of billing reminders, each run as a journaled step."""
 from datetime import datetime
 
+from durable import services
 from processes.billing.models import FinanceTicket, Invoice, InvoiceStatus
 from processes.whatsapp.services import message_send
 
@@ -19,6 +20,37 @@ def invoice_void_settle(invoice_id: int) -> str:
         invoice.status = InvoiceStatus.VOIDED
         invoice.save(update_fields=["status"])
     return "voided"
+
+
+def invoice_void_apply(invoice_id: int, reason: str) -> str:
+    """The void update's decision (atomic, under the invoice's lock): the invoice's status
+    when it cannot be voided ("paid" wins); else it is voided and the run is handed
+    ``voided`` for the wait it is in, both committed with this step's journal entry."""
+    invoice = Invoice.objects.select_for_update().get(pk=invoice_id)
+    if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.ESCALATED):
+        return str(invoice.status)
+    if invoice.status != InvoiceStatus.VOIDED:
+        invoice.status = InvoiceStatus.VOIDED
+        invoice.save(update_fields=["status"])
+    _tell_own_run(invoice, "voided", {"reason": reason}, dedupe_key=f"void:{invoice.pk}")
+    return "voided"
+
+
+def invoice_due_date_apply(invoice_id: int, due_at: str) -> str:
+    """The due-date update's decision (atomic, under the invoice's lock): the invoice's
+    status when it is not open; else the new date is written and the run is handed
+    ``due_date_changed``: its schedule starts again from the row's date."""
+    invoice = Invoice.objects.select_for_update().get(pk=invoice_id)
+    if invoice.status != InvoiceStatus.OPEN:
+        return str(invoice.status)
+    invoice.due_at = datetime.fromisoformat(due_at)
+    invoice.save(update_fields=["due_at"])
+    _tell_own_run(invoice, "due_date_changed", {"due_at": due_at}, dedupe_key=f"due:{invoice.pk}:{due_at}")
+    return "changed"
+
+
+def _tell_own_run(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str) -> None:
+    services.signal_send(invoice.run_id, name, payload, dedupe_key=dedupe_key, actor=f"billing:update:{name}")
 
 
 def send_reminder(invoice_id: int, number: int, idempotency_key: str) -> str:

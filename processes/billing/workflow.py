@@ -1,9 +1,16 @@
 """Billing reminders (the seed's `cobranca`): remind, wait for `paid`, remind, wait, ticket;
 an invoice can be voided or given a new due date while reminders are pending.
 
+Void and due-date change are updates (``workflow.on_update``): the operator's call is
+accepted or refused at once, with a reason. The handler decides under the invoice row's
+lock (a payment that landed a moment ago wins) and, accepted, hands the body the signal its
+wait takes (``voided``, ``due_date_changed``), in the step's own transaction.
+
 No I/O here: this code runs again on every replay.
 """
-from durable import days, workflow
+from datetime import datetime
+
+from durable import UpdateRejected, days, workflow
 from processes.billing import steps
 from processes.whatsapp.limits import SEND
 
@@ -19,6 +26,11 @@ VOID_AND_RENEGOTIATE = "void-and-renegotiate"
 
 @workflow(name="billing", version=1)
 def billing(invoice_id: int) -> str:
+    # Registered before any durable call, so every run (old histories too) takes them; they
+    # take no journal position, so no recorded run replays differently.
+    workflow.on_update("void", lambda payload: void(invoice_id, payload), validator=check_void)
+    workflow.on_update("change_due_date", lambda payload: change_due_date(invoice_id, payload),
+                       validator=check_due_date)
     due_at = workflow.step(steps.invoice_due_at, invoice_id)
     if not workflow.patched(VOID_AND_RENEGOTIATE):
         return remind_until_paid(invoice_id, due_at)
@@ -74,3 +86,38 @@ def remind_until_paid(invoice_id: int, due_at) -> str:
             return "paid"
     workflow.step(steps.open_finance_ticket, invoice_id, idempotency_key=workflow.id, atomic=True)
     return "escalated"
+
+
+# --- updates: refused at once on their payload, decided under the invoice's lock ---
+
+def check_void(payload) -> None:
+    if payload is not None and not isinstance(payload, dict):
+        raise UpdateRejected('a void takes {"reason": "..."} or nothing')
+    reason = (payload or {}).get("reason", "")
+    if not isinstance(reason, str) or len(reason) > 500:
+        raise UpdateRejected("a void's reason is text of at most 500 characters")
+
+
+def void(invoice_id: int, payload) -> dict:
+    status = workflow.step(steps.invoice_void_apply, invoice_id, (payload or {}).get("reason", ""),
+                           atomic=True)
+    if status != "voided":
+        raise UpdateRejected(f"the invoice is {status}")
+    return {"status": "voided"}
+
+
+def check_due_date(payload) -> None:
+    due_at = payload.get("due_at") if isinstance(payload, dict) else None
+    try:
+        parsed = datetime.fromisoformat(due_at) if isinstance(due_at, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise UpdateRejected('a new due date is needed: {"due_at": "<ISO 8601 date and time with its offset>"}')
+
+
+def change_due_date(invoice_id: int, payload) -> dict:
+    outcome = workflow.step(steps.invoice_due_date_apply, invoice_id, payload["due_at"], atomic=True)
+    if outcome != "changed":
+        raise UpdateRejected(f"the invoice is {outcome}: its due date stays")
+    return {"due_at": payload["due_at"]}

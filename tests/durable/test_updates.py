@@ -110,8 +110,33 @@ def test_a_handler_that_raises_fails_the_update_not_the_workflow(waiting_invoice
     run = drive(waiting_invoice.id)
 
     assert run.status == RunStatus.WAITING
-    with pytest.raises(UpdateFailed, match="ZeroDivisionError"):
+    with pytest.raises(UpdateFailed, match="ZeroDivisionError") as failed:
         services.update_wait(run, update_id, timeout=0)
+    assert (failed.value.error_type, failed.value.reason) == ("ZeroDivisionError", "division by zero")
+
+
+def hand_over(run_id: str) -> str:
+    services.signal_send(run_id, "released", {"by": "update"}, dedupe_key="release", actor="update")
+    return "handed"
+
+
+@workflow(name="released_by_update")
+def released_by_update() -> str:
+    workflow.on_update("release", lambda payload: workflow.step(hand_over, workflow.id, atomic=True))
+    got = workflow.wait_for_signal("released", timeout=days(30))
+    return f"released by {got['by']}"
+
+
+def test_a_handler_that_hands_the_wait_its_signal_ends_the_wait_in_the_same_advance(clock):
+    run = drive(services.run_start(released_by_update, id="rel:1", actor="test").id)
+    update_id = update(run.id, "release", None)
+
+    run = drive(run.id)
+
+    assert (run.status, run.result) == (RunStatus.COMPLETED, "released by update")
+    assert services.update_wait(run, update_id, timeout=0) == "handed"
+    report = history.history_replay(history.history_parse(history.history_export(run.id), source="test"))
+    assert report.ok, report.summary
 
 
 def test_a_run_with_updates_replays_from_its_recorded_history(waiting_invoice, clock):

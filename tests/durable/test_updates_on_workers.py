@@ -1,13 +1,17 @@
 """Updates on real Celery workers: the caller waits for the result the workflow returns; a
 worker SIGKILLed while it applies the update leaves it applied once, by the next worker."""
 import threading
+from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.db import connection
 
-from durable import services
+from durable import clock, services
 from durable.errors import UpdateTimeout
-from durable.models import EntryKind, JournalEntry
+from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
+from processes.billing.models import InvoiceStatus
+from processes.billing.services import invoice_issue, invoice_void
 from tests.effects.models import Effect
 from tests.durable.test_waits_on_workers import waiting
 from tests.workers import wait_until
@@ -59,3 +63,17 @@ def test_an_update_whose_worker_is_killed_while_applying_it_is_applied_once(cele
     assert steps.count() == 1 and steps.get().status == "completed"
     keys = set(Effect.objects.filter(name="due_date_started").values_list("idempotency_key", flat=True))
     assert len(keys) == 1   # the killed attempt and the next one: the same step, the same key
+
+
+def test_an_operators_void_is_answered_by_the_invoices_run_on_a_worker(celery):
+    celery.start_worker()
+    invoice = invoice_issue(number="NF-W-1", customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
+                            due_at=clock.now() + timedelta(days=5), wa_id="5511955554444", actor="test")
+    waiting(invoice.run_id)
+
+    assert invoice_void(invoice, actor="ops:ana", reason="issued twice", timeout=30) is True
+
+    wait_until(lambda: WorkflowRun.objects.get(pk=invoice.run_id).status == RunStatus.COMPLETED, timeout=30,
+               message="the voided invoice's run to end")
+    invoice.refresh_from_db()
+    assert (WorkflowRun.objects.get(pk=invoice.run_id).result, invoice.status) == ("voided", InvoiceStatus.VOIDED)

@@ -243,27 +243,67 @@ def billing_unpaid_ticket(clock) -> str:
     return _advance(clock, invoice.run_id, timedelta(days=3)).id
 
 
+def _signalled(invoice, name: str, payload: dict, dedupe_key: str, **row) -> None:
+    """How void and due-date change reached a run before they were updates: the row written,
+    then a signal (these histories keep that shape; runs of it may still be in flight)."""
+    from durable import services
+    from processes.billing.models import Invoice
+
+    Invoice.objects.filter(pk=invoice.pk).update(**row)
+    services.signal_send(invoice.run_id, name, payload, dedupe_key=dedupe_key, actor="record")
+
+
 def billing_renegotiated_then_voided(clock) -> str:
-    """Reminded once; a new due date restarts the schedule (one reminder from it); voided."""
+    """Reminded once; a new due date restarts the schedule (one reminder from it); voided.
+    Sent as signals, as before updates."""
     from durable.testing import drive
-    from processes.billing.services import invoice_due_date_change, invoice_void
 
     invoice = _invoice("NF-HIST-003", "5511920000003")
-    invoice_due_date_change(invoice, due_at=START + timedelta(days=5), actor="record")
+    due_at = START + timedelta(days=5)
+    _signalled(invoice, "due_date_changed", {"due_at": due_at.isoformat()},
+               f"due:{invoice.pk}:{due_at.isoformat()}", due_at=due_at)
     drive(invoice.run_id)
     _advance(clock, invoice.run_id, timedelta(days=5))
-    invoice_void(invoice, actor="record", reason="issued twice")
+    _signalled(invoice, "voided", {"reason": "issued twice"}, f"void:{invoice.pk}", status="voided")
     return drive(invoice.run_id).id
 
 
 def billing_void_raced_by_payment(clock) -> str:
-    """Voided and paid before the run woke: payment wins, recorded once."""
+    """Voided and paid before the run woke: payment wins, recorded once (signals, as before
+    updates)."""
+    from durable.testing import drive
+    from processes.billing.services import payment_event_receive
+
+    invoice = _invoice("NF-HIST-004", "5511920000004")
+    _signalled(invoice, "voided", {"reason": ""}, f"void:{invoice.pk}", status="voided")
+    payment_event_receive({"id": "evt_hist_004", "type": "payment.succeeded",
+                           "data": {"invoice": invoice.number, "amount": "350.00"}})
+    return drive(invoice.run_id).id
+
+
+def billing_renegotiated_then_voided_by_updates(clock) -> str:
+    """The same, as updates: each handler decides under the invoice's lock while the run
+    waits, and hands the wait its signal in the same transaction."""
+    from durable.testing import drive
+    from processes.billing.services import invoice_due_date_change, invoice_void
+
+    invoice = _invoice("NF-HIST-005", "5511920000005")
+    invoice_due_date_change(invoice, due_at=START + timedelta(days=5), actor="record", timeout=0)
+    drive(invoice.run_id)
+    _advance(clock, invoice.run_id, timedelta(days=5))
+    invoice_void(invoice, actor="record", reason="issued twice", timeout=0)
+    return drive(invoice.run_id).id
+
+
+def billing_void_update_refused_after_payment(clock) -> str:
+    """A void stored, then a payment, before the run woke: the handler finds the invoice paid
+    and refuses; the run ends paid."""
     from durable.testing import drive
     from processes.billing.services import invoice_void, payment_event_receive
 
-    invoice = _invoice("NF-HIST-004", "5511920000004")
-    invoice_void(invoice, actor="record")
-    payment_event_receive({"id": "evt_hist_004", "type": "payment.succeeded",
+    invoice = _invoice("NF-HIST-006", "5511920000006")
+    invoice_void(invoice, actor="record", timeout=0)
+    payment_event_receive({"id": "evt_hist_006", "type": "payment.succeeded",
                            "data": {"invoice": invoice.number, "amount": "350.00"}})
     return drive(invoice.run_id).id
 
@@ -340,6 +380,10 @@ SCENARIOS = [
     Scenario("billing-unpaid-ticket", billing_unpaid_ticket, "completed", "escalated"),
     Scenario("billing-renegotiated-then-voided", billing_renegotiated_then_voided, "completed", "voided"),
     Scenario("billing-void-raced-by-payment", billing_void_raced_by_payment, "completed", "paid"),
+    Scenario("billing-renegotiated-then-voided-by-updates", billing_renegotiated_then_voided_by_updates,
+             "completed", "voided"),
+    Scenario("billing-void-update-refused-after-payment", billing_void_update_refused_after_payment,
+             "completed", "paid"),
     Scenario("reconcile-completed", reconcile_completed, "completed"),
     Scenario("reconcile-scheduled", reconcile_scheduled, "completed"),
 ]

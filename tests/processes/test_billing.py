@@ -4,12 +4,14 @@ from decimal import Decimal
 
 import pytest
 
-from durable import days
-from durable.models import RunStatus, Signal
+from durable import days, services
+from durable.errors import UpdateFailed
+from durable.models import EntryKind, JournalEntry, RunStatus, Signal
 from durable.testing import drive
 from processes.billing.models import FinanceTicket, InvoiceStatus, PaymentEvent
 from processes.billing.services import InvoiceSettled, invoice_due_date_change, invoice_issue, invoice_void
 from processes.whatsapp.models import OutboundMessage
+from tests.durable.test_api import client_for, user_with
 from tests.processes.conftest import PAYMENTS_URL
 
 pytestmark = pytest.mark.django_db
@@ -162,6 +164,11 @@ def test_a_payment_event_is_kept_raw_before_it_is_parsed(signed_post):
     assert WebhookDelivery.objects.get().source == "payments"
 
 
+def updates_of(invoice) -> list[tuple[str, str]]:
+    return list(JournalEntry.objects.filter(run_id=invoice.run_id, kind=EntryKind.UPDATE)
+                .order_by("position").values_list("name", "status"))
+
+
 def test_a_voided_invoice_ends_its_run_with_no_further_reminder(invoice, clock):
     invoice_void(invoice, actor="ops", reason="issued twice")
 
@@ -174,20 +181,69 @@ def test_a_voided_invoice_ends_its_run_with_no_further_reminder(invoice, clock):
     assert not FinanceTicket.objects.exists()
 
 
-def test_a_new_due_date_restarts_the_schedule_from_it(invoice, clock):
-    invoice_due_date_change(invoice, due_at=clock.now() + days(10), actor="ops")
-    drive(invoice.run_id)
+def test_a_void_is_an_update_the_run_applies_under_the_invoices_lock(invoice):
+    applied = invoice_void(invoice, actor="ops:ana", reason="issued twice")   # in a test's transaction:
+    assert applied is False                                                   # stored, not yet applied
+    invoice.refresh_from_db()
+    assert invoice.status == InvoiceStatus.OPEN                               # the run decides, not the caller
 
-    clock.advance(days(9))
-    drive(invoice.run_id)
-    assert reminders(invoice) == [f"{invoice.run_id}:1"]    # nothing before the new date
-    clock.advance(days(1))
-    drive(invoice.run_id)
-    clock.advance(days(3))
     run = drive(invoice.run_id)
 
-    assert reminders(invoice) == [f"{invoice.run_id}:1", f"{invoice.run_id}:due1:1", f"{invoice.run_id}:due1:2"]
-    assert run.status == RunStatus.WAITING
+    invoice.refresh_from_db()
+    assert (run.result, invoice.status) == ("voided", InvoiceStatus.VOIDED)
+    assert updates_of(invoice) == [("void", "completed")]
+    assert services.update_wait(run, f"void:{invoice.pk}", timeout=0) == {"status": "voided"}
+
+
+def test_a_void_stored_before_a_payment_is_refused_by_the_run_with_the_reason(invoice, signed_post):
+    invoice_void(invoice, actor="ops")
+    signed_post(payment("evt_late"), url=PAYMENTS_URL)     # lands before the run wakes
+
+    run = drive(invoice.run_id)
+
+    assert run.result == "paid"
+    assert updates_of(invoice) == [("void", "failed")]
+    with pytest.raises(UpdateFailed) as refused:           # what the operator's call answers
+        services.update_wait(run, f"void:{invoice.pk}", timeout=0)
+    assert refused.value.reason == "the invoice is paid"
+    with pytest.raises(InvoiceSettled, match="already paid"):
+        invoice_void(invoice, actor="ops")                  # asked again: the row answers at once
+
+
+def test_a_due_date_change_of_a_voided_invoice_is_refused_and_stores_nothing(invoice):
+    invoice_void(invoice, actor="ops")
+    drive(invoice.run_id)
+    stored = Signal.objects.filter(run_id=invoice.run_id).count()
+
+    with pytest.raises(InvoiceSettled, match="voided"):
+        invoice_due_date_change(invoice, due_at=invoice.due_at + days(10), actor="ops")
+
+    assert Signal.objects.filter(run_id=invoice.run_id).count() == stored
+
+
+def test_an_invoice_whose_reminders_ended_with_a_ticket_is_voided_on_its_row(invoice, clock):
+    clock.advance(days(3))
+    drive(invoice.run_id)
+    clock.advance(days(3))
+    assert drive(invoice.run_id).result == "escalated"
+    with pytest.raises(InvoiceSettled, match="escalated"):   # finance's ticket decides its date
+        invoice_due_date_change(invoice, due_at=invoice.due_at + days(10), actor="ops")
+
+    assert invoice_void(invoice, actor="finance", reason="written off") is True
+
+    invoice.refresh_from_db()
+    assert invoice.status == InvoiceStatus.VOIDED
+
+
+def test_the_run_update_api_refuses_a_due_date_without_an_offset_with_the_reason(invoice):
+    client = client_for(user_with("view_workflowrun", "operate_workflowrun"))
+
+    response = client.post(f"/api/runs/{invoice.run_id}/updates/change_due_date/",
+                           {"payload": {"due_at": "2027-02-01"}}, format="json")
+
+    assert response.status_code == 422
+    assert "ISO 8601 date and time with its offset" in str(response.json())
+    assert not Signal.objects.filter(run_id=invoice.run_id, name__startswith="durable.update").exists()
 
 
 def test_a_payment_racing_a_void_wins_and_is_recorded_once(invoice, signed_post):
@@ -210,3 +266,13 @@ def test_a_paid_invoice_cannot_be_voided(invoice, signed_post):
 
     invoice.refresh_from_db()
     assert invoice.status == InvoiceStatus.PAID
+
+
+def test_a_due_date_change_for_an_invoice_whose_run_was_cancelled_says_its_reminders_ended(invoice):
+    services.run_cancel(invoice.run_id, reason="moved to another system", actor="ops")
+
+    with pytest.raises(InvoiceSettled, match="its reminders have ended"):
+        invoice_due_date_change(invoice, due_at=invoice.due_at + days(10), actor="ops")
+
+    invoice.refresh_from_db()
+    assert invoice.status == InvoiceStatus.OPEN
