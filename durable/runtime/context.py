@@ -553,7 +553,8 @@ class ReplayContext:
             entry = self._new_entry(position, EntryKind.CHILD, definition.name,
                                     status=EntryStatus.COMPLETED,
                                     result={"id": child_id, "workflow": definition.name})
-            self.store.start_child(entry, definition, args, kwargs, child_id)
+            self.store.start_child(entry, definition, args, kwargs, child_id,
+                                   getattr(self.run, "priority", DEFAULT_PRIORITY))
             self.journal[position] = entry
         return ChildHandle(entry.result["id"], entry.result["workflow"])
 

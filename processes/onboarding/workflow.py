@@ -32,6 +32,9 @@ GOODBYE_TEXT = "Pedido de conta PJ encerrado, como pediu. Se quiser recomeçar, 
 # operators find a customer's run by CNPJ in the admin and the API. Each publication is
 # guarded where it stands: a run whose journal has something else there keeps its old path.
 STAGES = "stage-attributes"
+# A high-risk case goes ahead of the others in the WhatsApp sending line once its risk is
+# known (a step's priority changes no journal: recorded runs replay the same).
+HIGH_RISK_PRIORITY = 7
 
 
 @dataclass
@@ -42,6 +45,9 @@ class Progress:
 
     stage: str = "starting"
     missing: list[str] = field(default_factory=list)
+    # The priority of its messages from the first review on: HIGH_RISK_PRIORITY for a
+    # high-risk case, None (the run's own) otherwise. Not part of the answer.
+    priority: int | None = None
 
     def answer(self) -> dict:
         return {"stage": self.stage, "missing": list(self.missing)}
@@ -86,7 +92,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
                     break
             round_ += 1
             workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
-                          idempotency_key=f"{workflow.id}:ask:{round_}", limit=SEND)
+                          idempotency_key=f"{workflow.id}:ask:{round_}", limit=SEND, priority=progress.priority)
             progress.missing = list(result.missing)
             publish_stage(progress, f"awaiting {result.missing[0]}" if len(result.missing) == 1 else "awaiting documents")
             if not receive_documents(customer_id, round_):
@@ -99,7 +105,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
         review += 1
         if workflow.patched(UNDER_REVIEW):
             workflow.step(steps.notify, customer_id, UNDER_REVIEW_TEXT,
-                          idempotency_key=f"{workflow.id}:under-review:{review}", limit=SEND)
+                          idempotency_key=f"{workflow.id}:under-review:{review}", limit=SEND, priority=progress.priority)
         decision = wait_for_compliance_decision(customer_id, result, review, progress)
         if decision.approved:
             break
@@ -107,7 +113,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
             workflow.step(steps.set_status, customer_id, CompanyStatus.REJECTED, decision.reason,
                           atomic=True)
             workflow.step(steps.notify, customer_id, "Não foi possível abrir a sua conta PJ agora.",
-                          idempotency_key=f"{workflow.id}:rejected", limit=SEND)
+                          idempotency_key=f"{workflow.id}:rejected", limit=SEND, priority=progress.priority)
             publish_stage(progress, "rejected")
             return "rejected"
         # Compliance wants more: tell the customer what, then back to the documents loop.
@@ -117,14 +123,14 @@ def onboard(customer_id: str, progress: Progress) -> str:
         if workflow.patched(BATCHES):
             take_late_documents(customer_id, None)   # sent during the review: not an answer to this ask
         workflow.step(steps.request_more_documents, customer_id, decision.reason,
-                      idempotency_key=f"{workflow.id}:more:{review}", limit=SEND)
+                      idempotency_key=f"{workflow.id}:more:{review}", limit=SEND, priority=progress.priority)
         publish_stage(progress, "awaiting more documents")
         if not receive_documents(customer_id, round_):
             return close(customer_id, "documents never completed", progress)
     number = workflow.step(steps.create_account, customer_id, ", ".join(decision.by),
                            idempotency_key=workflow.id, atomic=True)
     workflow.step(steps.notify, customer_id, f"Conta PJ aberta: {number}.",
-                  idempotency_key=f"{workflow.id}:welcome", limit=SEND)
+                  idempotency_key=f"{workflow.id}:welcome", limit=SEND, priority=progress.priority)
     publish_stage(progress, "approved", account=number)
     return number
 
@@ -250,6 +256,7 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
     facts = workflow.step(steps.describe_for_review, customer_id)
     publish_stage(progress, "in review", cnpj=facts.cnpj or None, company=facts.name or None)
     risk, reasons = review_risk(facts, result)
+    progress.priority = HIGH_RISK_PRIORITY if risk == "high" else None
     level = 0
     while True:
         decision = request_approval(

@@ -94,3 +94,11 @@ def send_now(n: int) -> str:
 @workflow(name="slow_llm_check")
 def slow_llm_check() -> str:
     return workflow.step(busy, 12, queue=LLM_QUEUE)
+
+
+PRIORITY_QUEUE = "test-priority-check"   # declared with x-max-priority by its own test
+
+
+@workflow(name="served_by_priority", queue=PRIORITY_QUEUE)
+def served_by_priority(n: int) -> str:
+    return workflow.step(mark, f"served-{n}")

@@ -37,6 +37,27 @@ def test_a_run_starts_with_its_priority_and_its_message_carries_it(clock, django
     assert testing.dispatch_priorities[run.id] == 8
 
 
+def test_a_signals_wake_up_goes_at_its_runs_priority(clock, django_capture_on_commit_callbacks):
+    run = drive(services.run_start("step_wait_step", id="prio:signal", actor="test", priority=8).id)
+    testing.dispatch_priorities.clear()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.signal_send(run.id, "go", {"value": 1}, actor="test")
+
+    assert testing.dispatch_priorities[run.id] == 8
+
+
+def test_a_child_starts_at_its_parents_priority(clock, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        parent = services.run_start("one_child", "e1", id="prio:parent", actor="test", priority=7)
+    with django_capture_on_commit_callbacks(execute=True):
+        drive(parent.id)
+
+    child = WorkflowRun.objects.get(parent_id=parent.id)
+    assert child.priority == 7
+    assert testing.dispatch_priorities[child.id] == 7
+
+
 @pytest.mark.parametrize("priority", [-1, 10, "9", 2.0, True])
 def test_a_priority_that_is_not_a_whole_number_from_0_to_9_starts_nothing(clock, priority):
     with pytest.raises(ValueError, match="from 0 to 9"):

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 from approvals.models import ApprovalRequest, ApprovalStatus
 from approvals.services import approval_decide
 from durable import days
-from durable.models import RunStatus
+from durable.models import JournalEntry, LimitTicket, RunStatus
 from durable.testing import drive
 from processes.onboarding.models import Account, Company, CompanyStatus, Document, DocumentKind
 from processes.onboarding.steps import ReviewFacts
@@ -114,6 +114,30 @@ def test_without_a_cnpj_the_case_is_high_risk_and_needs_two_reviewers(customer, 
 
     assert run.status == RunStatus.COMPLETED
     assert Account.objects.get().approved_by == "ana, bruno"
+
+
+def welcome_priority(run_id: str) -> int:
+    """The priority the welcome message took its turn in the WhatsApp sending line with."""
+    welcome = JournalEntry.objects.get(run_id=run_id, idempotency_key=f"{run_id}:welcome")
+    return LimitTicket.objects.get(run_id=run_id, limit_name="whatsapp-send", position=welcome.position).priority
+
+
+def test_a_high_risk_case_goes_ahead_in_the_whatsapp_sending_line(customer, clock, ana, bruno):
+    for message in (CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+    clock.advance(days(1))   # no CNPJ: high risk
+    run = decide(ana, drive(run.id).id, "approve")
+    run = decide(bruno, run.id, "approve")
+
+    assert run.status == RunStatus.COMPLETED
+    assert welcome_priority(run.id) == 7
+
+
+def test_a_low_risk_case_sends_at_its_runs_priority(in_review, ana):
+    run = decide(ana, in_review.id, "approve")
+
+    assert run.status == RunStatus.COMPLETED
+    assert welcome_priority(run.id) == 5
 
 
 @pytest.mark.parametrize("cnpj_valid, problems, risk", [

@@ -35,9 +35,9 @@ class Store:
         """A step with a timeout started (``deadline``) or ended (None): keep the run only
         that long."""
 
-    def start_child(self, entry, definition, args, kwargs, child_id: str) -> None:
+    def start_child(self, entry, definition, args, kwargs, child_id: str, priority: int = 5) -> None:
         """Record ``entry`` (a child's journal entry) and start the child run ``child_id``
-        of ``definition`` with that input, in one transaction."""
+        of ``definition`` with that input, at the parent's ``priority``, in one transaction."""
         raise NotImplementedError
 
     def acquire_limit(self, limit, key: str, position: int, queue: str, priority: int = 5):

@@ -172,8 +172,10 @@ class LiveStore(Store):
                 if insert and self._landed(entry):
                     return None
 
-    def start_child(self, entry: JournalEntry, definition, args, kwargs, child_id: str) -> None:
-        self.record(entry, effect=lambda: start_child_run(self.run_id, definition, args, kwargs, child_id))
+    def start_child(self, entry: JournalEntry, definition, args, kwargs, child_id: str,
+                    priority: int = DEFAULT_PRIORITY) -> None:
+        self.record(entry, effect=lambda: start_child_run(self.run_id, definition, args, kwargs, child_id,
+                                                          priority))
 
     def acquire_limit(self, limit, key: str, position: int, queue: str, priority: int = DEFAULT_PRIORITY):
         with store_errors():
@@ -604,12 +606,12 @@ def _wake_statement(run_ids: list, *, now, by, **also) -> tuple[str, list]:
     return statement, [now, by, by, *values, *run_ids, *FINISHED_STATUSES]
 
 
-def record_signal(signal, event, now, grace) -> bool:
+def record_signal(signal, event, now, grace) -> int | None:
     """signal_send's writes: wake the unfinished run (bump ``signal_seq``, which locks the row,
     and bring ``wake_at`` forward to ``grace`` unless it is sooner) and, only if it was woken,
     insert ``signal`` and ``event``, its audit row, naming it (``signal_id`` in the detail) at
-    the end of the run's audit chain. False, with nothing written, when the run is finished
-    or missing.
+    the end of the run's audit chain. Returns the run's priority (its wake-up goes at it);
+    None, with nothing written, when the run is finished or missing.
 
     On PostgreSQL one statement, which computes the audit row's link and digest itself (the
     sender's call is a figure of issue 17): outside a transaction it needs no BEGIN or COMMIT.
@@ -622,13 +624,14 @@ def record_signal(signal, event, now, grace) -> bool:
     wake, params = _wake_statement([signal.run_id], now=now, by=grace)
     if connection.vendor != "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(wake, params)
-            woken = cursor.rowcount
-        if woken:
-            sql.insert(signal)
-            event.detail = {**event.detail, "signal_id": signal.pk}
-            event.save(parent_locked=True)
-        return bool(woken)
+            cursor.execute(f"{wake} RETURNING priority", params)
+            woken = cursor.fetchone()
+        if woken is None:
+            return None
+        sql.insert(signal)
+        event.detail = {**event.detail, "signal_id": signal.pk}
+        event.save(parent_locked=True)
+        return woken[0]
 
     signal_fields = [f for f in signal._meta.concrete_fields if not f.primary_key]
     signal_columns, signal_values = sql.saved(signal, signal_fields)
@@ -642,7 +645,7 @@ def record_signal(signal, event, now, grace) -> bool:
     column = {name: quote(audit.get_field(name).column)
               for name in (event.chain_parent, "action", "actor", "detail", "created_at",
                            "chain_seq", "prev_hash", "row_hash")}
-    statement = (f"WITH woken AS ({wake} RETURNING 1), "
+    statement = (f"WITH woken AS ({wake} RETURNING priority), "
            f"sent AS (INSERT INTO {quote(signal._meta.db_table)} ({signal_columns}) "
            f"SELECT {', '.join(['%s'] * len(signal_fields))} FROM woken RETURNING {quote(signal._meta.pk.column)} AS id), "
            f"head AS (SELECT {column['chain_seq']} AS seq, {column['row_hash']} AS hash FROM {quote(audit.db_table)} "
@@ -654,7 +657,7 @@ def record_signal(signal, event, now, grace) -> bool:
            f"encode(sha256(convert_to(link.prev || %s::text || link.seq::text || %s::text || link.id::text "
            f"|| %s::text, 'UTF8')), 'hex') FROM link "
            f"RETURNING ({column['detail']} ->> 'signal_id')::bigint, {quote(audit.pk.column)}, "
-           f"{column['chain_seq']}, {column['prev_hash']}, {column['row_hash']}")
+           f"{column['chain_seq']}, {column['prev_hash']}, {column['row_hash']}, (SELECT priority FROM woken)")
     created_at = audit.get_field("created_at")
     params += [*signal_values, signal.run_id, chain.GENESIS,
                event.run_id, event.action, event.actor, audit.get_field("detail").get_db_prep_save(detail, connection),
@@ -663,12 +666,12 @@ def record_signal(signal, event, now, grace) -> bool:
         cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:
-        return False
-    signal.pk, event.pk, event.chain_seq, event.prev_hash, event.row_hash = row
+        return None
+    signal.pk, event.pk, event.chain_seq, event.prev_hash, event.row_hash, priority = row
     event.detail = {**detail, "signal_id": signal.pk}
     sql.stored(signal)
     sql.stored(event)
-    return True
+    return priority
 
 
 def pick_due(horizon, until, limit: int, *,
@@ -1295,7 +1298,7 @@ def send_signal(run_id: str, name: str, encoded_payload, *, dedupe_key: str | No
                 break
             if locked:
                 raise
-    if existing is None and not woken:
+    if existing is None and woken is None:
         existing = _signal_with_key(run_id, dedupe_key)  # a redelivery to a finished run
         if existing is None:
             status = WorkflowRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
@@ -1304,7 +1307,7 @@ def send_signal(run_id: str, name: str, encoded_payload, *, dedupe_key: str | No
             raise RunFinished(f"run {run_id!r} is {status} and takes no more signals")
     if existing is not None:
         return existing, False
-    dispatch(run_id)  # a blocked run ignores it; its signals wait for the repair
+    dispatch(run_id, priority=woken)  # a blocked run ignores it; its signals wait for the repair
     return signal, True
 
 
@@ -1321,8 +1324,10 @@ def _signal_with_key(run_id: str, dedupe_key: str | None) -> Signal | None:
     return Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first() if dedupe_key else None
 
 
-def start_child_run(parent_id: str, definition, args, kwargs, child_id: str) -> WorkflowRun:
-    """Start ``child_id`` for the parent in the caller's transaction, or adopt it.
+def start_child_run(parent_id: str, definition, args, kwargs, child_id: str,
+                    priority: int = DEFAULT_PRIORITY) -> WorkflowRun:
+    """Start ``child_id`` for the parent in the caller's transaction, at the parent's
+    ``priority``, or adopt it.
 
     The id is the idempotency key: a run that exists with the same workflow and input is
     this child (adopted if it has no parent yet; if it already finished, its outcome is
@@ -1330,7 +1335,8 @@ def start_child_run(parent_id: str, definition, args, kwargs, child_id: str) -> 
     """
     child = start_run(definition, definition.encode_input(args, kwargs), child_id, parent=parent_id,
                       actor=f"run:{parent_id}", detail={"workflow": definition.name,
-                                                        "version": definition.version, "parent": parent_id})
+                                                        "version": definition.version, "parent": parent_id},
+                      priority=priority)
     if child.parent_id == parent_id:
         return child
     if child.parent_id is not None:

@@ -74,7 +74,7 @@ class RecordedStore(Store):
     def record(self, entry, **kwargs) -> None:
         raise HistoryEnds(entry.position, self.reason_at(entry.position))
 
-    def start_child(self, entry, definition, args, kwargs, child_id: str) -> None:
+    def start_child(self, entry, definition, args, kwargs, child_id: str, priority: int = 5) -> None:
         raise HistoryEnds(entry.position, self.reason_at(entry.position))
 
     def reason_at(self, position: int) -> str:
