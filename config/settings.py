@@ -201,7 +201,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "durable.models.RunStatus",
                             "EntryStatusEnum": "durable.models.EntryStatus",
-                            "BulkActionEnum": "durable.features.bulk.ACTIONS"},
+                            "BulkActionEnum": "durable.features.bulk.ACTIONS",
+                            "InvoiceOperationStatusEnum": "processes.billing.api.OPERATION_STATUSES"},
 }
 # The API refuses larger request bodies (413) and larger signal payloads or run input (400).
 DURABLE_API_MAX_PAYLOAD_BYTES = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_BYTES", str(64 * 1024)))

@@ -12,7 +12,9 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from durable import clock
+from processes.billing import admin_actions as billing_admin
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
+from processes.billing.services import invoice_issue
 from processes.onboarding.models import Account, Company, Document
 from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.views import document_file_response
@@ -114,10 +116,41 @@ class AccountAdmin(ProcessWrittenAdmin):
 
 @admin.register(Invoice)
 class InvoiceAdmin(admin.ModelAdmin):
+    """An invoice is issued with its reminders' run, and its status and due date change only
+    through that run (the void and due-date actions): an edited row would leave the run
+    reminding about an invoice that no longer asks for it."""
+
     list_display = ["number", "customer_name", "amount", "currency", "due_at", "status", "paid_at"]
     list_filter = ["status"]
     search_fields = ["number", "customer_name", "wa_id"]
     raw_id_fields = ["company"]
+    actions = [billing_admin.void_invoices, billing_admin.change_due_date]
+
+    def get_fields(self, request, obj=None):
+        if obj is None:   # what invoice_issue takes
+            return ["number", "customer_name", "amount", "due_at", "wa_id", "company"]
+        return super().get_fields(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return ["number", "amount", "currency", "due_at", "status", "paid_at", "run_link"]
+
+    @admin.display(description="reminders' run")
+    def run_link(self, obj):
+        url = reverse("admin:durable_workflowrun_change", args=[obj.run_id])
+        return format_html('<a href="{}">{}</a>', url, obj.run_id)
+
+    def has_delete_permission(self, request, obj=None):
+        return False   # its run would fail at its next step: void it instead
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        issued = invoice_issue(number=obj.number, customer_name=obj.customer_name, amount=obj.amount,
+                               due_at=obj.due_at, wa_id=obj.wa_id, company=obj.company,
+                               actor=request.user.get_username())
+        obj.pk = issued.pk
 
 
 @admin.register(PaymentEvent)

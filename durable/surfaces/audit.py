@@ -1,4 +1,6 @@
 """Who and where an operator request came from, for the audit events the services write."""
+import getpass
+import socket
 
 
 def request_audit(request, *, via: str) -> tuple[str, dict]:
@@ -21,3 +23,13 @@ def request_audit(request, *, via: str) -> tuple[str, dict]:
     if forwarded:
         detail["forwarded_for"] = forwarded[:500]
     return actor, detail
+
+
+def command_audit() -> dict:
+    """Who ran a management command, for the audit event: the OS user and the host, as the
+    services take them (``actor=``, ``audit=``)."""
+    try:
+        user = getpass.getuser()
+    except Exception:
+        user = "unknown"
+    return {"actor": f"cli:{user}", "audit": {"via": "cli", "user": user, "host": socket.gethostname()}}

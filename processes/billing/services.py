@@ -1,5 +1,6 @@
 """Writes of billing: issue an invoice (and start its reminders), record a payment event."""
 import logging
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
@@ -15,7 +16,12 @@ PAID_EVENT_TYPES = {"payment.succeeded", "invoice.paid"}
 
 
 class InvoiceSettled(Exception):
-    """The invoice is paid or voided: it cannot be voided or renegotiated any more."""
+    """The invoice is paid or voided: it cannot be voided or renegotiated any more.
+    ``status``: the invoice's status that refused it, or "ended" (its run is over)."""
+
+    def __init__(self, message: str, status: str = ""):
+        self.status = status
+        super().__init__(message)
 
 
 class PaymentPayloadInvalid(ValueError):
@@ -33,7 +39,24 @@ def invoice_issue(*, number: str, customer_name: str, amount: Decimal, due_at, w
     return invoice
 
 
-def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: float = 10.0) -> bool:
+# A due date beyond this is a typing slip, not a renegotiation (and year 9999 breaks pages).
+LATEST_DUE = timedelta(days=2 * 366)
+
+
+def due_at_problem(due_at) -> str | None:
+    """Why ``due_at`` cannot be an invoice's new due date, or None."""
+    if not isinstance(due_at, datetime) or due_at.tzinfo is None:
+        return "a due date is a date and time with its time zone"
+    now = clock.now()
+    if due_at <= now:
+        return "the new due date must be in the future"
+    if due_at > now + LATEST_DUE:
+        return "the new due date must be within two years"
+    return None
+
+
+def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: float = 10.0,
+                 audit: dict | None = None) -> bool:
     """Void an invoice whose reminders are pending: its run ends with no further reminder.
 
     Sent to the run as the update ``void``; the run decides under the invoice's lock. A
@@ -42,41 +65,47 @@ def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: flo
     run applied it, False if it did not within ``timeout`` seconds: it is stored and will
     be (ask again for its outcome: the same void is the same update).
     """
+    if not isinstance(reason, str) or len(reason) > 500:
+        raise ValueError("a void's reason is text of at most 500 characters")
     return _update(invoice, "void", {"reason": reason}, dedupe_key=f"void:{invoice.pk}", actor=actor,
-                   timeout=timeout, without_run=lambda: _void_directly(invoice))
+                   timeout=timeout, audit=audit, without_run=lambda: _void_directly(invoice))
 
 
-def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, timeout: float = 10.0) -> bool:
+def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, timeout: float = 10.0,
+                            audit: dict | None = None) -> bool:
     """Renegotiate an open invoice: a new due date restarts the reminder schedule from it.
 
     Sent to the run as the update ``change_due_date``; the run writes the date under the
     invoice's lock (the row is the one truth the schedule reads). InvoiceSettled when the
     invoice is not open (paid, voided, or finance's ticket decides). Returns as
     ``invoice_void`` does."""
-    if due_at.tzinfo is None:
-        raise ValueError("a due date needs its time zone")
+    problem = due_at_problem(due_at)
+    if problem:
+        raise ValueError(problem)
     iso = due_at.isoformat()
     return _update(invoice, "change_due_date", {"due_at": iso}, dedupe_key=f"due:{invoice.pk}:{iso}",
-                   actor=actor, timeout=timeout, without_run=None)
+                   actor=actor, timeout=timeout, audit=audit, without_run=None)
 
 
 def _update(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str, actor: str, timeout: float,
-            without_run) -> bool:
+            audit: dict | None, without_run) -> bool:
     """Refuse at once what the row already settles (a read), then ask the run; a run that is
     gone (finished, archived) is asked nothing: ``without_run`` decides, or InvoiceSettled."""
     current = Invoice.objects.get(pk=invoice.pk)
     if current.status in (InvoiceStatus.PAID, InvoiceStatus.VOIDED) or (
             name == "change_due_date" and current.status != InvoiceStatus.OPEN):
-        raise InvoiceSettled(f"invoice {current.number} is already {current.status}")
+        raise InvoiceSettled(f"invoice {current.number} is already {current.status}", current.status)
     try:
-        services.run_update(invoice.run_id, name, payload, actor=actor, timeout=timeout, dedupe_key=dedupe_key)
+        services.run_update(invoice.run_id, name, payload, actor=actor, timeout=timeout, dedupe_key=dedupe_key,
+                            audit={"invoice": current.number, **(audit or {})})
     except (UpdateRejected, UpdateFailed) as exc:
-        raise InvoiceSettled(f"invoice {current.number}: {getattr(exc, 'reason', '') or exc}") from exc
+        status = Invoice.objects.values_list("status", flat=True).get(pk=invoice.pk)
+        raise InvoiceSettled(f"invoice {current.number}: {getattr(exc, 'reason', '') or exc}", status) from exc
     except UpdateTimeout:
         return False
     except (RunNotFound, RunFinished) as exc:
         if without_run is None:
-            raise InvoiceSettled(f"invoice {current.number}: its reminders have ended ({exc})") from exc
+            raise InvoiceSettled(f"invoice {current.number}: its reminders have ended ({exc})", "ended") from exc
         without_run()
     return True
 
@@ -86,7 +115,7 @@ def _void_directly(invoice: Invoice) -> None:
     with transaction.atomic():
         invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
         if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.VOIDED):
-            raise InvoiceSettled(f"invoice {invoice.number} is already {invoice.status}")
+            raise InvoiceSettled(f"invoice {invoice.number} is already {invoice.status}", invoice.status)
         invoice.status = InvoiceStatus.VOIDED
         invoice.save(update_fields=["status"])
 

@@ -53,8 +53,16 @@ def _tell_own_run(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str
     services.signal_send(invoice.run_id, name, payload, dedupe_key=dedupe_key, actor=f"billing:update:{name}")
 
 
+# What send_reminder returns, followed by the invoice's status, when it did not send: the
+# row was settled outside the run (by hand in the database: the admin no longer edits it).
+NOT_SENT = "not sent: the invoice is "
+
+
 def send_reminder(invoice_id: int, number: int, idempotency_key: str) -> str:
+    """The reminder, only for an invoice that is still open."""
     invoice = Invoice.objects.select_related("company").get(pk=invoice_id)
+    if invoice.status != InvoiceStatus.OPEN:
+        return f"{NOT_SENT}{invoice.status}"
     body = (f"Lembrete {number}: a fatura {invoice.number} de {invoice.amount} {invoice.currency} "
             f"venceu em {invoice.due_at:%d/%m/%Y}.")
     to_wa_id = invoice.wa_id or (invoice.company.wa_id if invoice.company else "") or ""

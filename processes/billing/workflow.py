@@ -53,8 +53,10 @@ def remind_until_settled(invoice_id: int, due_at, schedule: int):
         if settled is not None:
             return settled
     for number in (1, 2):
-        workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{prefix}{number}",
-                      limit=SEND, priority=OVERDUE_PRIORITY)
+        sent = workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{prefix}{number}",
+                             limit=SEND, priority=OVERDUE_PRIORITY)
+        if sent.startswith(steps.NOT_SENT):   # settled outside the run: end as the row says
+            return sent.removeprefix(steps.NOT_SENT)
         settled = settle(invoice_id, workflow.wait_for_any(EVENTS, timeout=PAYMENT_WAIT))
         if settled is not None:
             return settled

@@ -528,12 +528,16 @@ def test_every_string_boolean_or_integer_of_a_request_body_refuses_another_json_
              "/api/runs/{run_id}/cancel/": {"reason": "r", "graceful": False},
              "/api/runs/{run_id}/fork/": {"at_position": 0},
              "/api/bulk/": {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True},
-             "/api/bulk/confirm/": {"token": "t"}}
+             "/api/bulk/confirm/": {"token": "t"},
+             "/api/invoices/{number}/void/": {"reason": "r"},
+             "/api/invoices/{number}/due-date/": {"due_at": "2099-01-01T00:00:00+00:00"}}
+    User.objects.get(username="operator").user_permissions.add(
+        Permission.objects.get(content_type__app_label="processes", codename="change_invoice"))
     before = (WorkflowRun.objects.count(), Signal.objects.count())
 
     accepted = []
     for path, name, json_type in fields:
-        url = path.replace("{run_id}", "orders:c-42%2Fa%20b")
+        url = path.replace("{run_id}", "orders:c-42%2Fa%20b").replace("{number}", "NF-1")
         for value in MISTYPED[json_type]:
             response = post_json(operator, url, {**valid[path], name: value})
             if response.status_code != 400 or name not in (response.json()["error"]["detail"] or {}):

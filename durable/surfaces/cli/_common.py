@@ -1,12 +1,11 @@
 """Helpers shared by the ``manage.py durable`` subcommands: JSON arguments, audit, tables."""
-import getpass
 import json
-import socket
 
 from django.core.management.base import CommandError
 
 from durable import validation
 from durable.errors import DurableError
+from durable.surfaces.audit import command_audit as audit  # noqa: F401  (the subcommands' name for it)
 
 USAGE_ERROR = 2
 
@@ -29,15 +28,6 @@ def loose_json(text: str):
         return json.loads(text)
     except json.JSONDecodeError:
         return text
-
-
-def audit() -> dict:
-    """Who ran the command, for the audit event: the OS user and the host."""
-    try:
-        user = getpass.getuser()
-    except Exception:
-        user = "unknown"
-    return {"actor": f"cli:{user}", "audit": {"via": "cli", "user": user, "host": socket.gethostname()}}
 
 
 def table(rows: list[list], headers: list[str]) -> str:
