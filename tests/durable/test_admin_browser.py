@@ -74,3 +74,21 @@ def test_a_run_pages_timeline_draws_its_bars_in_the_browser(admin_page):
 
     assert bars and all(width > 0 for width in bars), bars
     assert 0 < box <= 1366
+
+
+def test_on_a_390_px_phone_the_timeline_shrinks_to_the_screen(admin_page):
+    run_id = WorkflowRun.objects.filter(journal__kind="step").order_by("created_at").values_list("id", flat=True).first()
+    admin_page.set_viewport_size({"width": 390, "height": 844})
+    admin_page.goto(admin_page.url.split("/admin/")[0] + reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+
+    drawn = admin_page.evaluate("""() => {
+        const svg = document.querySelector('#durable-timeline'), box = svg.getBoundingClientRect();
+        const holder = svg.parentElement;
+        return {left: box.left, right: box.right, width: box.width, viewport: window.innerWidth,
+                holder: [holder.scrollWidth, holder.clientWidth],
+                bars: [...svg.querySelectorAll('rect')].map(r => r.getBoundingClientRect().width)};
+    }""")
+
+    assert 0 < drawn["width"] and drawn["left"] >= 0 and drawn["right"] <= drawn["viewport"], drawn
+    assert drawn["holder"][0] <= drawn["holder"][1], drawn     # nothing hidden to the side
+    assert drawn["bars"] and all(width > 0 for width in drawn["bars"]), drawn
