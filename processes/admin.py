@@ -62,7 +62,7 @@ class CompanyAdmin(admin.ModelAdmin):
     list_display = ["customer_id", "name", "cnpj", "wa_id", "user_id", "status", "escalations", "updated_at"]
     list_filter = ["status"]
     search_fields = ["customer_id", "name", "cnpj", "wa_id", "user_id"]
-    readonly_fields = ["customer_id", "run_link", "created_at", "updated_at"]
+    readonly_fields = ["customer_id", "application", "run_link", "created_at", "updated_at"]
     inlines = [DocumentInline]
 
     @admin.display(description="onboarding run")

@@ -40,7 +40,9 @@ class CompanyStatus(models.TextChoices):
 
 
 class Company(models.Model):
-    """A business opening an account. Its onboarding run is ``onboarding:<customer_id>``.
+    """A business opening an account. Its onboarding run is ``onboarding:<customer_id>``, and
+    ``onboarding:<customer_id>:<n>`` for its n-th application (one started after a
+    withdrawal or a closure).
 
     A sender is known by phone (``wa_id``) or by business-scoped user id (``user_id``),
     since WhatsApp may deliver a message without a phone number.
@@ -56,6 +58,9 @@ class Company(models.Model):
                               default=CompanyStatus.COLLECTING)
     status_reason = models.CharField(max_length=200, blank=True)
     escalations = models.PositiveIntegerField(default=0)
+    # Which application this is: 1, then one more each time the customer writes again after
+    # withdrawing or after the application closed for want of documents.
+    application = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -73,7 +78,10 @@ class Company(models.Model):
 
     @property
     def run_id(self) -> str:
-        return f"onboarding:{self.customer_id}"
+        """The run of its current application."""
+        if self.application == 1:
+            return f"onboarding:{self.customer_id}"
+        return f"onboarding:{self.customer_id}:{self.application}"
 
 
 class Document(models.Model):

@@ -6,14 +6,15 @@ import unicodedata
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from durable import services
+from durable import selectors, services
 from durable.errors import RunFinished, RunNotFound
 from processes.billing.models import Invoice
 from processes.onboarding.cnpj import cnpj_find
-from processes.onboarding.models import Company, Document
+from processes.onboarding.models import Company, CompanyStatus, Document
 from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.status import STATUS_WORDS, status_answer
 from processes.onboarding.validation import guess_kind
+from processes.onboarding.workflow import DOCUMENTS_SIGNAL
 from processes.whatsapp.models import InboundMessage, InboundStatus
 from processes.whatsapp.services import message_send
 
@@ -22,6 +23,9 @@ log = logging.getLogger(__name__)
 DOCUMENT_TYPES = {"document", "image"}
 # A text that is one of these words alone (case, accents and end punctuation ignored) withdraws.
 WITHDRAWAL_WORDS = {"cancelar", "cancel", "desistir"}
+# An application that ended in one of these starts again when the customer writes (the
+# goodbye says so); an approved or rejected one does not.
+RESTARTABLE = {CompanyStatus.WITHDRAWN, CompanyStatus.CLOSED}
 
 
 def _one_word(text: str) -> str:
@@ -97,6 +101,38 @@ def company_for_sender(*, wa_id: str = "", user_id: str = "", profile_name: str 
         return Company.objects.filter(query).order_by("pk").first()
 
 
+def company_application_restart(company: Company) -> bool:
+    """The customer writes again after withdrawing (or after the application closed for want
+    of documents): a new application, with a run of its own (``Company.run_id`` moves on),
+    once the last run has finished (its goodbye sent). The documents already on file stay
+    and count. Called with the company's row locked (``company_for_sender``), so two
+    messages at once start one application. True if it started one."""
+    if company.status not in RESTARTABLE:
+        return False
+    try:
+        if not selectors.run_get(company.run_id).is_finished:
+            return False
+    except RunNotFound:
+        pass   # archived, so finished long ago
+    company.application += 1
+    company.status, company.status_reason, company.escalations = CompanyStatus.COLLECTING, "", 0
+    company.save(update_fields=["application", "status", "status_reason", "escalations", "updated_at"])
+    log.info("company %s: application %d starts (%s)", company.customer_id, company.application, company.run_id)
+    return True
+
+
+def documents_on_file_send(company: Company, run_id: str) -> int:
+    """Hand a new application's run the documents the company already sent, as if sent
+    now (one ``documents_received`` each, keyed by run and document): it validates them in
+    its first batch, and asks only for what is still missing. Returns how many."""
+    documents = list(company.documents.order_by("pk"))
+    for document in documents:
+        services.signal_send(run_id, DOCUMENTS_SIGNAL, {"message_id": document.message_id,
+                                                             "document_id": document.pk, "kind": document.kind},
+                             dedupe_key=f"on-file:{document.pk}", actor="onboarding:new-application")
+    return len(documents)
+
+
 def company_cnpj_from_text(company: Company, text: str) -> str:
     """Record the first valid CNPJ the customer writes (the greeting asks for it).
 
@@ -146,8 +182,11 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         return InboundStatus.UNMATCHED, "a billing customer with no onboarding; kept for an operator", None
     company = known or company_for_sender(wa_id=wa_id, user_id=user_id,
                                           profile_name=str(profile.get("name") or ""), create=True)
+    restarted = company_application_restart(company)
     run = onboarding_start(company, actor=f"whatsapp:{wa_id or user_id}",
                            audit={"message_id": message.wamid})
+    if restarted:
+        documents_on_file_send(company, run.id)
     if message.message_type == "text":
         cnpj = company_cnpj_from_text(company, _text_body(message))
         note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"

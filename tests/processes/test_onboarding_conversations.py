@@ -113,6 +113,61 @@ def test_a_withdrawal_during_the_review_cancels_the_open_case_and_says_goodbye_o
     assert InboundMessage.objects.get(wamid="wamid.SAYS2").note.startswith("withdrawal: nothing to cancel")
 
 
+def sent_by(run_id: str) -> list[str]:
+    """The keys of the messages this run sent, without its id (not a later application's:
+    ``<run id>:2:greet`` is the second application's)."""
+    keys = OutboundMessage.objects.filter(idempotency_key__startswith=run_id + ":").order_by("created_at", "pk")
+    rests = [key.removeprefix(run_id + ":") for key in keys.values_list("idempotency_key", flat=True)]
+    return [rest for rest in rests if not rest.split(":", 1)[0].isdigit()]
+
+
+def test_writing_again_after_withdrawing_starts_a_new_application_with_a_run_of_its_own(customer):
+    customer(HELLO)
+    withdrawn = customer(says("cancelar"))
+    assert "recomeçar" in OutboundMessage.objects.get(idempotency_key=f"{withdrawn.id}:bye").body
+
+    run = customer(says("oi, quero recomeçar", 2))
+
+    company = Company.objects.get()
+    assert (company.application, company.status) == (2, CompanyStatus.COLLECTING)
+    assert run.id == f"onboarding:{company.customer_id}:2" != withdrawn.id
+    assert run.status == RunStatus.WAITING and sent_by(run.id) == ["greet"]
+    assert sent_by(withdrawn.id) == ["greet", "bye"]                      # the old one is left as it ended
+    assert InboundMessage.objects.get(wamid="wamid.SAYS2").company == company
+
+
+def test_a_new_application_takes_the_documents_already_on_file(customer, in_review):
+    customer(says("cancelar"))
+
+    run = customer(says("voltei", 2))
+
+    assert run.id.endswith(":2")
+    assert run.waiting_for == "signal:compliance_decision"             # the set is complete already
+    assert ApprovalRequest.objects.filter(run_id=run.id, status=ApprovalStatus.PENDING).count() == 1
+
+
+def test_an_application_closed_for_want_of_documents_starts_again_when_the_customer_writes(customer, clock):
+    first = customer(HELLO)
+    clock.advance(days(7))
+    drive(first.id)                                                      # the reminder
+    clock.advance(days(3))
+    assert drive(first.id).result == "expired"
+
+    run = customer(says("desculpe a demora", 2))
+
+    assert run.id.endswith(":2") and run.status == RunStatus.WAITING
+    assert Company.objects.get().status == CompanyStatus.COLLECTING
+
+
+def test_an_approved_company_writing_again_starts_nothing_new(customer, in_review, ana):
+    approved = decide(ana, in_review.id, "approve")
+
+    customer(says("obrigado!", 2))
+
+    company = Company.objects.get()
+    assert (company.application, company.status, company.run_id) == (1, CompanyStatus.APPROVED, approved.id)
+
+
 def test_a_sentence_that_mentions_cancelling_is_not_a_withdrawal(customer):
     customer(HELLO)
 
