@@ -7,10 +7,11 @@ import math
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from django.db.models import Count
+from django.db.models import Case, CharField, Count, F, Value, When
 from django.utils.translation import gettext_lazy as _
 
-from approvals.models import DECIDED_STATUSES, OPEN_STATUSES, ApprovalDecision, ApprovalRequest, Outcome
+from approvals.models import (DECIDED_STATUSES, OPEN_STATUSES, ApprovalDecision, ApprovalRequest, ApprovalStatus,
+                              Outcome)
 from approvals.selectors import sla_age, stale_claim_age
 from durable import clock
 
@@ -101,15 +102,27 @@ def stale_claims(now: datetime | None = None) -> int:
     return ApprovalRequest.objects.filter(status="claimed", claimed_at__lte=now - stale_claim_age()).count()
 
 
-def decisions_per_reviewer() -> list[ReviewerTally]:
-    """Every vote recorded, by reviewer and outcome (a first of two approvals counts)."""
+# The tally's column for votes on cases whose process ended before acting on them: counted
+# apart, so an approval that opened nothing is not an approval on the dashboard.
+SUPERSEDED = ApprovalStatus.SUPERSEDED.value
+
+
+def decisions_per_reviewer(*, superseded_apart: bool = True) -> list[ReviewerTally]:
+    """Every vote recorded, by reviewer and outcome (a first of two approvals counts); the
+    votes on superseded cases in a column of their own unless ``superseded_apart`` is off
+    (/metrics: a counter never moves a vote from one label to another)."""
     tallies: dict[str, ReviewerTally] = {}
-    rows = (ApprovalDecision.objects.order_by().values("reviewer__username", "outcome")
+    column = F("outcome")
+    if superseded_apart:
+        column = Case(When(request__status=SUPERSEDED, then=Value(SUPERSEDED)), default=F("outcome"),
+                      output_field=CharField())
+    rows = (ApprovalDecision.objects.order_by().annotate(column=column).values("reviewer__username", "column")
             .annotate(n=Count("id")))
     for row in rows:
-        tally = tallies.setdefault(row["reviewer__username"], ReviewerTally(row["reviewer__username"],
-                                                                          dict.fromkeys(Outcome.values, 0)))
-        tally.by_outcome[row["outcome"]] = row["n"]
+        tally = tallies.setdefault(row["reviewer__username"], ReviewerTally(
+            row["reviewer__username"], dict.fromkeys([*Outcome.values, *([SUPERSEDED] if superseded_apart else [])],
+                                                     0)))
+        tally.by_outcome[row["column"]] = row["n"]
     return sorted(tallies.values(), key=lambda tally: (-tally.total, tally.reviewer))
 
 

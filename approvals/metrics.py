@@ -24,7 +24,7 @@ class ApprovalsCollector:
                                 "APPROVALS_STALE_CLAIM_HOURS.", value=figures.stale_claims(now))
         decisions = CounterMetricFamily("approvals_decisions", "Reviewers' votes by outcome.",
                                         labels=["reviewer", "outcome"])
-        for tally in figures.decisions_per_reviewer():
+        for tally in figures.decisions_per_reviewer(superseded_apart=False):
             for outcome, count in tally.by_outcome.items():
                 decisions.add_metric([tally.reviewer, outcome], count)
         yield decisions

@@ -22,11 +22,14 @@ class ApprovalStatus(models.TextChoices):
     RETURNED = "returned", pgettext_lazy("case status", "Returned")
     EXPIRED = "expired", pgettext_lazy("case status", "Expired")
     CANCELLED = "cancelled", pgettext_lazy("case status", "Cancelled")
+    # Approved or rejected, but the process ended (the customer withdrew, an operator
+    # cancelled it) before it acted on the decision: nothing was done with it.
+    SUPERSEDED = "superseded", pgettext_lazy("case status", "Superseded")
 
 
 OPEN_STATUSES = (ApprovalStatus.PENDING, ApprovalStatus.CLAIMED)
 DECIDED_STATUSES = (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.RETURNED)
-CLOSED_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.EXPIRED, ApprovalStatus.CANCELLED)
+CLOSED_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.EXPIRED, ApprovalStatus.CANCELLED, ApprovalStatus.SUPERSEDED)
 
 
 class Risk(models.TextChoices):
@@ -133,6 +136,11 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
     def cancel(self):
         pass
 
+    @transition(field=status, source=[ApprovalStatus.APPROVED, ApprovalStatus.REJECTED],
+                target=ApprovalStatus.SUPERSEDED)
+    def supersede(self):
+        pass
+
 
 class ApprovalDecision(models.Model):
     """One reviewer's vote. A high-risk case needs two approvals from two different people."""
@@ -175,6 +183,7 @@ class CaseAction(models.TextChoices):
     UNCLAIM = "unclaim", pgettext_lazy("audit action", "unclaimed by a supervisor")
     EXTEND_DEADLINE = "extend_deadline", pgettext_lazy("audit action", "deadline extended")
     FOLLOW_UP = "follow_up", pgettext_lazy("audit action", "follow-up date set")
+    SUPERSEDE = "supersede", pgettext_lazy("audit action", "superseded: the process ended before acting on it")
 
 
 # What the audit trail shows for each action it records.

@@ -204,6 +204,8 @@ def closed_message(case: ApprovalRequest) -> str:
         ApprovalStatus.REJECTED: _("Case #%(id)s was already rejected by %(by)s at %(when)s."),
         ApprovalStatus.RETURNED: _("Case #%(id)s was already sent back for more documents by %(by)s at %(when)s."),
         ApprovalStatus.CANCELLED: _("Case #%(id)s was already cancelled by %(by)s at %(when)s."),
+        ApprovalStatus.SUPERSEDED: _("Case #%(id)s's process was cancelled by %(by)s at %(when)s, before it "
+                                     "acted on the decision."),
     }
     return messages.get(case.status, _("Case #%(id)s was already closed by %(by)s at %(when)s.")) % values
 
@@ -475,6 +477,21 @@ def approval_cancel(request_id: int, *, actor: str, reason: str = "",
         case.closed_at, case.closed_by = clock.now(), actor
         _save(case, ["closed_at", "closed_by"])
         _audit(case, CaseAction.CANCEL, actor, from_status, reason=reason, meta=meta)
+    return case
+
+
+def approval_supersede(request_id: int, *, actor: str, reason: str = "",
+                       meta: RequestMeta | None = None) -> ApprovalRequest:
+    """An approved or rejected case whose process ended before it acted on the decision (the
+    customer withdrew, an operator cancelled the run): it is marked superseded, so no record
+    counts an approval that opened nothing. Its decisions stay, as they were given."""
+    with transaction.atomic():
+        case = approval_lock(request_id)
+        from_status = case.status
+        case.supersede()
+        case.closed_at, case.closed_by = clock.now(), actor
+        _save(case, ["closed_at", "closed_by"])
+        _audit(case, CaseAction.SUPERSEDE, actor, from_status, reason=reason, meta=meta)
     return case
 
 

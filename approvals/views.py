@@ -142,6 +142,8 @@ def _closed_summary(case) -> str:
                                    "it is read-only."),
         ApprovalStatus.EXPIRED: _("This case expired on %(when)s: nobody decided before its deadline."),
         ApprovalStatus.CANCELLED: _("This case was cancelled by %(by)s on %(when)s; it is read-only."),
+        ApprovalStatus.SUPERSEDED: _("This case was decided, but its process was cancelled by %(by)s on %(when)s "
+                                     "before it acted on the decision: nothing was done with it. It is read-only."),
     }
     return messages_by_status[case.status] % values
 
@@ -317,7 +319,8 @@ class DashboardView(SupervisorView):
         return render(request, "approvals/dashboard.html", {
             "backlog": figures.backlog(), "buckets": [label for label, _key, _bound in figures.AGE_BUCKETS],
             "past_sla": figures.past_sla(), "sla_hours": selectors.sla_age().total_seconds() / 3600,
-            "tallies": figures.decisions_per_reviewer(), "outcomes": Outcome.choices,
+            "tallies": figures.decisions_per_reviewer(),
+            "outcomes": [*Outcome.choices, (figures.SUPERSEDED, ApprovalStatus.SUPERSEDED.label)],
             "weeks": weeks, "chart": figures.chart(weeks), "stale_claims": figures.stale_claims(),
             "section": "dashboard"})
 

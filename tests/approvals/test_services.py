@@ -245,6 +245,44 @@ def test_cancelling_the_run_cancels_its_open_case(case, ana):
         services.approval_decide(case.pk, actor=ana, outcome="approve")
 
 
+@pytest.mark.parametrize("outcome, reason", [("approve", ""), ("reject", "documents do not match")])
+def test_a_decision_the_cancelled_run_never_acted_on_is_superseded_with_its_votes_kept(case, ana, outcome, reason):
+    services.approval_decide(case.pk, actor=ana, outcome=outcome, reason=reason)   # the run has not read it
+
+    durable_services.run_cancel(case.run_id, reason="customer withdrew", actor="customer")
+
+    case.refresh_from_db()
+    assert (case.status, case.closed_by) == (ApprovalStatus.SUPERSEDED, "customer")
+    assert case.decisions.get().reviewer == ana                          # the vote stays, as it was given
+    row = case.audit.get(action="supersede")
+    assert (row.from_status, row.to_status, row.reason) == (
+        outcome + "d" if outcome == "approve" else "rejected", "superseded",
+        "the process was cancelled: customer withdrew")
+    with pytest.raises(AlreadyClosed, match="before it acted on the decision"):
+        services.approval_decide(case.pk, actor=ana, outcome="approve")
+
+
+def test_a_case_sent_back_for_documents_stays_returned_when_the_run_is_cancelled_later(case, ana):
+    services.approval_decide(case.pk, actor=ana, outcome="more_documents", reason="send the contract")
+
+    durable_services.run_cancel(case.run_id, reason="customer withdrew", actor="customer")
+
+    case.refresh_from_db()
+    assert case.status == ApprovalStatus.RETURNED
+
+
+def test_superseded_cases_are_in_the_archive_apart_and_not_in_the_time_to_decision(case, ana, clock):
+    from approvals.figures import weekly_time_to_decision
+    from approvals.selectors import approvals_archive
+
+    services.approval_decide(case.pk, actor=ana, outcome="approve")
+    durable_services.run_cancel(case.run_id, reason="customer withdrew", actor="customer")
+
+    assert list(approvals_archive(status="superseded")) == [case]
+    assert list(approvals_archive(status="approved")) == []
+    assert sum(week.decided for week in weekly_time_to_decision(clock.now())) == 0
+
+
 def test_a_decision_for_a_run_that_ended_is_refused_and_writes_nothing(case, ana):
     # A run can also end without a cancel (it failed); keep the case open to show that.
     run_cancelled.disconnect(dispatch_uid="approvals.cancel_cases_of_cancelled_run")
@@ -306,3 +344,15 @@ def test_two_reviewers_deciding_at_once_make_one_decision_and_one_signal():
     assert f"already approved by {winner}" in loser_message
     assert Signal.objects.filter(run_id=case.run_id).count() == 1
     assert ApprovalRequest.objects.get(pk=case.pk).decisions.count() == 1
+
+
+def test_the_dashboard_counts_votes_on_superseded_cases_apart_and_metrics_keep_each_vote(case, ana):
+    from approvals.figures import decisions_per_reviewer
+
+    services.approval_decide(case.pk, actor=ana, outcome="approve")
+    durable_services.run_cancel(case.run_id, reason="customer withdrew", actor="customer")
+
+    (tally,) = decisions_per_reviewer()
+    assert (tally.by_outcome["approve"], tally.by_outcome["superseded"]) == (0, 1)
+    (vote,) = decisions_per_reviewer(superseded_apart=False)
+    assert vote.by_outcome["approve"] == 1 and "superseded" not in vote.by_outcome

@@ -168,6 +168,24 @@ def test_an_approved_company_writing_again_starts_nothing_new(customer, in_revie
     assert (company.application, company.status, company.run_id) == (1, CompanyStatus.APPROVED, approved.id)
 
 
+def test_an_approval_the_customers_withdrawal_overtakes_is_superseded_and_opens_nothing(customer, in_review, ana,
+                                                                                       client):
+    from approvals.services import approval_decide
+    from processes.onboarding.models import Account
+
+    case = ApprovalRequest.objects.get(run_id=in_review.id)
+    approval_decide(case.pk, actor=ana, outcome="approve")    # the run has not woken to read it yet
+
+    run = customer(says("cancelar"))
+
+    case.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED and not Account.objects.exists()
+    assert (case.status, Company.objects.get().status) == (ApprovalStatus.SUPERSEDED, CompanyStatus.WITHDRAWN)
+    client.force_login(ana)
+    page = client.get(f"/approvals/{case.pk}/").content.decode()
+    assert "before it acted on the decision: nothing was done with it" in page
+
+
 def test_a_sentence_that_mentions_cancelling_is_not_a_withdrawal(customer):
     customer(HELLO)
 
