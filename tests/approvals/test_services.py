@@ -14,6 +14,7 @@ from durable import SignalConflict
 from durable import services as durable_services
 from durable.hooks import run_cancelled
 from durable.models import Signal
+from durable.testing import drive
 from tests.approvals.conftest import make_user, start_case
 
 pytestmark = pytest.mark.django_db
@@ -260,6 +261,17 @@ def test_a_decision_the_cancelled_run_never_acted_on_is_superseded_with_its_vote
         "the process was cancelled: customer withdrew")
     with pytest.raises(AlreadyClosed, match="before it acted on the decision"):
         services.approval_decide(case.pk, actor=ana, outcome="approve")
+
+
+def test_a_decision_the_run_read_and_acted_on_stays_decided_when_the_run_is_cancelled_after(db, clock, ana):
+    case = start_case("initech", workflow="approval_acted_then_waits")
+    services.approval_decide(case.pk, actor=ana, outcome="approve")
+    drive(case.run_id)                                                   # read it, opened the account
+
+    durable_services.run_cancel(case.run_id, reason="operator stopped it", actor="ops")
+
+    case.refresh_from_db()
+    assert case.status == ApprovalStatus.APPROVED
 
 
 def test_a_case_sent_back_for_documents_stays_returned_when_the_run_is_cancelled_later(case, ana):

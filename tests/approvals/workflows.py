@@ -19,6 +19,15 @@ def needs_approval(company: str, risk: str = "low") -> dict:
             "typed": isinstance(decision, Decision), "decided_at": decision.decided_at}
 
 
+@workflow(name="approval_acted_then_waits")
+def acted_then_waits(company: str) -> str:
+    """Acts on the decision (an account), then waits: a cancel now comes after the effect."""
+    decision = request_approval(title=f"Open an account for {company}", subject=("company", company))
+    workflow.step(record, "open_account", idempotency_key=workflow.id)
+    workflow.wait_for_signal("welcome_sent", timeout=days(1))
+    return decision.outcome
+
+
 @workflow(name="approval_routed_test")
 def routed_approval(company: str, risk: str = "low", groups: list | None = None) -> str:
     decision = request_approval(title=f"Raise the limit of {company}", subject=("customer", company), risk=risk,
