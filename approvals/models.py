@@ -184,6 +184,7 @@ class CaseAction(models.TextChoices):
     EXTEND_DEADLINE = "extend_deadline", pgettext_lazy("audit action", "deadline extended")
     FOLLOW_UP = "follow_up", pgettext_lazy("audit action", "follow-up date set")
     SUPERSEDE = "supersede", pgettext_lazy("audit action", "superseded: the process ended before acting on it")
+    OVERRIDE_HOLD = "override_hold", pgettext_lazy("audit action", "hold overridden by a supervisor")
 
 
 # What the audit trail shows for each action it records.

@@ -556,6 +556,26 @@ def _refuse_beyond_the_window(when: datetime, message: str) -> None:
         raise InvalidDate(message % {"latest": f"{latest:%Y-%m-%d %H:%M}"})
 
 
+def approval_hold_override(request_id: int, *, actor, reason: str,
+                           meta: RequestMeta | None = None) -> ApprovalRequest:
+    """A supervisor lifts the overridable holds on one open case (the process says which may
+    be: onboarding's "no valid CNPJ"), with a reason, audited with what they said. The
+    other holds stay; reviewers still decide, and the four-eyes rules still apply."""
+    from approvals.holds import holds_for, overridable_holds_for
+
+    reason = _require_reason(reason, _("override a hold"))
+    with transaction.atomic():
+        case = approval_lock(request_id)
+        _require_supervisor(actor)
+        _refuse_if_closed(case)
+        names = overridable_holds_for(case)
+        if not names:
+            raise NotAllowed(_("Case #%(id)s has no hold a supervisor may override.") % {"id": case.pk})
+        _audit(case, CaseAction.OVERRIDE_HOLD, actor.get_username(), case.status, reason=reason, meta=meta,
+               detail={"holds": names, "said": holds_for(case)})
+    return case
+
+
 def approval_extend_deadline(request_id: int, *, actor, due_at: datetime, reason: str,
                              meta: RequestMeta | None = None) -> ApprovalRequest:
     """Move a case's deadline later, and tell its run so that its wait honours the new one.

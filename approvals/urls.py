@@ -26,6 +26,8 @@ urlpatterns = [
          name="approval_unclaim"),
     path("approvals/<int:pk>/extend/", views.SupervisorActionView.as_view(action="extend"),
          name="approval_extend"),
+    path("approvals/<int:pk>/override-hold/", views.SupervisorActionView.as_view(action="override_hold"),
+         name="approval_override_hold"),
     path("approvals/team/", views.TeamView.as_view(), name="approval_team"),
     path("approvals/dashboard/", views.DashboardView.as_view(), name="approval_dashboard"),
 ]

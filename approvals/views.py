@@ -30,7 +30,7 @@ from approvals import figures, selectors, services
 from approvals.duties import approval_conflict
 from approvals.errors import (ApprovalError, ApprovalNotFound, InvalidDate, NotAllowed, NotEligible,
                               ReviewerRequired)
-from approvals.holds import holds_for
+from approvals.holds import holds_for, overridable_holds_for
 from approvals.models import CLOSED_STATUSES, ApprovalStatus, Outcome, Risk
 from approvals.panels import sections_for
 from durable import clock
@@ -187,6 +187,7 @@ def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
         "may_take": services.may_take(case, request.user), "candidate_groups": services.case_group_names(case),
         "supervisor": supervisor, "stale": selectors.approval_is_stale(case),
         "eligible_reviewers": selectors.approval_eligible_reviewers(case) if supervisor and not read_only else [],
+        "overridable_holds": overridable_holds_for(case) if supervisor and not read_only else [],
         "following_up": bool(case.follow_up_at and case.follow_up_at > clock.now()),
     }
 
@@ -290,6 +291,10 @@ class SupervisorActionView(SupervisorView):
                 services.approval_reassign(pk, actor=request.user, to_user=to_user, reason=reason, meta=meta)
                 messages.success(request, _("Case #%(case)s is now with %(user)s.")
                                  % {"case": pk, "user": to_user.get_username()})
+            elif self.action == "override_hold":
+                services.approval_hold_override(pk, actor=request.user, reason=reason, meta=meta)
+                messages.success(request, _("Case #%(case)s may now be approved despite the hold; "
+                                            "your reason is in its audit trail.") % {"case": pk})
             elif self.action == "unclaim":
                 services.approval_unclaim(pk, actor=request.user, reason=reason, meta=meta)
                 messages.success(request, _("Case #%(case)s is back in the queue.") % {"case": pk})

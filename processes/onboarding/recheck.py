@@ -5,12 +5,15 @@ data no longer count), whichever way the CNPJ came: the customer's text, an oper
 the admin, or a case that opened on facts read before the change. Until the case shows
 the company's CNPJ, a hold keeps it from being approved.
 """
+from django.utils.translation import gettext as _
+
 from approvals import services as approvals
 from approvals.hooks import case_opened
 from approvals.holds import register_approval_hold
 from approvals.models import ApprovalRequest
 from approvals.selectors import approvals_open_of_run
 from processes.onboarding import steps
+from processes.onboarding.cnpj import cnpj_valid
 from processes.onboarding.models import Company
 from processes.onboarding.validation import ValidationResult
 from processes.onboarding.workflow import LOW_RISK_TEXT, case_title, review_risk
@@ -63,6 +66,15 @@ def cnpj_not_checked(case: ApprovalRequest) -> list[str]:
             "it must be re-checked first"]
 
 
+def cnpj_missing(case: ApprovalRequest) -> list[str]:
+    """Hold: no account opens for a company without a valid CNPJ (a supervisor's override
+    with a reason is the only way past it)."""
+    company = Company.objects.filter(customer_id=case.subject_id).first()
+    if company is None or cnpj_valid(company.cnpj):
+        return []
+    return [_("the company has no valid CNPJ: an account cannot be opened without one")]
+
+
 def recheck_on_opening(sender, case: ApprovalRequest, **kwargs) -> None:
     """A case opened on facts read before a CNPJ change (an escalation reuses its round's facts)."""
     if case.workflow_name == WORKFLOW:
@@ -71,4 +83,5 @@ def recheck_on_opening(sender, case: ApprovalRequest, **kwargs) -> None:
 
 
 register_approval_hold(WORKFLOW, cnpj_not_checked)
+register_approval_hold(WORKFLOW, cnpj_missing, overridable=True)
 case_opened.connect(recheck_on_opening, dispatch_uid="onboarding.recheck_on_opening")

@@ -128,8 +128,24 @@ def onboarding_escalated_then_approved(clock) -> str:
     run_id = _send(clock, company, "hello", "contract", "address", "selfie")
     _advance(clock, run_id, timedelta(days=3))
     _advance(clock, run_id, timedelta(days=3))
+    _override_cnpj_hold(run_id)   # no account without a CNPJ unless a supervisor says why
     _decide(run_id, "ana", "approve")
     return _decide(run_id, "bruno", "approve").id
+
+
+def _override_cnpj_hold(run_id: str) -> None:
+    """A supervisor lifts the no-CNPJ hold on the run's open case (outside the run: its
+    journal is what it was before the hold existed)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from approvals.models import OPEN_STATUSES, ApprovalRequest
+    from approvals.services import SUPERVISOR_GROUP, approval_hold_override
+
+    supervisor, _ = get_user_model().objects.get_or_create(username="sofia")
+    supervisor.groups.add(Group.objects.get_or_create(name=SUPERVISOR_GROUP)[0])
+    case = ApprovalRequest.objects.get(run_id=run_id, status__in=OPEN_STATUSES)
+    approval_hold_override(case.pk, actor=supervisor, reason="CNPJ confirmed by phone")
 
 
 def onboarding_expired(clock) -> str:

@@ -195,6 +195,18 @@ def bruno(db):
     return make_reviewer("bruno")
 
 
+@pytest.fixture
+def sofia(db):
+    """A compliance supervisor (not a reviewer)."""
+    from django.contrib.auth.models import Group
+
+    from approvals.services import SUPERVISOR_GROUP
+
+    user = make_reviewer("sofia", reviewer=False)
+    user.groups.add(Group.objects.get_or_create(name=SUPERVISOR_GROUP)[0])
+    return user
+
+
 # --- one onboarding customer, played through the signed webhook ---
 
 PHONE = "5511988887777"

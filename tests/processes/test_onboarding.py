@@ -4,8 +4,9 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
+from approvals.errors import ApprovalHeld, NotAllowed, ReasonRequired
 from approvals.models import ApprovalRequest, ApprovalStatus
-from approvals.services import approval_decide
+from approvals.services import approval_decide, approval_hold_override
 from durable import days
 from durable.models import JournalEntry, LimitTicket, RunStatus
 from durable.testing import drive
@@ -99,21 +100,49 @@ def test_a_high_risk_review_is_routed_to_kyc_senior_only(customer, clock):
     assert list(case.candidate_groups.values_list("name", flat=True)) == ["kyc-senior"]
 
 
-def test_without_a_cnpj_the_case_is_high_risk_and_needs_two_reviewers(customer, clock, ana, bruno):
+def no_cnpj_case(customer, clock) -> ApprovalRequest:
     for message in (CONTRACT, ADDRESS, SELFIE):
         run = customer(message)
     clock.advance(days(1))   # asked for the CNPJ, never answered
-    run = drive(run.id)
-    case = open_case(run.id)
+    return open_case(drive(run.id).id)
+
+
+def test_a_case_without_a_cnpj_cannot_be_approved_and_says_why(customer, clock, ana):
+    case = no_cnpj_case(customer, clock)
+
+    with pytest.raises(ApprovalHeld, match="no valid CNPJ"):
+        approval_decide(case.pk, actor=ana, outcome="approve")
+
+    assert not Account.objects.exists() and not case.decisions.exists()
+    approval_decide(case.pk, actor=ana, outcome="reject", reason="no CNPJ")   # rejecting stays possible
+
+
+def test_without_a_cnpj_only_a_supervisors_override_lets_two_reviewers_approve(customer, clock, ana, bruno, sofia):
+    case = no_cnpj_case(customer, clock)
     assert (case.risk, case.required_approvals) == ("high", 2)
     assert "CNPJ not given" in case.title
 
-    run = decide(ana, run.id, "approve")
+    approval_hold_override(case.pk, actor=sofia, reason="CNPJ confirmed by phone with the registry, ticket 88")
+    run = decide(ana, case.run_id, "approve")
     assert run.waiting_for == "signal:compliance_decision"   # one approval is not enough
     run = decide(bruno, run.id, "approve")
 
     assert run.status == RunStatus.COMPLETED
     assert Account.objects.get().approved_by == "ana, bruno"
+    row = case.audit.get(action="override_hold")
+    assert (row.actor, row.reason) == ("sofia", "CNPJ confirmed by phone with the registry, ticket 88")
+    assert row.detail["holds"] == ["processes.onboarding.recheck.cnpj_missing"]
+
+
+def test_a_hold_override_needs_a_supervisor_and_a_reason(customer, clock, ana, sofia):
+    case = no_cnpj_case(customer, clock)
+
+    with pytest.raises(NotAllowed):
+        approval_hold_override(case.pk, actor=ana, reason="I checked it")
+    with pytest.raises(ReasonRequired):
+        approval_hold_override(case.pk, actor=sofia, reason=" ")
+
+    assert not case.audit.filter(action="override_hold").exists()
 
 
 def welcome_priority(run_id: str) -> int:
@@ -122,11 +151,10 @@ def welcome_priority(run_id: str) -> int:
     return LimitTicket.objects.get(run_id=run_id, limit_name="whatsapp-send", position=welcome.position).priority
 
 
-def test_a_high_risk_case_goes_ahead_in_the_whatsapp_sending_line(customer, clock, ana, bruno):
-    for message in (CONTRACT, ADDRESS, SELFIE):
-        run = customer(message)
-    clock.advance(days(1))   # no CNPJ: high risk
-    run = decide(ana, drive(run.id).id, "approve")
+def test_a_high_risk_case_goes_ahead_in_the_whatsapp_sending_line(customer, clock, ana, bruno, sofia):
+    case = no_cnpj_case(customer, clock)   # no CNPJ: high risk
+    approval_hold_override(case.pk, actor=sofia, reason="confirmed by phone")
+    run = decide(ana, case.run_id, "approve")
     run = decide(bruno, run.id, "approve")
 
     assert run.status == RunStatus.COMPLETED
@@ -274,3 +302,33 @@ def test_a_document_an_operator_attached_and_signalled_through_the_api_completes
     assert response.status_code == 201, response.content
     assert run.waiting_for == "signal:compliance_decision"
     assert open_case(run.id).title.startswith(Company.objects.get(wa_id=PHONE).name)
+
+
+def test_the_case_page_says_why_approve_is_off_and_offers_the_supervisor_an_override(customer, clock, ana, sofia,
+                                                                                    client):
+    case = no_cnpj_case(customer, clock)
+    client.force_login(ana)
+    reviewer_page = client.get(f"/approvals/{case.pk}/").content.decode()
+    client.force_login(sofia)
+    supervisor_page = client.get(f"/approvals/{case.pk}/").content.decode()
+
+    assert "the company has no valid CNPJ: an account cannot be opened without one" in reviewer_page
+    assert 'data-testid="override-hold"' not in reviewer_page
+    assert 'data-testid="override-hold"' in supervisor_page
+
+    response = client.post(f"/approvals/{case.pk}/override-hold/", {"reason": "confirmed by phone, ticket 88"})
+
+    assert response.status_code == 302
+    client.force_login(ana)
+    after = client.get(f"/approvals/{case.pk}/").content.decode()
+    assert "an account cannot be opened without one" not in after and 'data-testid="approve-holds"' not in after
+
+
+def test_a_reviewer_cannot_post_the_supervisors_override(customer, clock, ana, client):
+    case = no_cnpj_case(customer, clock)
+    client.force_login(ana)
+
+    response = client.post(f"/approvals/{case.pk}/override-hold/", {"reason": "I checked it"})
+
+    assert response.status_code == 403
+    assert not case.audit.filter(action="override_hold").exists()

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 
 from approvals.errors import ApprovalHeld
 from approvals.models import ApprovalAudit, ApprovalRequest
-from approvals.services import approval_decide
+from approvals.services import approval_decide, approval_hold_override
 from durable import days
 from durable.models import RunStatus
 from durable.testing import drive
@@ -52,7 +52,8 @@ def test_after_the_re_check_one_approval_opens_the_account(customer, high_risk_c
     assert Account.objects.get(company__cnpj=CNPJ).approved_by == "ana"
 
 
-def test_an_approval_given_before_the_cnpj_came_no_longer_counts(customer, high_risk_case, ana, bruno):
+def test_an_approval_given_before_the_cnpj_came_no_longer_counts(customer, high_risk_case, ana, bruno, sofia):
+    approval_hold_override(high_risk_case.pk, actor=sofia, reason="confirmed by phone")
     approval_decide(high_risk_case.pk, actor=ana, outcome="approve")   # one of two
 
     customer(says(f"o CNPJ é {CNPJ}"))
