@@ -299,13 +299,15 @@ def _default_approvals(risk: str) -> int:
 
 
 def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, risk: str,
-                     reason: str, meta: RequestMeta | None = None) -> ApprovalRequest:
+                     reason: str, candidate_groups: list[str] | None = None,
+                     meta: RequestMeta | None = None) -> ApprovalRequest:
     """Bring an open case up to date after its process re-ran its check on changed data
-    (a CNPJ written during the review): new title, summary and risk.
+    (a CNPJ written during the review): new title, summary, risk and, when given, routing.
 
     Approvals given on what the case said before no longer count: they are voided (named
     in the audit row), so nobody's vote on stale data approves what the case says now.
-    A claim stays with its reviewer; the required approvals follow the new risk.
+    A claim stays with its reviewer; the required approvals follow the new risk, and the
+    routing the process gives for it (``candidate_groups``) replaces the old one.
     """
     if risk not in Risk.values:
         raise ValueError(f"risk must be one of {Risk.values}, got {risk!r}")
@@ -313,7 +315,7 @@ def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, 
         case = approval_lock(request_id)
         _refuse_if_closed(case)
         before = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
-                  "cnpj": case.summary.get("cnpj")}
+                  "cnpj": case.summary.get("cnpj"), "candidate_groups": case_group_names(case)}
         votes = case.decisions.select_related("reviewer")   # an open case holds approvals only
         voided = [vote.reviewer.get_username() for vote in votes]
         votes.delete()
@@ -321,8 +323,11 @@ def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, 
             case.required_approvals = _default_approvals(risk)
         case.title, case.summary, case.risk = title[:300], summary, risk
         _save(case, ["title", "summary", "risk", "required_approvals"])
+        if candidate_groups is not None:
+            case.candidate_groups.set([Group.objects.get_or_create(name=name)[0]
+                                       for name in sorted(set(candidate_groups))])
         after = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
-                 "cnpj": case.summary.get("cnpj")}
+                 "cnpj": case.summary.get("cnpj"), "candidate_groups": case_group_names(case)}
         _audit(case, CaseAction.RECHECK, actor, case.status, reason=reason, meta=meta,
                detail={"changed": {name: [before[name], after[name]] for name in before
                                    if before[name] != after[name]},

@@ -16,7 +16,7 @@ from processes.onboarding import steps
 from processes.onboarding.cnpj import cnpj_valid
 from processes.onboarding.models import Company
 from processes.onboarding.validation import ValidationResult
-from processes.onboarding.workflow import LOW_RISK_TEXT, case_title, review_risk
+from processes.onboarding.workflow import LOW_RISK_TEXT, REVIEW_GROUPS, case_title, review_risk
 
 WORKFLOW = "onboarding"
 NOT_GIVEN = "not given"
@@ -46,7 +46,7 @@ def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalR
                "risk": "; ".join(reasons) or LOW_RISK_TEXT}
     title = case_title(facts, case.subject_id, int(case.summary.get("escalation_level") or 0))
     return approvals.approval_recheck(case.pk, actor=actor, title=title, summary=summary, risk=risk,
-                                      reason=reason)
+                                      reason=reason, candidate_groups=REVIEW_GROUPS[risk])
 
 
 def company_cases_recheck(company: Company, *, actor: str, reason: str) -> list[ApprovalRequest]:

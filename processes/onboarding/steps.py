@@ -6,8 +6,10 @@ steps that send messages are keyed, so a step that runs twice sends once.
 import logging
 from dataclasses import dataclass, field
 
+from django.db.models import Q
+
 from durable import clock
-from processes.onboarding.cnpj import cnpj_valid
+from processes.onboarding.cnpj import cnpj_format, cnpj_valid
 from processes.onboarding.models import (
     Account,
     Company,
@@ -127,6 +129,9 @@ class ReviewFacts:
     cnpj_valid: bool
     whatsapp: str
     documents: list[str] = field(default_factory=list)
+    # Other companies that gave the same CNPJ, each with its status and latest case (empty in
+    # runs recorded before the check: they replay as they were).
+    same_cnpj: list[str] = field(default_factory=list)
 
 
 def describe_for_review(customer_id: str) -> ReviewFacts:
@@ -136,7 +141,27 @@ def describe_for_review(customer_id: str) -> ReviewFacts:
                  for doc in company.documents.order_by("created_at", "pk")]
     whatsapp = " / ".join(part for part in (company.wa_id, company.user_id) if part)
     return ReviewFacts(customer_id=customer_id, name=company.name, cnpj=company.cnpj,
-                       cnpj_valid=cnpj_valid(company.cnpj), whatsapp=whatsapp, documents=documents)
+                       cnpj_valid=cnpj_valid(company.cnpj), whatsapp=whatsapp, documents=documents,
+                       same_cnpj=companies_with_the_same_cnpj(company))
+
+
+def companies_with_the_same_cnpj(company: Company) -> list[str]:
+    """Every other company that gave this valid CNPJ (approved, in review, withdrawn...), named
+    with its customer id, status and latest compliance case, for the reviewer."""
+    from approvals.models import ApprovalRequest
+
+    if not cnpj_valid(company.cnpj):
+        return []
+    digits = "".join(ch for ch in company.cnpj if ch.isdigit())
+    others = (Company.objects.filter(Q(cnpj=digits) | Q(cnpj=cnpj_format(digits))).exclude(pk=company.pk)
+              .order_by("pk"))
+    named = []
+    for other in others:
+        case = (ApprovalRequest.objects.filter(subject_type="company", subject_id=other.customer_id)
+                .order_by("-pk").values_list("pk", flat=True).first())
+        named.append(f"{other.name or other.customer_id} (customer {other.customer_id}, {other.status}"
+                     + (f", case #{case})" if case else ")"))
+    return named
 
 
 def request_more_documents(customer_id: str, request: str, idempotency_key: str) -> str:

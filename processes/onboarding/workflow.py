@@ -219,12 +219,15 @@ def close(customer_id: str, reason: str, progress: Progress) -> str:
 
 
 def review_risk(facts: steps.ReviewFacts, result: ValidationResult) -> tuple[str, list[str]]:
-    """High risk (two approvals by two different reviewers) when the company gave no valid
-    CNPJ, or the validator found a problem on the way (a document it refused, or a model's
-    finding). Reads only journaled step results, so every replay decides the same."""
+    """High risk (two approvals by two different reviewers, senior review only) when the
+    company gave no valid CNPJ, gave one another company already gave, or the validator
+    found a problem on the way (a document it refused, or a model's finding). Reads only
+    journaled step results, so every replay decides the same."""
     reasons = []
     if not facts.cnpj_valid:
         reasons.append("no valid CNPJ given")
+    if facts.same_cnpj:
+        reasons.append("the CNPJ is already held by " + "; ".join(facts.same_cnpj))
     if result.problems:
         reasons.append("the validator reported problems")
     return ("high" if reasons else "low"), reasons

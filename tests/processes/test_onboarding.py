@@ -23,7 +23,9 @@ from tests.processes.conftest import (
     NEW_CONTRACT,
     PHONE,
     SELFIE,
+    document,
     whatsapp_message,
+    whatsapp_webhook,
 )
 
 pytestmark = pytest.mark.django_db
@@ -332,3 +334,29 @@ def test_a_reviewer_cannot_post_the_supervisors_override(customer, clock, ana, c
 
     assert response.status_code == 403
     assert not case.audit.filter(action="override_hold").exists()
+
+
+OTHER_PHONE = "5511977776666"
+
+
+def test_a_cnpj_another_company_already_gave_makes_the_case_high_risk_for_seniors_naming_it(
+        customer, in_review, ana, signed_post, clock):
+    first = decide(ana, in_review.id, "approve")
+    first_case = ApprovalRequest.objects.get(run_id=first.id)
+    sent = [whatsapp_message("wamid.O-HELLO", wa_id=OTHER_PHONE, text=f"Oi, CNPJ {CNPJ}"),
+            document("wamid.O-CONTRACT", "Contrato social", filename="c.pdf", wa_id=OTHER_PHONE),
+            document("wamid.O-ADDRESS", "comprovante de endereço", filename="e.pdf", wa_id=OTHER_PHONE),
+            document("wamid.O-SELFIE", "", type="image", wa_id=OTHER_PHONE)]
+    for message in sent:
+        assert signed_post(whatsapp_webhook(message)).status_code == 200
+    other = Company.objects.get(wa_id=OTHER_PHONE)
+    drive(other.run_id)
+    clock.advance(31)
+    drive(other.run_id)
+
+    case = open_case(other.run_id)
+    assert (case.risk, case.required_approvals) == ("high", 2)
+    assert list(case.candidate_groups.values_list("name", flat=True)) == ["kyc-senior"]
+    first_company = Company.objects.get(wa_id=PHONE)
+    assert (f"the CNPJ is already held by Padaria Boa Massa (customer {first_company.customer_id}, approved, "
+            f"case #{first_case.pk})") in case.summary["risk"]

@@ -41,6 +41,8 @@ def test_a_cnpj_written_during_the_review_re_checks_the_open_case_at_once(custom
     recheck = ApprovalAudit.objects.get(request=case, action="recheck")
     assert recheck.actor == f"whatsapp:{CONTRACT['from']}"
     assert recheck.detail["changed"]["cnpj"] == ["not given", CNPJ]
+    assert sorted(case.candidate_groups.values_list("name", flat=True)) == ["kyc", "kyc-senior"]   # routed anew
+    assert recheck.detail["changed"]["candidate_groups"] == [["kyc-senior"], ["kyc", "kyc-senior"]]
 
 
 def test_after_the_re_check_one_approval_opens_the_account(customer, high_risk_case, ana):
