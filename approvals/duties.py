@@ -1,9 +1,10 @@
-"""Segregation of duties: what a person already did to a case's process, which keeps them
-from approving it.
+"""Segregation of duties: what a person already did to a case's process or its evidence,
+which keeps them from deciding it (approve, reject or send back).
 
 Reads only. The run's actions come from durable's audit trail through its selector; the
-case's subject (a company, say) comes from the resolver its process registers, and its
-changes from the admin's log. Approvals never imports a process.
+case's subject and evidence (a company and its documents, say) come from the resolver its
+process registers, and their changes from the admin's log. Approvals never imports a
+process.
 """
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,14 +25,16 @@ RUN_ACTIONS = {"retry": gettext_lazy("retried this case's run"), "wake": gettext
                "signal": gettext_lazy("signalled this case's run"),
                "cancel": gettext_lazy("cancelled this case's run")}
 
-SubjectFn = Callable[["ApprovalRequest"], models.Model | None]  # noqa: F821
+# The rows a case is about: one (its subject) or several (the subject and its evidence).
+SubjectFn = Callable[["ApprovalRequest"], "models.Model | list[models.Model] | None"]  # noqa: F821
 
 _subjects: dict[str, SubjectFn] = {}
 
 
 def register_case_subject(workflow_name: str, resolve: SubjectFn) -> SubjectFn:
-    """``resolve(case)`` returns the row a case of ``workflow_name`` is about (or None), so that
-    whoever changed that row in the admin cannot approve the case. Registering twice is a no-op."""
+    """``resolve(case)`` returns the row a case of ``workflow_name`` is about, or the rows (its
+    subject and its evidence), or None, so that whoever added or changed one of them in the
+    admin cannot decide the case. Registering twice is a no-op."""
     _subjects[workflow_name] = resolve
     return resolve
 
@@ -50,12 +53,12 @@ def prior_actions(case, user) -> list[PriorAction]:
     found = [PriorAction(str(RUN_ACTIONS[event.action]), event.at)
              for event in run_actors(case.run_id, actions=tuple(RUN_ACTIONS)) if event.actor == username]
     resolve = _subjects.get(case.workflow_name)
-    subject = resolve(case) if resolve is not None else None
-    if subject is not None:
+    rows = resolve(case) if resolve is not None else None
+    for row in ([] if rows is None else rows if isinstance(rows, (list, tuple)) else [rows]):
         changes = LogEntry.objects.filter(
-            user_id=user.pk, content_type=ContentType.objects.get_for_model(type(subject)),
-            object_id=str(subject.pk), action_flag__in=[ADDITION, CHANGE]).order_by("action_time", "id")
-        label = f"{subject._meta.verbose_name} {subject}"
+            user_id=user.pk, content_type=ContentType.objects.get_for_model(type(row)),
+            object_id=str(row.pk), action_flag__in=[ADDITION, CHANGE]).order_by("action_time", "id")
+        label = f"{row._meta.verbose_name} {row}"
         found += [PriorAction((_("added %(what)s in the admin") if entry.action_flag == ADDITION
                                else _("changed %(what)s in the admin")) % {"what": label},
                               entry.action_time) for entry in changes]
@@ -74,6 +77,6 @@ def conflict_message(case, actions: list[PriorAction]) -> str:
 
 
 def approval_conflict(case, user) -> str:
-    """Why ``user`` may not approve ``case`` (segregation of duties), or "" if they may."""
+    """Why ``user`` may not decide ``case`` (segregation of duties), or "" if they may."""
     actions = prior_actions(case, user)
     return conflict_message(case, actions) if actions else ""

@@ -394,8 +394,8 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
 
     A high-risk case needs ``required_approvals`` approvals from different reviewers; one
     rejection or request for more documents closes it at once. A reviewer who lost a race
-    gets AlreadyClosed naming who decided; one who acted on the case's run or subject may
-    not approve it (SegregationOfDuties, naming that action).
+    gets AlreadyClosed naming who decided; one who acted on the case's run, subject or
+    evidence may not decide it at all (SegregationOfDuties, naming that action).
     """
     if outcome not in Outcome.values:
         raise InvalidOutcome(f"outcome must be one of {Outcome.values}, got {outcome!r}")
@@ -414,10 +414,9 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
             raise ClaimedByOther(_claimed_by(case))
         if case.decisions.filter(reviewer=actor).exists():
             raise FourEyes(_four_eyes(case))
-        if outcome == Outcome.APPROVE:
-            conflict = approval_conflict(case, actor)
-            if conflict:
-                raise SegregationOfDuties(conflict)
+        conflict = approval_conflict(case, actor)   # whatever the outcome: a decision is a decision
+        if conflict:
+            raise SegregationOfDuties(conflict)
         held = holds_for(case) if outcome == Outcome.APPROVE else []
         if held:
             raise ApprovalHeld(_("Case #%(id)s cannot be approved yet: %(holds)s.")

@@ -46,11 +46,29 @@ class ProcessWrittenAdmin(admin.ModelAdmin):
         return False
 
 
+def under_review(company) -> bool:
+    """Whether a compliance case was ever opened for the company: its documents are then
+    evidence, and stay as they were (a correction is a new document row)."""
+    from approvals.models import ApprovalRequest
+
+    return company is not None and ApprovalRequest.objects.filter(
+        subject_type="company", subject_id=company.customer_id).exists()
+
+
 class DocumentInline(admin.TabularInline):
     model = Document
     extra = 0
     fields = ["kind", "file_name", "mime_type", "size", "fetch_status", "stored_file", "created_at"]
     readonly_fields = ["fetch_status", "stored_file", "created_at"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.fields if under_review(obj) else self.readonly_fields
+
+    def has_add_permission(self, request, obj=None):
+        return not under_review(obj) and super().has_add_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return not under_review(obj) and super().has_delete_permission(request, obj)
 
     @admin.display(description="file")
     def stored_file(self, document):
@@ -88,6 +106,15 @@ class DocumentAdmin(admin.ModelAdmin):
     raw_id_fields = ["company"]
     exclude = ["file"]
     readonly_fields = ["stored_file", "fetch_status", "fetch_note"]
+
+    def get_readonly_fields(self, request, obj=None):
+        """Evidence once a case opened: every field read-only (add a new document instead)."""
+        if obj is not None and under_review(obj.company):
+            return [*(f.name for f in Document._meta.fields if f.name != "file"), "stored_file"]
+        return self.readonly_fields
+
+    def has_delete_permission(self, request, obj=None):
+        return not (obj is not None and under_review(obj.company)) and super().has_delete_permission(request, obj)
 
     @admin.display(description="file")
     def stored_file(self, document):

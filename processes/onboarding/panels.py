@@ -108,7 +108,13 @@ TIMELINE_LABELS = {
 
 register_case_panel("onboarding", onboarding_panels)
 register_timeline_labels("onboarding", TIMELINE_LABELS)
-# Whoever changed the company in the admin may not approve its case (docs/approvals.md).
-register_case_subject("onboarding", lambda case: Company.objects.filter(customer_id=case.subject_id).first())
+def case_rows(case) -> list:
+    """The company a case is about and its documents (the evidence): whoever added or changed
+    any of them in the admin may not decide the case (docs/approvals.md)."""
+    company = Company.objects.filter(customer_id=case.subject_id).first()
+    return [] if company is None else [company, *company.documents.all()]
+
+
+register_case_subject("onboarding", case_rows)
 register_approval_hold("onboarding", documents_not_viewable)
 from processes.onboarding import recheck  # noqa: E402,F401  (a CNPJ change re-checks open cases)

@@ -147,6 +147,7 @@ def test_a_reviewer_who_woke_the_run_in_the_admin_sees_why_they_cannot_approve_i
 
     assert "You woke this case's run at" in reason and "needs a reviewer who did not act on it" in reason
     assert approve.is_disabled()
-    assert page.get_by_role("button", name="Reject").is_enabled()
+    assert page.get_by_role("button", name="Reject").is_disabled()            # no decision at all
+    assert page.get_by_role("button", name="Request more documents").is_disabled()
     case.refresh_from_db()
     assert case.status == ApprovalStatus.PENDING

@@ -137,13 +137,15 @@ def test_another_reviewer_approves_a_case_whose_run_a_colleague_woke(case, ana, 
     assert (case.status, case.closed_by) == (ApprovalStatus.APPROVED, "bruno")
 
 
-def test_a_reviewer_who_acted_on_the_run_may_still_reject_it_with_a_reason(case, ana):
+@pytest.mark.parametrize("outcome", ["reject", "more_documents"])
+def test_a_reviewer_who_acted_on_the_run_may_not_reject_it_or_send_it_back_either(case, ana, outcome):
     durable_services.run_wake(case.run_id, actor="ana")
 
-    services.approval_decide(case.pk, actor=ana, outcome="reject", reason="the address does not exist")
+    with pytest.raises(SegregationOfDuties, match="You woke this case's run"):
+        services.approval_decide(case.pk, actor=ana, outcome=outcome, reason="the address does not exist")
 
     case.refresh_from_db()
-    assert case.status == ApprovalStatus.REJECTED
+    assert (case.status, case.decisions.count()) == (ApprovalStatus.PENDING, 0)
 
 
 def test_deciding_an_earlier_case_of_the_same_run_is_no_conflict(db, clock, ana):

@@ -360,3 +360,40 @@ def test_a_cnpj_another_company_already_gave_makes_the_case_high_risk_for_senior
     first_company = Company.objects.get(wa_id=PHONE)
     assert (f"the CNPJ is already held by Padaria Boa Massa (customer {first_company.customer_id}, approved, "
             f"case #{first_case.pk})") in case.summary["risk"]
+
+
+def test_documents_under_review_are_read_only_in_the_admin(in_review, client):
+    from django.contrib.auth.models import User
+
+    document = Company.objects.get().documents.first()
+    client.force_login(User.objects.create_superuser("root", password="pw-unused-123"))
+
+    response = client.post(f"/admin/processes/document/{document.pk}/change/", {
+        "company": document.company_id, "kind": document.kind, "sha256": "f" * 64, "media_id": "other",
+        "mime_type": "application/pdf", "size": 1, "file_name": "forged.pdf"})
+    delete = client.post(f"/admin/processes/document/{document.pk}/delete/", {"post": "yes"})
+
+    fresh = Document.objects.get(pk=document.pk)
+    assert response.status_code == 302 and delete.status_code == 403
+    assert (fresh.sha256, fresh.media_id, fresh.file_name) == (document.sha256, document.media_id, document.file_name)
+
+
+def test_a_reviewer_who_added_evidence_in_the_admin_may_not_decide_the_case(in_review, ana, client):
+    from django.contrib.auth.models import Permission
+
+    from approvals.errors import SegregationOfDuties
+
+    ana.is_staff = True
+    ana.save(update_fields=["is_staff"])
+    ana.user_permissions.add(*Permission.objects.filter(content_type__app_label="processes",
+                                                        codename__in=["add_document", "view_document"]))
+    company = Company.objects.get()
+    client.force_login(ana)
+    added = client.post("/admin/processes/document/add/", {
+        "company": company.pk, "kind": "selfie", "media_id": "by-hand-1", "mime_type": "image/jpeg",
+        "file_name": "selfie-nova.jpg", "size": 10, "sha256": "a" * 64, "caption": "", "message_id": ""})
+    assert added.status_code == 302
+
+    for outcome, reason in (("approve", ""), ("reject", "forged"), ("more_documents", "send it again")):
+        with pytest.raises(SegregationOfDuties, match="added document .* in the admin"):
+            approval_decide(open_case(in_review.id).pk, actor=ana, outcome=outcome, reason=reason)
