@@ -16,7 +16,7 @@ from processes.onboarding import steps
 from processes.onboarding.cnpj import cnpj_valid
 from processes.onboarding.models import Company
 from processes.onboarding.validation import ValidationResult
-from processes.onboarding.workflow import LOW_RISK_TEXT, REVIEW_GROUPS, case_title, review_risk
+from processes.onboarding.workflow import LOW_RISK_TEXT, REVIEW_GROUPS, case_title, registry_finding, review_risk
 
 WORKFLOW = "onboarding"
 NOT_GIVEN = "not given"
@@ -41,8 +41,11 @@ def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalR
         return case
     problems = [finding.get("result", "") for finding in case.summary.get("findings", [])
                 if finding.get("check") == "problem"]
-    risk, reasons = review_risk(facts, ValidationResult(ok=True, problems=problems))
+    record = steps.cnpj_registry_lookup(case.subject_id)   # the new CNPJ, asked now ({} if invalid)
+    risk, reasons = review_risk(facts, ValidationResult(ok=True, problems=problems), record)
+    findings = [finding for finding in case.summary.get("findings", []) if finding.get("check") != "CNPJ registry"]
     summary = {**case.summary, "company": facts.name, "cnpj": shown_cnpj(facts.cnpj),
+               "findings": findings + registry_finding(record),
                "risk": "; ".join(reasons) or LOW_RISK_TEXT}
     title = case_title(facts, case.subject_id, int(case.summary.get("escalation_level") or 0))
     return approvals.approval_recheck(case.pk, actor=actor, title=title, summary=summary, risk=risk,

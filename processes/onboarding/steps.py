@@ -145,6 +145,17 @@ def describe_for_review(customer_id: str) -> ReviewFacts:
                        same_cnpj=companies_with_the_same_cnpj(company))
 
 
+def cnpj_registry_lookup(customer_id: str) -> dict:
+    """What the CNPJ registry says of the company's CNPJ (journaled: replays agree); {} when
+    the company has no valid CNPJ. An unreachable registry is an answer too (``error``)."""
+    from processes.onboarding.registry import registry
+
+    company = _company(customer_id)
+    if not cnpj_valid(company.cnpj):
+        return {}
+    return registry().lookup("".join(ch for ch in company.cnpj if ch.isdigit())).as_summary()
+
+
 def companies_with_the_same_cnpj(company: Company) -> list[str]:
     """Every other company that gave this valid CNPJ (approved, in review, withdrawn...), named
     with its customer id, status and latest compliance case, for the reviewer."""

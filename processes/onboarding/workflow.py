@@ -10,6 +10,7 @@ from durable import StepFailed, days, seconds, workflow
 from processes import conf
 from processes.onboarding import steps
 from processes.onboarding.models import CompanyStatus
+from processes.onboarding.registry import registry_findings
 from processes.onboarding.validation import ValidationResult
 from processes.whatsapp.limits import LLM, LLM_QUEUE, SEND
 
@@ -32,6 +33,9 @@ GOODBYE_TEXT = "Pedido de conta PJ encerrado, como pediu. Se quiser recomeçar, 
 # operators find a customer's run by CNPJ in the admin and the API. Each publication is
 # guarded where it stands: a run whose journal has something else there keeps its old path.
 STAGES = "stage-attributes"
+# Each review round asks the CNPJ registry (processes/onboarding/registry.py) before the case
+# opens; runs recorded before it keep their journal.
+CNPJ_REGISTRY = "cnpj-registry"
 # A high-risk case goes ahead of the others in the WhatsApp sending line once its risk is
 # known (a step's priority changes no journal: recorded runs replay the same).
 HIGH_RISK_PRIORITY = 7
@@ -218,19 +222,35 @@ def close(customer_id: str, reason: str, progress: Progress) -> str:
     return "expired"
 
 
-def review_risk(facts: steps.ReviewFacts, result: ValidationResult) -> tuple[str, list[str]]:
+def review_risk(facts: steps.ReviewFacts, result: ValidationResult,
+                record: dict | None = None) -> tuple[str, list[str]]:
     """High risk (two approvals by two different reviewers, senior review only) when the
     company gave no valid CNPJ, gave one another company already gave, or the validator
     found a problem on the way (a document it refused, or a model's finding). Reads only
-    journaled step results, so every replay decides the same."""
+    journaled step results, so every replay decides the same. The registry's ``record``
+    (when the round asked it) adds its findings: not found, not active, not asked."""
     reasons = []
     if not facts.cnpj_valid:
         reasons.append("no valid CNPJ given")
     if facts.same_cnpj:
         reasons.append("the CNPJ is already held by " + "; ".join(facts.same_cnpj))
+    reasons += registry_findings(record)
     if result.problems:
         reasons.append("the validator reported problems")
     return ("high" if reasons else "low"), reasons
+
+
+def registry_finding(record: dict | None) -> list[dict]:
+    """The registry's answer as a finding on the case: status, names, opening, activity."""
+    if not record:
+        return []
+    if record.get("error") or not record.get("found"):
+        return [{"check": "CNPJ registry", "result": "; ".join(registry_findings(record))}]
+    names = " / ".join(name for name in (record.get("legal_name"), record.get("trade_name")) if name)
+    parts = [record.get("status") or "?", names or "names not given",
+             f"since {record['opened_on']}" if record.get("opened_on") else "",
+             record.get("main_activity") or ""]
+    return [{"check": "CNPJ registry", "result": " — ".join(part for part in parts if part)}]
 
 
 LOW_RISK_TEXT = "low: valid CNPJ, no validator problems"
@@ -257,8 +277,9 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
     new case opens; the workflow never decides on the reviewer's behalf.
     """
     facts = workflow.step(steps.describe_for_review, customer_id)
+    record = workflow.step(steps.cnpj_registry_lookup, customer_id) if workflow.patched(CNPJ_REGISTRY) else None
     publish_stage(progress, "in review", cnpj=facts.cnpj or None, company=facts.name or None)
-    risk, reasons = review_risk(facts, result)
+    risk, reasons = review_risk(facts, result, record)
     progress.priority = HIGH_RISK_PRIORITY if risk == "high" else None
     level = 0
     while True:
@@ -266,7 +287,7 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
             title=case_title(facts, customer_id, level),
             summary={"company": facts.name, "cnpj": facts.cnpj or "not given", "whatsapp": facts.whatsapp,
                      "customer_id": customer_id, "documents_received": "\n".join(facts.documents),
-                     "findings": validator_findings(result),
+                     "findings": validator_findings(result) + registry_finding(record),
                      "risk": "; ".join(reasons) or LOW_RISK_TEXT,
                      "review_round": review, "escalation_level": level},
             subject=("company", customer_id), risk=risk, timeout=DECISION_DEADLINE,

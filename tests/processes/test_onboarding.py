@@ -82,7 +82,8 @@ def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in
         f"company:{Company.objects.get().customer_id}", "low", 1)
     assert case.summary["cnpj"] == CNPJ and case.summary["whatsapp"] == PHONE
     assert "contrato.pdf" in case.summary["documents_received"]
-    assert case.summary["findings"] == [{"check": "required documents (rules)", "result": "all present"}]
+    assert case.summary["findings"] == [{"check": "required documents (rules)", "result": "all present"},
+                                        {"check": "CNPJ registry", "result": "ATIVA — names not given"}]
 
 
 def test_a_low_risk_review_is_routed_to_kyc_and_kyc_senior(in_review):
@@ -397,3 +398,49 @@ def test_a_reviewer_who_added_evidence_in_the_admin_may_not_decide_the_case(in_r
     for outcome, reason in (("approve", ""), ("reject", "forged"), ("more_documents", "send it again")):
         with pytest.raises(SegregationOfDuties, match="added document .* in the admin"):
             approval_decide(open_case(in_review.id).pk, actor=ana, outcome=outcome, reason=reason)
+
+
+@pytest.fixture
+def registry_says(settings):
+    """The fake registry's table: what it answers for the test CNPJ."""
+    def say(**record):
+        settings.ONBOARDING_FAKE_REGISTRY = {"11222333000181": record}
+    return say
+
+
+def test_the_case_shows_what_the_cnpj_registry_says_of_the_company(registry_says, customer):
+    registry_says(legal_name="PADARIA BOA MASSA LTDA", trade_name="Boa Massa", status="ATIVA",
+                  opened_on="2015-03-02", main_activity="Fabricação de produtos de panificação")
+    for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+
+    case = open_case(run.id)
+
+    assert {"check": "CNPJ registry", "result": "ATIVA — PADARIA BOA MASSA LTDA / Boa Massa — since 2015-03-02 — "
+                                                "Fabricação de produtos de panificação"} in case.summary["findings"]
+    assert case.risk == "low"
+
+
+@pytest.mark.parametrize("status", ["BAIXADA", "SUSPENSA", "INAPTA"])
+def test_a_cnpj_the_registry_does_not_list_as_active_makes_the_case_high_risk_for_seniors(registry_says, customer,
+                                                                                         status):
+    registry_says(legal_name="PADARIA BOA MASSA LTDA", status=status)
+    for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+
+    case = open_case(run.id)
+
+    assert (case.risk, case.required_approvals) == ("high", 2)
+    assert list(case.candidate_groups.values_list("name", flat=True)) == ["kyc-senior"]
+    assert f"the CNPJ registry lists the company as {status}, not ATIVA" in case.summary["risk"]
+
+
+def test_a_registry_that_cannot_be_asked_leaves_the_case_high_risk_saying_so(settings, customer):
+    settings.ONBOARDING_CNPJ_REGISTRY = "processes.onboarding.registry.HttpRegistry"
+    settings.ONBOARDING_CNPJ_REGISTRY_URL = "http://not-https.invalid"   # refused before any request
+    for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+
+    case = open_case(run.id)
+
+    assert case.risk == "high" and "the CNPJ registry could not be asked" in case.summary["risk"]

@@ -111,3 +111,18 @@ def test_the_reviewer_sees_why_approve_is_disabled_while_the_cnpj_is_not_checked
 
     assert 'value="approve" class="primary" disabled' in page
     assert f"but this case was checked with {CNPJ}: it must be re-checked first" in page
+
+
+def test_a_cnpj_written_during_the_review_is_asked_of_the_registry_and_an_inactive_one_stays_high_risk(
+        customer, high_risk_case, settings):
+    settings.ONBOARDING_FAKE_REGISTRY = {"11222333000181": {"legal_name": "PADARIA BOA MASSA LTDA",
+                                                            "status": "BAIXADA"}}
+
+    customer(says(f"o CNPJ é {CNPJ}"))
+
+    case = ApprovalRequest.objects.get(pk=high_risk_case.pk)
+    assert (case.risk, case.summary["cnpj"]) == ("high", CNPJ)
+    assert "the CNPJ registry lists the company as BAIXADA, not ATIVA" in case.summary["risk"]
+    assert list(case.candidate_groups.values_list("name", flat=True)) == ["kyc-senior"]
+    assert [f["result"] for f in case.summary["findings"] if f["check"] == "CNPJ registry"] == [
+        "BAIXADA — PADARIA BOA MASSA LTDA"]
