@@ -10,7 +10,6 @@ from processes.whatsapp.limits import LLM_QUEUE
 from processes.whatsapp.models import OutboundMessage
 from tests.processes.conftest import (
     ADDRESS,
-    CNPJ,
     CONTRACT,
     HELLO,
     PHONE,
@@ -85,8 +84,18 @@ def test_twenty_customers_sending_batches_at_once_end_with_twenty_accounts_and_n
     assert JournalEntry.objects.filter(name="validate_documents").count() == 20
 
 
+def cnpj_of(phone: str) -> str:
+    """A valid CNPJ of the customer's own: twenty companies sharing one would each be held
+    for senior review as a duplicate."""
+    from processes.onboarding.cnpj import WEIGHTS_1, WEIGHTS_2, _check_digit, cnpj_format
+
+    base = f"{int(phone[-8:]):08d}0001"
+    first = _check_digit(base, WEIGHTS_1)
+    return cnpj_format(base + first + _check_digit(base + first, WEIGHTS_2))
+
+
 def customer_hello(phone: str) -> dict:
-    return whatsapp_message(f"wamid.HELLO.{phone}", wa_id=phone, text=f"Oi! CNPJ {CNPJ}")
+    return whatsapp_message(f"wamid.HELLO.{phone}", wa_id=phone, text=f"Oi! CNPJ {cnpj_of(phone)}")
 
 
 def customer_batch(phone: str) -> list[dict]:
