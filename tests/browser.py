@@ -5,6 +5,7 @@ with CI set, a missing browser fails instead, so CI can never go green without t
 """
 import os
 import shutil
+from contextlib import contextmanager
 
 import pytest
 
@@ -39,3 +40,27 @@ def browser():
         os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     else:
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@contextmanager
+def admin_page(browser, live_server, username: str, password: str, *, width: int = 1366, height: int = 900,
+               language: str = ""):
+    """A page of its own browser context, signed in to the admin as ``username`` (in
+    ``language``, when given, as the sign-in page's choice sets it); closed after."""
+    from django.conf import settings
+    from django.urls import reverse
+
+    context = browser.new_context(viewport={"width": width, "height": height})
+    if language:
+        context.add_cookies([{"name": settings.LANGUAGE_COOKIE_NAME, "value": language, "url": live_server.url}])
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.goto(live_server.url + reverse("admin:login"))
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("input[type=submit]")
+    page.wait_for_load_state()
+    try:
+        yield page
+    finally:
+        context.close()

@@ -7,7 +7,7 @@ from django.urls import reverse
 from durable import services
 from durable.models import AuditEvent, RunStatus, Signal, WorkflowRun
 from durable.testing import drive
-from tests.browser import browser  # noqa: F401  (the fixture)
+from tests.browser import admin_page, browser  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -20,21 +20,12 @@ def operator_page(browser, live_server):
     user.user_permissions.add(*Permission.objects.filter(
         content_type__app_label="durable",
         codename__in=["view_workflowrun", "operate_workflowrun", "view_auditevent"]))
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(15000)
-    page.goto(live_server.url + reverse("admin:login"))
-    page.fill("input[name=username]", "ops")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_load_state()
+    with admin_page(browser, live_server, "ops", PASSWORD) as page:
+        def open_run(run_id: str):
+            page.goto(live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+            return page
 
-    def open_run(run_id: str):
-        page.goto(live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
-        return page
-
-    yield open_run
-    context.close()
+        yield open_run
 
 
 def test_wake_now_on_a_sleeping_run_wakes_it_and_is_audited(operator_page):

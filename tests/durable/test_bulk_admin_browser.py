@@ -4,7 +4,7 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from durable.models import AuditEvent, RunStatus, WorkflowRun
-from tests.browser import browser  # noqa: F401  (the fixture)
+from tests.browser import admin_page, browser  # noqa: F401  (the fixture)
 from tests.durable.bulk_runs import blocked_runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -17,16 +17,8 @@ def operator_page(browser, live_server):
     user = User.objects.create_user("ops", password=PASSWORD, is_staff=True)
     user.user_permissions.add(*Permission.objects.filter(
         content_type__app_label="durable", codename__in=["view_workflowrun", "operate_workflowrun"]))
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(15000)
-    page.goto(live_server.url + reverse("admin:login"))
-    page.fill("input[name=username]", "ops")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("input[type=submit]")
-    page.wait_for_load_state()
-    yield page
-    context.close()
+    with admin_page(browser, live_server, "ops", PASSWORD) as page:
+        yield page
 
 
 def test_an_operator_retries_every_blocked_run_of_a_version_after_seeing_the_count(operator_page, live_server):
