@@ -7,10 +7,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from durable.surfaces.audit import request_audit
-from processes.billing.services import InvoiceSettled, due_at_problem, invoice_due_date_change, invoice_void
+from processes.billing import rules
+from processes.billing.services import InvoiceSettled, invoice_due_date_change, invoice_void
 
-# How long the admin waits for the run to answer before saying the change is stored.
-ANSWER_SECONDS = 5.0
 # Why an invoice refused, by the status that refused it (InvoiceSettled.status).
 REFUSALS = {
     "paid": gettext_lazy("%(number)s: refused: the invoice is paid"),
@@ -18,15 +17,15 @@ REFUSALS = {
     "escalated": gettext_lazy("%(number)s: refused: the invoice was escalated to finance"),
     "ended": gettext_lazy("%(number)s: refused: its reminders have ended"),
 }
-# The due-date rules (billing.services.due_at_problem), as the form says them.
+# The due-date rules (billing.rules.due_at_problem), as the form says them.
 DUE_PROBLEMS = {
-    "the new due date must be in the future": gettext_lazy("The new due date must be in the future."),
-    "the new due date must be within two years": gettext_lazy("The new due date must be within two years."),
+    rules.DUE_IN_THE_PAST: gettext_lazy("The new due date must be in the future."),
+    rules.DUE_TOO_FAR: gettext_lazy("The new due date must be within two years."),
 }
 
 
 class VoidForm(forms.Form):
-    reason = forms.CharField(label=gettext_lazy("Reason"), max_length=500,
+    reason = forms.CharField(label=gettext_lazy("Reason"), max_length=rules.REASON_MAX,
                              help_text=gettext_lazy("Kept in the invoice run's journal and audit."))
 
 
@@ -39,7 +38,7 @@ class DueDateForm(forms.Form):
 
     def clean_due_at(self):
         due_at = self.cleaned_data["due_at"]
-        problem = due_at_problem(due_at)
+        problem = rules.due_at_problem(due_at)
         if problem:
             raise forms.ValidationError(DUE_PROBLEMS.get(problem, problem))
         return due_at
@@ -49,8 +48,7 @@ class DueDateForm(forms.Form):
 def void_invoices(model_admin, request, queryset):
     """Ask for a reason, then void each selected invoice through its run."""
     return _operate(model_admin, request, queryset, VoidForm, "void_invoices", _("Void invoices"),
-                    lambda invoice, data, who: invoice_void(invoice, reason=data["reason"], timeout=ANSWER_SECONDS,
-                                                            **who),
+                    lambda invoice, data, who: invoice_void(invoice, reason=data["reason"], **who),
                     done=_("voided"))
 
 
@@ -58,8 +56,7 @@ def void_invoices(model_admin, request, queryset):
 def change_due_date(model_admin, request, queryset):
     """Ask for the new date, then give it to each selected invoice through its run."""
     return _operate(model_admin, request, queryset, DueDateForm, "change_due_date", _("Change the due date"),
-                    lambda invoice, data, who: invoice_due_date_change(invoice, due_at=data["due_at"],
-                                                                       timeout=ANSWER_SECONDS, **who),
+                    lambda invoice, data, who: invoice_due_date_change(invoice, due_at=data["due_at"], **who),
                     done=_("due date changed; reminders start again from it"))
 
 
@@ -80,7 +77,7 @@ def _operate(model_admin, request, queryset, form_class, action: str, title: str
                 model_admin.message_user(
                     request, f"{invoice.number}: {done}" if applied else
                     _("%(number)s: stored; its run will apply it (it did not answer within %(seconds)s s)") % {
-                        "number": invoice.number, "seconds": f"{ANSWER_SECONDS:g}"},
+                        "number": invoice.number, "seconds": f"{rules.OPERATOR_WAIT_SECONDS:g}"},
                     messages.SUCCESS if applied else messages.INFO)
         return None
     return TemplateResponse(request, "admin/processes/invoice/operate.html", {

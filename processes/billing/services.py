@@ -1,6 +1,5 @@
 """Writes of billing: issue an invoice (and start its reminders), record a payment event."""
 import logging
-from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
@@ -8,6 +7,8 @@ from django.db import IntegrityError, transaction
 from durable import clock, services
 from durable.errors import RunFinished, RunNotFound, UpdateFailed, UpdateRejected, UpdateTimeout
 from processes.billing.models import Invoice, InvoiceStatus, PaymentEvent, PaymentEventStatus
+from processes.billing import rules
+from processes.billing.rules import REASON_MAX, due_at_problem
 from processes.webhooks.services import TooDeep, is_verbatim, storable
 
 log = logging.getLogger(__name__)
@@ -39,23 +40,7 @@ def invoice_issue(*, number: str, customer_name: str, amount: Decimal, due_at, w
     return invoice
 
 
-# A due date beyond this is a typing slip, not a renegotiation (and year 9999 breaks pages).
-LATEST_DUE = timedelta(days=2 * 366)
-
-
-def due_at_problem(due_at) -> str | None:
-    """Why ``due_at`` cannot be an invoice's new due date, or None."""
-    if not isinstance(due_at, datetime) or due_at.tzinfo is None:
-        return "a due date is a date and time with its time zone"
-    now = clock.now()
-    if due_at <= now:
-        return "the new due date must be in the future"
-    if due_at > now + LATEST_DUE:
-        return "the new due date must be within two years"
-    return None
-
-
-def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: float = 10.0,
+def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: float | None = None,
                  audit: dict | None = None) -> bool:
     """Void an invoice whose reminders are pending: its run ends with no further reminder.
 
@@ -63,40 +48,48 @@ def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: flo
     paid invoice cannot be voided (InvoiceSettled, with the reason): payment wins, and a
     payment that lands after the void still wins, recorded once. Returns True once the
     run applied it, False if it did not within ``timeout`` seconds: it is stored and will
-    be (ask again for its outcome: the same void is the same update).
+    be (ask again for its outcome: the same void is the same update). ``timeout``: by
+    default an operator's (rules.OPERATOR_WAIT_SECONDS).
     """
-    if not isinstance(reason, str) or len(reason) > 500:
-        raise ValueError("a void's reason is text of at most 500 characters")
+    if not isinstance(reason, str) or len(reason) > REASON_MAX:
+        raise ValueError(f"a void's reason is text of at most {REASON_MAX} characters")
     return _update(invoice, "void", {"reason": reason}, dedupe_key=f"void:{invoice.pk}", actor=actor,
-                   timeout=timeout, audit=audit, without_run=lambda: _void_directly(invoice))
+                   timeout=timeout, audit=audit, refused=(InvoiceStatus.PAID, InvoiceStatus.VOIDED),
+                   without_run=lambda: _void_directly(invoice))
 
 
-def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, timeout: float = 10.0,
+def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, timeout: float | None = None,
                             audit: dict | None = None) -> bool:
     """Renegotiate an open invoice: a new due date restarts the reminder schedule from it.
 
     Sent to the run as the update ``change_due_date``; the run writes the date under the
     invoice's lock (the row is the one truth the schedule reads). InvoiceSettled when the
-    invoice is not open (paid, voided, or finance's ticket decides). Returns as
-    ``invoice_void`` does."""
+    invoice is not open (paid, voided, or finance's ticket decides); ValueError for a date
+    the rules refuse. The date it already has is no change. Returns as ``invoice_void``
+    does; the update is keyed by the move (from -> to), so moving back is a move too."""
     problem = due_at_problem(due_at)
     if problem:
         raise ValueError(problem)
-    iso = due_at.isoformat()
-    return _update(invoice, "change_due_date", {"due_at": iso}, dedupe_key=f"due:{invoice.pk}:{iso}",
-                   actor=actor, timeout=timeout, audit=audit, without_run=None)
-
-
-def _update(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str, actor: str, timeout: float,
-            audit: dict | None, without_run) -> bool:
-    """Refuse at once what the row already settles (a read), then ask the run; a run that is
-    gone (finished, archived) is asked nothing: ``without_run`` decides, or InvoiceSettled."""
     current = Invoice.objects.get(pk=invoice.pk)
-    if current.status in (InvoiceStatus.PAID, InvoiceStatus.VOIDED) or (
-            name == "change_due_date" and current.status != InvoiceStatus.OPEN):
+    if current.status == InvoiceStatus.OPEN and current.due_at == due_at:
+        return True
+    moved = f"due:{invoice.pk}:{current.due_at.isoformat()}->{due_at.isoformat()}"
+    return _update(invoice, "change_due_date", {"due_at": due_at.isoformat()}, dedupe_key=moved,
+                   actor=actor, timeout=timeout, audit=audit,
+                   refused=(InvoiceStatus.PAID, InvoiceStatus.VOIDED, InvoiceStatus.ESCALATED), without_run=None)
+
+
+def _update(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str, actor: str, timeout: float | None,
+            audit: dict | None, refused: tuple, without_run) -> bool:
+    """Refuse at once what the row already settles (a read: ``refused`` statuses), then ask
+    the run; a run that is gone (finished, archived) is asked nothing: ``without_run``
+    decides, or InvoiceSettled."""
+    current = Invoice.objects.get(pk=invoice.pk)
+    if current.status in refused:
         raise InvoiceSettled(f"invoice {current.number} is already {current.status}", current.status)
     try:
-        services.run_update(invoice.run_id, name, payload, actor=actor, timeout=timeout, dedupe_key=dedupe_key,
+        services.run_update(invoice.run_id, name, payload, actor=actor, dedupe_key=dedupe_key,
+                            timeout=rules.OPERATOR_WAIT_SECONDS if timeout is None else timeout,
                             audit={"invoice": current.number, **(audit or {})})
     except (UpdateRejected, UpdateFailed) as exc:
         status = Invoice.objects.values_list("status", flat=True).get(pk=invoice.pk)

@@ -3,6 +3,7 @@ from datetime import datetime
 
 from durable import services
 from processes.billing.models import FinanceTicket, Invoice, InvoiceStatus
+from processes.billing.rules import due_at_problem
 from processes.whatsapp.services import message_send
 
 
@@ -37,15 +38,24 @@ def invoice_void_apply(invoice_id: int, reason: str) -> str:
 
 
 def invoice_due_date_apply(invoice_id: int, due_at: str) -> str:
-    """The due-date update's decision (atomic, under the invoice's lock): the invoice's
-    status when it is not open; else the new date is written and the run is handed
-    ``due_date_changed``: its schedule starts again from the row's date."""
+    """The due-date update's decision (atomic, under the invoice's lock): "changed", or
+    "unchanged" for the date it already has; else why not: the invoice's status when it is
+    not open, or the date's problem (in the past, too far: the same rule as every surface,
+    here for the run update API too). Changed, the run is handed ``due_date_changed``, keyed
+    by the move (from -> to), so moving back to an earlier date is a move of its own."""
     invoice = Invoice.objects.select_for_update().get(pk=invoice_id)
     if invoice.status != InvoiceStatus.OPEN:
         return str(invoice.status)
-    invoice.due_at = datetime.fromisoformat(due_at)
+    new_due = datetime.fromisoformat(due_at)
+    problem = due_at_problem(new_due)
+    if problem:
+        return problem
+    if new_due == invoice.due_at:
+        return "unchanged"
+    moved = f"due:{invoice.pk}:{invoice.due_at.isoformat()}->{new_due.isoformat()}"
+    invoice.due_at = new_due
     invoice.save(update_fields=["due_at"])
-    _tell_own_run(invoice, "due_date_changed", {"due_at": due_at}, dedupe_key=f"due:{invoice.pk}:{due_at}")
+    _tell_own_run(invoice, "due_date_changed", {"due_at": due_at}, dedupe_key=moved)
     return "changed"
 
 

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from durable import UpdateRejected, days, workflow
 from processes.billing import steps
+from processes.billing.models import InvoiceStatus
 from processes.whatsapp.limits import SEND
 
 PAYMENT_WAIT = days(3)
@@ -24,15 +25,30 @@ EVENTS = ["paid", "voided", "due_date_changed"]
 VOID_AND_RENEGOTIATE = "void-and-renegotiate"
 
 
+OLD_PATH_REFUSAL = ("this invoice's reminders started before void and renegotiation existed: "
+                    "they wait for a payment only")
+
+
 @workflow(name="billing", version=1)
 def billing(invoice_id: int) -> str:
-    # Registered before any durable call, so every run (old histories too) takes them; they
-    # take no journal position, so no recorded run replays differently.
-    workflow.on_update("void", lambda payload: void(invoice_id, payload), validator=check_void)
+    # Registered before any durable call; they take no journal position, so no recorded run
+    # replays differently. A run on the old path (no waits for `voided` or
+    # `due_date_changed`) refuses them: it could not act on them.
+    path = {"old": False}
+
+    def open_path(check):
+        def validator(payload):
+            if path["old"]:
+                raise UpdateRejected(OLD_PATH_REFUSAL)
+            check(payload)
+        return validator
+
+    workflow.on_update("void", lambda payload: void(invoice_id, payload), validator=open_path(check_void))
     workflow.on_update("change_due_date", lambda payload: change_due_date(invoice_id, payload),
-                       validator=check_due_date)
+                       validator=open_path(check_due_date))
     due_at = workflow.step(steps.invoice_due_at, invoice_id)
     if not workflow.patched(VOID_AND_RENEGOTIATE):
+        path["old"] = True
         return remind_until_paid(invoice_id, due_at)
     schedule = 0
     while True:
@@ -120,6 +136,8 @@ def check_due_date(payload) -> None:
 
 def change_due_date(invoice_id: int, payload) -> dict:
     outcome = workflow.step(steps.invoice_due_date_apply, invoice_id, payload["due_at"], atomic=True)
-    if outcome != "changed":
+    if outcome in InvoiceStatus.values:
         raise UpdateRejected(f"the invoice is {outcome}: its due date stays")
+    if outcome not in ("changed", "unchanged"):
+        raise UpdateRejected(outcome)   # the date's problem
     return {"due_at": payload["due_at"]}

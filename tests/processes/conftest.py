@@ -245,3 +245,16 @@ def in_review(customer):
     for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
         run = customer(message)
     return run
+
+
+def issued_invoice(number: str, due_at, *, wa_id: str = "5511955554444"):
+    """An invoice issued through billing's service, its reminders' run driven to its first wait."""
+    from decimal import Decimal
+
+    from durable.testing import drive
+    from processes.billing.services import invoice_issue
+
+    invoice = invoice_issue(number=number, customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
+                            due_at=due_at, wa_id=wa_id, actor="test")
+    drive(invoice.run_id)
+    return invoice

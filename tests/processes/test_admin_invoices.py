@@ -1,7 +1,6 @@
 """The invoice admin: an invoice is issued with its run, and voided or given a new due date
 only through that run (an update), never by editing the row."""
 from datetime import timedelta
-from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import User
@@ -12,8 +11,7 @@ from durable import days
 from durable.models import AuditEvent, RunStatus, Signal, WorkflowRun
 from durable.testing import drive
 from processes.billing.models import Invoice, InvoiceStatus
-from processes.billing.services import invoice_issue
-from tests.processes.conftest import PAYMENTS_URL
+from tests.processes.conftest import PAYMENTS_URL, issued_invoice
 from tests.processes.test_billing import payment, reminders
 
 pytestmark = pytest.mark.django_db
@@ -29,10 +27,7 @@ def operator(client):
 
 @pytest.fixture
 def invoice(clock):
-    invoice = invoice_issue(number="NF-2001", customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
-                            due_at=clock.now() + days(2), wa_id="5511955554444", actor="test")
-    drive(invoice.run_id)
-    return invoice
+    return issued_invoice("NF-2001", clock.now() + days(2))
 
 
 def act(client, action: str, invoices, **form):
@@ -136,7 +131,10 @@ def test_a_new_due_date_goes_to_the_run_which_writes_it_and_starts_again_from_it
     assert invoice.due_at == new_due
     clock.advance(days(9))
     drive(invoice.run_id)
-    assert reminders(invoice) == []     # nothing before the new date
+    assert reminders(invoice) == []     # nothing before the new date (the old one was in 2 days)
+    clock.advance(days(1))
+    drive(invoice.run_id)
+    assert reminders(invoice) == [f"{invoice.run_id}:due1:1"]   # the schedule started again from it
 
 
 def test_a_reminder_is_not_sent_for_an_invoice_settled_outside_its_run(invoice, clock):

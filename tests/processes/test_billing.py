@@ -4,25 +4,23 @@ from decimal import Decimal
 
 import pytest
 
-from durable import days, services
+from durable import UpdateRejected, days, services, workflow
 from durable.errors import UpdateFailed
 from durable.models import EntryKind, JournalEntry, RunStatus, Signal
-from durable.testing import drive
+from durable.testing import drive, override_workflow
+from processes.billing import steps as billing_steps
 from processes.billing.models import FinanceTicket, InvoiceStatus, PaymentEvent
 from processes.billing.services import InvoiceSettled, invoice_due_date_change, invoice_issue, invoice_void
 from processes.whatsapp.models import OutboundMessage
 from tests.durable.test_api import client_for, user_with
-from tests.processes.conftest import PAYMENTS_URL
+from tests.processes.conftest import PAYMENTS_URL, issued_invoice
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def invoice(clock):
-    invoice = invoice_issue(number="NF-1001", customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
-                            due_at=clock.now() - timedelta(hours=1), wa_id="5511955554444", actor="test")
-    drive(invoice.run_id)
-    return invoice
+    return issued_invoice("NF-1001", clock.now() - timedelta(hours=1))
 
 
 def payment(event_id: str, invoice_number: str = "NF-1001", type: str = "payment.succeeded") -> dict:
@@ -244,6 +242,88 @@ def test_the_run_update_api_refuses_a_due_date_without_an_offset_with_the_reason
     assert response.status_code == 422
     assert "ISO 8601 date and time with its offset" in str(response.json())
     assert not Signal.objects.filter(run_id=invoice.run_id, name__startswith="durable.update").exists()
+
+
+def test_a_new_due_date_restarts_the_schedule_from_it(invoice, clock):
+    invoice_due_date_change(invoice, due_at=clock.now() + days(10), actor="ops")
+    drive(invoice.run_id)
+
+    clock.advance(days(9))
+    drive(invoice.run_id)
+    assert reminders(invoice) == [f"{invoice.run_id}:1"]    # nothing before the new date
+    clock.advance(days(1))
+    drive(invoice.run_id)
+    clock.advance(days(3))
+    run = drive(invoice.run_id)
+
+    assert reminders(invoice) == [f"{invoice.run_id}:1", f"{invoice.run_id}:due1:1", f"{invoice.run_id}:due1:2"]
+    assert run.status == RunStatus.WAITING
+
+
+def test_moving_the_due_date_back_to_an_earlier_one_is_a_move_of_its_own(invoice, clock):
+    first, second = clock.now() + days(10), clock.now() + days(20)
+    invoice_due_date_change(invoice, due_at=first, actor="ops")
+    drive(invoice.run_id)
+    invoice_due_date_change(invoice, due_at=second, actor="ops")
+    drive(invoice.run_id)
+
+    invoice_due_date_change(invoice, due_at=first, actor="ops")   # back again
+    drive(invoice.run_id)
+    clock.advance(days(10))
+    drive(invoice.run_id)
+
+    invoice.refresh_from_db()
+    assert invoice.due_at == first
+    assert updates_of(invoice) == [("change_due_date", "completed")] * 3
+    assert reminders(invoice)[-1] == f"{invoice.run_id}:due3:1"   # reminded from the date it went back to
+
+
+def test_the_date_an_invoice_already_has_is_no_change_and_stores_nothing(invoice, clock):
+    invoice_due_date_change(invoice, due_at=clock.now() + days(10), actor="ops")
+    drive(invoice.run_id)
+    stored = Signal.objects.filter(run_id=invoice.run_id).count()
+
+    assert invoice_due_date_change(invoice, due_at=clock.now() + days(10), actor="ops") is True
+
+    assert Signal.objects.filter(run_id=invoice.run_id).count() == stored
+
+
+def test_the_run_update_api_gets_the_same_due_date_rules_from_the_run(invoice, clock):
+    client = client_for(user_with("view_workflowrun", "operate_workflowrun"))
+    past = (clock.now() - days(1)).isoformat()
+
+    response = client.post(f"/api/runs/{invoice.run_id}/updates/change_due_date/",
+                           {"payload": {"due_at": past}, "timeout": 0}, format="json")
+    run = drive(invoice.run_id)
+
+    assert response.status_code == 202
+    with pytest.raises(UpdateFailed) as refused:
+        services.update_wait(run, response.json()["update_id"], timeout=0)
+    assert refused.value.reason == "the new due date must be in the future"
+    before = invoice.due_at
+    invoice.refresh_from_db()
+    assert invoice.due_at == before
+
+
+def old_path_billing(invoice_id: int) -> str:
+    """Billing as it was before void and renegotiation (no patch marker in its journal)."""
+    from processes.billing.workflow import remind_until_paid
+
+    return remind_until_paid(invoice_id, workflow.step(billing_steps.invoice_due_at, invoice_id))
+
+
+def test_a_run_on_the_path_before_void_existed_refuses_a_void_at_once_and_stores_nothing(clock):
+    with override_workflow(old_path_billing, name="billing"):
+        invoice = invoice_issue(number="NF-OLD", customer_name="Padaria", amount=Decimal("10.00"),
+                                due_at=clock.now() + days(2), wa_id="5511955554444", actor="test")
+        drive(invoice.run_id)
+
+    with pytest.raises(UpdateRejected, match="started before void and renegotiation existed"):
+        services.run_update(invoice.run_id, "void", {"reason": "issued twice"}, actor="ops", timeout=0)
+    with pytest.raises(InvoiceSettled, match="started before void and renegotiation existed"):
+        invoice_void(invoice, actor="ops", reason="issued twice")
+
+    assert not Signal.objects.filter(run_id=invoice.run_id).exists()
 
 
 def test_a_payment_racing_a_void_wins_and_is_recorded_once(invoice, signed_post):

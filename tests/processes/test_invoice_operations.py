@@ -1,12 +1,13 @@
 """Void and a new due date for operators' tools, over the API and from a terminal: each goes
 to the invoice's run, refused clearly for an invoice that is paid or voided."""
-from decimal import Decimal
+import threading
 from io import StringIO
 
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -14,19 +15,16 @@ from durable import days
 from durable.models import AuditEvent, RunStatus, Signal
 from durable.testing import drive
 from processes.billing.models import InvoiceStatus
-from processes.billing.services import invoice_issue
-from tests.processes.conftest import PAYMENTS_URL
-from tests.processes.test_billing import payment
+from tests.processes.conftest import PAYMENTS_URL, issued_invoice
+from tests.processes.test_billing import payment, reminders
+from tests.workers import wait_until
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def invoice(clock):
-    invoice = invoice_issue(number="NF-4001", customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
-                            due_at=clock.now() + days(2), wa_id="5511955554444", actor="test")
-    drive(invoice.run_id)
-    return invoice
+    return issued_invoice("NF-4001", clock.now() + days(2))
 
 
 def api_client(*codenames: str) -> APIClient:
@@ -104,6 +102,29 @@ def test_a_new_due_date_over_the_api_goes_to_the_run(finance, invoice, clock):
     assert response.status_code == 202
     invoice.refresh_from_db()
     assert invoice.due_at == new_due
+    clock.advance(days(10))
+    drive(invoice.run_id)
+    assert reminders(invoice) == [f"{invoice.run_id}:due1:1"]   # reminded from the new date only
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_api_answers_200_once_the_run_applied_the_void(finance, invoice):
+    """The run answers while the request waits: a thread plays the worker that takes the update."""
+    def worker():
+        try:
+            wait_until(lambda: Signal.objects.filter(run_id=invoice.run_id, name="durable.update:void").exists(),
+                       timeout=10, message="the void to be stored")
+            drive(invoice.run_id)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    response = finance.post("/api/invoices/NF-4001/void/", {"reason": "issued twice"}, format="json")
+    thread.join(timeout=20)
+
+    assert response.status_code == 200
+    assert response.json() == {"invoice": "NF-4001", "status": "applied", "invoice_status": "voided"}
 
 
 def test_the_invoice_api_needs_the_change_permission_and_knows_its_invoices(invoice):

@@ -10,10 +10,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from durable.surfaces.audit import command_audit as audit
 from processes.billing.models import Invoice
-from processes.billing.services import InvoiceSettled, due_at_problem, invoice_due_date_change, invoice_void
+from processes.billing.rules import REASON_MAX, due_at_from_text
+from processes.billing.services import InvoiceSettled, invoice_due_date_change, invoice_void
 
-ANSWER_SECONDS = 10.0
-USAGE_ERROR = 2
+USAGE_ERROR = 2   # as durable's commands: bad usage, nothing changed
 
 
 class Command(BaseCommand):
@@ -36,18 +36,18 @@ class Command(BaseCommand):
         if invoice is None:
             raise CommandError(f"no invoice {options['number']!r}", returncode=USAGE_ERROR)
         if options["action"] == "void":
-            if not options["reason"].strip() or len(options["reason"]) > 500:
-                raise CommandError("--reason is 1 to 500 characters", returncode=USAGE_ERROR)
+            if not options["reason"].strip() or len(options["reason"]) > REASON_MAX:
+                raise CommandError(f"--reason is 1 to {REASON_MAX} characters", returncode=USAGE_ERROR)
             question = f"Void invoice {invoice.number} ({invoice.customer_name}, {invoice.status})? [y/N] "
 
             def apply():
-                return invoice_void(invoice, reason=options["reason"], timeout=ANSWER_SECONDS, **audit())
+                return invoice_void(invoice, reason=options["reason"], **audit())
         else:
             due_at = _due_at(options["due_at"])
             question = f"Move invoice {invoice.number}'s due date from {invoice.due_at:%Y-%m-%d %H:%M %Z} to {due_at}? [y/N] "
 
             def apply():
-                return invoice_due_date_change(invoice, due_at=due_at, timeout=ANSWER_SECONDS, **audit())
+                return invoice_due_date_change(invoice, due_at=due_at, **audit())
         if not options["yes"]:
             _confirm(question)
         try:
@@ -61,13 +61,9 @@ class Command(BaseCommand):
 
 def _due_at(text: str) -> datetime:
     try:
-        due_at = datetime.fromisoformat(text)
-    except ValueError:
-        raise CommandError(f"--at {text!r} is not an ISO 8601 date and time", returncode=USAGE_ERROR) from None
-    problem = due_at_problem(due_at)
-    if problem:
-        raise CommandError(f"--at {text!r}: {problem}", returncode=USAGE_ERROR)
-    return due_at
+        return due_at_from_text(text)
+    except ValueError as problem:
+        raise CommandError(f"--at {text!r}: {problem}", returncode=USAGE_ERROR) from None
 
 
 def _confirm(question: str) -> None:
