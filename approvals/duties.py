@@ -54,14 +54,19 @@ def prior_actions(case, user) -> list[PriorAction]:
              for event in run_actors(case.run_id, actions=tuple(RUN_ACTIONS)) if event.actor == username]
     resolve = _subjects.get(case.workflow_name)
     rows = resolve(case) if resolve is not None else None
+    by_model: dict[type, dict[str, models.Model]] = {}
     for row in ([] if rows is None else rows if isinstance(rows, (list, tuple)) else [rows]):
+        by_model.setdefault(type(row), {})[str(row.pk)] = row
+    for model, rows_by_pk in by_model.items():   # one query per model, however many rows
         changes = LogEntry.objects.filter(
-            user_id=user.pk, content_type=ContentType.objects.get_for_model(type(row)),
-            object_id=str(row.pk), action_flag__in=[ADDITION, CHANGE]).order_by("action_time", "id")
-        label = f"{row._meta.verbose_name} {row}"
-        found += [PriorAction((_("added %(what)s in the admin") if entry.action_flag == ADDITION
-                               else _("changed %(what)s in the admin")) % {"what": label},
-                              entry.action_time) for entry in changes]
+            user_id=user.pk, content_type=ContentType.objects.get_for_model(model),
+            object_id__in=list(rows_by_pk), action_flag__in=[ADDITION, CHANGE]).order_by("action_time", "id")
+        for entry in changes:
+            row = rows_by_pk[entry.object_id]
+            label = f"{row._meta.verbose_name} {row}"
+            found.append(PriorAction((_("added %(what)s in the admin") if entry.action_flag == ADDITION
+                                      else _("changed %(what)s in the admin")) % {"what": label},
+                                     entry.action_time))
     return sorted(found, key=lambda action: action.at)
 
 

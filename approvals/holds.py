@@ -7,6 +7,7 @@ and "more documents" stay possible). A hold function that raises holds the case 
 approval must not go through on a check that could not run.
 """
 import logging
+from dataclasses import dataclass
 from typing import Callable
 
 from django.utils.translation import gettext as _
@@ -35,11 +36,33 @@ def hold_name(fn: HoldFn) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def overridable_holds_for(case) -> list[str]:
-    """The names of the holds on ``case`` now that a supervisor may override."""
-    overridden = overrides_of(case)
-    return [hold_name(hold) for hold in _holds.get(case.workflow_name, [])
-            if hold_name(hold) in _overridable and hold_name(hold) not in overridden and _reasons(hold, case)]
+@dataclass(frozen=True)
+class Hold:
+    """One hold that applies to a case now: its name, what it says, and whether a supervisor
+    may override it."""
+
+    name: str
+    reasons: tuple[str, ...]
+    overridable: bool
+
+
+def holds_on(case) -> list[Hold]:
+    """The holds that apply to ``case`` now (each function asked once; those a supervisor
+    overrode on it left out). A hold function that raises holds the case."""
+    overridden = overrides_of(case) if _overridable else set()
+    found = []
+    for hold in _holds.get(case.workflow_name, []):
+        name = hold_name(hold)
+        if name in overridden:
+            continue
+        try:
+            reasons = tuple(str(reason) for reason in hold(case) or [])
+        except Exception:
+            log.exception("approval hold %r failed for approval request %s", hold, case.pk)
+            reasons = (_("the check %(name)s could not run") % {"name": getattr(hold, "__name__", hold)},)
+        if reasons:
+            found.append(Hold(name, reasons, name in _overridable))
+    return found
 
 
 def overrides_of(case) -> set[str]:
@@ -47,22 +70,6 @@ def overrides_of(case) -> set[str]:
     return {name for row in case.audit.filter(action="override_hold") for name in row.detail.get("holds", [])}
 
 
-def _reasons(hold: HoldFn, case) -> list[str]:
-    try:
-        return [str(reason) for reason in hold(case) or []]
-    except Exception:
-        return ["?"]
-
-
 def holds_for(case) -> list[str]:
-    reasons = []
-    overridden = overrides_of(case) if _overridable else set()
-    for hold in _holds.get(case.workflow_name, []):
-        if hold_name(hold) in overridden:
-            continue
-        try:
-            reasons += [str(reason) for reason in hold(case) or []]
-        except Exception:
-            log.exception("approval hold %r failed for approval request %s", hold, case.pk)
-            reasons.append(_("the check %(name)s could not run") % {"name": getattr(hold, "__name__", hold)})
-    return reasons
+    """What every hold on ``case`` says now."""
+    return [reason for hold in holds_on(case) for reason in hold.reasons]

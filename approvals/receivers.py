@@ -4,7 +4,7 @@ from django.dispatch import receiver
 
 from approvals import services
 from approvals.models import CLOSED_STATUSES, ApprovalRequest, ApprovalStatus
-from durable import selectors
+from approvals.workflow import decisions_taken
 from durable.hooks import run_cancelled
 
 
@@ -14,12 +14,10 @@ def cancel_cases_of_cancelled_run(sender, run_id: str, reason: str, actor: str, 
     open_cases = ApprovalRequest.objects.filter(run_id=run_id).exclude(status__in=CLOSED_STATUSES)
     for case_id in open_cases.values_list("pk", flat=True):
         services.approval_cancel(case_id, actor=actor, reason=why)
-    # An approval or a rejection the run never read (its read_decision step): the cancel won
-    # the race, and nothing was done with the decision. One it read may have had effects
-    # (an account opened before an operator's hard cancel): it stays as decided.
-    decided = ApprovalRequest.objects.filter(run_id=run_id, status__in=[ApprovalStatus.APPROVED,
-                                                                          ApprovalStatus.REJECTED])
-    read = {step.result.get("request_id") for step in selectors.step_results(run_id, ["read_decision"])
-            if isinstance(step.result, dict)}
-    for case_id in decided.exclude(pk__in=read).values_list("pk", flat=True):
+    # An approval or a rejection the run never took: the cancel won the race, and nothing was
+    # done with the decision. One it took may have had effects (an account opened before an
+    # operator's hard cancel): it stays as decided.
+    decided = set(ApprovalRequest.objects.filter(run_id=run_id, status__in=[
+        ApprovalStatus.APPROVED, ApprovalStatus.REJECTED]).values_list("pk", flat=True))
+    for case_id in sorted(decided - decisions_taken(run_id)) if decided else []:
         services.approval_supersede(case_id, actor=actor, reason=why)

@@ -34,7 +34,7 @@ from approvals.errors import (
     RunEnded,
     SegregationOfDuties,
 )
-from approvals.holds import holds_for
+from approvals.holds import holds_for, holds_on
 from approvals.models import (
     CLOSED_STATUSES,
     ApprovalAudit,
@@ -565,18 +565,17 @@ def approval_hold_override(request_id: int, *, actor, reason: str,
     """A supervisor lifts the overridable holds on one open case (the process says which may
     be: onboarding's "no valid CNPJ"), with a reason, audited with what they said. The
     other holds stay; reviewers still decide, and the four-eyes rules still apply."""
-    from approvals.holds import holds_for, overridable_holds_for
-
     reason = _require_reason(reason, _("override a hold"))
     with transaction.atomic():
         case = approval_lock(request_id)
         _require_supervisor(actor)
         _refuse_if_closed(case)
-        names = overridable_holds_for(case)
-        if not names:
+        lifted = [hold for hold in holds_on(case) if hold.overridable]
+        if not lifted:
             raise NotAllowed(_("Case #%(id)s has no hold a supervisor may override.") % {"id": case.pk})
         _audit(case, CaseAction.OVERRIDE_HOLD, actor.get_username(), case.status, reason=reason, meta=meta,
-               detail={"holds": names, "said": holds_for(case)})
+               detail={"holds": [hold.name for hold in lifted],
+                       "said": [reason for hold in lifted for reason in hold.reasons]})
     return case
 
 

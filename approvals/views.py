@@ -30,7 +30,7 @@ from approvals import figures, selectors, services
 from approvals.duties import approval_conflict
 from approvals.errors import (ApprovalError, ApprovalNotFound, InvalidDate, NotAllowed, NotEligible,
                               ReviewerRequired)
-from approvals.holds import holds_for, overridable_holds_for
+from approvals.holds import holds_on
 from approvals.models import CLOSED_STATUSES, ApprovalStatus, Outcome, Risk
 from approvals.panels import sections_for
 from durable import clock
@@ -167,6 +167,7 @@ def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
     supervisor = services.is_supervisor(request.user)
     voted = any(vote.reviewer_id == request.user.pk for vote in votes)
     read_only = case.status in CLOSED_STATUSES
+    holds = [] if read_only else holds_on(case)   # each hold asked once per page
     sections = sections_for(case)
     timeline = sections[-1]
     user = request.user
@@ -179,7 +180,7 @@ def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
         "read_only": read_only,
         # Segregation of duties, shown before the reviewer tries: the Approve button is off.
         "approve_refused": "" if read_only else approval_conflict(case, request.user),
-        "approve_holds": [] if read_only else holds_for(case),
+        "approve_holds": [reason for hold in holds for reason in hold.reasons],
         "closed_message": _closed_summary(case) if case.status in CLOSED_STATUSES else "",
         "mine": case.assignee_id == request.user.pk,
         "held_by_other": case.status == ApprovalStatus.CLAIMED and case.assignee_id != request.user.pk,
@@ -187,7 +188,7 @@ def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
         "may_take": services.may_take(case, request.user), "candidate_groups": services.case_group_names(case),
         "supervisor": supervisor, "stale": selectors.approval_is_stale(case),
         "eligible_reviewers": selectors.approval_eligible_reviewers(case) if supervisor and not read_only else [],
-        "overridable_holds": overridable_holds_for(case) if supervisor and not read_only else [],
+        "overridable_holds": [hold.name for hold in holds if hold.overridable] if supervisor else [],
         "following_up": bool(case.follow_up_at and case.follow_up_at > clock.now()),
     }
 

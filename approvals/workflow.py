@@ -84,6 +84,20 @@ def read_decision(request_id: int) -> Decision | None:
     return Decision(**payload)
 
 
+def decisions_taken(run_id: str) -> set[int]:
+    """The cases whose decision the run has taken: read by ``read_decision``, or handed over by
+    ``expire_approval_request`` (decided in the instant before the deadline)."""
+    from durable.selectors import step_results
+
+    taken = set()
+    for step in step_results(run_id, [read_decision.__name__, expire_approval_request.__name__]):
+        result = step.result if isinstance(step.result, dict) else {}
+        decision = result.get("decision") if step.name == expire_approval_request.__name__ else result
+        if isinstance(decision, dict) and decision.get("request_id") is not None:
+            taken.add(decision["request_id"])
+    return taken
+
+
 def read_due_at(request_id: int) -> datetime:
     """Step: the case's deadline as the row records it (a supervisor may have moved it)."""
     from approvals.models import ApprovalRequest

@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_datetime
 from durable.runtime.context import describe
 from durable.errors import ControlFlow, Divergence
 from durable.models import JournalEntry
+from durable.runtime.priorities import DEFAULT_PRIORITY
 from durable.runtime.store import Store
 
 
@@ -74,7 +75,7 @@ class RecordedStore(Store):
     def record(self, entry, **kwargs) -> None:
         raise HistoryEnds(entry.position, self.reason_at(entry.position))
 
-    def start_child(self, entry, definition, args, kwargs, child_id: str, priority: int = 5) -> None:
+    def start_child(self, entry, definition, args, kwargs, child_id: str, priority: int = DEFAULT_PRIORITY) -> None:
         raise HistoryEnds(entry.position, self.reason_at(entry.position))
 
     def reason_at(self, position: int) -> str:
