@@ -9,7 +9,7 @@ WEIGHTS_1 = (5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2)
 WEIGHTS_2 = (6, *WEIGHTS_1)
 
 
-def _digits(text: str) -> str:
+def cnpj_digits(text: str) -> str:
     return "".join(ch for ch in text or "" if ch.isdigit())
 
 
@@ -20,7 +20,7 @@ def _check_digit(digits: str, weights: tuple[int, ...]) -> str:
 
 def cnpj_valid(text: str) -> bool:
     """Fourteen digits whose last two are the registry's check digits (not all the same digit)."""
-    digits = _digits(text)
+    digits = cnpj_digits(text)
     if len(digits) != 14 or len(set(digits)) == 1:
         return False
     first = _check_digit(digits[:12], WEIGHTS_1)
@@ -29,7 +29,7 @@ def cnpj_valid(text: str) -> bool:
 
 def cnpj_format(text: str) -> str:
     """``11.222.333/0001-81``; text without fourteen digits comes back unchanged."""
-    d = _digits(text)
+    d = cnpj_digits(text)
     return f"{d[:2]}.{d[2:5]}.{d[5:8]}/{d[8:12]}-{d[12:]}" if len(d) == 14 else text
 
 

@@ -108,6 +108,8 @@ TIMELINE_LABELS = {
 
 register_case_panel("onboarding", onboarding_panels)
 register_timeline_labels("onboarding", TIMELINE_LABELS)
+
+
 def case_rows(case) -> list:
     """The company a case is about and its documents (the evidence): whoever added or changed
     any of them in the admin may not decide the case (docs/approvals.md)."""

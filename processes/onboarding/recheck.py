@@ -16,7 +16,8 @@ from processes.onboarding import steps
 from processes.onboarding.cnpj import cnpj_valid
 from processes.onboarding.models import Company
 from processes.onboarding.validation import ValidationResult
-from processes.onboarding.workflow import LOW_RISK_TEXT, REVIEW_GROUPS, case_title, registry_finding, review_risk
+from processes.onboarding.registry import case_findings
+from processes.onboarding.workflow import LOW_RISK_TEXT, REVIEW_GROUPS, case_title, review_risk
 
 WORKFLOW = "onboarding"
 NOT_GIVEN = "not given"
@@ -45,7 +46,7 @@ def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalR
     risk, reasons = review_risk(facts, ValidationResult(ok=True, problems=problems), record)
     findings = [finding for finding in case.summary.get("findings", []) if finding.get("check") != "CNPJ registry"]
     summary = {**case.summary, "company": facts.name, "cnpj": shown_cnpj(facts.cnpj),
-               "findings": findings + registry_finding(record),
+               "findings": findings + case_findings(record),
                "risk": "; ".join(reasons) or LOW_RISK_TEXT}
     title = case_title(facts, case.subject_id, int(case.summary.get("escalation_level") or 0))
     return approvals.approval_recheck(case.pk, actor=actor, title=title, summary=summary, risk=risk,

@@ -10,7 +10,6 @@ names: ``razao_social``, ``nome_fantasia``, ``descricao_situacao_cadastral``,
 ``ONBOARDING_CNPJ_REGISTRY`` (a dotted path).
 """
 import json
-import logging
 import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
@@ -20,9 +19,9 @@ from django.utils.module_loading import import_string
 
 from processes import conf
 
-log = logging.getLogger(__name__)
-
 ACTIVE = "ATIVA"
+# What a FakeRegistry table entry may say; "found": false makes a CNPJ the registry lacks.
+FAKE_FIELDS = ("legal_name", "trade_name", "status", "opened_on", "main_activity")
 
 
 @dataclass
@@ -49,14 +48,15 @@ class CnpjRegistry(Protocol):
 
 class FakeRegistry:
     """``ONBOARDING_FAKE_REGISTRY``: {digits: {"legal_name", "trade_name", "status",
-    "opened_on", "main_activity"}}; a CNPJ not in it is active, its names unknown."""
+    "opened_on", "main_activity", "found"}}; what an entry leaves out is an active company's
+    (status ATIVA, names unknown), and so is every CNPJ not in the table."""
 
     def lookup(self, cnpj_digits: str) -> RegistryRecord:
-        known = (conf.setting("ONBOARDING_FAKE_REGISTRY", {}) or {}).get(cnpj_digits)
-        if known is None:
-            return RegistryRecord(cnpj=cnpj_digits, found=True, status=ACTIVE)
-        return RegistryRecord(cnpj=cnpj_digits, found=True, **{key: str(value) for key, value in known.items()
-                                                                  if key in RegistryRecord.__dataclass_fields__})
+        known = (conf.setting("ONBOARDING_FAKE_REGISTRY", {}) or {}).get(cnpj_digits) or {}
+        if known.get("found") is False:
+            return RegistryRecord(cnpj=cnpj_digits, found=False)
+        return RegistryRecord(cnpj=cnpj_digits, found=True, **{"status": ACTIVE, **{
+            key: str(value) for key, value in known.items() if key in FAKE_FIELDS}})
 
 
 class HttpRegistry:
@@ -70,6 +70,8 @@ class HttpRegistry:
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (https only)
                 body = json.loads(response.read(256 * 1024))
+            if not isinstance(body, dict):
+                raise ValueError("the answer is not a JSON object")
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return RegistryRecord(cnpj=cnpj_digits, found=False)
@@ -88,7 +90,7 @@ def registry() -> CnpjRegistry:
     return import_string(conf.setting("ONBOARDING_CNPJ_REGISTRY", "processes.onboarding.registry.FakeRegistry"))()
 
 
-def registry_findings(record: dict | None) -> list[str]:
+def risk_reasons(record: dict | None) -> list[str]:
     """What a reviewer must weigh from the registry's answer: each makes the case high risk."""
     if not record:
         return []
@@ -99,3 +101,16 @@ def registry_findings(record: dict | None) -> list[str]:
     if record.get("status") != ACTIVE:
         return [f"the CNPJ registry lists the company as {record.get('status') or 'of unknown status'}, not {ACTIVE}"]
     return []
+
+
+def case_findings(record: dict | None) -> list[dict]:
+    """The registry's answer as a finding on the case: status, names, opening, activity."""
+    if not record:
+        return []
+    if record.get("error") or not record.get("found"):
+        return [{"check": "CNPJ registry", "result": "; ".join(risk_reasons(record))}]
+    names = " / ".join(name for name in (record.get("legal_name"), record.get("trade_name")) if name)
+    parts = [record.get("status") or "?", names or "names not given",
+             f"since {record['opened_on']}" if record.get("opened_on") else "",
+             record.get("main_activity") or ""]
+    return [{"check": "CNPJ registry", "result": " — ".join(part for part in parts if part)}]

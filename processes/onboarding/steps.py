@@ -6,10 +6,10 @@ steps that send messages are keyed, so a step that runs twice sends once.
 import logging
 from dataclasses import dataclass, field
 
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 
 from durable import clock
-from processes.onboarding.cnpj import cnpj_format, cnpj_valid
+from processes.onboarding.cnpj import cnpj_digits, cnpj_format, cnpj_valid
 from processes.onboarding.models import (
     Account,
     Company,
@@ -153,7 +153,7 @@ def cnpj_registry_lookup(customer_id: str) -> dict:
     company = _company(customer_id)
     if not cnpj_valid(company.cnpj):
         return {}
-    return registry().lookup("".join(ch for ch in company.cnpj if ch.isdigit())).as_summary()
+    return registry().lookup(cnpj_digits(company.cnpj)).as_summary()
 
 
 def companies_with_the_same_cnpj(company: Company) -> list[str]:
@@ -163,16 +163,13 @@ def companies_with_the_same_cnpj(company: Company) -> list[str]:
 
     if not cnpj_valid(company.cnpj):
         return []
-    digits = "".join(ch for ch in company.cnpj if ch.isdigit())
+    digits = cnpj_digits(company.cnpj)
+    latest_case = (ApprovalRequest.objects.filter(subject_type="company", subject_id=OuterRef("customer_id"))
+                   .order_by("-pk").values("pk")[:1])
     others = (Company.objects.filter(Q(cnpj=digits) | Q(cnpj=cnpj_format(digits))).exclude(pk=company.pk)
-              .order_by("pk"))
-    named = []
-    for other in others:
-        case = (ApprovalRequest.objects.filter(subject_type="company", subject_id=other.customer_id)
-                .order_by("-pk").values_list("pk", flat=True).first())
-        named.append(f"{other.name or other.customer_id} (customer {other.customer_id}, {other.status}"
-                     + (f", case #{case})" if case else ")"))
-    return named
+              .annotate(case=Subquery(latest_case)).order_by("pk"))
+    return [f"{other.name or other.customer_id} (customer {other.customer_id}, {other.status}"
+            + (f", case #{other.case})" if other.case else ")") for other in others]
 
 
 def request_more_documents(customer_id: str, request: str, idempotency_key: str) -> str:

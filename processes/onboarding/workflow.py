@@ -10,7 +10,7 @@ from durable import StepFailed, days, seconds, workflow
 from processes import conf
 from processes.onboarding import steps
 from processes.onboarding.models import CompanyStatus
-from processes.onboarding.registry import registry_findings
+from processes.onboarding import registry
 from processes.onboarding.validation import ValidationResult
 from processes.whatsapp.limits import LLM, LLM_QUEUE, SEND
 
@@ -234,23 +234,10 @@ def review_risk(facts: steps.ReviewFacts, result: ValidationResult,
         reasons.append("no valid CNPJ given")
     if facts.same_cnpj:
         reasons.append("the CNPJ is already held by " + "; ".join(facts.same_cnpj))
-    reasons += registry_findings(record)
+    reasons += registry.risk_reasons(record)
     if result.problems:
         reasons.append("the validator reported problems")
     return ("high" if reasons else "low"), reasons
-
-
-def registry_finding(record: dict | None) -> list[dict]:
-    """The registry's answer as a finding on the case: status, names, opening, activity."""
-    if not record:
-        return []
-    if record.get("error") or not record.get("found"):
-        return [{"check": "CNPJ registry", "result": "; ".join(registry_findings(record))}]
-    names = " / ".join(name for name in (record.get("legal_name"), record.get("trade_name")) if name)
-    parts = [record.get("status") or "?", names or "names not given",
-             f"since {record['opened_on']}" if record.get("opened_on") else "",
-             record.get("main_activity") or ""]
-    return [{"check": "CNPJ registry", "result": " — ".join(part for part in parts if part)}]
 
 
 LOW_RISK_TEXT = "low: valid CNPJ, no validator problems"
@@ -287,7 +274,7 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
             title=case_title(facts, customer_id, level),
             summary={"company": facts.name, "cnpj": facts.cnpj or "not given", "whatsapp": facts.whatsapp,
                      "customer_id": customer_id, "documents_received": "\n".join(facts.documents),
-                     "findings": validator_findings(result) + registry_finding(record),
+                     "findings": validator_findings(result) + registry.case_findings(record),
                      "risk": "; ".join(reasons) or LOW_RISK_TEXT,
                      "review_round": review, "escalation_level": level},
             subject=("company", customer_id), risk=risk, timeout=DECISION_DEADLINE,
