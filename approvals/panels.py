@@ -115,6 +115,16 @@ class TimelineRow:
 
 
 FINDINGS_KEYS = ("findings", "validator_findings")
+# What a finding recorded for its reader's language only: never shown as a detail.
+FINDING_CODE_KEYS = ("code", "params")
+_finding_readers: dict[str, Callable[[dict], dict]] = {}
+
+
+def register_findings_reader(workflow_name: str, fn: Callable[[dict], dict]) -> None:
+    """Show the findings of ``workflow_name``'s cases through ``fn(finding) -> finding``: a
+    process that records findings with a code (and its params) shows them in the reader's
+    language, while the case keeps the text it recorded."""
+    _finding_readers[workflow_name] = fn
 
 
 def summary_section(case) -> list[Section]:
@@ -124,11 +134,12 @@ def summary_section(case) -> list[Section]:
                     key="summary")]
 
 
-def _finding(item) -> dict:
+def _finding(item, reader=None) -> dict:
     """One finding as {"check", "result", "detail"}: whatever shape a validator recorded, a line
     a reviewer can read (a check name, its result, and the rest as "key: value" pairs)."""
     if isinstance(item, dict):
-        rest = {key: value for key, value in item.items() if key not in ("check", "result")}
+        item = reader(item) if reader else item
+        rest = {key: value for key, value in item.items() if key not in ("check", "result", *FINDING_CODE_KEYS)}
         return {"check": str(item.get("check", "")).replace("_", " "), "result": item.get("result", ""),
                 "detail": [(key.replace("_", " "), value) for key, value in rest.items()]}
     return {"check": "", "result": item, "detail": []}
@@ -144,7 +155,8 @@ def findings_section(case) -> list[Section]:
     elif not isinstance(findings, list):
         findings = [findings]
     return [Section(_("Validator findings"), "approvals/panels/findings.html",
-                    {"findings": [_finding(item) for item in findings]}, key="validator-findings")]
+                    {"findings": [_finding(item, _finding_readers.get(case.workflow_name)) for item in findings]},
+                    key="validator-findings")]
 
 
 def timeline_rows(case) -> list[TimelineRow]:

@@ -4,6 +4,7 @@ Idempotent: fixed message ids, invoice numbers and dedupe keys, so running it ag
 stores nothing new and leaves every run where it is.
 """
 import hashlib
+import time
 from datetime import timedelta
 from decimal import Decimal
 
@@ -40,7 +41,24 @@ COMPANIES = [
     ("Café Aurora", "5511900000003", "11.222.333/0001-81", ALL_THREE, False),
     ("Transportes Veloz", "5511900000006", "", ["hello", "contract", "address", "selfie_pdf", "selfie"], False),
     ("Mercado Sol", "5511900000004", "45.997.418/0001-53", ALL_THREE, True),
+    # The CNPJ Mercado Sol's account was opened with: high risk, naming Mercado Sol and its case.
+    ("Sol Comércio", "5511900000007", "45.997.418/0001-53", ALL_THREE, False),
+    # A company the registry lists as closed (BAIXADA): high risk.
+    ("Construtora Horizonte", "5511900000008", "33.445.566/0001-86", ALL_THREE, False),
 ]
+# What the demo's fake CNPJ registry answers (processes/onboarding/registry.py).
+DEMO_REGISTRY = {
+    "12345678000195": {"legal_name": "PADARIA BOA MASSA LTDA", "trade_name": "Boa Massa", "opened_on": "2015-03-02",
+                       "main_activity": "Fabricação de produtos de panificação"},
+    "98765432000198": {"legal_name": "OFICINA DOIS IRMAOS LTDA", "opened_on": "2009-08-17",
+                       "main_activity": "Serviços de manutenção e reparação mecânica de veículos"},
+    "11222333000181": {"legal_name": "CAFE AURORA LTDA", "trade_name": "Café Aurora", "opened_on": "2019-05-10",
+                       "main_activity": "Lanchonetes, casas de chá, de sucos e similares"},
+    "45997418000153": {"legal_name": "MERCADO SOL LTDA", "trade_name": "Mercado Sol", "opened_on": "2012-01-23",
+                       "main_activity": "Comércio varejista de mercadorias em geral"},
+    "33445566000186": {"legal_name": "CONSTRUTORA HORIZONTE LTDA", "status": "BAIXADA", "opened_on": "2004-06-01",
+                       "main_activity": "Construção de edifícios"},
+}
 DEMO_REVIEWER = "ana"   # created by seed_approvals_demo, which scripts/run runs first
 
 
@@ -86,7 +104,20 @@ def approve_as_demo_reviewer(run_id: str, out) -> None:
     approval_decide(case.pk, actor=reviewer, outcome="approve", reason="demo: documents in order")
 
 
-@override_settings(ONBOARDING_DOCUMENTS_QUIET_SECONDS=0, ONBOARDING_CNPJ_WAIT_SECONDS=0)
+def drive_past_limits(run_id: str):
+    """Drive a run; one that waits its turn to send (WhatsApp's rate, 20 a second: the demo
+    sends faster) is driven again once the second has passed."""
+    run = drive(run_id)
+    for _ in range(5):
+        if not (run.waiting_for or "").startswith("limit:"):
+            break
+        time.sleep(1.05)
+        run = drive(run_id)
+    return run
+
+
+@override_settings(ONBOARDING_DOCUMENTS_QUIET_SECONDS=0, ONBOARDING_CNPJ_WAIT_SECONDS=0,
+                   ONBOARDING_FAKE_REGISTRY=DEMO_REGISTRY)
 def seed_companies(out) -> None:
     """Scripted customers: each message is its own batch, and one without a CNPJ is asked
     for it but not waited for (no quiet period or CNPJ wait to sit out)."""
@@ -95,10 +126,10 @@ def seed_companies(out) -> None:
             receive(whatsapp_payload(wa_id, name, f"wamid.DEMO.{wa_id}.{what}", what, cnpj))
             company = Company.objects.get(wa_id=wa_id)
             attach_sample_files(company)
-            run = drive(company.run_id)
+            run = drive_past_limits(company.run_id)
         if approve:
             approve_as_demo_reviewer(run.id, out)
-            run = drive(run.id)
+            run = drive_past_limits(run.id)
         out(f"  {name:<22} {run.id:<32} {run.status:<10} {run.waiting_for or run.result or ''}")
     sticker = whatsapp_payload("5511900000099", "Desconhecido", "wamid.DEMO.sticker", "hello")
     message = sticker["entry"][0]["changes"][0]["value"]["messages"][0]

@@ -50,7 +50,12 @@ class Company(models.Model):
 
     customer_id = models.CharField(max_length=64, unique=True, default=new_customer_id)
     cnpj = models.CharField("CNPJ", max_length=18, blank=True)
+    # The WhatsApp profile name, as the first message gave it: not the company's legal name.
     name = models.CharField(max_length=200, blank=True)
+    # The legal name (razão social) the customer wrote when asked for it; the registry's, when
+    # it gives one, is on the case.
+    legal_name = models.CharField(_("legal name given"), max_length=200, blank=True)
+    legal_name_asked_at = models.DateTimeField(_("legal name asked at"), null=True, blank=True)
     wa_id = models.CharField("WhatsApp id (phone)", max_length=128, null=True, blank=True, unique=True)
     user_id = models.CharField("business-scoped user id", max_length=128, null=True, blank=True,
                                unique=True)

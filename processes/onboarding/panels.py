@@ -11,8 +11,9 @@ from django.utils.translation import gettext as _, gettext_lazy
 
 from approvals.duties import register_case_subject
 from approvals.holds import register_approval_hold
-from approvals.panels import Section, register_case_panel, register_timeline_labels
+from approvals.panels import Section, register_case_panel, register_findings_reader, register_timeline_labels
 from durable.selectors import step_results
+from processes.onboarding.findings import finding_shown
 from processes.onboarding.models import Company, Document, DocumentFetch
 from processes.whatsapp.selectors import conversation_for
 
@@ -96,6 +97,8 @@ TIMELINE_LABELS = {
     "ask_for_documents": gettext_lazy("Customer asked for documents"),
     "has_valid_cnpj": gettext_lazy("CNPJ checked"),
     "ask_for_cnpj": gettext_lazy("Customer asked for the CNPJ"),
+    "cnpj_registry_lookup": gettext_lazy("CNPJ registry consulted"),
+    "ask_for_legal_name": gettext_lazy("Customer asked for the legal name"),
     "remind_documents": gettext_lazy("Customer reminded of the documents"),
     "set_status": gettext_lazy("Company status changed"),
     "notify": gettext_lazy("Customer notified"),
@@ -108,6 +111,7 @@ TIMELINE_LABELS = {
 
 register_case_panel("onboarding", onboarding_panels)
 register_timeline_labels("onboarding", TIMELINE_LABELS)
+register_findings_reader("onboarding", finding_shown)
 
 
 def case_rows(case) -> list:

@@ -16,11 +16,13 @@ from processes.onboarding import steps
 from processes.onboarding.cnpj import cnpj_valid
 from processes.onboarding.models import Company
 from processes.onboarding.validation import ValidationResult
-from processes.onboarding.registry import case_findings
-from processes.onboarding.workflow import LOW_RISK_TEXT, REVIEW_GROUPS, case_title, review_risk
+from processes.onboarding import registry
+from processes.onboarding.workflow import REVIEW_GROUPS, case_summary, case_title, review_risk
 
 WORKFLOW = "onboarding"
 NOT_GIVEN = "not given"
+# The findings a re-check writes anew; the validator's (documents, problems) stay as recorded.
+RECOMPUTED_CHECKS = {registry.REGISTRY_CHECK, registry.LEGAL_NAME_CHECK, "risk"}
 
 
 def shown_cnpj(cnpj: str) -> str:
@@ -29,26 +31,28 @@ def shown_cnpj(cnpj: str) -> str:
 
 
 def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalRequest:
-    """Re-run the check of an open onboarding case if the company's CNPJ is not the one it shows.
+    """Re-run the check of an open onboarding case if the company's CNPJ or the legal name it
+    gave is not the one the case shows.
 
-    The same rules as the workflow's (``review_risk``, ``case_title``) on the company as it
-    is now and the validator's findings the case recorded; nothing changes when the case
-    is current, so calling it twice is harmless.
+    The same rules as the workflow's (``review_risk``, ``case_findings``, ``case_title``) on
+    the company as it is now and the validator's findings the case recorded; risk, required
+    approvals and routing are recomputed together. Nothing changes when the case is current,
+    so calling it twice is harmless.
     """
     if "cnpj" not in case.summary:   # not a case the workflow's review round opened
         return case
     facts = steps.describe_for_review(case.subject_id)
-    if case.summary["cnpj"] == shown_cnpj(facts.cnpj):
+    if (case.summary["cnpj"], case.summary.get("legal_name_given", "")) == (shown_cnpj(facts.cnpj),
+                                                                            facts.legal_name):
         return case
-    problems = [finding.get("result", "") for finding in case.summary.get("findings", [])
-                if finding.get("check") == "problem"]
-    record = steps.cnpj_registry_lookup(case.subject_id)   # the new CNPJ, asked now ({} if invalid)
+    recorded = case.summary.get("findings", [])
+    problems = [item.get("result", "") for item in recorded if item.get("check") == "problem"]
+    validator = [item for item in recorded if item.get("check") not in RECOMPUTED_CHECKS]
+    record = steps.cnpj_registry_lookup(case.subject_id)   # the CNPJ as it is now ({} if invalid)
     risk, reasons = review_risk(facts, ValidationResult(ok=True, problems=problems), record)
-    findings = [finding for finding in case.summary.get("findings", []) if finding.get("check") != "CNPJ registry"]
-    summary = {**case.summary, "company": facts.name, "cnpj": shown_cnpj(facts.cnpj),
-               "findings": findings + case_findings(record),
-               "risk": "; ".join(reasons) or LOW_RISK_TEXT}
-    title = case_title(facts, case.subject_id, int(case.summary.get("escalation_level") or 0))
+    findings = validator + registry.case_findings(record) + registry.legal_name_notes(facts.legal_name, record)
+    summary = {**case.summary, **case_summary(facts, case.subject_id, record, findings + reasons, reasons)}
+    title = case_title(facts, case.subject_id, int(case.summary.get("escalation_level") or 0), record)
     return approvals.approval_recheck(case.pk, actor=actor, title=title, summary=summary, risk=risk,
                                       reason=reason, candidate_groups=REVIEW_GROUPS[risk])
 

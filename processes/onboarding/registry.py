@@ -10,6 +10,8 @@ names: ``razao_social``, ``nome_fantasia``, ``descricao_situacao_cadastral``,
 ``ONBOARDING_CNPJ_REGISTRY`` (a dotted path).
 """
 import json
+import re
+import unicodedata
 import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
@@ -18,10 +20,14 @@ from typing import Protocol
 from django.utils.module_loading import import_string
 
 from processes import conf
+from processes.onboarding.findings import finding
 
 ACTIVE = "ATIVA"
 # What a FakeRegistry table entry may say; "found": false makes a CNPJ the registry lacks.
 FAKE_FIELDS = ("legal_name", "trade_name", "status", "opened_on", "main_activity")
+REGISTRY_CHECK, LEGAL_NAME_CHECK = "CNPJ registry", "legal name"
+# The legal forms a company name may end with; they do not tell two companies apart.
+LEGAL_FORMS = {"ltda", "limitada", "me", "epp", "eireli", "sa", "mei", "ss", "slu", "cia"}
 
 
 @dataclass
@@ -48,13 +54,14 @@ class CnpjRegistry(Protocol):
 
 class FakeRegistry:
     """``ONBOARDING_FAKE_REGISTRY``: {digits: {"legal_name", "trade_name", "status",
-    "opened_on", "main_activity", "found"}}; what an entry leaves out is an active company's
+    "opened_on", "main_activity", "found", "error"}} ("error": the registry could not be
+    asked); what an entry leaves out is an active company's
     (status ATIVA, names unknown), and so is every CNPJ not in the table."""
 
     def lookup(self, cnpj_digits: str) -> RegistryRecord:
         known = (conf.setting("ONBOARDING_FAKE_REGISTRY", {}) or {}).get(cnpj_digits) or {}
-        if known.get("found") is False:
-            return RegistryRecord(cnpj=cnpj_digits, found=False)
+        if known.get("found") is False or known.get("error"):
+            return RegistryRecord(cnpj=cnpj_digits, found=False, error=str(known.get("error") or ""))
         return RegistryRecord(cnpj=cnpj_digits, found=True, **{"status": ACTIVE, **{
             key: str(value) for key, value in known.items() if key in FAKE_FIELDS}})
 
@@ -90,16 +97,16 @@ def registry() -> CnpjRegistry:
     return import_string(conf.setting("ONBOARDING_CNPJ_REGISTRY", "processes.onboarding.registry.FakeRegistry"))()
 
 
-def risk_reasons(record: dict | None) -> list[str]:
-    """What a reviewer must weigh from the registry's answer: each makes the case high risk."""
+def risk_reasons(record: dict | None) -> list[dict]:
+    """What a reviewer must weigh from the registry's answer (findings): each makes the case high risk."""
     if not record:
         return []
     if record.get("error"):
-        return [f"the CNPJ registry could not be asked ({record['error']})"]
+        return [finding("risk", "registry_error", error=record["error"])]
     if not record.get("found"):
-        return ["the CNPJ registry has no such CNPJ"]
+        return [finding("risk", "registry_not_found")]
     if record.get("status") != ACTIVE:
-        return [f"the CNPJ registry lists the company as {record.get('status') or 'of unknown status'}, not {ACTIVE}"]
+        return [finding("risk", "registry_inactive", status=record.get("status") or "?", active=ACTIVE)]
     return []
 
 
@@ -108,9 +115,45 @@ def case_findings(record: dict | None) -> list[dict]:
     if not record:
         return []
     if record.get("error") or not record.get("found"):
-        return [{"check": "CNPJ registry", "result": "; ".join(risk_reasons(record))}]
-    names = " / ".join(name for name in (record.get("legal_name"), record.get("trade_name")) if name)
-    parts = [record.get("status") or "?", names or "names not given",
-             f"since {record['opened_on']}" if record.get("opened_on") else "",
-             record.get("main_activity") or ""]
-    return [{"check": "CNPJ registry", "result": " — ".join(part for part in parts if part)}]
+        return [{**reason, "check": REGISTRY_CHECK} for reason in risk_reasons(record)]
+    names = " / ".join(registry_names(record)) or "?"
+    found = [finding(REGISTRY_CHECK, "registry_record", status=record.get("status") or "?", names=names)]
+    if record.get("opened_on"):
+        found.append(finding(REGISTRY_CHECK, "registry_opened", opened_on=record["opened_on"]))
+    if record.get("main_activity"):
+        found.append(finding(REGISTRY_CHECK, "registry_activity", activity=record["main_activity"]))
+    return found
+
+
+def legal_name_key(name: str) -> str:
+    """A company name reduced to what identifies it: accents, case, punctuation and the legal
+    form (LTDA, ME, EIRELI, S.A. ...) dropped, so "Floricultura Jardim" matches
+    "FLORICULTURA JARDIM LTDA" and "Floricultura Jardim Ltda." alike."""
+    plain = unicodedata.normalize("NFKD", name or "").encode("ascii", "ignore").decode().casefold()
+    words = re.sub(r"[^a-z0-9]+", " ", plain.replace("s/a", "sa").replace("s.a.", "sa")).split()
+    while words and words[-1] in LEGAL_FORMS:
+        words.pop()
+    return " ".join(words)
+
+
+def registry_names(record: dict | None) -> list[str]:
+    return [name for name in ((record or {}).get("legal_name"), (record or {}).get("trade_name")) if name]
+
+
+def legal_name_risk(given: str, record: dict | None) -> list[dict]:
+    """The legal name the customer gave against the registry's legal and trade names: a
+    mismatch makes the case high risk."""
+    names = registry_names(record)
+    if not given or not names or legal_name_key(given) in {legal_name_key(name) for name in names}:
+        return []
+    return [finding("risk", "legal_name_mismatch", given=given, registry=names[0])]
+
+
+def legal_name_notes(given: str, record: dict | None) -> list[dict]:
+    """What the case says of the legal name when the registry does not give one: the name the
+    customer gave (unconfirmed), or that it is not known yet. Shown, not weighed."""
+    if registry_names(record):
+        return []
+    if given:
+        return [finding(LEGAL_NAME_CHECK, "legal_name_unconfirmed", given=given)]
+    return [finding(LEGAL_NAME_CHECK, "legal_name_missing")]

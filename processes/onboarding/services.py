@@ -1,6 +1,7 @@
 """Writes of onboarding outside the workflow: find or create the sender's company, start
 its run, and turn a document message into a ``documents_received`` signal."""
 import logging
+import re
 import unicodedata
 
 from django.db import IntegrityError, transaction
@@ -9,7 +10,7 @@ from django.db.models import Q
 from durable import selectors, services
 from durable.errors import RunFinished, RunNotFound
 from processes.billing.models import Invoice
-from processes.onboarding.cnpj import cnpj_find
+from processes.onboarding.cnpj import CANDIDATE as CNPJ_CANDIDATE, cnpj_find
 from processes.onboarding.models import Company, CompanyStatus, Document
 from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.status import STATUS_WORDS, status_answer
@@ -23,6 +24,10 @@ log = logging.getLogger(__name__)
 DOCUMENT_TYPES = {"document", "image"}
 # A text that is one of these words alone (case, accents and end punctuation ignored) withdraws.
 WITHDRAWAL_WORDS = {"cancelar", "cancel", "desistir"}
+# A text that says it gives the legal name; and texts that are never one.
+LEGAL_NAME_PREFIX = re.compile(r"^\s*(a\s+)?(raz[aã]o social|nome da empresa)(\s+[ée])?\s*[:\-]?\s*", re.IGNORECASE)
+NOT_A_NAME = {"oi", "ola", "ok", "okay", "obrigado", "obrigada", "sim", "nao", "bom dia", "boa tarde", "boa noite",
+              "tudo bem", "valeu", "beleza", "certo", "entendi", "aguardo", "status", "ajuda"}
 # An application that ended in one of these starts again when the customer writes (the
 # goodbye says so); an approved or rejected one does not.
 RESTARTABLE = {CompanyStatus.WITHDRAWN, CompanyStatus.CLOSED}
@@ -147,6 +152,31 @@ def company_cnpj_from_text(company: Company, text: str) -> str:
     return cnpj
 
 
+def company_legal_name_from_text(company: Company, text: str, *, message_id: str) -> str:
+    """Record the legal name the customer writes: the first text after being asked for it, or
+    any text that says so ("razão social: ..."), which also corrects an earlier answer (the
+    open case is then re-checked, so approvals given on the old name no longer count). A
+    greeting, a thanks or a question is not a name, and a CNPJ in the same text is not part
+    of it. The customer hears what was recorded, once per message."""
+    name = " ".join(CNPJ_CANDIDATE.sub(" ", str(text or "")).split())
+    said = LEGAL_NAME_PREFIX.match(name)
+    if said:
+        name = name[said.end():]
+    elif company.legal_name or company.legal_name_asked_at is None or "cnpj" in name.casefold() \
+            or CNPJ_CANDIDATE.search(str(text or "")):
+        return ""   # not asked, already answered, or a text about the CNPJ
+    name = name.strip(" .,:;-")
+    if (sum(ch.isalpha() for ch in name) < 3 or len(name) > 200 or name.endswith("?")
+            or _one_word(name) in NOT_A_NAME or name == company.legal_name):
+        return ""
+    company.legal_name = name
+    company.save(update_fields=["legal_name", "updated_at"])
+    transaction.on_commit(lambda: message_send(
+        idempotency_key=f"legal-name:{message_id}", company=company,
+        body=f"Obrigado! Registramos a razão social: {name}."), robust=True)
+    return name
+
+
 def _text_body(message: InboundMessage) -> str:
     text = message.payload["message"].get("text")
     return str(text.get("body") or "") if isinstance(text, dict) else ""
@@ -190,6 +220,11 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
     if message.message_type == "text":
         cnpj = company_cnpj_from_text(company, _text_body(message))
         note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"
+        if legal_name := company_legal_name_from_text(company, _text_body(message), message_id=message.wamid):
+            note = (f"{note}, " if cnpj else "") + f"legal name {legal_name!r} recorded"
+            if company_cases_recheck(company, actor=f"whatsapp:{wa_id or user_id}",
+                                     reason="the customer wrote the legal name during the review"):
+                note += ", open case re-checked"
         if cnpj:
             # A case open now is checked again at once, not only at the next review round.
             if company_cases_recheck(company, actor=f"whatsapp:{wa_id or user_id}",

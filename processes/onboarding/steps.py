@@ -102,6 +102,19 @@ def ask_for_cnpj(customer_id: str, idempotency_key: str) -> str:
     return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
 
 
+LEGAL_NAME_QUESTION = ("Para concluir a análise, escreva aqui a razão social da empresa, como está no "
+                       "contrato social (por exemplo: Floricultura Jardim Ltda).")
+
+
+def ask_for_legal_name(customer_id: str, idempotency_key: str) -> str:
+    """Ask the legal name the registry could not give (keyed once per run). The company is
+    marked as asked first, so the customer's next text is read as the answer."""
+    Company.objects.filter(customer_id=customer_id, legal_name_asked_at__isnull=True).update(
+        legal_name_asked_at=clock.now())
+    return message_send(company=_company(customer_id), body=LEGAL_NAME_QUESTION,
+                        idempotency_key=idempotency_key).idempotency_key
+
+
 def remind_documents(customer_id: str, idempotency_key: str) -> str:
     body = ("Lembrete: ainda precisamos dos documentos para abrir a sua conta PJ. "
             "Sem eles, o pedido será encerrado em 3 dias.")
@@ -132,6 +145,8 @@ class ReviewFacts:
     # Other companies that gave the same CNPJ, each with its status and latest case (empty in
     # runs recorded before the check: they replay as they were).
     same_cnpj: list[str] = field(default_factory=list)
+    # The legal name the customer wrote when asked for it (empty in runs recorded before).
+    legal_name: str = ""
 
 
 def describe_for_review(customer_id: str) -> ReviewFacts:
@@ -142,7 +157,7 @@ def describe_for_review(customer_id: str) -> ReviewFacts:
     whatsapp = " / ".join(part for part in (company.wa_id, company.user_id) if part)
     return ReviewFacts(customer_id=customer_id, name=company.name, cnpj=company.cnpj,
                        cnpj_valid=cnpj_valid(company.cnpj), whatsapp=whatsapp, documents=documents,
-                       same_cnpj=companies_with_the_same_cnpj(company))
+                       same_cnpj=companies_with_the_same_cnpj(company), legal_name=company.legal_name)
 
 
 def cnpj_registry_lookup(customer_id: str) -> dict:

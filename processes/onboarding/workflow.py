@@ -11,6 +11,7 @@ from processes import conf
 from processes.onboarding import steps
 from processes.onboarding.models import CompanyStatus
 from processes.onboarding import registry
+from processes.onboarding.findings import finding
 from processes.onboarding.validation import ValidationResult
 from processes.whatsapp.limits import LLM, LLM_QUEUE, SEND
 
@@ -36,6 +37,9 @@ STAGES = "stage-attributes"
 # Each review round asks the CNPJ registry (processes/onboarding/registry.py) before the case
 # opens; runs recorded before it keep their journal.
 CNPJ_REGISTRY = "cnpj-registry"
+# When the registry gives no legal name and the customer has not written one, the customer is
+# asked for it (once per run) as the case opens; the answer re-checks the open case.
+LEGAL_NAME = "ask-legal-name"
 # A high-risk case goes ahead of the others in the WhatsApp sending line once its risk is
 # known (a step's priority changes no journal: recorded runs replay the same).
 HIGH_RISK_PRIORITY = 7
@@ -223,36 +227,66 @@ def close(customer_id: str, reason: str, progress: Progress) -> str:
 
 
 def review_risk(facts: steps.ReviewFacts, result: ValidationResult,
-                record: dict | None = None) -> tuple[str, list[str]]:
+                record: dict | None = None) -> tuple[str, list[dict]]:
     """High risk (two approvals by two different reviewers, senior review only) when the
     company gave no valid CNPJ, gave one another company already gave, or the validator
     found a problem on the way (a document it refused, or a model's finding). Reads only
     journaled step results, so every replay decides the same. The registry's ``record``
-    (when the round asked it) adds its findings: not found, not active, not asked."""
+    (when the round asked it) adds its findings: not found, not active, not asked, and a
+    legal name the customer gave that is not the registry's. The reasons are findings
+    (processes/onboarding/findings.py)."""
     reasons = []
     if not facts.cnpj_valid:
-        reasons.append("no valid CNPJ given")
+        reasons.append(finding("risk", "no_cnpj"))
     if facts.same_cnpj:
-        reasons.append("the CNPJ is already held by " + "; ".join(facts.same_cnpj))
-    reasons += registry.risk_reasons(record)
+        reasons.append(finding("risk", "same_cnpj", others="; ".join(facts.same_cnpj)))
+    reasons += registry.risk_reasons(record) + registry.legal_name_risk(facts.legal_name, record)
     if result.problems:
-        reasons.append("the validator reported problems")
+        reasons.append(finding("risk", "validator_problems"))
     return ("high" if reasons else "low"), reasons
 
 
 LOW_RISK_TEXT = "low: valid CNPJ, no validator problems"
 
 
-def case_title(facts: steps.ReviewFacts, customer_id: str, level: int) -> str:
+def risk_text(reasons: list[dict]) -> str:
+    """The case's ``risk`` line (English, as the API and older cases carry it)."""
+    return "; ".join(reason["result"] for reason in reasons) or LOW_RISK_TEXT
+
+
+def company_name(facts: steps.ReviewFacts, record: dict | None) -> str:
+    """What the case calls the company: the registry's legal name, else the one the customer
+    gave, else their WhatsApp profile name."""
+    return (record or {}).get("legal_name") or facts.legal_name or facts.name
+
+
+def case_title(facts: steps.ReviewFacts, customer_id: str, level: int, record: dict | None = None) -> str:
     """The case's title: who, and their CNPJ (re-checks of an open case write it the same way)."""
-    title = f"{facts.name or customer_id} — CNPJ {facts.cnpj or 'not given'}"
+    title = f"{company_name(facts, record) or customer_id} — CNPJ {facts.cnpj or 'not given'}"
     return title + (f" (escalated, level {level})" if level else "")
 
 
 def validator_findings(result: ValidationResult) -> list[dict]:
-    findings = [{"check": f"required documents ({result.checker})",
-                 "result": "all present" if not result.missing else "missing: " + ", ".join(result.missing)}]
+    check = f"required documents ({result.checker})"
+    findings = [finding(check, "documents_complete") if not result.missing
+                else finding(check, "documents_missing", kinds=", ".join(result.missing))]
     return findings + [{"check": "problem", "result": problem} for problem in result.problems]
+
+
+def case_findings(result: ValidationResult, record: dict | None, facts: steps.ReviewFacts,
+                  reasons: list[dict]) -> list[dict]:
+    """Everything the round's checks found, in the order a reviewer reads them: documents,
+    registry, legal name, then each reason the case is high risk."""
+    return (validator_findings(result) + registry.case_findings(record)
+            + registry.legal_name_notes(facts.legal_name, record) + reasons)
+
+
+def case_summary(facts: steps.ReviewFacts, customer_id: str, record: dict | None, findings: list[dict],
+                 reasons: list[dict]) -> dict:
+    return {"company": company_name(facts, record), "legal_name_given": facts.legal_name,
+            "whatsapp_profile": facts.name, "cnpj": facts.cnpj or "not given", "whatsapp": facts.whatsapp,
+            "customer_id": customer_id, "documents_received": "\n".join(facts.documents),
+            "findings": findings, "risk": risk_text(reasons)}
 
 
 def wait_for_compliance_decision(customer_id: str, result: ValidationResult, review: int,
@@ -265,17 +299,19 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
     """
     facts = workflow.step(steps.describe_for_review, customer_id)
     record = workflow.step(steps.cnpj_registry_lookup, customer_id) if workflow.patched(CNPJ_REGISTRY) else None
-    publish_stage(progress, "in review", cnpj=facts.cnpj or None, company=facts.name or None)
+    if record is not None and not facts.legal_name and not registry.registry_names(record) \
+            and workflow.patched(LEGAL_NAME):
+        workflow.step(steps.ask_for_legal_name, customer_id, idempotency_key=f"{workflow.id}:ask-legal-name",
+                      limit=SEND)
+    publish_stage(progress, "in review", cnpj=facts.cnpj or None, company=company_name(facts, record) or None)
     risk, reasons = review_risk(facts, result, record)
     progress.priority = HIGH_RISK_PRIORITY if risk == "high" else None
+    findings = case_findings(result, record, facts, reasons)
     level = 0
     while True:
         decision = request_approval(
-            title=case_title(facts, customer_id, level),
-            summary={"company": facts.name, "cnpj": facts.cnpj or "not given", "whatsapp": facts.whatsapp,
-                     "customer_id": customer_id, "documents_received": "\n".join(facts.documents),
-                     "findings": validator_findings(result) + registry.case_findings(record),
-                     "risk": "; ".join(reasons) or LOW_RISK_TEXT,
+            title=case_title(facts, customer_id, level, record),
+            summary={**case_summary(facts, customer_id, record, findings, reasons),
                      "review_round": review, "escalation_level": level},
             subject=("company", customer_id), risk=risk, timeout=DECISION_DEADLINE,
             idempotency_key=f"{workflow.id}:review:{review}:{level}", candidate_groups=REVIEW_GROUPS[risk])

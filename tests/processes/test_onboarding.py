@@ -68,7 +68,7 @@ def test_full_onboarding_asks_for_each_missing_document_then_a_reviewer_opens_th
     assert run.result == company.account.number
     assert Account.objects.count() == 1
     assert (company.status, company.account.approved_by) == (CompanyStatus.APPROVED, "ana")
-    assert sent_keys(run.id) == ["greet", "ask:1", "ask:2", "under-review:1", "welcome"]
+    assert sent_keys(run.id) == ["greet", "ask:1", "ask:2", "under-review:1", "ask-legal-name", "welcome"]
     asks = OutboundMessage.objects.filter(idempotency_key__contains=":ask:").order_by("pk")
     assert ["comprovante de endereço" in m.body and "selfie" in m.body for m in asks] == [True, False]
 
@@ -82,8 +82,9 @@ def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in
         f"company:{Company.objects.get().customer_id}", "low", 1)
     assert case.summary["cnpj"] == CNPJ and case.summary["whatsapp"] == PHONE
     assert "contrato.pdf" in case.summary["documents_received"]
-    assert case.summary["findings"] == [{"check": "required documents (rules)", "result": "all present"},
-                                        {"check": "CNPJ registry", "result": "ATIVA — names not given"}]
+    assert [(f["check"], f["result"]) for f in case.summary["findings"]] == [
+        ("required documents (rules)", "all present"), ("CNPJ registry", "ATIVA — ?"),
+        ("legal name", "the legal name is not known: the registry does not give it and the customer was asked for it")]
 
 
 def test_a_low_risk_review_is_routed_to_kyc_and_kyc_senior(in_review):
@@ -416,9 +417,13 @@ def test_the_case_shows_what_the_cnpj_registry_says_of_the_company(registry_says
 
     case = open_case(run.id)
 
-    assert {"check": "CNPJ registry", "result": "ATIVA — PADARIA BOA MASSA LTDA / Boa Massa — since 2015-03-02 — "
-                                                "Fabricação de produtos de panificação"} in case.summary["findings"]
+    assert [f["result"] for f in case.summary["findings"] if f["check"] == "CNPJ registry"] == [
+        "ATIVA — PADARIA BOA MASSA LTDA / Boa Massa", "open since 2015-03-02",
+        "main activity: Fabricação de produtos de panificação"]
+    assert case.title == f"PADARIA BOA MASSA LTDA — CNPJ {CNPJ}"
+    assert (case.summary["company"], case.summary["whatsapp_profile"]) == ("PADARIA BOA MASSA LTDA", "Padaria Boa Massa")
     assert case.risk == "low"
+    assert not OutboundMessage.objects.filter(idempotency_key__endswith=":ask-legal-name").exists()
 
 
 @pytest.mark.parametrize("status", ["BAIXADA", "SUSPENSA", "INAPTA"])
