@@ -3,6 +3,7 @@
 Defaults: SQLite (WAL, IMMEDIATE transactions) and Celery's filesystem transport, both
 under ./var. Production and CI set DATABASE_URL and CELERY_BROKER_URL.
 """
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -346,6 +347,12 @@ DOCUMENT_MAX_BYTES = int(os.environ.get("DOCUMENT_MAX_BYTES", str(10 * 1024 * 10
 ONBOARDING_DOCUMENTS_QUIET_SECONDS = float(os.environ.get("ONBOARDING_DOCUMENTS_QUIET_SECONDS", "30"))
 # With the documents complete and no valid CNPJ, the customer is asked once and given this long.
 ONBOARDING_CNPJ_WAIT_SECONDS = float(os.environ.get("ONBOARDING_CNPJ_WAIT_SECONDS", "86400"))
+# The CNPJ registry (processes/onboarding/registry.py): the fake by default, whose table
+# (a JSON object: {"<14 digits>": {"legal_name": ..., "status": "BAIXADA"}}) may come from
+# the environment; HttpRegistry with an https ONBOARDING_CNPJ_REGISTRY_URL in production.
+ONBOARDING_CNPJ_REGISTRY = os.environ.get("ONBOARDING_CNPJ_REGISTRY", "processes.onboarding.registry.FakeRegistry")
+ONBOARDING_CNPJ_REGISTRY_URL = os.environ.get("ONBOARDING_CNPJ_REGISTRY_URL", "")
+ONBOARDING_FAKE_REGISTRY = json.loads(os.environ.get("ONBOARDING_FAKE_REGISTRY", "") or "{}")
 # The reviewer workbench (docs/approvals.md): a claim older than this is flagged as stale
 # for the supervisor; a case open longer than the SLA counts as past SLA on the dashboard.
 APPROVALS_STALE_CLAIM_HOURS = float(os.environ.get("APPROVALS_STALE_CLAIM_HOURS", "4"))

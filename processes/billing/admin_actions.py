@@ -35,6 +35,8 @@ class DueDateForm(forms.Form):
                                  widget=forms.DateTimeInput(attrs={"type": "datetime-local"},
                                                             format="%Y-%m-%dT%H:%M"),
                                  input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d"])
+    reason = forms.CharField(label=gettext_lazy("Reason"), max_length=rules.REASON_MAX,
+                             help_text=gettext_lazy("Kept in the invoice run's journal and audit."))
 
     def clean_due_at(self):
         due_at = self.cleaned_data["due_at"]
@@ -56,7 +58,8 @@ def void_invoices(model_admin, request, queryset):
 def change_due_date(model_admin, request, queryset):
     """Ask for the new date, then give it to each selected invoice through its run."""
     return _operate(model_admin, request, queryset, DueDateForm, "change_due_date", _("Change the due date"),
-                    lambda invoice, data, who: invoice_due_date_change(invoice, due_at=data["due_at"], **who),
+                    lambda invoice, data, who: invoice_due_date_change(invoice, due_at=data["due_at"],
+                                                                      reason=data["reason"], **who),
                     done=_("due date changed; reminders start again from it"))
 
 

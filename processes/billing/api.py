@@ -32,6 +32,8 @@ class VoidBody(serializers.Serializer):
 
 class DueDateBody(serializers.Serializer):
     due_at = JSONText(max_length=64, help_text="ISO 8601 with its offset, in the future, within two years.")
+    reason = JSONText(max_length=REASON_MAX, required=False, default="",
+                      help_text="Why (the renegotiation); kept in the run's journal and audit.")
 
     def validate_due_at(self, value: str):
         try:
@@ -88,4 +90,4 @@ class InvoiceDueDateView(InvoiceOperationView):
         return super().post(request, number)
 
     def apply(self, invoice, data, **who) -> bool:
-        return invoice_due_date_change(invoice, due_at=data["due_at"], **who)
+        return invoice_due_date_change(invoice, due_at=data["due_at"], reason=data["reason"], **who)

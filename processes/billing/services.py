@@ -58,7 +58,7 @@ def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: flo
                    without_run=lambda: _void_directly(invoice))
 
 
-def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, timeout: float | None = None,
+def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, reason: str = "", timeout: float | None = None,
                             audit: dict | None = None) -> bool:
     """Renegotiate an open invoice: a new due date restarts the reminder schedule from it.
 
@@ -66,7 +66,10 @@ def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, timeout: fl
     invoice's lock (the row is the one truth the schedule reads). InvoiceSettled when the
     invoice is not open (paid, voided, or finance's ticket decides); ValueError for a date
     the rules refuse. The date it already has is no change. Returns as ``invoice_void``
-    does; the update is keyed by the move (from -> to), so moving back is a move too."""
+    does; the update is keyed by the move (from -> to), so moving back is a move too. The
+    ``reason`` (the renegotiation's) goes with the update into the journal and the audit."""
+    if not isinstance(reason, str) or len(reason) > REASON_MAX:
+        raise ValueError(f"a due-date change's reason is text of at most {REASON_MAX} characters")
     problem = due_at_problem(due_at)
     if problem:
         raise ValueError(problem)
@@ -74,8 +77,9 @@ def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, timeout: fl
     if current.status == InvoiceStatus.OPEN and current.due_at == due_at:
         return True
     moved = f"due:{invoice.pk}:{current.due_at.isoformat()}->{due_at.isoformat()}"
-    return _update(invoice, "change_due_date", {"due_at": due_at.isoformat()}, dedupe_key=moved,
-                   actor=actor, timeout=timeout, audit=audit,
+    return _update(invoice, "change_due_date", {"due_at": due_at.isoformat(), **({"reason": reason} if reason else {})},
+                   dedupe_key=moved, actor=actor, timeout=timeout, audit={**({"reason": reason} if reason else {}),
+                                                                          **(audit or {})},
                    refused=(InvoiceStatus.PAID, InvoiceStatus.VOIDED, InvoiceStatus.ESCALATED), without_run=None)
 
 

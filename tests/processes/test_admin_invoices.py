@@ -124,17 +124,29 @@ def test_a_due_date_in_the_past_far_away_or_unreadable_is_refused_on_the_form(op
 def test_a_new_due_date_goes_to_the_run_which_writes_it_and_starts_again_from_it(operator, invoice, clock):
     new_due = (clock.now() + days(10)).replace(second=0, microsecond=0)
 
-    act(operator, "change_due_date", [invoice], apply="1", due_at=new_due.strftime("%Y-%m-%dT%H:%M"))
+    act(operator, "change_due_date", [invoice], apply="1", due_at=new_due.strftime("%Y-%m-%dT%H:%M"),
+        reason="renegotiated by phone")
     drive(invoice.run_id)
 
     invoice.refresh_from_db()
     assert invoice.due_at == new_due
+    assert AuditEvent.objects.filter(run_id=invoice.run_id, detail__update="change_due_date",
+                                     detail__reason="renegotiated by phone").exists()
     clock.advance(days(9))
     drive(invoice.run_id)
     assert reminders(invoice) == []     # nothing before the new date (the old one was in 2 days)
     clock.advance(days(1))
     drive(invoice.run_id)
     assert reminders(invoice) == [f"{invoice.run_id}:due1:1"]   # the schedule started again from it
+
+
+def test_a_new_due_date_needs_a_reason_on_the_form(operator, invoice, clock):
+    new_due = (clock.now() + days(10)).replace(second=0, microsecond=0)
+
+    response = act(operator, "change_due_date", [invoice], apply="1", due_at=new_due.strftime("%Y-%m-%dT%H:%M"))
+
+    invoice.refresh_from_db()
+    assert response.status_code == 400 and invoice.due_at != new_due
 
 
 def test_a_reminder_is_not_sent_for_an_invoice_settled_outside_its_run(invoice, clock):

@@ -79,7 +79,7 @@ def test_twenty_customers_sending_batches_at_once_end_with_twenty_accounts_and_n
             message="twenty accounts, every run completed")
 
     keys = list(OutboundMessage.objects.values_list("idempotency_key", flat=True))
-    assert len(keys) == len(set(keys)) == 20 * len(["greet", "under-review:1", "welcome"])
+    assert len(keys) == len(set(keys)) == 20 * len(["greet", "under-review:1", "ask-legal-name", "welcome"])
     assert ApprovalRequest.objects.count() == 20                      # no phantom case
     assert JournalEntry.objects.filter(name="validate_documents").count() == 20
 

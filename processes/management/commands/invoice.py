@@ -1,5 +1,5 @@
 """``manage.py invoice void NUMBER --reason TEXT [--yes]`` and ``manage.py invoice due-date
-NUMBER --at ISO [--yes]``: billing's operations for a terminal, through the invoice's run.
+NUMBER --at ISO [--reason TEXT] [--yes]``: billing's operations for a terminal, through the invoice's run.
 
 Exit status: 0 done (or stored for the run), 1 refused or not confirmed, 2 bad usage (no
 such invoice, a bad date, no terminal to confirm on without --yes)."""
@@ -29,6 +29,7 @@ class Command(BaseCommand):
         due.add_argument("number")
         due.add_argument("--at", required=True, metavar="ISO", dest="due_at",
                          help="ISO 8601 with its offset, e.g. 2027-02-01T12:00:00-03:00")
+        due.add_argument("--reason", default="", help="why (kept in the run's journal and audit)")
         due.add_argument("--yes", action="store_true", help="do not ask for a confirmation")
 
     def handle(self, *args, **options):
@@ -44,10 +45,12 @@ class Command(BaseCommand):
                 return invoice_void(invoice, reason=options["reason"], **audit())
         else:
             due_at = _due_at(options["due_at"])
+            if len(options["reason"]) > REASON_MAX:
+                raise CommandError(f"--reason is at most {REASON_MAX} characters", returncode=USAGE_ERROR)
             question = f"Move invoice {invoice.number}'s due date from {invoice.due_at:%Y-%m-%d %H:%M %Z} to {due_at}? [y/N] "
 
             def apply():
-                return invoice_due_date_change(invoice, due_at=due_at, **audit())
+                return invoice_due_date_change(invoice, due_at=due_at, reason=options["reason"], **audit())
         if not options["yes"]:
             _confirm(question)
         try:
