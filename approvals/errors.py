@@ -73,3 +73,12 @@ class ReviewerRequired(ApprovalError):
     """A reassignment that names nobody (or nobody who exists)."""
 
     status_code = 400
+
+
+class NotDecided(ApprovalError):
+    """An evidence pack is made of a decision: an open, expired or cancelled case has none."""
+
+
+class EvidenceNotReady(ApprovalError):
+    """The case is decided but its run has not taken the decision yet (it does within moments):
+    a pack now would hold a journal that does not lead to the decision."""

@@ -30,6 +30,8 @@ class ApprovalStatus(models.TextChoices):
 OPEN_STATUSES = (ApprovalStatus.PENDING, ApprovalStatus.CLAIMED)
 DECIDED_STATUSES = (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.RETURNED)
 CLOSED_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.EXPIRED, ApprovalStatus.CANCELLED, ApprovalStatus.SUPERSEDED)
+# Reviewers took a decision on it (the process may not have acted on it): what an evidence pack is about.
+WITH_DECISION_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.SUPERSEDED)
 
 
 class Risk(models.TextChoices):
@@ -185,6 +187,7 @@ class CaseAction(models.TextChoices):
     FOLLOW_UP = "follow_up", pgettext_lazy("audit action", "follow-up date set")
     SUPERSEDE = "supersede", pgettext_lazy("audit action", "superseded: the process ended before acting on it")
     OVERRIDE_HOLD = "override_hold", pgettext_lazy("audit action", "hold overridden by a supervisor")
+    EVIDENCE_DOWNLOADED = "evidence_downloaded", pgettext_lazy("audit action", "evidence pack downloaded")
 
 
 # What the audit trail shows for each action it records.

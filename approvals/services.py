@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from django_fsm import ConcurrentTransition
 
 from approvals.duties import approval_conflict
+from approvals.evidence.pack import EvidencePack, evidence_pack
 from approvals.hooks import case_opened
 from approvals.errors import (
     ApprovalHeld,
@@ -55,6 +56,8 @@ DECIDE_PERMISSION = "approvals.decide_approvalrequest"
 COMPLIANCE_GROUP = "compliance"
 # Balances the queue: reassigns and unclaims cases, moves deadlines, sees the dashboard.
 SUPERVISOR_GROUP = "compliance-supervisor"
+# Download the evidence pack of any decided case; see no queue and decide nothing.
+AUDITOR_GROUP = "auditors"
 SYSTEM = "system"
 # How far ahead a follow-up date or a moved deadline may be: a date years out is a typo, and
 # one past year 9999 in UTC cannot be read back at all (it broke the case for everyone).
@@ -139,6 +142,17 @@ def may_take(case: ApprovalRequest, user) -> bool:
 def may_open(case: ApprovalRequest, user) -> bool:
     """Who may see the case page: whoever may take it, and the supervisors."""
     return may_take(case, user) or is_supervisor(user)
+
+
+def is_auditor(user) -> bool:
+    """An active member of the auditors' group (membership, never superuser status)."""
+    return bool(user and user.is_authenticated and user.is_active
+                and user.groups.filter(name=AUDITOR_GROUP).exists())
+
+
+def may_take_evidence(case: ApprovalRequest, user) -> bool:
+    """Who may download a case's evidence pack: whoever may open the case, and the auditors."""
+    return may_open(case, user) or is_auditor(user)
 
 
 def _require_eligible(case: ApprovalRequest, user) -> None:
@@ -636,3 +650,22 @@ def approval_follow_up(request_id: int, *, actor, until: datetime | None, reason
                detail={"from": previous.isoformat() if previous else None,
                        "until": until.isoformat() if until else None})
     return case
+
+
+def approval_evidence_take(request_id: int, *, actor: str, via: str,
+                           meta: RequestMeta | None = None) -> EvidencePack:
+    """Build the evidence pack of a decided case and record in its trail who took it.
+
+    The row holds what the pack cannot hold about itself: its manifest's SHA-256, and the head
+    it ends at (the case is locked meanwhile, so the row links to that head), which an online
+    check compares a pack with. Who may take it is the caller's check (``may_take_evidence``).
+    """
+    with transaction.atomic():
+        case = ApprovalRequest.objects.select_for_update().filter(pk=request_id).first()
+        if case is None:
+            raise ApprovalNotFound(f"no approval request #{request_id}")
+        pack = evidence_pack(case, taken_by=actor, via=via)
+        _audit(case, CaseAction.EVIDENCE_DOWNLOADED, actor, case.status, meta=meta,
+               detail={"manifest_sha256": pack.manifest_sha256, "head": pack.head, "audit_rows": pack.audit_rows,
+                       "bytes": len(pack.content), "via": via})
+    return pack

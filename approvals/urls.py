@@ -14,6 +14,7 @@ urlpatterns = [
     path("approvals/archive/", views.ArchiveView.as_view(), name="approval_archive"),
     path("approvals/<int:pk>/", views.CaseView.as_view(), name="approval_case"),
     path("approvals/<int:pk>/live/", views.CaseLiveView.as_view(), name="approval_case_live"),
+    path("approvals/<int:pk>/evidence/", views.EvidenceView.as_view(), name="approval_evidence"),
     path("approvals/<int:pk>/claim/", views.CaseActionView.as_view(action="claim"), name="approval_claim"),
     path("approvals/<int:pk>/release/", views.CaseActionView.as_view(action="release"),
          name="approval_release"),

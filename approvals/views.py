@@ -3,7 +3,8 @@ the supervisor's team page, dashboard and actions.
 
 Thin: every write goes through approvals.services, every read through selectors. Only
 reviewers (the decide permission) and supervisors get in; anyone else signed in gets 403,
-and so does a reviewer opening a case routed to groups they are not in.
+and so does a reviewer opening a case routed to groups they are not in. The auditors get
+one page: a decided case's evidence pack.
 """
 import hashlib
 import zoneinfo
@@ -31,7 +32,7 @@ from approvals.duties import approval_conflict
 from approvals.errors import (ApprovalError, ApprovalNotFound, InvalidDate, NotAllowed, NotEligible,
                               ReviewerRequired)
 from approvals.holds import holds_on
-from approvals.models import CLOSED_STATUSES, ApprovalStatus, Outcome, Risk
+from approvals.models import CLOSED_STATUSES, WITH_DECISION_STATUSES, ApprovalStatus, Outcome, Risk
 from approvals.panels import sections_for
 from durable import clock
 
@@ -190,6 +191,7 @@ def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
         "eligible_reviewers": selectors.approval_eligible_reviewers(case) if supervisor and not read_only else [],
         "overridable_holds": [hold.name for hold in holds if hold.overridable] if supervisor else [],
         "following_up": bool(case.follow_up_at and case.follow_up_at > clock.now()),
+        "evidence_url": reverse("approval_evidence", args=[case.pk]) if case.status in WITH_DECISION_STATUSES else "",
     }
 
 
@@ -210,6 +212,29 @@ class CaseLiveView(ReviewerView):
             return HttpResponse(status=204)
         context["case_changed"] = seen["case"] != context["live"]["case"]
         return render(request, "approvals/_case_live.html", context)
+
+
+class EvidenceView(LoginRequiredMixin, View):
+    """GET: a decided case's evidence pack as a ZIP attachment, for whoever may open the case and
+    for the auditors; taking it is recorded in the case's audit trail (services.approval_evidence_take)."""
+
+    http_method_names = ["get"]   # a HEAD would build and record one too
+
+    def get(self, request, pk):
+        case = _case_or_404(pk)
+        if not services.may_take_evidence(case, request.user):
+            raise PermissionDenied(_("Only those who may open case #%(case)s, and the auditors, may download "
+                                     "its evidence.") % {"case": case.pk})
+        try:
+            pack = services.approval_evidence_take(pk, actor=request.user.get_username(), via="web",
+                                                   meta=services.RequestMeta.from_http(request))
+        except ApprovalError as exc:
+            return HttpResponse(str(exc), status=exc.status_code, content_type="text/plain; charset=utf-8")
+        response = HttpResponse(pack.content, content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{pack.filename}"'
+        response["Cache-Control"] = "no-store"
+        response["X-Evidence-Manifest-SHA256"] = pack.manifest_sha256
+        return response
 
 
 class CaseActionView(ReviewerView):

@@ -107,7 +107,7 @@ def row_digest(row, prev_hash: str, *, parent: str, fields: tuple[str, ...]) -> 
     Works on the migrations' historical models too, so the caller names the parent and the
     fields: they are a stored format, changed only with a migration that re-chains.
     """
-    return hashlib.sha256(f"{prev_hash}\n{row_body(row, parent=parent, fields=fields)}".encode()).hexdigest()
+    return link_digest(prev_hash, row_body(row, parent=parent, fields=fields))
 
 
 def row_body(row, *, parent: str, fields: tuple[str, ...]) -> str:
@@ -116,7 +116,18 @@ def row_body(row, *, parent: str, fields: tuple[str, ...]) -> str:
     for name in fields:
         field = row._meta.get_field(name)
         values.append(_canonical(field.get_prep_value(getattr(row, field.attname))))
+    return values_body(values)
+
+
+def values_body(values: list) -> str:
+    """A row's body from its chained values ([chain_seq, parent id, *fields], as ``row_body``
+    reads them): what a copy of a chain outside the database is checked with."""
     return json.dumps(values, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def link_digest(prev_hash: str, body: str) -> str:
+    """The hash of one link: SHA-256 of the previous hash and the row's body."""
+    return hashlib.sha256(f"{prev_hash}\n{body}".encode()).hexdigest()
 
 
 def body_around(row, holes: list[str], *, parent: str, fields: tuple[str, ...]) -> list[str]:

@@ -13,8 +13,8 @@ from django.utils.dateparse import parse_datetime
 
 from durable import clock
 from durable.documents import PARTIAL, export_file_documents
-from durable.errors import InvalidFork, RunNotFound
-from durable.runtime import forks
+from durable.errors import InvalidFork, RunNotFound, WorkflowNotFound
+from durable.runtime import forks, registry
 from durable.runtime.store import live
 from durable.models import (ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal, AuditEvent,
                             EntryKind, EntryStatus, JournalEntry, Signal, WorkflowRun)
@@ -145,6 +145,28 @@ def run_journal(run_id: str) -> list:
         return entries
     run = ArchivedRun.objects.select_related("batch").filter(pk=run_id).first()
     return archived_journal(run) if run is not None else []
+
+
+class RunCode(NamedTuple):
+    """The code a run ran on, as the run recorded it: its workflow's name and version, the
+    patches its journal took (``workflow.patched``; each once, in the order first taken), and
+    the function this deploy registers for that version ("" once no code registers it)."""
+
+    workflow_name: str
+    workflow_version: int
+    patches: list[str]
+    definition: str
+
+
+def run_code(run_id: str) -> RunCode:
+    """For an app that must say which code decided something (an evidence pack), live or archived."""
+    run = run_or_archived(run_id)
+    try:
+        definition = registry.get(run.workflow_name, run.workflow_version).source
+    except WorkflowNotFound:
+        definition = ""
+    patches = [entry.name for entry in run_journal(run_id) if entry.kind == EntryKind.PATCH]
+    return RunCode(run.workflow_name, run.workflow_version, list(dict.fromkeys(patches)), definition)
 
 
 def run_signals(run_id: str) -> list:

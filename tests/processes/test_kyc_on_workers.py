@@ -2,6 +2,8 @@
 their runs on a real Celery worker and beat, the registry's table given to the worker as
 production gives it (the environment). PostgreSQL in CI (the integration stage)."""
 import json
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -17,6 +19,7 @@ from processes.onboarding.models import Account, Company, CompanyStatus
 from processes.whatsapp.limits import LLM_QUEUE
 from processes.whatsapp.models import OutboundMessage
 from tests.processes.conftest import document, whatsapp_message, whatsapp_webhook
+from tests.support import ROOT, subprocess_env
 from tests.workers import celery_processes, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -69,6 +72,12 @@ def open_case_of(phone: str, timeout: float = 90) -> ApprovalRequest:
     return case()
 
 
+def manage(*args: str) -> subprocess.CompletedProcess:
+    """``manage.py`` as an operator or an auditor runs it, against the test database."""
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=subprocess_env(), capture_output=True,
+                          text=True, timeout=120)
+
+
 def in_thread(work):
     """A thread's work, its own database connection closed after (or the test database stays busy)."""
     def run():
@@ -83,7 +92,7 @@ def routed_to(case) -> list[str]:
     return sorted(case.candidate_groups.values_list("name", flat=True))
 
 
-def test_each_kyc_check_routes_or_holds_its_case_on_a_worker(on_workers, tmp_path, signed_post, ana, bruno, client):
+def test_each_kyc_check_routes_or_holds_its_case_on_a_worker_and_a_decided_case_has_a_pack_that_verifies(on_workers, tmp_path, signed_post, ana, bruno, client):
     processes = on_workers(tmp_path)
     try:
         post = lambda *messages: signed_post(whatsapp_webhook(*messages)).status_code  # noqa: E731
@@ -120,6 +129,16 @@ def test_each_kyc_check_routes_or_holds_its_case_on_a_worker(on_workers, tmp_pat
     page = client.get(reverse("approval_case", args=[no_cnpj.pk])).content.decode()
     assert 'value="approve" class="primary" disabled' in page and "no valid CNPJ" in page
     assert not Account.objects.filter(company__wa_id="5511930000005").exists()
+
+    pack = tmp_path / "evidence.zip"
+    exported = manage("approvals", "evidence", "export", str(approved.pk), "-o", str(pack))
+    assert exported.returncode == 0, exported.stderr
+    verified = manage("approvals", "evidence", "verify", str(pack), "--against-database")
+    assert verified.returncode == 0 and "verified" in verified.stdout, verified.stdout + verified.stderr
+    content = bytearray(pack.read_bytes())
+    content[len(content) // 2] ^= 0x01                                 # one changed byte
+    pack.write_bytes(bytes(content))
+    assert manage("approvals", "evidence", "verify", str(pack)).returncode == 1
 
 
 def test_an_approval_the_withdrawal_overtakes_is_superseded_and_writing_again_starts_anew(
