@@ -6,6 +6,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
@@ -18,7 +19,9 @@ from processes.whatsapp.models import OutboundMessage
 from tests.browser import admin_page, browser  # noqa: F401  (browser: the fixture)
 from tests.workers import celery_processes, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True),
+              pytest.mark.skipif(connection.vendor != "postgresql", 
+                                 reason="PostgreSQL (test_admin_invoices_browser.py covers SQLite)")]
 
 PASSWORD = "correct-horse-battery"
 DUE_IN = 20   # seconds: the reminders would start then
