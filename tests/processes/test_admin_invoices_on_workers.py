@@ -20,7 +20,7 @@ from tests.browser import admin_page, browser  # noqa: F401  (browser: the fixtu
 from tests.workers import celery_processes, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(connection.vendor != "postgresql", 
+              pytest.mark.skipif(connection.vendor != "postgresql",
                                  reason="PostgreSQL (test_admin_invoices_browser.py covers SQLite)")]
 
 PASSWORD = "correct-horse-battery"

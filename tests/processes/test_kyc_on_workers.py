@@ -23,7 +23,7 @@ from tests.support import ROOT, subprocess_env
 from tests.workers import celery_processes, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True),
-              pytest.mark.skipif(connection.vendor != "postgresql", 
+              pytest.mark.skipif(connection.vendor != "postgresql",
                                  reason="the issue's end-to-end checks: PostgreSQL (in-process tests cover SQLite)")]
 
 APPROVED_CNPJ, CLOSED_CNPJ, NAMED_CNPJ = "45.997.418/0001-53", "33.445.566/0001-86", "55.667.788/0001-86"
