@@ -25,6 +25,13 @@ FINDING_TEXTS = {
     "legal_name_unconfirmed": _("no registry record confirms the legal name (%(given)s)"),
     "legal_name_missing": _("the legal name is not known: the registry does not give it and the customer "
                             "was asked for it"),
+    # The validator's problems with one document (its file name, or its kind).
+    "document_too_large": _("%(label)s: larger than %(limit)s"),
+    "document_pending": _("%(label)s: not downloaded yet"),
+    "document_failed": _("%(label)s: could not be downloaded, send it again"),
+    "document_refused": _("%(label)s: the file is not a PDF, JPEG or PNG"),
+    "document_kind_unknown": _("%(label)s: could not tell which document this is"),
+    "document_type_refused": _("%(label)s: %(mime_type)s is not accepted"),
     "documents_complete": _("all present"),
     "documents_missing": _("missing: %(kinds)s"),
 }
@@ -45,12 +52,21 @@ def finding(check: str, code: str, **params) -> dict:
     return {"check": check, "result": text, "code": code, "params": params}
 
 
+def kind_name(kind: str) -> str:
+    """A document kind's name in the reader's language (the code itself when unknown)."""
+    from processes.onboarding.models import DocumentKind
+
+    return str(DocumentKind(kind).label) if kind in DocumentKind.values else kind
+
+
 def finding_shown(item: dict) -> dict:
     """A recorded finding in the reader's language: a known code is translated with its params
     (each param as recorded: names, statuses and CNPJs are not words to translate)."""
     check = item.get("check", "")
     shown = {**item, "check": gettext(CHECK_LABELS[check]) if check in CHECK_LABELS else check}
     code, params = item.get("code"), item.get("params") or {}
+    if code == "documents_missing":
+        params = {**params, "kinds": ", ".join(kind_name(kind.strip()) for kind in params.get("kinds", "").split(","))}
     if code in FINDING_TEXTS:
         try:
             shown["result"] = gettext(FINDING_TEXTS[code]) % params if params else gettext(FINDING_TEXTS[code])

@@ -13,7 +13,7 @@ from approvals.duties import register_case_subject
 from approvals.holds import register_approval_hold
 from approvals.panels import Section, register_case_panel, register_findings_reader, register_timeline_labels
 from durable.selectors import step_results
-from processes.onboarding.findings import finding_shown
+from processes.onboarding.findings import finding_shown, kind_name
 from processes.onboarding.models import Company, Document, DocumentFetch
 from processes.whatsapp.selectors import conversation_for
 
@@ -49,9 +49,17 @@ def document_rows(case, company: Company) -> list[DocumentRow]:
 
 
 def validation_rounds(case) -> list[dict]:
-    """What the validator recorded each time it ran, from the run's journal."""
-    return [{"round": n, "at": step.at, **(step.result or {})}
-            for n, step in enumerate(step_results(case.run_id, VALIDATION_STEPS), start=1)]
+    """What the validator recorded each time it ran, from the run's journal, in the reader's
+    language: the missing kinds by name, the problems from their codes (as recorded when a
+    round predates them)."""
+    rounds = []
+    for n, step in enumerate(step_results(case.run_id, VALIDATION_STEPS), start=1):
+        result = step.result or {}
+        notes = result.get("notes") or []
+        rounds.append({"round": n, "at": step.at, **result,
+                       "missing": [kind_name(kind) for kind in result.get("missing") or []],
+                       "problems": [finding_shown(note)["result"] for note in notes] or result.get("problems") or []})
+    return rounds
 
 
 def onboarding_panels(case) -> list[Section]:

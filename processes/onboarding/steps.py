@@ -82,11 +82,46 @@ def validate_documents_by_rules(customer_id: str) -> ValidationResult:
     return rules_checker().check(_facts(customer_id))
 
 
-def ask_for_documents(customer_id: str, missing: list[str], problems: list[str],
-                      idempotency_key: str) -> str:
+FORMAT_NAMES = {"application/pdf": "PDF", "image/jpeg": "JPEG", "image/png": "PNG", "image/webp": "WEBP",
+                "image/heic": "HEIC"}
+
+
+def _document_pt(note: dict) -> str:
+    label, kind = note.get("params", {}).get("label", ""), note.get("kind", "")
+    if label and label != kind:
+        return f"o arquivo {label}"
+    return f"o documento enviado como {KIND_NAMES_PT[kind]}" if kind in KIND_NAMES_PT else "um documento sem legenda"
+
+
+def problem_pt(note: dict) -> str:
+    """A validator's problem as the customer reads it: in Portuguese, saying what to send.
+    A problem recorded without a code (a model's, or a result journaled before codes) is
+    said as recorded."""
+    code, params, document = note.get("code"), note.get("params") or {}, _document_pt(note)
+    kind_format = FORMAT_NAMES.get(params.get("mime_type", ""), params.get("mime_type") or "formato desconhecido")
+    texts = {
+        "document_too_large": f"{document} passa de {params.get('limit', '')}: envie um arquivo menor",
+        "document_pending": f"{document} ainda está sendo baixado",
+        "document_failed": f"não conseguimos baixar {document}: envie de novo",
+        "document_refused": f"{document} não é PDF, JPEG nem PNG",
+        "document_kind_unknown": (f"não sabemos qual documento é {document}: escreva na legenda se é o contrato "
+                                  "social, o comprovante de endereço ou a selfie"),
+        "document_type_refused": (f"{document} é um {kind_format}; para a selfie precisamos de uma foto (JPEG ou PNG)"
+                                  if note.get("kind") == DocumentKind.SELFIE else
+                                  f"{document} ({kind_format}) não é aceito: envie PDF, JPEG ou PNG"),
+    }
+    return texts.get(code) or str(note.get("result", ""))
+
+
+def ask_for_documents(customer_id: str, missing: list[str], problems: list, idempotency_key: str) -> str:
+    """Say what is still missing and what was wrong, in Portuguese. ``problems``: the
+    validator's coded notes (a problem a later document solved is not repeated), or the
+    English texts of a result journaled before them."""
     body = f"Ainda falta: {_names(missing)}." if missing else "Precisamos de um documento de novo."
-    if problems:
-        body += " Problemas: " + "; ".join(problems) + "."
+    said = [problem_pt(p) if isinstance(p, dict) else str(p) for p in problems
+            if not (isinstance(p, dict) and p.get("solved"))]
+    if said:
+        body += " Problemas: " + "; ".join(said) + "."
     return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
 
 

@@ -11,6 +11,7 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from processes import conf
+from processes.onboarding.findings import finding
 from processes.onboarding.models import REQUIRED_KINDS, DocumentKind
 
 log = logging.getLogger(__name__)
@@ -44,19 +45,23 @@ class DocumentFacts:
     fetch_status: str = "stored"
 
 
-NOT_COUNTED = {
-    "pending": "not downloaded yet",
-    "failed": "could not be downloaded, send it again",
-    "refused": "the file is not a PDF, JPEG or PNG",
-}
+# A document that does not count, by its fetch status: the problem's code (findings.py).
+NOT_COUNTED = {"pending": "document_pending", "failed": "document_failed", "refused": "document_refused"}
 
 
 @dataclass
 class ValidationResult:
+    """``problems`` in English, as cases and the API carry them; ``notes`` the same problems
+    coded (``finding`` shape plus the document's ``kind`` and whether a valid document of
+    that kind has arrived since: ``solved``), so the customer hears them in Portuguese and
+    is never asked again about one already solved. Results journaled before ``notes``
+    existed have none: their problems are said as recorded."""
+
     ok: bool
     missing: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     checker: str = "rules"
+    notes: list[dict] = field(default_factory=list)
 
 
 def _plain(text: str) -> str:
@@ -86,26 +91,29 @@ class RulesChecker:
         self.max_bytes = max_bytes
 
     def check(self, documents: list[DocumentFacts]) -> ValidationResult:
-        problems, valid_kinds, unfetched = [], set(), False
+        notes, valid_kinds, unfetched = [], set(), False
         for doc in documents:
             label = doc.file_name or doc.kind
+
+            def note(code, **params):
+                notes.append({**finding("problem", code, label=label, **params), "kind": str(doc.kind)})
             if doc.fetch_status == "too_large" or (doc.size is not None and doc.size > self.max_bytes):
-                problems.append(f"{label}: larger than {_size(self.max_bytes)}")
+                note("document_too_large", limit=_size(self.max_bytes))
             elif doc.fetch_status != "stored":
-                problems.append(f"{label}: {NOT_COUNTED.get(doc.fetch_status, doc.fetch_status)}")
+                note(NOT_COUNTED.get(doc.fetch_status, "document_pending"))
                 unfetched = unfetched or doc.fetch_status == "pending"
             elif doc.kind not in ALLOWED_MIME_TYPES:
-                problems.append(f"{label}: could not tell which document this is")
+                note("document_kind_unknown")
             elif doc.mime_type not in ALLOWED_MIME_TYPES[doc.kind]:
-                problems.append(f"{label}: {doc.mime_type or 'unknown format'} is not accepted")
-            elif doc.size is not None and doc.size > self.max_bytes:
-                problems.append(f"{label}: larger than {_size(self.max_bytes)}")
+                note("document_type_refused", mime_type=doc.mime_type or "unknown format")
             else:
                 valid_kinds.add(doc.kind)
+        for item in notes:
+            item["solved"] = item["kind"] in valid_kinds
         missing = [str(kind) for kind in REQUIRED_KINDS if kind not in valid_kinds]
         # A document still being fetched may be the one that decides: no verdict without it.
-        return ValidationResult(ok=not missing and not unfetched, missing=missing, problems=problems,
-                                checker=self.name)
+        return ValidationResult(ok=not missing and not unfetched, missing=missing,
+                                problems=[item["result"] for item in notes], checker=self.name, notes=notes)
 
 
 class LanguageModelChecker:
@@ -132,7 +140,10 @@ class LanguageModelChecker:
             [*by_rules.missing, *[m for m in answer["missing"] if m in {str(k) for k in REQUIRED_KINDS}]]))
         problems = list(dict.fromkeys([*by_rules.problems, *answer["problems"]]))
         ok = by_rules.ok and answer["ok"] and not missing
-        return ValidationResult(ok=ok, missing=missing, problems=problems, checker=self.name)
+        model_notes = [{"check": "problem", "result": problem, "kind": "", "solved": False}
+                       for problem in problems if problem not in by_rules.problems]
+        return ValidationResult(ok=ok, missing=missing, problems=problems, checker=self.name,
+                                notes=by_rules.notes + model_notes)
 
     def _ask(self, documents: list[dict]) -> dict:
         body = {"model": self.model, "temperature": 0, "response_format": {"type": "json_object"},

@@ -99,7 +99,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
                 if result.ok:
                     break
             round_ += 1
-            workflow.step(steps.ask_for_documents, customer_id, result.missing, result.problems,
+            workflow.step(steps.ask_for_documents, customer_id, result.missing, result.notes or result.problems,
                           idempotency_key=f"{workflow.id}:ask:{round_}", limit=SEND, priority=progress.priority)
             progress.missing = list(result.missing)
             publish_stage(progress, f"awaiting {result.missing[0]}" if len(result.missing) == 1 else "awaiting documents")
@@ -270,7 +270,8 @@ def validator_findings(result: ValidationResult) -> list[dict]:
     check = f"required documents ({result.checker})"
     findings = [finding(check, "documents_complete") if not result.missing
                 else finding(check, "documents_missing", kinds=", ".join(result.missing))]
-    return findings + [{"check": "problem", "result": problem} for problem in result.problems]
+    coded = [{key: value for key, value in note.items() if key not in ("kind", "solved")} for note in result.notes]
+    return findings + (coded or [{"check": "problem", "result": problem} for problem in result.problems])
 
 
 def case_findings(result: ValidationResult, record: dict | None, facts: steps.ReviewFacts,

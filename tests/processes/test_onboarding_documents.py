@@ -73,7 +73,7 @@ def test_a_selfie_over_the_size_limit_in_a_batch_is_refused_and_asked_for_again(
     selfie = Document.objects.get(kind=DocumentKind.SELFIE)
     assert (selfie.fetch_status, bool(selfie.file)) == (DocumentFetch.TOO_LARGE, False)
     assert no_case(run.id)
-    assert "selfie" in last_ask(run.id) and "larger than 10 MB" in last_ask(run.id)
+    assert "selfie" in last_ask(run.id) and "passa de 10 MB: envie um arquivo menor" in last_ask(run.id)
 
 
 def test_a_selfie_whose_bytes_are_not_an_image_is_not_counted(customer, graph):
@@ -84,7 +84,7 @@ def test_a_selfie_whose_bytes_are_not_an_image_is_not_counted(customer, graph):
 
     assert Document.objects.get(kind=DocumentKind.SELFIE).fetch_status == DocumentFetch.REFUSED
     assert no_case(run.id)
-    assert "not a PDF, JPEG or PNG" in last_ask(run.id)
+    assert "não é PDF, JPEG nem PNG" in last_ask(run.id)
 
 
 def test_a_document_whose_download_keeps_failing_is_asked_for_again_and_the_run_goes_on(
@@ -99,7 +99,7 @@ def test_a_document_whose_download_keeps_failing_is_asked_for_again_and_the_run_
 
     assert run.status == "waiting" and no_case(run.id)
     assert Document.objects.get(kind=DocumentKind.SELFIE).fetch_status == DocumentFetch.FAILED
-    assert "could not be downloaded" in last_ask(run.id)
+    assert "não conseguimos baixar" in last_ask(run.id) and "envie de novo" in last_ask(run.id)
 
 
 def test_a_document_row_nobody_downloaded_does_not_complete_the_set(customer, graph):

@@ -43,7 +43,7 @@ def test_the_case_page_shows_the_company_its_documents_findings_and_conversation
     assert "Padaria Boa Massa" in page and CNPJ in page and f"+{PHONE}" in page
     assert "contrato.pdf" in page and "luz.pdf" in page
     assert file_url(case, Document.objects.get(kind=DocumentKind.ARTICLES)) in page
-    assert "Validator, round by round" in page and "proof_of_address, selfie" in page
+    assert "Validator, round by round" in page and "Proof of address, Selfie" in page
     conversation = page[page.index('data-testid="conversation"'):]
     said = ["Oi, quero abrir uma conta PJ", "Olá! Para abrir", "[document] contrato.pdf", "Ainda falta",
             "[document] luz.pdf", "[image]"]
@@ -137,3 +137,22 @@ def test_a_document_never_downloaded_from_whatsapp_is_404(client, ana, case):
     response = client.get(file_url(case, address))
 
     assert response.status_code == 404
+
+
+def test_a_portuguese_reviewer_reads_the_validator_in_portuguese(settings, customer, ana, client):
+    from tests.processes.conftest import ADDRESS, CONTRACT, HELLO, SELFIE, document
+
+    settings.LANGUAGE_CODE = "pt-br"
+    selfie_pdf = document("wamid.SELFIE-PDF", "selfie", filename="selfie.pdf", mime_type="application/pdf",
+                          wa_id=PHONE)
+    for messages in ([HELLO], [CONTRACT], [selfie_pdf], [ADDRESS, SELFIE]):
+        run = customer(*messages)
+    client.force_login(ana)
+
+    page = client.get(f"/approvals/{ApprovalRequest.objects.get(run_id=run.id).pk}/").content.decode()
+
+    rounds = page[page.index('data-testid="validation"'):]
+    rounds = rounds[:rounds.index("</table>")]
+    assert "Comprovante de endereço, Selfie" in rounds
+    assert "selfie.pdf: application/pdf não é aceito" in rounds and "is not accepted" not in rounds
+    assert "proof_of_address" not in rounds

@@ -46,6 +46,46 @@ def test_rules_list_what_is_missing_and_what_is_wrong():
     assert result.problems == ["contrato.zip: application/zip is not accepted", "eu.jpg: larger than 5000 bytes"]
 
 
+def said_to_the_customer(result) -> list[str]:
+    from processes.onboarding.steps import problem_pt
+
+    return [problem_pt(note) for note in result.notes if not note["solved"]]
+
+
+@pytest.mark.parametrize("document, said", [
+    (DocumentFacts("selfie", "application/pdf", size=10, file_name="selfie.pdf"),
+     "o arquivo selfie.pdf é um PDF; para a selfie precisamos de uma foto (JPEG ou PNG)"),
+    (DocumentFacts("articles_of_association", "application/zip", size=10, file_name="contrato.zip"),
+     "o arquivo contrato.zip (application/zip) não é aceito: envie PDF, JPEG ou PNG"),
+    (DocumentFacts("proof_of_address", "application/pdf", size=9000, file_name="comprovante_grande.pdf"),
+     "o arquivo comprovante_grande.pdf passa de 5000 bytes: envie um arquivo menor"),
+    (DocumentFacts("proof_of_address", "application/pdf", file_name="luz.pdf", fetch_status="failed"),
+     "não conseguimos baixar o arquivo luz.pdf: envie de novo"),
+    (DocumentFacts("unknown", "application/pdf", size=10, file_name="scan.pdf"),
+     "não sabemos qual documento é o arquivo scan.pdf: escreva na legenda se é o contrato social, o comprovante "
+     "de endereço ou a selfie"),
+    (DocumentFacts("selfie", "image/webp", size=10),
+     "o documento enviado como selfie do responsável é um WEBP; para a selfie precisamos de uma foto (JPEG ou PNG)"),
+])
+def test_each_problem_is_said_to_the_customer_in_portuguese_with_what_to_send(document, said):
+    result = RulesChecker(max_bytes=5000).check([document])
+
+    assert said_to_the_customer(result) == [said]
+
+
+def test_a_problem_a_later_document_solved_is_not_said_again_but_stays_on_record():
+    docs = [DocumentFacts("proof_of_address", "application/pdf", size=9000, file_name="comprovante_grande.pdf"),
+            DocumentFacts("proof_of_address", "application/pdf", size=100, file_name="comprovante.pdf"),
+            DocumentFacts("selfie", "application/pdf", size=10, file_name="selfie.pdf")]
+
+    result = RulesChecker(max_bytes=5000).check(docs)
+
+    assert said_to_the_customer(result) == [
+        "o arquivo selfie.pdf é um PDF; para a selfie precisamos de uma foto (JPEG ou PNG)"]
+    assert result.problems == ["comprovante_grande.pdf: larger than 5000 bytes",   # the reviewer still sees both
+                               "selfie.pdf: application/pdf is not accepted"]
+
+
 @pytest.mark.parametrize("caption, file_name, message_type, kind", [
     ("Contrato Social", "", "document", "articles_of_association"),
     ("", "comprovante_endereço.pdf", "document", "proof_of_address"),
