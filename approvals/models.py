@@ -151,7 +151,10 @@ class ApprovalDecision(models.Model):
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
                                  related_name="approval_decisions")
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    # The compliance rationale: internal, audited, never sent to the customer.
     reason = models.TextField(blank=True, default="")
+    # What the process sent the customer with the outcome (approvals/customer_messages.py).
+    customer_message = models.TextField(_("message to the customer"), blank=True, default="")
     created_at = models.DateTimeField()
 
     class Meta:

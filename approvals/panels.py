@@ -129,7 +129,7 @@ def register_findings_reader(workflow_name: str, fn: Callable[[dict], dict]) -> 
 
 def summary_section(case) -> list[Section]:
     facts = [(key.replace("_", " "), value) for key, value in (case.summary or {}).items()
-             if key not in FINDINGS_KEYS]
+             if key not in FINDINGS_KEYS and value not in ("", None, [], {})]   # nothing said: no row
     return [Section(_("Summary"), "approvals/panels/summary.html", {"facts": facts, "case": case},
                     key="summary")]
 

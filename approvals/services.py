@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 from django_fsm import ConcurrentTransition
 
+from approvals.customer_messages import MESSAGE_MAX
 from approvals.duties import approval_conflict
 from approvals.evidence.pack import EvidencePack, evidence_pack
 from approvals.hooks import case_opened
@@ -398,11 +399,12 @@ def decision_payload(case: ApprovalRequest) -> dict:
         "outcome": case.outcome,
         "by": [decision.reviewer.get_username() for decision in agreeing],
         "reason": last.reason if last else "",
+        "customer_message": last.customer_message if last else "",
         "decided_at": case.closed_at.isoformat() if case.closed_at else None,
     }
 
 
-def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
+def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "", customer_message: str | None = None,
                     meta: RequestMeta | None = None) -> ApprovalRequest:
     """Record a reviewer's decision; the final one closes the case and signals its run.
 
@@ -410,14 +412,28 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
     rejection or request for more documents closes it at once. A reviewer who lost a race
     gets AlreadyClosed naming who decided; one who acted on the case's run, subject or
     evidence may not decide it at all (SegregationOfDuties, naming that action).
+
+    Two texts: ``reason``, the compliance rationale (required to reject or ask for more
+    documents; internal and audited, never sent), and ``customer_message``, what the process
+    tells the customer with the outcome (approvals/customer_messages.py composes it). A
+    request for more documents must tell the customer what to send; a caller that passes no
+    ``customer_message`` at all (None: callers older than the two texts) has its reason sent.
     """
     if outcome not in Outcome.values:
         raise InvalidOutcome(f"outcome must be one of {Outcome.values}, got {outcome!r}")
     reason = (reason or "").strip()
     if outcome != Outcome.APPROVE and not reason:
         raise ReasonRequired(
-            _("Give a reason to reject: the customer and the auditors will read it.") if outcome == Outcome.REJECT
-            else _("Give a reason to ask for more documents: the customer and the auditors will read it."))
+            _("Give a reason to reject: compliance and the auditors read it; the customer does not.")
+            if outcome == Outcome.REJECT else
+            _("Give a reason to ask for more documents: compliance and the auditors read it; the customer does not."))
+    if customer_message is None:
+        customer_message = reason if outcome == Outcome.MORE_DOCUMENTS else ""
+    customer_message = customer_message.strip()
+    if outcome == Outcome.MORE_DOCUMENTS and not customer_message:
+        raise ReasonRequired(_("Tell the customer what to send: choose a message or write one."))
+    if len(customer_message) > MESSAGE_MAX:
+        raise InvalidOutcome(_("The message to the customer is longer than %(max)s characters.") % {"max": MESSAGE_MAX})
     with transaction.atomic():
         case = approval_lock(request_id)
         _require_eligible(case, actor)
@@ -437,7 +453,7 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
                                % {"id": case.pk, "holds": "; ".join(held)})
         now = clock.now()
         ApprovalDecision.objects.create(request=case, reviewer=actor, outcome=outcome, reason=reason,
-                                        created_at=now)
+                                        customer_message=customer_message, created_at=now)
         from_status = case.status
         username = actor.get_username()
         approvals = case.decisions.filter(outcome=Outcome.APPROVE).count()
@@ -457,7 +473,8 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "",
         case.closed_by = ", ".join(vote.reviewer.get_username() for vote in voters)[:255]
         _save(case, ["outcome", "closed_at", "closed_by"])
         _audit(case, outcome, username, from_status, reason=reason, meta=meta,
-               detail={"approvals": approvals, "required": case.required_approvals})
+               detail={"approvals": approvals, "required": case.required_approvals,
+                       **({"customer_message": customer_message} if customer_message else {})})
         try:
             durable_services.signal_send(
                 case.run_id, case.signal_name, decision_payload(case),

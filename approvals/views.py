@@ -28,6 +28,7 @@ from django.utils.translation import gettext_lazy
 from django.views import View
 
 from approvals import figures, selectors, services
+from approvals.customer_messages import customer_message_choices, customer_message_compose
 from approvals.duties import approval_conflict
 from approvals.errors import (ApprovalError, ApprovalNotFound, InvalidDate, NotAllowed, NotEligible,
                               ReviewerRequired)
@@ -163,7 +164,14 @@ def _live_tokens(case, timeline) -> dict:
                                                            for row in rows])}
 
 
-def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
+def _message_choices(case) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The process's canned messages to the customer, grouped under the outcome they go with."""
+    labels = dict(Outcome.choices)
+    return [(str(labels.get(outcome, outcome)), choices)
+            for outcome, choices in customer_message_choices(case.workflow_name).items()]
+
+
+def _case_context(request, case, *, error: str = "", reason: str = "", posted=None) -> dict:
     votes = selectors.approval_decisions(case)
     supervisor = services.is_supervisor(request.user)
     voted = any(vote.reviewer_id == request.user.pk for vote in votes)
@@ -178,6 +186,7 @@ def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
         "run_admin_url": (reverse("admin:durable_workflowrun_change", args=[quote(case.run_id)])
                           if user.is_staff and user.has_perm("durable.view_workflowrun") else ""),
         "audit": selectors.approval_audit(case), "error": error, "reason": reason,
+        "message_choices": _message_choices(case), "posted": posted or {},
         "read_only": read_only,
         # Segregation of duties, shown before the reviewer tries: the Approve button is off.
         "approve_refused": "" if read_only else approval_conflict(case, request.user),
@@ -195,9 +204,9 @@ def _case_context(request, case, *, error: str = "", reason: str = "") -> dict:
     }
 
 
-def render_case(request, case, *, error: str = "", reason: str = "", status: int = 200):
-    return render(request, "approvals/case.html", _case_context(request, case, error=error, reason=reason),
-                  status=status)
+def render_case(request, case, *, error: str = "", reason: str = "", status: int = 200, posted=None):
+    return render(request, "approvals/case.html",
+                  _case_context(request, case, error=error, reason=reason, posted=posted), status=status)
 
 
 class CaseLiveView(ReviewerView):
@@ -244,7 +253,7 @@ class CaseActionView(ReviewerView):
     action = ""
 
     def post(self, request, pk):
-        _openable_or_403(request, pk)  # who may act is decided before any input is read
+        case = _openable_or_403(request, pk)  # who may act is decided before any input is read
         meta = services.RequestMeta.from_http(request)
         reason = request.POST.get("reason", "")
         try:
@@ -265,22 +274,26 @@ class CaseActionView(ReviewerView):
                                          timezone.localtime(until), "SHORT_DATETIME_FORMAT")})
             else:
                 outcome = request.POST.get("outcome", "")
-                case = services.approval_decide(pk, actor=request.user, outcome=outcome,
-                                                reason=reason, meta=meta)
+                message = customer_message_compose(case.workflow_name, outcome,
+                                                   request.POST.get("customer_message_key", ""),
+                                                   request.POST.get("customer_message", ""))
+                case = services.approval_decide(pk, actor=request.user, outcome=outcome, reason=reason,
+                                                customer_message=message, meta=meta)
                 messages.success(request, _decided_message(case, outcome))
         except ApprovalError as exc:
-            return _refused(request, pk, exc, reason)
+            return _refused(request, pk, exc, reason, posted={
+                key: request.POST.get(key, "") for key in ("customer_message_key", "customer_message")})
         return redirect(reverse("approval_case", args=[pk]))
 
 
-def _refused(request, pk, exc: ApprovalError, reason: str):
+def _refused(request, pk, exc: ApprovalError, reason: str, posted=None):
     """The case page with the refusal, unless this user may not see the case at all (403)."""
     if isinstance(exc, ApprovalNotFound):
         raise Http404(str(exc)) from None
     case = _case_or_404(pk)
     if not services.may_open(case, request.user):  # whatever was refused, the case stays unseen
         raise PermissionDenied(str(exc) if isinstance(exc, (NotEligible, NotAllowed)) else "")
-    return render_case(request, case, error=str(exc), reason=reason, status=exc.status_code)
+    return render_case(request, case, error=str(exc), reason=reason, status=exc.status_code, posted=posted)
 
 
 def _posted_datetime(request, name: str):

@@ -22,9 +22,10 @@ class Decision:
     approved: bool
     outcome: str                      # "approve", "reject" or "more_documents"
     by: list[str] = field(default_factory=list)
-    reason: str = ""
+    reason: str = ""                  # the compliance rationale: internal, never for the customer
     decided_at: datetime | None = None
     request_id: int | None = None
+    customer_message: str = ""        # what to tell the customer with the outcome ("" in older journals)
 
     @property
     def wants_more_documents(self) -> bool:

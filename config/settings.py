@@ -357,6 +357,8 @@ ONBOARDING_FAKE_REGISTRY = json.loads(os.environ.get("ONBOARDING_FAKE_REGISTRY",
 # for the supervisor; a case open longer than the SLA counts as past SLA on the dashboard.
 APPROVALS_STALE_CLAIM_HOURS = float(os.environ.get("APPROVALS_STALE_CLAIM_HOURS", "4"))
 APPROVALS_SLA_HOURS = float(os.environ.get("APPROVALS_SLA_HOURS", "24"))
+# The language a decision's message to the customer is composed in (approvals/customer_messages.py).
+APPROVALS_CUSTOMER_LANGUAGE = os.environ.get("APPROVALS_CUSTOMER_LANGUAGE", "pt-br")
 # How deeply a JSON value sent to the REST API (signal payload, run input) may nest (docs/api.md).
 DURABLE_API_MAX_PAYLOAD_DEPTH = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_DEPTH", "32"))
 LLM_API_BASE_URL = os.environ.get("LLM_API_BASE_URL", "")

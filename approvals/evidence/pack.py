@@ -102,7 +102,7 @@ def case_record(case: ApprovalRequest) -> dict:
         "created_at": case.created_at, "due_at": case.due_at, "closed_at": case.closed_at,
         "closed_by": case.closed_by,
         "decisions": [{"reviewer": vote.reviewer.get_username(), "outcome": vote.outcome, "reason": vote.reason,
-                       "at": vote.created_at}
+                       "customer_message": vote.customer_message, "at": vote.created_at}
                       for vote in case.decisions.select_related("reviewer").order_by("created_at", "id")],
     }
 

@@ -13,6 +13,7 @@ from approvals.duties import register_case_subject
 from approvals.holds import register_approval_hold
 from approvals.panels import Section, register_case_panel, register_findings_reader, register_timeline_labels
 from durable.selectors import step_results
+from processes.onboarding import decision_messages  # noqa: F401  (registers the customer messages)
 from processes.onboarding.findings import finding_shown, kind_name
 from processes.onboarding.models import Company, Document, DocumentFetch
 from processes.whatsapp.selectors import conversation_for

@@ -223,8 +223,10 @@ def companies_with_the_same_cnpj(company: Company) -> list[str]:
 
 
 def request_more_documents(customer_id: str, request: str, idempotency_key: str) -> str:
-    """Send the customer what the reviewer asked for (their reason, verbatim)."""
-    body = f"A nossa equipe de análise precisa de mais documentos: {request.strip().rstrip('.')}. Envie por aqui, por favor."
+    """Send the customer what the reviewer asked them for (the decision's message to the
+    customer; the reason itself in decisions older than that message)."""
+    body = (f"A nossa equipe de análise precisa de mais documentos. {request.strip().rstrip('.')}. "
+            "Responda por aqui, por favor.")
     return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
 
 

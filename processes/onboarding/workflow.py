@@ -120,7 +120,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
         if not decision.wants_more_documents:
             workflow.step(steps.set_status, customer_id, CompanyStatus.REJECTED, decision.reason,
                           atomic=True)
-            workflow.step(steps.notify, customer_id, "Não foi possível abrir a sua conta PJ agora.",
+            workflow.step(steps.notify, customer_id, with_message(REJECTED_TEXT, decision),
                           idempotency_key=f"{workflow.id}:rejected", limit=SEND, priority=progress.priority)
             publish_stage(progress, "rejected")
             return "rejected"
@@ -130,17 +130,27 @@ def onboard(customer_id: str, progress: Progress) -> str:
                       atomic=True)
         if workflow.patched(BATCHES):
             take_late_documents(customer_id, None)   # sent during the review: not an answer to this ask
-        workflow.step(steps.request_more_documents, customer_id, decision.reason,
+        workflow.step(steps.request_more_documents, customer_id, decision.customer_message or decision.reason,
                       idempotency_key=f"{workflow.id}:more:{review}", limit=SEND, priority=progress.priority)
         publish_stage(progress, "awaiting more documents")
         if not receive_documents(customer_id, round_):
             return close(customer_id, "documents never completed", progress)
     number = workflow.step(steps.create_account, customer_id, ", ".join(decision.by),
                            idempotency_key=workflow.id, atomic=True)
-    workflow.step(steps.notify, customer_id, f"Conta PJ aberta: {number}.",
+    workflow.step(steps.notify, customer_id, with_message(f"Conta PJ aberta: {number}.", decision),
                   idempotency_key=f"{workflow.id}:welcome", limit=SEND, priority=progress.priority)
     publish_stage(progress, "approved", account=number)
     return number
+
+
+REJECTED_TEXT = "Não foi possível abrir a sua conta PJ agora."
+
+
+def with_message(text: str, decision: Decision) -> str:
+    """An outcome's notice and the reviewer's message to the customer, if any (never the
+    reviewer's reason: that stays with compliance; decisions journaled before the message
+    existed have none)."""
+    return f"{text} {decision.customer_message}" if decision.customer_message else text
 
 
 def receive_documents(customer_id: str, round_: int) -> bool:

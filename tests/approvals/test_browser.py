@@ -11,6 +11,7 @@ from approvals.models import ApprovalRequest, ApprovalStatus
 from durable.models import RunStatus
 from durable.testing import drive
 from processes.onboarding.models import Account, Company, Document, DocumentKind
+from processes.whatsapp.models import OutboundMessage
 from processes.whatsapp.services import inbound_process, webhook_receive
 from tests.approvals.conftest import PASSWORD, make_user, start_case
 from tests.browser import browser  # noqa: F401 (a fixture)
@@ -89,7 +90,8 @@ def test_approve_is_disabled_with_the_reason_while_a_counted_document_cannot_be_
     page.get_by_role("link", name=case.title).click()
     approve_disabled = page.get_by_role("button", name="Approve").is_disabled()
     holds = page.get_by_test_id("approve-holds").inner_text()
-    page.fill("textarea[name=reason]", "Envie o contrato social de novo")
+    page.fill("textarea[name=reason]", "the stored contract is lost")
+    page.select_option("select[name=customer_message_key]", "articles_updated")
     page.get_by_role("button", name="Request more documents").click()
     closed = page.get_by_test_id("closed").inner_text()
 
@@ -98,6 +100,10 @@ def test_approve_is_disabled_with_the_reason_while_a_counted_document_cannot_be_
     assert "returned" in closed.lower() or "more documents" in closed.lower()
     case.refresh_from_db()
     assert case.status == ApprovalStatus.RETURNED
+    drive(case.run_id)
+    asked = OutboundMessage.objects.filter(idempotency_key__startswith=f"{case.run_id}:more:").get().body
+    assert "Envie o contrato social com a última alteração." in asked   # the customer reads Portuguese
+    assert "stored contract" not in asked                               # never the reviewer's reason
 
 
 def test_a_second_reviewer_on_the_same_case_sees_it_already_decided(open_page):

@@ -96,7 +96,7 @@ def test_approve_closes_the_case_and_sends_exactly_one_signal_with_the_decision(
     assert signal.dedupe_key == f"approval:{case.pk}"
     assert signal.payload | {"decided_at": None} == {
         "request_id": case.pk, "approved": True, "outcome": "approve", "by": ["ana"],
-        "reason": "all good", "decided_at": None}
+        "reason": "all good", "customer_message": "", "decided_at": None}
     assert case.audit.get(action="approve").ip == "10.1.2.3"
 
 
