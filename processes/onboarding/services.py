@@ -24,6 +24,15 @@ log = logging.getLogger(__name__)
 DOCUMENT_TYPES = {"document", "image"}
 # A text that is one of these words alone (case, accents and end punctuation ignored) withdraws.
 WITHDRAWAL_WORDS = {"cancelar", "cancel", "desistir"}
+# In a longer sentence these ask for a confirmation (WITHDRAWAL_CONFIRM_TEXT), never withdraw.
+MAYBE_WITHDRAWAL_WORDS = {"desisto", "cancela", "cancelo", "cancelem", "cancele", "desistir"}
+WITHDRAWAL_CONFIRM_TEXT = ("Quer cancelar o seu pedido de conta PJ? Para cancelar, responda só com a palavra: "
+                           "cancelar. Para continuar, é só seguir enviando os documentos.")
+# Message types we cannot read: the sender hears once per application what we can read.
+# Reactions and system notices are not messages a customer expects an answer to.
+UNREADABLE_TYPES = {"audio", "video", "sticker", "location", "contacts", "unsupported", "unknown"}
+UNREADABLE_TEXT = ("Recebemos a sua mensagem, mas por aqui só conseguimos ler textos, documentos em PDF e fotos "
+                   "(JPEG ou PNG). Escreva ou envie o documento, por favor.")
 # A text that says it gives the legal name; and texts that are never one.
 LEGAL_NAME_PREFIX = re.compile(r"^\s*(a\s+)?(raz[aã]o social|nome da empresa)(\s+[ée])?\s*[:\-]?\s*", re.IGNORECASE)
 NOT_A_NAME = {"oi", "ola", "ok", "okay", "obrigado", "obrigada", "sim", "nao", "bom dia", "boa tarde", "boa noite",
@@ -42,6 +51,14 @@ def is_withdrawal(text: str) -> bool:
     return _one_word(text) in WITHDRAWAL_WORDS
 
 
+def may_mean_withdrawal(text: str) -> bool:
+    """A sentence with a withdrawal word in it ("desisto, cancelar") but not the word alone, and
+    no "não": the customer is asked to confirm, never withdrawn on a guess."""
+    words = set(re.findall(r"[a-z]+", _one_word(text)))
+    return bool(words & (WITHDRAWAL_WORDS | MAYBE_WITHDRAWAL_WORDS)) and not words & {"nao", "not", "don"} \
+        and not is_withdrawal(text)
+
+
 def is_status_request(text: str) -> bool:
     return _one_word(text) in STATUS_WORDS
 
@@ -54,6 +71,15 @@ def onboarding_status_reply(company: Company, *, message_id: str) -> str:
     transaction.on_commit(lambda: message_send(idempotency_key=f"status:{message_id}", body=reply,
                                                company=company), robust=True)
     return note
+
+
+def unreadable_reply(company: Company | None, *, wa_id: str, user_id: str) -> str:
+    """Tell the sender, once per application (once per number for one we do not know), what we
+    can read; sent once the routing commits. A note."""
+    key = f"unreadable:{company.run_id}" if company is not None else f"unreadable:{wa_id or user_id}"
+    transaction.on_commit(lambda: message_send(idempotency_key=key, body=UNREADABLE_TEXT, company=company,
+                                               to_wa_id=wa_id, to_user_id=user_id), robust=True)
+    return "; the sender is told what we can read (once)"
 
 
 def onboarding_withdraw(company: Company, *, message_id: str) -> str:
@@ -207,7 +233,14 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
     if message.message_type == "text" and is_status_request(_text_body(message)) and known is not None:
         return InboundStatus.PROCESSED, onboarding_status_reply(known, message_id=message.wamid), known
     if message.message_type not in {"text", *DOCUMENT_TYPES}:
-        return InboundStatus.UNSUPPORTED, f"{message.message_type!r} messages are not handled", known
+        note = f"{message.message_type!r} messages are not handled"
+        if message.message_type in UNREADABLE_TYPES:
+            note += unreadable_reply(known, wa_id=wa_id, user_id=user_id)
+        return InboundStatus.UNSUPPORTED, note, known
+    if message.message_type == "text" and known is not None and may_mean_withdrawal(_text_body(message)):
+        transaction.on_commit(lambda: message_send(idempotency_key=f"confirm-withdrawal:{message.wamid}",
+                                                   body=WITHDRAWAL_CONFIRM_TEXT, company=known), robust=True)
+        return InboundStatus.KEPT, "a sentence that may mean a withdrawal: the customer is asked to confirm", known
     if known is None and wa_id and Invoice.objects.filter(wa_id=wa_id).exists():
         return InboundStatus.UNMATCHED, "a billing customer with no onboarding; kept for an operator", None
     company = known or company_for_sender(wa_id=wa_id, user_id=user_id,

@@ -45,9 +45,15 @@ def _names(kinds: list[str]) -> str:
 
 
 def greet(customer_id: str, idempotency_key: str) -> str:
-    body = ("Olá! Para abrir a sua conta PJ, escreva o CNPJ da empresa e envie por aqui: "
-            f"{_names([str(k) for k in KIND_NAMES_PT])}. Escreva na legenda qual documento é.")
-    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+    """The first reply: what to send. A customer whose first message already gave a valid
+    CNPJ is not asked for it again (the message that started the run is routed before it runs)."""
+    company = _company(customer_id)
+    documents = f"{_names([str(k) for k in KIND_NAMES_PT])}. Escreva na legenda qual documento é."
+    if cnpj_valid(company.cnpj):
+        body = f"Olá! Recebemos o CNPJ {cnpj_format(company.cnpj)}. Para abrir a sua conta PJ, envie por aqui: {documents}"
+    else:
+        body = f"Olá! Para abrir a sua conta PJ, escreva o CNPJ da empresa e envie por aqui: {documents}"
+    return message_send(company=company, body=body, idempotency_key=idempotency_key).idempotency_key
 
 
 def store_document_media(document_id: int) -> dict:

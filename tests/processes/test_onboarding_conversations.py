@@ -281,3 +281,50 @@ def test_the_status_answer_is_the_runs_not_the_company_rows(customer):
     customer(says("status"))
 
     assert status_reply("wamid.SAYS1") == "Os seus documentos estão em análise pela nossa equipe."
+
+
+def test_a_customer_whose_first_message_gives_the_cnpj_is_not_asked_for_it_again(customer):
+    run = customer(HELLO)
+
+    greeting = OutboundMessage.objects.get(idempotency_key=f"{run.id}:greet").body
+    assert greeting.startswith(f"Olá! Recebemos o CNPJ {CNPJ}.") and "escreva o CNPJ" not in greeting
+
+
+def test_a_customer_who_gave_no_cnpj_is_asked_for_it_in_the_greeting(customer):
+    run = customer(NO_CNPJ_HELLO)
+
+    assert "escreva o CNPJ da empresa" in OutboundMessage.objects.get(idempotency_key=f"{run.id}:greet").body
+
+
+def sticker(n: int) -> dict:
+    return whatsapp_message(f"wamid.STICKER{n}", wa_id=CONTRACT["from"], type="sticker",
+                            sticker={"id": f"media-sticker-{n}", "mime_type": "image/webp"})
+
+
+def test_a_sticker_gets_one_polite_reply_saying_what_we_can_read_however_many_come(customer):
+    customer(HELLO)
+
+    customer(sticker(1))
+    customer(sticker(2))
+
+    replies = OutboundMessage.objects.filter(idempotency_key__startswith="unreadable:")
+    assert replies.count() == 1
+    assert "só conseguimos ler textos, documentos em PDF e fotos" in replies.get().body
+
+
+def test_a_sentence_that_may_mean_a_withdrawal_asks_to_confirm_and_withdraws_nothing(customer):
+    customer(HELLO)
+
+    run = customer(says("desisto, cancelar"))
+
+    assert run.status == RunStatus.WAITING
+    confirm = OutboundMessage.objects.get(idempotency_key="confirm-withdrawal:wamid.SAYS1").body
+    assert "responda só com a palavra: cancelar" in confirm
+
+
+def test_a_sentence_that_says_not_to_cancel_asks_nothing(customer):
+    customer(HELLO)
+
+    customer(says("não quero cancelar, só falta a selfie"))
+
+    assert not OutboundMessage.objects.filter(idempotency_key__startswith="confirm-withdrawal:").exists()

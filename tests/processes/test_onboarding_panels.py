@@ -45,7 +45,7 @@ def test_the_case_page_shows_the_company_its_documents_findings_and_conversation
     assert file_url(case, Document.objects.get(kind=DocumentKind.ARTICLES)) in page
     assert "Validator, round by round" in page and "Proof of address, Selfie" in page
     conversation = page[page.index('data-testid="conversation"'):]
-    said = ["Oi, quero abrir uma conta PJ", "Olá! Para abrir", "[document] contrato.pdf", "Ainda falta",
+    said = ["Oi, quero abrir uma conta PJ", "Olá! Recebemos o CNPJ", "[document] contrato.pdf", "Ainda falta",
             "[document] luz.pdf", "[image]"]
     assert [conversation.index(text) for text in said] == sorted(conversation.index(text) for text in said)
 
