@@ -40,21 +40,26 @@ from durable import clock
 PAGE_SIZE = 50
 
 
-class ReviewerView(LoginRequiredMixin, View):
-    """Anonymous -> login page; signed in without the decide permission (nor a supervisor) -> 403.
+class ReviewerTimeZone(View):
+    """Every page of the workbench renders in the reviewers' time zone (REVIEWER_TIME_ZONE), so
+    the queue, a case, the team page and the dashboard agree; stored times stay UTC."""
 
-    Pages render in the reviewers' time zone (REVIEWER_TIME_ZONE); stored times stay UTC.
-    """
+    def dispatch(self, request, *args, **kwargs):
+        with timezone.override(zoneinfo.ZoneInfo(settings.REVIEWER_TIME_ZONE)):
+            return super().dispatch(request, *args, **kwargs)
+
+
+class ReviewerView(LoginRequiredMixin, ReviewerTimeZone):
+    """Anonymous -> login page; signed in without the decide permission (nor a supervisor) -> 403."""
 
     def dispatch(self, request, *args, **kwargs):
         if request.user.is_authenticated and not (services.is_reviewer(request.user)
                                                   or services.is_supervisor(request.user)):
             raise PermissionDenied(_("Only compliance reviewers may see approval requests."))
-        with timezone.override(zoneinfo.ZoneInfo(settings.REVIEWER_TIME_ZONE)):
-            return super().dispatch(request, *args, **kwargs)
+        return super().dispatch(request, *args, **kwargs)
 
 
-class SupervisorView(LoginRequiredMixin, View):
+class SupervisorView(LoginRequiredMixin, ReviewerTimeZone):
     """The compliance-supervisor group only; anyone else signed in -> 403."""
 
     def dispatch(self, request, *args, **kwargs):

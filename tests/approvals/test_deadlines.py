@@ -1,7 +1,9 @@
 """Deadlines that move the workflow (a supervisor's extension) and follow-up dates that hide a case."""
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 
@@ -109,7 +111,7 @@ def test_the_expiry_step_finds_a_deadline_moved_in_the_instant_the_wait_timed_ou
 
 def test_the_extend_form_takes_a_local_date_and_time(junior_case, supervisor):
     new = junior_case.due_at + days(2)
-    typed = timezone.localtime(new)   # what the reviewer's browser shows, in the site's time zone
+    typed = timezone.localtime(new, ZoneInfo(settings.REVIEWER_TIME_ZONE))   # as the workbench shows times
 
     response = signed_in(supervisor).post(reverse("approval_extend", args=[junior_case.pk]),
                                           {"due_at": f"{typed:%Y-%m-%dT%H:%M}", "reason": "customer travelling"})
@@ -209,3 +211,17 @@ def test_a_follow_up_a_year_ahead_is_still_taken(junior_case, junior, clock):
                                        reason="the customer's annual audit")
 
     assert case.follow_up_at == clock.now() + days(365)
+
+
+def test_the_team_page_and_the_case_page_show_a_claim_at_the_same_time(junior_case, junior, supervisor):
+    from django.utils import formats
+
+    services.approval_claim(junior_case.pk, actor=junior)
+    junior_case.refresh_from_db()
+    shown = formats.date_format(timezone.localtime(junior_case.claimed_at, ZoneInfo(settings.REVIEWER_TIME_ZONE)),
+                                "SHORT_DATETIME_FORMAT")
+
+    team = signed_in(supervisor).get(reverse("approval_team")).content.decode()
+    case = signed_in(supervisor).get(reverse("approval_case", args=[junior_case.pk])).content.decode()
+
+    assert shown in team and shown in case

@@ -1,6 +1,7 @@
 """The reviewer workbench in headless Chromium: routing, reassignment, an extended deadline."""
 import io
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.conf import settings
@@ -84,7 +85,7 @@ def test_an_extended_deadline_prevents_expiry_under_the_fake_clock(open_page, li
 
     sofia = open_page("sofia")
     sofia.goto(f"{live_server.url}/approvals/{case.pk}/")
-    sofia.fill("#due_at", f"{timezone.localtime(new_deadline):%Y-%m-%dT%H:%M}")
+    sofia.fill("#due_at", f"{timezone.localtime(new_deadline, ZoneInfo(settings.REVIEWER_TIME_ZONE)):%Y-%m-%dT%H:%M}")
     sofia.fill("#extend_reason", "the customer's bank is on strike")
     sofia.get_by_role("button", name="Extend the deadline").click()
     notice = sofia.get_by_role("status").inner_text()
