@@ -121,13 +121,28 @@ _finding_readers: dict[str, Callable[[dict], dict]] = {}
 
 
 def register_findings_reader(workflow_name: str, fn: Callable[[dict], dict]) -> None:
-    """Show the findings of ``workflow_name``'s cases through ``fn(finding) -> finding``: a
-    process that records findings with a code (and its params) shows them in the reader's
-    language, while the case keeps the text it recorded."""
+    """Show the findings of ``workflow_name``'s cases through ``fn(finding) -> finding | None``:
+    a process that records findings with a code (and its params) shows them in the reader's
+    language, while the case keeps the text it recorded; None folds one away from the page."""
     _finding_readers[workflow_name] = fn
 
 
+_summaries: dict[str, Callable] = {}
+
+
+def register_summary(workflow_name: str, fn: Callable) -> None:
+    """Show ``fn(case) -> [(label, value)]`` as the summary of ``workflow_name``'s cases instead
+    of the summary's raw keys: labels in the reader's language, and nothing a process panel
+    already shows (one block, not two)."""
+    _summaries[workflow_name] = fn
+
+
 def summary_section(case) -> list[Section]:
+    if case.workflow_name in _summaries:
+        facts = [(label, value) for label, value in _summaries[case.workflow_name](case)
+                 if value not in ("", None, [], {})]
+        return [Section(_("Summary"), "approvals/panels/summary.html", {"facts": facts, "case": case,
+                                                                        "translated": True}, key="summary")]
     facts = [(key.replace("_", " "), value) for key, value in (case.summary or {}).items()
              if key not in FINDINGS_KEYS and value not in ("", None, [], {})]   # nothing said: no row
     return [Section(_("Summary"), "approvals/panels/summary.html", {"facts": facts, "case": case},
@@ -154,9 +169,13 @@ def findings_section(case) -> list[Section]:
         findings = [{"check": key, "result": value} for key, value in findings.items()]
     elif not isinstance(findings, list):
         findings = [findings]
+    reader = _finding_readers.get(case.workflow_name)
+    if reader:   # a reader may fold a finding away (None): one the summary already says
+        findings = [item for item in findings if not isinstance(item, dict) or reader(item) is not None]
+    if not findings:
+        return []
     return [Section(_("Validator findings"), "approvals/panels/findings.html",
-                    {"findings": [_finding(item, _finding_readers.get(case.workflow_name)) for item in findings]},
-                    key="validator-findings")]
+                    {"findings": [_finding(item, reader) for item in findings]}, key="validator-findings")]
 
 
 def timeline_rows(case) -> list[TimelineRow]:

@@ -11,10 +11,17 @@ from django.utils.translation import gettext as _, gettext_lazy
 
 from approvals.duties import register_case_subject
 from approvals.holds import register_approval_hold
-from approvals.panels import Section, register_case_panel, register_findings_reader, register_timeline_labels
+from approvals.panels import (
+    Section,
+    register_case_panel,
+    register_findings_reader,
+    register_summary,
+    register_timeline_labels,
+)
 from durable.selectors import step_results
 from processes.onboarding import decision_messages  # noqa: F401  (registers the customer messages)
 from processes.onboarding.findings import finding_shown, kind_name
+from processes.onboarding.workflow import LOW_RISK_TEXT
 from processes.onboarding.models import Company, Document, DocumentFetch
 from processes.whatsapp.selectors import conversation_for
 
@@ -94,6 +101,33 @@ def documents_not_viewable(case) -> list[str]:
     return reasons
 
 
+def finding_for_reviewer(item: dict) -> dict | None:
+    """A finding in the reviewer's language; the risk reasons are folded into the summary."""
+    return None if item.get("check") == "risk" and item.get("code") else finding_shown(item)
+
+
+def risk_shown(case) -> str:
+    """The case's risk and why, in the reader's language (recorded text for older cases)."""
+    summary = case.summary or {}
+    reasons = [item for item in summary.get("findings") or [] if isinstance(item, dict)
+               and item.get("check") == "risk" and item.get("code")]
+    if reasons:
+        why = "; ".join(finding_shown(item)["result"] for item in reasons)
+    elif summary.get("risk") == LOW_RISK_TEXT:
+        why = _("valid CNPJ, no validator problems")
+    else:
+        return str(summary.get("risk") or case.get_risk_display())
+    return f"{case.get_risk_display()}: {why}"
+
+
+def summary_rows(case) -> list[tuple[str, object]]:
+    """The case's summary as a reviewer reads it: risk, round and escalation. The company,
+    its CNPJ, WhatsApp and documents are the panels' (one block each, not two)."""
+    summary = case.summary or {}
+    return [(_("Risk"), risk_shown(case)), (_("Review round"), summary.get("review_round")),
+            (_("Escalation level"), summary.get("escalation_level") or "")]
+
+
 # What reviewers read in the timeline instead of the journal's names.
 TIMELINE_LABELS = {
     "greet": gettext_lazy("Customer greeted"),
@@ -120,7 +154,8 @@ TIMELINE_LABELS = {
 
 register_case_panel("onboarding", onboarding_panels)
 register_timeline_labels("onboarding", TIMELINE_LABELS)
-register_findings_reader("onboarding", finding_shown)
+register_findings_reader("onboarding", finding_for_reviewer)
+register_summary("onboarding", summary_rows)
 
 
 def case_rows(case) -> list:

@@ -156,3 +156,24 @@ def test_a_portuguese_reviewer_reads_the_validator_in_portuguese(settings, custo
     assert "Comprovante de endereço, Selfie" in rounds
     assert "selfie.pdf: application/pdf não é aceito" in rounds and "is not accepted" not in rounds
     assert "proof_of_address" not in rounds
+
+
+def test_the_summary_is_one_block_in_the_readers_language(settings, customer, clock, ana, client):
+    from durable import days
+    from durable.testing import drive
+    from tests.processes.conftest import ADDRESS, CONTRACT, SELFIE
+    from tests.processes.test_onboarding_conversations import NO_CNPJ_HELLO
+
+    settings.LANGUAGE_CODE = "pt-br"
+    customer(NO_CNPJ_HELLO)
+    run = customer(CONTRACT, ADDRESS, SELFIE)
+    clock.advance(days(1))   # asked for the CNPJ, never answered: high risk
+    drive(run.id)
+    client.force_login(ana)
+
+    page = client.get(f"/approvals/{ApprovalRequest.objects.get(run_id=run.id).pk}/").content.decode()
+
+    before_the_conversation = page.split('data-testid="conversation"')[0]
+    for english in ("Customer id", "Documents received", "Cnpj", "Review round", "no valid CNPJ given", "Risk"):
+        assert english not in before_the_conversation, english
+    assert "Rodada de análise" in page and "Alto: nenhum CNPJ válido informado" in page
