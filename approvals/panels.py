@@ -128,6 +128,24 @@ def register_findings_reader(workflow_name: str, fn: Callable[[dict], dict]) -> 
 
 
 _summaries: dict[str, Callable] = {}
+_titles: dict[str, Callable] = {}
+
+
+def register_title(workflow_name: str, fn: Callable) -> None:
+    """Write ``workflow_name``'s case titles with ``fn(case) -> str`` in the reader's language
+    (the stored title stays as recorded: search, the API and the audit use it)."""
+    _titles[workflow_name] = fn
+
+
+def title_for(case) -> str:
+    fn = _titles.get(case.workflow_name)
+    if fn is None:
+        return case.title
+    try:
+        return fn(case) or case.title
+    except Exception:   # a summary of an unexpected shape: the recorded title
+        log.exception("case title for %s failed", case.pk)
+        return case.title
 
 
 def register_summary(workflow_name: str, fn: Callable) -> None:

@@ -17,6 +17,7 @@ from approvals.panels import (
     register_findings_reader,
     register_summary,
     register_timeline_labels,
+    register_title,
 )
 from durable.selectors import step_results
 from processes.onboarding import decision_messages  # noqa: F401  (registers the customer messages)
@@ -120,6 +121,19 @@ def risk_shown(case) -> str:
     return f"{case.get_risk_display()}: {why}"
 
 
+def title_shown(case) -> str:
+    """The case's title in the reader's language, from what its summary recorded."""
+    summary = case.summary or {}
+    if "cnpj" not in summary:
+        return case.title
+    name = summary.get("company") or case.subject_id
+    cnpj = summary["cnpj"]
+    title = (_("%(name)s — CNPJ not given") % {"name": name} if cnpj in ("", "not given")
+             else _("%(name)s — CNPJ %(cnpj)s") % {"name": name, "cnpj": cnpj})
+    level = int(summary.get("escalation_level") or 0)
+    return title + (_(" (escalated, level %(level)s)") % {"level": level} if level else "")
+
+
 def summary_rows(case) -> list[tuple[str, object]]:
     """The case's summary as a reviewer reads it: risk, round and escalation. The company,
     its CNPJ, WhatsApp and documents are the panels' (one block each, not two)."""
@@ -156,6 +170,7 @@ register_case_panel("onboarding", onboarding_panels)
 register_timeline_labels("onboarding", TIMELINE_LABELS)
 register_findings_reader("onboarding", finding_for_reviewer)
 register_summary("onboarding", summary_rows)
+register_title("onboarding", title_shown)
 
 
 def case_rows(case) -> list:

@@ -177,3 +177,6 @@ def test_the_summary_is_one_block_in_the_readers_language(settings, customer, cl
     for english in ("Customer id", "Documents received", "Cnpj", "Review round", "no valid CNPJ given", "Risk"):
         assert english not in before_the_conversation, english
     assert "Rodada de análise" in page and "Alto: nenhum CNPJ válido informado" in page
+    assert "Padaria Boa Massa — CNPJ não informado" in page and "not given" not in page
+    queue = client.get("/approvals/").content.decode()
+    assert "Padaria Boa Massa — CNPJ não informado" in queue and "not given" not in queue
