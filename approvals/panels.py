@@ -196,21 +196,45 @@ def findings_section(case) -> list[Section]:
                     {"findings": [_finding(item, reader) for item in findings]}, key="validator-findings")]
 
 
+# The engine's own bookkeeping (version markers, search attributes, recorded clock readings
+# and random values, drained buffers): the admin's run page shows them, reviewers do not.
+ENGINE_KINDS = {"patch", "attributes", "now", "uuid4", "random", "drain"}
+
+
 def timeline_rows(case) -> list[TimelineRow]:
-    """The run's journal as reviewers read it: labelled steps and signals, statuses in words."""
+    """The run's journal as reviewers read it: labelled steps and signals, statuses in words,
+    the engine's bookkeeping folded away."""
     from approvals.selectors import approval_timeline
 
     return [TimelineRow(position=entry.position, kind=str(KIND_LABELS.get(entry.kind, entry.kind)),
                         name=entry.name, label=timeline_label(case.workflow_name, entry.name),
                         status=entry.status, status_label=str(STATUS_LABELS.get(entry.status, entry.status)),
                         attempt=entry.attempt, at=entry.updated_at)
-            for entry in approval_timeline(case)]
+            for entry in approval_timeline(case) if entry.kind not in ENGINE_KINDS]
+
+
+def waiting_shown(workflow_name: str, waiting_for: str) -> str:
+    """What a run waits for, in the reader's words: its signals by their labels, a timer, its
+    turn at a shared limit (the engine's own spelling stays on the admin's run page)."""
+    if not waiting_for:
+        return ""
+    if waiting_for.startswith("signal:"):
+        names = waiting_for.removeprefix("signal:").split("|")
+        return _("waiting for: %(what)s") % {"what": " / ".join(timeline_label(workflow_name, n) for n in names)}
+    if waiting_for == "sleep":
+        return str(_("waiting for a timer"))
+    if waiting_for.startswith("limit:"):
+        return str(_("waiting its turn at a shared limit"))
+    if waiting_for.startswith("child:"):
+        return str(_("waiting for a process it started"))
+    return waiting_for
 
 
 def timeline_section(case) -> list[Section]:
     run = run_or_archived(case.run_id)
     return [Section(_("Process timeline"), "approvals/panels/timeline.html",
                     {"entries": timeline_rows(case), "run": run,
+                     "waiting": waiting_shown(case.workflow_name, getattr(run, "waiting_for", "") or ""),
                      "run_status": str(RUN_STATUS_LABELS.get(run.status, run.status))}, key="process-timeline")]
 
 

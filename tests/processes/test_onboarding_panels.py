@@ -180,3 +180,19 @@ def test_the_summary_is_one_block_in_the_readers_language(settings, customer, cl
     assert "Padaria Boa Massa — CNPJ não informado" in page and "not given" not in page
     queue = client.get("/approvals/").content.decode()
     assert "Padaria Boa Massa — CNPJ não informado" in queue and "not given" not in queue
+
+
+def test_the_timeline_folds_the_engines_bookkeeping_away_and_says_what_the_run_waits_for(settings, client, ana, case):
+    from durable.models import JournalEntry
+
+    settings.LANGUAGE_CODE = "pt-br"
+    client.force_login(ana)
+
+    page = client.get(f"/approvals/{case.pk}/").content.decode()
+
+    timeline = page[page.index('data-testid="run-status"'):]
+    bookkeeping = JournalEntry.objects.filter(run_id=case.run_id, kind__in=["patch", "attributes"])
+    assert bookkeeping.exists()   # the run has some: a stage published, a change id marked
+    for entry in bookkeeping:
+        assert f'data-entry="{entry.position}"' not in timeline
+    assert "aguardando: Decisão do compliance" in timeline and "signal:compliance_decision" not in timeline
