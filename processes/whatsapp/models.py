@@ -41,11 +41,11 @@ class InboundMessage(models.Model):
 
 
 class OutboundStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    SENT = "sent", "Sent"
-    DELIVERED = "delivered", "Delivered"
-    READ = "read", "Read"
-    FAILED = "failed", "Failed"
+    QUEUED = "queued", _("queued")
+    SENT = "sent", _("sent")
+    DELIVERED = "delivered", _("delivered")
+    READ = "read", _("read")
+    FAILED = "failed", _("failed")
 
 
 # Statuses only move forward: a late "delivered" must not undo "read".

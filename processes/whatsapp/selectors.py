@@ -3,8 +3,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Max, Q, QuerySet
+from django.utils.translation import gettext_lazy as _
 
-from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
+from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage, OutboundStatus
 
 
 def last_inbound_at(*, wa_id: str = "", user_id: str = "") -> datetime | None:
@@ -25,14 +26,31 @@ def inbound_needing_attention() -> QuerySet:
         InboundStatus.UNMATCHED, InboundStatus.UNSUPPORTED, InboundStatus.FAILED])
 
 
+# What a message that is not text was, in the reader's language.
+KIND_LABELS = {"document": _("document"), "image": _("image"), "audio": _("audio"), "video": _("video"),
+               "sticker": _("sticker"), "location": _("location"), "contacts": _("contact card"),
+               "reaction": _("reaction")}
+
+
 @dataclass
 class ConversationLine:
-    """One message of a conversation, either way, as a reviewer reads it."""
+    """One message of a conversation, either way, as a reviewer reads it. ``kind`` is the
+    WhatsApp message type ("text", "document", ...); ``text`` the body, or a file's name and
+    caption."""
 
     at: datetime
     inbound: bool
     text: str
     status: str
+    kind: str = "text"
+
+    @property
+    def kind_label(self) -> str:
+        return "" if self.kind == "text" else str(KIND_LABELS.get(self.kind, self.kind))
+
+    @property
+    def status_label(self) -> str:
+        return str(OutboundStatus(self.status).label) if self.status in OutboundStatus.values else self.status
 
 
 def _inbound_text(message: InboundMessage) -> str:
@@ -41,10 +59,10 @@ def _inbound_text(message: InboundMessage) -> str:
     if message.message_type == "text" and isinstance(content, dict):
         return str(content.get("body") or "")
     if isinstance(content, dict):
-        label = content.get("filename") or content.get("caption") or content.get("id") or ""
+        label = content.get("filename") or content.get("caption") or ""
         caption = content.get("caption") if content.get("filename") else ""
-        return f"[{message.message_type}] {label}" + (f" — {caption}" if caption else "")
-    return f"[{message.message_type}]"
+        return f"{label}" + (f" — {caption}" if caption else "")
+    return ""
 
 
 def conversation_for(company) -> list[ConversationLine]:
@@ -52,7 +70,8 @@ def conversation_for(company) -> list[ConversationLine]:
 
     At the same instant the customer's message comes before our reply to it.
     """
-    lines = [(m.received_at, 0, m.pk, ConversationLine(m.received_at, True, _inbound_text(m), m.status))
+    lines = [(m.received_at, 0, m.pk, ConversationLine(m.received_at, True, _inbound_text(m), m.status,
+                                                        m.message_type))
              for m in InboundMessage.objects.filter(company=company)]
     lines += [(m.created_at, 1, m.pk, ConversationLine(m.created_at, False, m.body, m.status))
               for m in OutboundMessage.objects.filter(company=company)]

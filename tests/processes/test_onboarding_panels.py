@@ -45,8 +45,8 @@ def test_the_case_page_shows_the_company_its_documents_findings_and_conversation
     assert file_url(case, Document.objects.get(kind=DocumentKind.ARTICLES)) in page
     assert "Validator, round by round" in page and "Proof of address, Selfie" in page
     conversation = page[page.index('data-testid="conversation"'):]
-    said = ["Oi, quero abrir uma conta PJ", "Olá! Recebemos o CNPJ", "[document] contrato.pdf", "Ainda falta",
-            "[document] luz.pdf", "[image]"]
+    said = ["Oi, quero abrir uma conta PJ", "Olá! Recebemos o CNPJ", "Document</span>", "contrato.pdf",
+            "Ainda falta", "luz.pdf", "Image</span>"]
     assert [conversation.index(text) for text in said] == sorted(conversation.index(text) for text in said)
 
 
@@ -196,3 +196,17 @@ def test_the_timeline_folds_the_engines_bookkeeping_away_and_says_what_the_run_w
     for entry in bookkeeping:
         assert f'data-entry="{entry.position}"' not in timeline
     assert "aguardando: Decisão do compliance" in timeline and "signal:compliance_decision" not in timeline
+
+
+def test_the_conversation_reads_in_portuguese(settings, client, ana, case):
+    settings.LANGUAGE_CODE = "pt-br"
+    client.force_login(ana)
+
+    page = client.get(f"/approvals/{case.pk}/").content.decode()
+
+    conversation = page[page.index('data-testid="conversation"'):]
+    conversation = conversation[:conversation.index("</table>")]
+    assert "Documento</span>" in conversation and "Imagem</span>" in conversation
+    assert "(enviada)" in conversation
+    for english in ("[document]", "[image]", "(sent)"):
+        assert english not in conversation
