@@ -97,14 +97,6 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
         return f"#{self.pk} {self.title} ({self.status})"
 
     @property
-    def display_title(self) -> str:
-        """The title in the reader's language, when the process registered how to write it
-        (approvals.panels.register_title); the stored title otherwise."""
-        from approvals.panels import title_for
-
-        return title_for(self)
-
-    @property
     def is_open(self) -> bool:
         return self.status in OPEN_STATUSES
 

@@ -128,6 +128,17 @@ def register_findings_reader(workflow_name: str, fn: Callable[[dict], dict]) -> 
 
 
 _summaries: dict[str, Callable] = {}
+_workflow_labels: dict[str, str] = {}
+
+
+def register_workflow_label(workflow_name: str, label) -> None:
+    """What reviewers call ``workflow_name``'s process (a gettext_lazy string)."""
+    _workflow_labels[workflow_name] = label
+
+
+def workflow_label(workflow_name: str) -> str:
+    label = _workflow_labels.get(workflow_name)
+    return str(label) if label else workflow_name
 _titles: dict[str, Callable] = {}
 
 

@@ -47,6 +47,35 @@ def action_label(code: str) -> str:
 
 
 @register.filter
+def case_title(case) -> str:
+    """A case's title in the reader's language, when its process registered how to write it
+    (approvals.panels.register_title); the stored title otherwise."""
+    from approvals.panels import title_for
+
+    return title_for(case)
+
+
+@register.filter
+def workflow_label(name: str) -> str:
+    """A process's name for people (approvals.panels.register_workflow_label); the code otherwise."""
+    from approvals.panels import workflow_label as label
+
+    return label(name)
+
+
+@register.filter
+def actor_label(actor: str) -> str:
+    """Who did it, in the active language: the engine itself, a customer on WhatsApp, a
+    command line; a username as it is."""
+    actor = str(actor or "")
+    if actor == "system" or actor.startswith("system ("):
+        return _("the system") + actor.removeprefix("system")
+    if actor.startswith("whatsapp:"):
+        return _("the customer (WhatsApp %(id)s)") % {"id": actor.removeprefix("whatsapp:")}
+    return actor
+
+
+@register.filter
 def status_label(code: str) -> str:
     """A case status code ("claimed") in the active language; empty stays empty."""
     from approvals.models import ApprovalStatus

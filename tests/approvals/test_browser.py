@@ -68,7 +68,7 @@ def test_a_reviewer_opens_an_onboarding_case_rejects_without_a_reason_then_appro
     closed = page.get_by_test_id("closed").inner_text()
     run = drive(case.run_id)
 
-    assert case.title in queue and "onboarding" in queue and f"CNPJ {CNPJ}" in case.title
+    assert case.title in queue and "Business account opening" in queue and f"CNPJ {CNPJ}" in case.title
     assert "Padaria Boa Massa" in company and CNPJ in company and PHONE in company
     assert "contrato.pdf" in documents and "luz.pdf" in documents and "Selfie" in documents
     assert "Give a reason to reject" in error

@@ -178,3 +178,32 @@ def test_the_admin_names_the_process_models_in_portuguese(admin_client, case):
 
     for label in ("Pedidos de aprovação", "Empresas", "Documentos", "Faturas", "Entregas de webhook"):
         assert label in index
+
+
+def test_money_and_process_names_read_in_portuguese(junior, settings):
+    from approvals.models import ApprovalRequest
+    from durable import services as durable_services
+    from durable.testing import drive
+
+    settings.LANGUAGE_CODE = "pt-br"
+    run = durable_services.run_start("limit_increase", "Padaria Boa Massa", 10_000, 30_000, id="li:money",
+                                     actor="test")
+    drive(run.id)
+    case = ApprovalRequest.objects.get(run_id=run.id)
+
+    queue = signed_in(junior).get(reverse("approval_queue")).content.decode()
+    page = signed_in(junior).get(reverse("approval_case", args=[case.pk])).content.decode()
+
+    assert "Aumentar o limite diário de PIX de Padaria Boa Massa de R$ 10.000,00 para R$ 30.000,00" in queue
+    assert "Aumento de limite PIX" in queue and ">limit_increase<" not in queue
+    assert "Limite diário pedido" in page and "R$ 30.000,00" in page and "R$ 30,000" not in page
+
+
+def test_the_audit_trail_names_the_system_and_the_customer_in_portuguese():
+    from approvals.templatetags.approvals_tags import actor_label
+
+    with translation.override("pt-br"):
+        assert actor_label("system") == "o sistema"
+        assert actor_label("system (re-check at opening)") == "o sistema (re-check at opening)"
+        assert actor_label("whatsapp:5511988887777") == "o cliente (WhatsApp 5511988887777)"
+        assert actor_label("ana") == "ana"
