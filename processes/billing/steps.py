@@ -1,7 +1,12 @@
 """The effects of billing reminders, each run as a journaled step."""
 from datetime import datetime
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+from django.utils import timezone
 
 from durable import services
+from processes import conf
 from processes.billing.models import FinanceTicket, Invoice, InvoiceStatus
 from processes.billing.rules import due_at_problem
 from processes.whatsapp.services import message_send
@@ -68,13 +73,20 @@ def _tell_own_run(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str
 NOT_SENT = "not sent: the invoice is "
 
 
+def money_pt(amount, currency: str = "BRL") -> str:
+    """An amount as a Brazilian customer reads it: R$ 1.234,50 (another currency by its code)."""
+    grouped = f"{Decimal(amount).quantize(Decimal('0.01')):,.2f}".replace(",", "_").replace(".", ",").replace("_", ".")
+    return f"R$ {grouped}" if currency == "BRL" else f"{currency} {grouped}"
+
+
 def send_reminder(invoice_id: int, number: int, idempotency_key: str) -> str:
     """The reminder, only for an invoice that is still open."""
     invoice = Invoice.objects.select_related("company").get(pk=invoice_id)
     if invoice.status != InvoiceStatus.OPEN:
         return f"{NOT_SENT}{invoice.status}"
-    body = (f"Lembrete {number}: a fatura {invoice.number} de {invoice.amount} {invoice.currency} "
-            f"venceu em {invoice.due_at:%d/%m/%Y}.")
+    due = timezone.localtime(invoice.due_at, ZoneInfo(conf.setting("CUSTOMER_TIME_ZONE", "America/Sao_Paulo")))
+    body = (f"Lembrete {number}: a fatura {invoice.number} de {money_pt(invoice.amount, invoice.currency)} "
+            f"venceu em {due:%d/%m/%Y}.")
     to_wa_id = invoice.wa_id or (invoice.company.wa_id if invoice.company else "") or ""
     return message_send(idempotency_key=idempotency_key, body=body, company=None,
                         to_wa_id=to_wa_id).idempotency_key

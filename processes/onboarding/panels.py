@@ -18,6 +18,7 @@ from approvals.panels import (
     register_summary,
     register_timeline_labels,
     register_title,
+    register_workflow_label,
 )
 from durable.selectors import step_results
 from processes.onboarding import decision_messages  # noqa: F401  (registers the customer messages)
@@ -171,6 +172,7 @@ register_timeline_labels("onboarding", TIMELINE_LABELS)
 register_findings_reader("onboarding", finding_for_reviewer)
 register_summary("onboarding", summary_rows)
 register_title("onboarding", title_shown)
+register_workflow_label("onboarding", gettext_lazy("Business account opening"))
 
 
 def case_rows(case) -> list:

@@ -112,7 +112,7 @@ def problem_pt(note: dict) -> str:
         "document_refused": f"{document} não é PDF, JPEG nem PNG",
         "document_kind_unknown": (f"não sabemos qual documento é {document}: escreva na legenda se é o contrato "
                                   "social, o comprovante de endereço ou a selfie"),
-        "document_type_refused": (f"{document} é um {kind_format}; para a selfie precisamos de uma foto (JPEG ou PNG)"
+        "document_type_refused": (f"{document} é um {kind_format}, mas para a selfie precisamos de uma foto (JPEG ou PNG)"
                                   if note.get("kind") == DocumentKind.SELFIE else
                                   f"{document} ({kind_format}) não é aceito: envie PDF, JPEG ou PNG"),
     }

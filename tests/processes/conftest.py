@@ -258,3 +258,20 @@ def issued_invoice(number: str, due_at, *, wa_id: str = "5511955554444"):
                             due_at=due_at, wa_id=wa_id, actor="test")
     drive(invoice.run_id)
     return invoice
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Every message a process test makes the processes send is one docs/processes.md lists
+    ("What customers read, as sent"), problems included: the list cannot fall behind the code."""
+    outcome = yield
+    if outcome.excinfo is not None or item.get_closest_marker("django_db") is None:
+        return
+    from processes.whatsapp.models import OutboundMessage
+    from tests.processes.customer_messages import PROCESS_KEYS, undocumented
+
+    sent = OutboundMessage.objects.values_list("idempotency_key", "body")
+    missing = [(key, text) for key, body in sent if key.startswith(PROCESS_KEYS) for text in undocumented(body)]
+    if missing:
+        outcome.force_exception(AssertionError(
+            f"sent to a customer but not in docs/processes.md's list: {missing}"))

@@ -54,7 +54,7 @@ def said_to_the_customer(result) -> list[str]:
 
 @pytest.mark.parametrize("document, said", [
     (DocumentFacts("selfie", "application/pdf", size=10, file_name="selfie.pdf"),
-     "o arquivo selfie.pdf é um PDF; para a selfie precisamos de uma foto (JPEG ou PNG)"),
+     "o arquivo selfie.pdf é um PDF, mas para a selfie precisamos de uma foto (JPEG ou PNG)"),
     (DocumentFacts("articles_of_association", "application/zip", size=10, file_name="contrato.zip"),
      "o arquivo contrato.zip (application/zip) não é aceito: envie PDF, JPEG ou PNG"),
     (DocumentFacts("proof_of_address", "application/pdf", size=9000, file_name="comprovante_grande.pdf"),
@@ -65,7 +65,7 @@ def said_to_the_customer(result) -> list[str]:
      "não sabemos qual documento é o arquivo scan.pdf: escreva na legenda se é o contrato social, o comprovante "
      "de endereço ou a selfie"),
     (DocumentFacts("selfie", "image/webp", size=10),
-     "o documento enviado como selfie do responsável é um WEBP; para a selfie precisamos de uma foto (JPEG ou PNG)"),
+     "o documento enviado como selfie do responsável é um WEBP, mas para a selfie precisamos de uma foto (JPEG ou PNG)"),
 ])
 def test_each_problem_is_said_to_the_customer_in_portuguese_with_what_to_send(document, said):
     result = RulesChecker(max_bytes=5000).check([document])
@@ -81,7 +81,7 @@ def test_a_problem_a_later_document_solved_is_not_said_again_but_stays_on_record
     result = RulesChecker(max_bytes=5000).check(docs)
 
     assert said_to_the_customer(result) == [
-        "o arquivo selfie.pdf é um PDF; para a selfie precisamos de uma foto (JPEG ou PNG)"]
+        "o arquivo selfie.pdf é um PDF, mas para a selfie precisamos de uma foto (JPEG ou PNG)"]
     assert result.problems == ["comprovante_grande.pdf: larger than 5000 bytes",   # the reviewer still sees both
                                "selfie.pdf: application/pdf is not accepted"]
 
