@@ -139,7 +139,10 @@ def summary_rows(case) -> list[tuple[str, object]]:
     """The case's summary as a reviewer reads it: risk, round and escalation. The company,
     its CNPJ, WhatsApp and documents are the panels' (one block each, not two)."""
     summary = case.summary or {}
+    follows = summary.get("follows_case")
     return [(_("Risk"), risk_shown(case)), (_("Review round"), summary.get("review_round")),
+            (_("Follows case"), _("#%(case)s, sent back: %(reason)s") % {
+                "case": follows, "reason": summary.get("sent_back_because") or "—"} if follows else ""),
             (_("Escalation level"), summary.get("escalation_level") or "")]
 
 

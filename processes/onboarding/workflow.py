@@ -91,6 +91,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
         return close(customer_id, "no documents", progress)
     review = 0
     cnpj_asked = False
+    sent_back = None   # the decision that asked for more documents, for the next round's case
     while True:
         result = validate(customer_id)
         while not result.ok:
@@ -114,7 +115,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
         if workflow.patched(UNDER_REVIEW):
             workflow.step(steps.notify, customer_id, UNDER_REVIEW_TEXT,
                           idempotency_key=f"{workflow.id}:under-review:{review}", limit=SEND, priority=progress.priority)
-        decision = wait_for_compliance_decision(customer_id, result, review, progress)
+        decision = wait_for_compliance_decision(customer_id, result, review, progress, sent_back)
         if decision.approved:
             break
         if not decision.wants_more_documents:
@@ -125,6 +126,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
             publish_stage(progress, "rejected")
             return "rejected"
         # Compliance wants more: tell the customer what, then back to the documents loop.
+        sent_back = decision
         round_ += 1
         workflow.step(steps.set_status, customer_id, CompanyStatus.COLLECTING, decision.reason,
                       atomic=True)
@@ -301,7 +303,7 @@ def case_summary(facts: steps.ReviewFacts, customer_id: str, record: dict | None
 
 
 def wait_for_compliance_decision(customer_id: str, result: ValidationResult, review: int,
-                                 progress: Progress) -> Decision:
+                                 progress: Progress, sent_back: Decision | None = None) -> Decision:
     """Put the case before compliance (approvals app) and wait for a reviewer's decision.
 
     One case per review round and escalation level, keyed ``<run id>:review:<round>:<level>``.
@@ -323,7 +325,10 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
         decision = request_approval(
             title=case_title(facts, customer_id, level, record),
             summary={**case_summary(facts, customer_id, record, findings, reasons),
-                     "review_round": review, "escalation_level": level},
+                     "review_round": review, "escalation_level": level,
+                     # A later round's case names the case that asked for more, and why.
+                     **({"follows_case": sent_back.request_id, "sent_back_because": sent_back.reason}
+                        if sent_back is not None else {})},
             subject=("company", customer_id), risk=risk, timeout=DECISION_DEADLINE,
             idempotency_key=f"{workflow.id}:review:{review}:{level}", candidate_groups=REVIEW_GROUPS[risk])
         if decision is not None:

@@ -155,6 +155,21 @@ def test_a_claim_in_another_browser_shows_in_the_queue_within_3_seconds(open_pag
     assert ana.evaluate("window.notReloaded") is True
 
 
+def test_a_new_case_shows_in_the_queue_with_its_count_without_a_reload(open_page, live_server):
+    make_user("ana", reviewer=True)
+    start_case("acme")
+    ana = open_page("ana")
+    ana.evaluate("window.notReloaded = true")
+    before = ana.locator("#case-count").inner_text()
+
+    case = start_case("globex")
+    ana.locator(f"tr[data-case='{case.pk}']").wait_for(timeout=4000)
+    ana.wait_for_function("document.querySelector('#case-count').innerText.includes('2')", timeout=4000)
+
+    assert (before, ana.locator("#case-count").inner_text()) == ("(1)", "(2)")
+    assert ana.evaluate("window.notReloaded") is True
+
+
 @override_settings(ONBOARDING_DOCUMENTS_QUIET_SECONDS=0)
 def test_the_case_links_to_its_run_in_the_admin_and_the_run_back_to_the_case(open_page, live_server):
     from django.contrib.auth.models import Permission

@@ -210,3 +210,20 @@ def test_the_conversation_reads_in_portuguese(settings, client, ana, case):
     assert "(enviada)" in conversation
     for english in ("[document]", "[image]", "(sent)"):
         assert english not in conversation
+
+
+def test_a_later_rounds_case_names_the_case_that_sent_it_back_and_why(settings, customer, in_review, ana, client):
+    from tests.processes.conftest import NEW_CONTRACT
+    from tests.processes.test_onboarding import decide, open_case
+
+    first = open_case(in_review.id)
+    decide(ana, in_review.id, "more_documents", "o contrato está sem a última alteração")
+    customer(NEW_CONTRACT)
+    second = open_case(in_review.id)
+    settings.LANGUAGE_CODE = "pt-br"
+    client.force_login(ana)
+
+    page = client.get(f"/approvals/{second.pk}/").content.decode()
+
+    assert second.pk != first.pk and second.summary["follows_case"] == first.pk
+    assert f"#{first.pk}, devolvido: o contrato está sem a última alteração" in page
