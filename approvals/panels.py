@@ -225,19 +225,18 @@ def timeline_rows(case) -> list[TimelineRow]:
 
 
 def waiting_shown(workflow_name: str, waiting_for: str) -> str:
-    """What a run waits for, in the reader's words: its signals by their labels, a timer, its
-    turn at a shared limit (the engine's own spelling stays on the admin's run page)."""
+    """What a waiting run waits for, in the reader's words: its signals by their labels, a
+    timer, its turn at a shared limit (the engine's own spelling stays on the admin's run page)."""
     if not waiting_for:
         return ""
     if waiting_for.startswith("signal:"):
-        names = waiting_for.removeprefix("signal:").split("|")
-        return _("waiting for: %(what)s") % {"what": " / ".join(timeline_label(workflow_name, n) for n in names)}
+        return " / ".join(timeline_label(workflow_name, n) for n in waiting_for.removeprefix("signal:").split("|"))
     if waiting_for == "sleep":
-        return str(_("waiting for a timer"))
+        return str(_("a timer"))
     if waiting_for.startswith("limit:"):
-        return str(_("waiting its turn at a shared limit"))
+        return str(_("its turn at a shared limit"))
     if waiting_for.startswith("child:"):
-        return str(_("waiting for a process it started"))
+        return str(_("a process it started"))
     return waiting_for
 
 

@@ -17,6 +17,7 @@ FINDING_TEXTS = {
     "registry_not_found": _("the CNPJ registry has no such CNPJ"),
     "registry_inactive": _("the CNPJ registry lists the company as %(status)s, not %(active)s"),
     "registry_record": _("%(status)s — %(names)s"),
+    "registry_record_unnamed": _("%(status)s — names not given"),
     "registry_opened": _("open since %(opened_on)s"),
     "registry_activity": _("main activity: %(activity)s"),
     "validator_problems": _("the validator reported problems"),

@@ -116,8 +116,9 @@ def case_findings(record: dict | None) -> list[dict]:
         return []
     if record.get("error") or not record.get("found"):
         return [{**reason, "check": REGISTRY_CHECK} for reason in risk_reasons(record)]
-    names = " / ".join(registry_names(record)) or "?"
-    found = [finding(REGISTRY_CHECK, "registry_record", status=record.get("status") or "?", names=names)]
+    names, status = " / ".join(registry_names(record)), record.get("status") or "?"
+    found = [finding(REGISTRY_CHECK, "registry_record", status=status, names=names) if names
+             else finding(REGISTRY_CHECK, "registry_record_unnamed", status=status)]
     if record.get("opened_on"):
         found.append(finding(REGISTRY_CHECK, "registry_opened", opened_on=record["opened_on"]))
     if record.get("main_activity"):

@@ -83,7 +83,7 @@ def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in
     assert case.summary["cnpj"] == CNPJ and case.summary["whatsapp"] == PHONE
     assert "contrato.pdf" in case.summary["documents_received"]
     assert [(f["check"], f["result"]) for f in case.summary["findings"]] == [
-        ("required documents (rules)", "all present"), ("CNPJ registry", "ATIVA — ?"),
+        ("required documents (rules)", "all present"), ("CNPJ registry", "ATIVA — names not given"),
         ("legal name", "the legal name is not known: the registry does not give it and the customer was asked for it")]
 
 

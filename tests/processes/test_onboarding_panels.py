@@ -195,7 +195,7 @@ def test_the_timeline_folds_the_engines_bookkeeping_away_and_says_what_the_run_w
     assert bookkeeping.exists()   # the run has some: a stage published, a change id marked
     for entry in bookkeeping:
         assert f'data-entry="{entry.position}"' not in timeline
-    assert "aguardando: Decisão do compliance" in timeline and "signal:compliance_decision" not in timeline
+    assert "aguardando (Decisão do compliance)" in timeline and "signal:compliance_decision" not in timeline
 
 
 def test_the_conversation_reads_in_portuguese(settings, client, ana, case):
