@@ -113,6 +113,15 @@ def approval_get(request_id) -> ApprovalRequest:
     return case
 
 
+def approval_next_for(user, *, after: int | None = None) -> ApprovalRequest | None:
+    """The case a reviewer takes next: the first of their queue in its order (soonest
+    deadline first), skipping ``after`` and cases a colleague holds."""
+    cases = approvals_open_for(user).exclude(Q(status=ApprovalStatus.CLAIMED) & ~Q(assignee=user))
+    if after is not None:
+        cases = cases.exclude(pk=after)
+    return cases.first()
+
+
 def approval_timeline(case: ApprovalRequest) -> list:
     """The run's journal, oldest first: what the process did before and after this case."""
     return run_journal(case.run_id)

@@ -11,6 +11,7 @@ urlpatterns = [
     path("language/", views.LanguageView.as_view(), name="set_language"),
     path("approvals/", views.QueueView.as_view(), name="approval_queue"),
     path("approvals/mine/", views.MineView.as_view(), name="approval_mine"),
+    path("approvals/next/", views.NextCaseView.as_view(), name="approval_next"),
     path("approvals/archive/", views.ArchiveView.as_view(), name="approval_archive"),
     path("approvals/<int:pk>/", views.CaseView.as_view(), name="approval_case"),
     path("approvals/<int:pk>/live/", views.CaseLiveView.as_view(), name="approval_case_live"),

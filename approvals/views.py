@@ -100,6 +100,19 @@ QUEUE_SORTS = [("deadline", gettext_lazy("deadline")), ("risk", gettext_lazy("ri
                ("age", gettext_lazy("age, oldest first"))]
 
 
+class NextCaseView(ReviewerView):
+    """GET: the next case of this reviewer's queue (after ``?after=<id>``, the case just
+    decided), or the queue with a note when none is left."""
+
+    def get(self, request):
+        after = request.GET.get("after", "")
+        case = selectors.approval_next_for(request.user, after=int(after) if after.isdigit() else None)
+        if case is None:
+            messages.info(request, _("No other case waits for you."))
+            return redirect(reverse("approval_queue"))
+        return redirect(reverse("approval_case", args=[case.pk]))
+
+
 class MineView(ReviewerView):
     def get(self, request):
         return render(request, "approvals/mine.html", {

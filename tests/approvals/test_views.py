@@ -3,6 +3,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from approvals import services
 from approvals.models import ApprovalRequest, ApprovalStatus
 from approvals.panels import Section, register_case_panel, unregister_case_panel
 from durable.models import Signal
@@ -187,3 +188,25 @@ def test_the_live_poll_is_for_reviewers_only(outsider, case):
     response = signed_in(outsider).get(reverse("approval_case_live", args=[case.pk]))
 
     assert response.status_code == 403
+
+
+def test_after_a_decision_next_case_opens_the_next_of_the_reviewers_queue(ana, bruno):
+    first, second, third = start_case("acme"), start_case("globex"), start_case("initech")
+    services.approval_claim(third.pk, actor=bruno)             # a colleague holds this one
+    client = signed_in(ana)
+    client.post(reverse("approval_decide", args=[first.pk]), {"outcome": "approve"})
+
+    page = client.get(reverse("approval_case", args=[first.pk])).content.decode()
+    following = client.get(reverse("approval_next") + f"?after={first.pk}")
+
+    assert 'data-testid="next-case"' in page
+    assert following.status_code == 302 and following["Location"] == reverse("approval_case", args=[second.pk])
+
+
+def test_next_case_with_nothing_left_goes_back_to_the_queue_saying_so(ana):
+    case = start_case("acme")
+
+    response = signed_in(ana).get(reverse("approval_next") + f"?after={case.pk}", follow=True)
+
+    assert response.redirect_chain[-1][0] == reverse("approval_queue")
+    assert "No other case waits for you." in response.content.decode()
