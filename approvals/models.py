@@ -191,6 +191,7 @@ class CaseAction(models.TextChoices):
     SUPERSEDE = "supersede", pgettext_lazy("audit action", "superseded: the process ended before acting on it")
     OVERRIDE_HOLD = "override_hold", pgettext_lazy("audit action", "hold overridden by a supervisor")
     EVIDENCE_DOWNLOADED = "evidence_downloaded", pgettext_lazy("audit action", "evidence pack downloaded")
+    NOTE = "note", pgettext_lazy("audit action", "internal note")
 
 
 # What the audit trail shows for each action it records.

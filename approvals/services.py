@@ -669,6 +669,25 @@ def approval_follow_up(request_id: int, *, actor, until: datetime | None, reason
     return case
 
 
+NOTE_MAX = 2000
+
+
+def approval_note_add(request_id: int, *, actor, text: str, meta: RequestMeta | None = None) -> ApprovalRequest:
+    """An internal note between reviewers on a case, open or decided: an audit row of its
+    own (who, when, the text), never sent to the customer. For whoever may open the case."""
+    text = (text or "").strip()
+    if not text:
+        raise ReasonRequired(_("Write the note first."))
+    if len(text) > NOTE_MAX:
+        raise ReasonRequired(_("A note is at most %(max)s characters.") % {"max": NOTE_MAX})
+    with transaction.atomic():
+        case = approval_lock(request_id)
+        if not may_open(case, actor):
+            raise NotEligible(_("Only those who may open case #%(id)s may write on it.") % {"id": case.pk})
+        _audit(case, CaseAction.NOTE, actor.get_username(), case.status, reason=text, meta=meta)
+    return case
+
+
 def approval_evidence_take(request_id: int, *, actor: str, via: str,
                            meta: RequestMeta | None = None) -> EvidencePack:
     """Build the evidence pack of a decided case and record in its trail who took it.

@@ -20,6 +20,7 @@ urlpatterns = [
     path("approvals/<int:pk>/release/", views.CaseActionView.as_view(action="release"),
          name="approval_release"),
     path("approvals/<int:pk>/decide/", views.CaseActionView.as_view(action="decide"), name="approval_decide"),
+    path("approvals/<int:pk>/note/", views.CaseActionView.as_view(action="note"), name="approval_note"),
     path("approvals/<int:pk>/follow-up/", views.CaseActionView.as_view(action="follow_up"),
          name="approval_follow_up"),
     path("approvals/<int:pk>/reassign/", views.SupervisorActionView.as_view(action="reassign"),

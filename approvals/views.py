@@ -281,6 +281,9 @@ class CaseActionView(ReviewerView):
             elif self.action == "release":
                 services.approval_release(pk, actor=request.user, meta=meta)
                 messages.success(request, _("Case #%(id)s is back in the queue.") % {"id": pk})
+            elif self.action == "note":
+                services.approval_note_add(pk, actor=request.user, text=reason, meta=meta)
+                messages.success(request, _("Note added to case #%(id)s.") % {"id": pk})
             elif self.action == "follow_up":
                 until = None if request.POST.get("clear") else _posted_datetime(request, "follow_up_at")
                 services.approval_follow_up(pk, actor=request.user, until=until, reason=reason, meta=meta)

@@ -210,3 +210,40 @@ def test_next_case_with_nothing_left_goes_back_to_the_queue_saying_so(ana):
 
     assert response.redirect_chain[-1][0] == reverse("approval_queue")
     assert "No other case waits for you." in response.content.decode()
+
+
+def test_a_reviewer_leaves_an_internal_note_that_is_audited_and_shown_to_colleagues(ana, bruno):
+    from approvals.models import ApprovalAudit
+
+    case = start_case("acme")
+
+    response = signed_in(ana).post(reverse("approval_note", args=[case.pk]),
+                                   {"reason": "Liguei para o cliente: o contrato novo chega amanhã."})
+    page = signed_in(bruno).get(reverse("approval_case", args=[case.pk])).content.decode()
+
+    assert response.status_code == 302
+    note = ApprovalAudit.objects.get(request=case, action="note")
+    assert (note.actor, note.reason) == ("ana", "Liguei para o cliente: o contrato novo chega amanhã.")
+    notes = page[page.index('data-testid="notes"'):]
+    assert "Liguei para o cliente" in notes[:notes.index("</section>")]
+    assert not Signal.objects.filter(run_id=case.run_id).exists()   # nothing reaches the process
+
+
+def test_an_empty_note_is_refused(ana):
+    from approvals.models import ApprovalAudit
+
+    case = start_case("acme")
+
+    empty = signed_in(ana).post(reverse("approval_note", args=[case.pk]), {"reason": "  "})
+
+    assert empty.status_code == 400
+    assert not ApprovalAudit.objects.filter(request=case, action="note").exists()
+
+
+def test_a_reviewer_outside_a_senior_case_may_not_write_on_it(junior, senior_case):
+    from approvals.models import ApprovalAudit
+
+    response = signed_in(junior).post(reverse("approval_note", args=[senior_case.pk]), {"reason": "hm"})
+
+    assert response.status_code == 403
+    assert not ApprovalAudit.objects.filter(request=senior_case, action="note").exists()
