@@ -15,6 +15,8 @@ from approvals.errors import InvalidOutcome
 
 # workflow name -> outcome -> key -> lazily translated text
 _canned: dict[str, dict[str, dict[str, object]]] = {}
+# The same, for the reviewer's reason (internal): standard rationales a team agrees on.
+_reasons: dict[str, dict[str, dict[str, object]]] = {}
 MESSAGE_MAX = 1000
 
 
@@ -52,3 +54,29 @@ def customer_message_compose(workflow_name: str, outcome: str, key: str = "", fr
     if len(message) > MESSAGE_MAX:
         raise InvalidOutcome(_("The message to the customer is longer than %(max)s characters.") % {"max": MESSAGE_MAX})
     return message
+
+
+def register_reasons(workflow_name: str, texts: dict[str, dict[str, object]]) -> None:
+    """Standard reasons (the internal rationale) per outcome: {outcome: {key: gettext_lazy(...)}}."""
+    for outcome, choices in texts.items():
+        _reasons.setdefault(workflow_name, {}).setdefault(outcome, {}).update(choices)
+
+
+def reason_choices(workflow_name: str) -> dict[str, list[tuple[str, str]]]:
+    return {outcome: [(key, str(text)) for key, text in choices.items()]
+            for outcome, choices in _reasons.get(workflow_name, {}).items()}
+
+
+def reason_compose(workflow_name: str, outcome: str, key: str = "", free: str = "") -> str:
+    """The reason as recorded: the standard reason ``key`` (in the reviewer's language, as they
+    chose it), then what they wrote. InvalidOutcome for a key not offered with ``outcome``."""
+    parts = []
+    if key:
+        text = _reasons.get(workflow_name, {}).get(outcome, {}).get(key)
+        if text is None:
+            raise InvalidOutcome(_("The reason %(key)s is not one this process offers when the outcome is %(outcome)s.")
+                                 % {"key": key, "outcome": outcome})
+        parts.append(str(text))
+    if (free or "").strip():
+        parts.append(free.strip())
+    return " — ".join(parts)

@@ -28,7 +28,12 @@ from django.utils.translation import gettext_lazy
 from django.views import View
 
 from approvals import figures, selectors, services
-from approvals.customer_messages import customer_message_choices, customer_message_compose
+from approvals.customer_messages import (
+    customer_message_choices,
+    customer_message_compose,
+    reason_choices,
+    reason_compose,
+)
 from approvals.duties import approval_conflict
 from approvals.errors import (ApprovalError, ApprovalNotFound, InvalidDate, NotAllowed, NotEligible,
                               ReviewerRequired)
@@ -182,11 +187,14 @@ def _live_tokens(case, timeline) -> dict:
                                                            for row in rows])}
 
 
-def _message_choices(case) -> list[tuple[str, list[tuple[str, str]]]]:
-    """The process's canned messages to the customer, grouped under the outcome they go with."""
+def _grouped(choices: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Standard texts grouped under the outcome they go with, for a <select> with optgroups."""
     labels = dict(Outcome.choices)
-    return [(str(labels.get(outcome, outcome)), choices)
-            for outcome, choices in customer_message_choices(case.workflow_name).items()]
+    return [(str(labels.get(outcome, outcome)), texts) for outcome, texts in choices.items()]
+
+
+def _message_choices(case) -> list[tuple[str, list[tuple[str, str]]]]:
+    return _grouped(customer_message_choices(case.workflow_name))
 
 
 def _case_context(request, case, *, error: str = "", reason: str = "", posted=None) -> dict:
@@ -205,6 +213,7 @@ def _case_context(request, case, *, error: str = "", reason: str = "", posted=No
                           if user.is_staff and user.has_perm("durable.view_workflowrun") else ""),
         "audit": selectors.approval_audit(case), "error": error, "reason": reason,
         "message_choices": _message_choices(case), "posted": posted or {},
+        "reason_choices": _grouped(reason_choices(case.workflow_name)),
         "read_only": read_only,
         # Segregation of duties, shown before the reviewer tries: the Approve button is off.
         "approve_refused": "" if read_only else approval_conflict(case, request.user),
@@ -295,6 +304,7 @@ class CaseActionView(ReviewerView):
                                          timezone.localtime(until), "SHORT_DATETIME_FORMAT")})
             else:
                 outcome = request.POST.get("outcome", "")
+                reason = reason_compose(case.workflow_name, outcome, request.POST.get("reason_key", ""), reason)
                 message = customer_message_compose(case.workflow_name, outcome,
                                                    request.POST.get("customer_message_key", ""),
                                                    request.POST.get("customer_message", ""))
@@ -302,8 +312,8 @@ class CaseActionView(ReviewerView):
                                                 customer_message=message, meta=meta)
                 messages.success(request, _decided_message(case, outcome))
         except ApprovalError as exc:
-            return _refused(request, pk, exc, reason, posted={
-                key: request.POST.get(key, "") for key in ("customer_message_key", "customer_message")})
+            return _refused(request, pk, exc, request.POST.get("reason", ""), posted={
+                key: request.POST.get(key, "") for key in ("customer_message_key", "customer_message", "reason_key")})
         return redirect(reverse("approval_case", args=[pk]))
 
 

@@ -101,3 +101,32 @@ def test_a_caller_older_than_the_message_has_its_reason_sent_when_asking_for_doc
 
     asked = OutboundMessage.objects.get(idempotency_key=f"{in_review.id}:more:1").body
     assert "o comprovante de endereço em nome da empresa" in asked
+
+
+def test_a_standard_reason_is_recorded_with_the_reviewers_own_words(client, ana, in_review):
+    case = open_case(in_review.id)
+
+    decide_on_the_page(client, ana, case, "reject", reason_key="cnpj_inactive", reason="situação BAIXADA",
+                       customer_message_key="cnpj_situation")
+
+    assert ApprovalDecision.objects.get(request=case).reason == (
+        "The CNPJ is not active at the Receita Federal. — situação BAIXADA")
+
+
+def test_a_standard_reason_alone_is_enough_to_reject(client, ana, in_review):
+    case = open_case(in_review.id)
+
+    response = decide_on_the_page(client, ana, case, "reject", reason_key="cnpj_taken")
+
+    case.refresh_from_db()
+    assert response.status_code == 302 and case.status == ApprovalStatus.REJECTED
+    assert ApprovalDecision.objects.get(request=case).reason == "The CNPJ already belongs to another customer."
+
+
+def test_a_standard_reason_of_another_outcome_is_refused(client, ana, in_review):
+    case = open_case(in_review.id)
+
+    response = decide_on_the_page(client, ana, case, "reject", reason_key="address_outdated", reason="x")
+
+    case.refresh_from_db()
+    assert response.status_code == 400 and case.status == ApprovalStatus.PENDING
