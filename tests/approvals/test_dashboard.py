@@ -97,6 +97,24 @@ def test_the_dashboard_shows_a_supervisor_the_figures_and_an_svg_chart(decided_w
     assert 'data-reviewer="joana"' in page and "10.0 h" in page
 
 
+NUMERIC = ("x", "y", "width", "height", "x1", "x2", "y1", "y2", "cx", "cy", "r")
+
+
+@pytest.mark.parametrize("language", ["pt-br", "en"])
+def test_every_number_of_the_dashboard_chart_parses_as_a_number_in_every_language(decided_week, supervisor,
+                                                                                     settings, language):
+    """A browser draws nothing from y="192,0": the chart's coordinates are never localized."""
+    import xml.etree.ElementTree as ElementTree
+
+    settings.LANGUAGE_CODE = language
+    page = signed_in(supervisor).get(reverse("approval_dashboard")).content.decode()
+
+    chart = ElementTree.fromstring(re.search(r'<svg class="chart".*?</svg>', page, re.S).group(0))
+    numbers = [value for element in chart.iter() for name, value in element.attrib.items() if name in NUMERIC]
+    numbers += chart.attrib["viewBox"].split()
+    assert len(numbers) > 20 and all(re.fullmatch(r"-?\d+(\.\d+)?", number) for number in numbers), numbers
+
+
 # --- the queue's ergonomics ---
 
 def test_the_queue_sorted_by_risk_puts_high_risk_first(senior, clock):
