@@ -4,8 +4,23 @@ from django.contrib.auth.models import Group
 from django.core.files.base import ContentFile
 
 from approvals.models import ApprovalRequest
+from durable import days
+from durable.models import JournalEntry
+from durable.testing import drive
 from processes.onboarding.models import Company, Document, DocumentKind
-from tests.processes.conftest import CNPJ, PHONE, make_reviewer
+from tests.processes.conftest import (
+    ADDRESS,
+    CNPJ,
+    CONTRACT,
+    HELLO,
+    NEW_CONTRACT,
+    PHONE,
+    SELFIE,
+    document,
+    make_reviewer,
+)
+from tests.processes.test_onboarding import decide, open_case
+from tests.processes.test_onboarding_conversations import NO_CNPJ_HELLO
 
 pytestmark = pytest.mark.django_db
 
@@ -139,39 +154,40 @@ def test_a_document_never_downloaded_from_whatsapp_is_404(client, ana, case):
     assert response.status_code == 404
 
 
-def test_a_portuguese_reviewer_reads_the_validator_in_portuguese(settings, customer, ana, client):
-    from tests.processes.conftest import ADDRESS, CONTRACT, HELLO, SELFIE, document
-
+@pytest.fixture
+def page_in_portuguese(settings, client, ana):
+    """A case's page as ana reads it with the project in pt-BR."""
     settings.LANGUAGE_CODE = "pt-br"
+    client.force_login(ana)
+    return lambda case: client.get(f"/approvals/{case.pk}/").content.decode()
+
+
+def part(page: str, testid: str, end: str = "</table>") -> str:
+    """The element marked ``data-testid`` and what follows it, up to ``end``."""
+    rest = page[page.index(f'data-testid="{testid}"'):]
+    return rest[:rest.index(end)] if end else rest
+
+
+def test_a_portuguese_reviewer_reads_the_validator_in_portuguese(customer, page_in_portuguese):
     selfie_pdf = document("wamid.SELFIE-PDF", "selfie", filename="selfie.pdf", mime_type="application/pdf",
                           wa_id=PHONE)
     for messages in ([HELLO], [CONTRACT], [selfie_pdf], [ADDRESS, SELFIE]):
         run = customer(*messages)
-    client.force_login(ana)
 
-    page = client.get(f"/approvals/{ApprovalRequest.objects.get(run_id=run.id).pk}/").content.decode()
+    rounds = part(page_in_portuguese(ApprovalRequest.objects.get(run_id=run.id)), "validation")
 
-    rounds = page[page.index('data-testid="validation"'):]
-    rounds = rounds[:rounds.index("</table>")]
     assert "Comprovante de endereço, Selfie" in rounds
     assert "selfie.pdf: application/pdf não é aceito" in rounds and "is not accepted" not in rounds
     assert "proof_of_address" not in rounds
 
 
-def test_the_summary_is_one_block_in_the_readers_language(settings, customer, clock, ana, client):
-    from durable import days
-    from durable.testing import drive
-    from tests.processes.conftest import ADDRESS, CONTRACT, SELFIE
-    from tests.processes.test_onboarding_conversations import NO_CNPJ_HELLO
-
-    settings.LANGUAGE_CODE = "pt-br"
+def test_the_summary_is_one_block_in_the_readers_language(customer, clock, client, page_in_portuguese):
     customer(NO_CNPJ_HELLO)
     run = customer(CONTRACT, ADDRESS, SELFIE)
     clock.advance(days(1))   # asked for the CNPJ, never answered: high risk
     drive(run.id)
-    client.force_login(ana)
 
-    page = client.get(f"/approvals/{ApprovalRequest.objects.get(run_id=run.id).pk}/").content.decode()
+    page = page_in_portuguese(ApprovalRequest.objects.get(run_id=run.id))
 
     before_the_conversation = page.split('data-testid="conversation"')[0]
     for english in ("Customer id", "Documents received", "Cnpj", "Review round", "no valid CNPJ given", "Risk"):
@@ -182,15 +198,9 @@ def test_the_summary_is_one_block_in_the_readers_language(settings, customer, cl
     assert "Padaria Boa Massa — CNPJ não informado" in queue and "not given" not in queue
 
 
-def test_the_timeline_folds_the_engines_bookkeeping_away_and_says_what_the_run_waits_for(settings, client, ana, case):
-    from durable.models import JournalEntry
+def test_the_timeline_folds_the_engines_bookkeeping_away_and_says_what_the_run_waits_for(case, page_in_portuguese):
+    timeline = part(page_in_portuguese(case), "run-status", end="")
 
-    settings.LANGUAGE_CODE = "pt-br"
-    client.force_login(ana)
-
-    page = client.get(f"/approvals/{case.pk}/").content.decode()
-
-    timeline = page[page.index('data-testid="run-status"'):]
     bookkeeping = JournalEntry.objects.filter(run_id=case.run_id, kind__in=["patch", "attributes"])
     assert bookkeeping.exists()   # the run has some: a stage published, a change id marked
     for entry in bookkeeping:
@@ -198,32 +208,22 @@ def test_the_timeline_folds_the_engines_bookkeeping_away_and_says_what_the_run_w
     assert "aguardando (Decisão do compliance)" in timeline and "signal:compliance_decision" not in timeline
 
 
-def test_the_conversation_reads_in_portuguese(settings, client, ana, case):
-    settings.LANGUAGE_CODE = "pt-br"
-    client.force_login(ana)
+def test_the_conversation_reads_in_portuguese(case, page_in_portuguese):
+    conversation = part(page_in_portuguese(case), "conversation")
 
-    page = client.get(f"/approvals/{case.pk}/").content.decode()
-
-    conversation = page[page.index('data-testid="conversation"'):]
-    conversation = conversation[:conversation.index("</table>")]
     assert "Documento</span>" in conversation and "Imagem</span>" in conversation
     assert "(enviada)" in conversation
     for english in ("[document]", "[image]", "(sent)"):
         assert english not in conversation
 
 
-def test_a_later_rounds_case_names_the_case_that_sent_it_back_and_why(settings, customer, in_review, ana, client):
-    from tests.processes.conftest import NEW_CONTRACT
-    from tests.processes.test_onboarding import decide, open_case
-
+def test_a_later_rounds_case_names_the_case_that_sent_it_back_and_why(customer, in_review, ana, page_in_portuguese):
     first = open_case(in_review.id)
     decide(ana, in_review.id, "more_documents", "o contrato está sem a última alteração")
     customer(NEW_CONTRACT)
     second = open_case(in_review.id)
-    settings.LANGUAGE_CODE = "pt-br"
-    client.force_login(ana)
 
-    page = client.get(f"/approvals/{second.pk}/").content.decode()
+    page = page_in_portuguese(second)
 
     assert second.pk != first.pk and second.summary["follows_case"] == first.pk
     assert f"#{first.pk}, devolvido: o contrato está sem a última alteração" in page
