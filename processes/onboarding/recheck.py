@@ -48,13 +48,23 @@ def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalR
     recorded = case.summary.get("findings", [])
     problems = [item.get("result", "") for item in recorded if item.get("check") == "problem"]
     validator = [item for item in recorded if item.get("check") not in RECOMPUTED_CHECKS]
-    record = steps.cnpj_registry_lookup(case.subject_id)   # the CNPJ as it is now ({} if invalid)
+    record = registry_answer(case, facts)
     risk, reasons = review_risk(facts, ValidationResult(ok=True, problems=problems), record)
     findings = validator + registry.case_findings(record) + registry.legal_name_notes(facts.legal_name, record)
     summary = {**case.summary, **case_summary(facts, case.subject_id, record, findings + reasons, reasons)}
     title = case_title(facts, case.subject_id, int(case.summary.get("escalation_level") or 0), record)
     return approvals.approval_recheck(case.pk, actor=actor, title=title, summary=summary, risk=risk,
                                       reason=reason, candidate_groups=REVIEW_GROUPS[risk])
+
+
+def registry_answer(case: ApprovalRequest, facts: steps.ReviewFacts) -> dict:
+    """What the registry says of the company's CNPJ as it is now: the answer the case recorded
+    when its CNPJ has not changed and the registry did answer then, else asked again (a new
+    CNPJ, a registry that could not be asked, a case recorded before it kept the answer)."""
+    kept = case.summary.get("registry")
+    if case.summary["cnpj"] == shown_cnpj(facts.cnpj) and isinstance(kept, dict) and not kept.get("error"):
+        return kept
+    return steps.cnpj_registry_lookup(case.subject_id)   # ({} without a valid CNPJ)
 
 
 def company_cases_recheck(company: Company, *, actor: str, reason: str) -> list[ApprovalRequest]:

@@ -299,7 +299,10 @@ def case_summary(facts: steps.ReviewFacts, customer_id: str, record: dict | None
     return {"company": company_name(facts, record), "legal_name_given": facts.legal_name,
             "whatsapp_profile": facts.name, "cnpj": facts.cnpj or "not given", "whatsapp": facts.whatsapp,
             "customer_id": customer_id, "documents_received": "\n".join(facts.documents),
-            "findings": findings, "risk": risk_text(reasons)}
+            "findings": findings, "risk": risk_text(reasons),
+            # The registry's answer as the case was checked: a re-check for a new legal name
+            # reads it here instead of asking the registry again.
+            **({"registry": record} if record is not None else {})}
 
 
 def wait_for_compliance_decision(customer_id: str, result: ValidationResult, review: int,

@@ -138,4 +138,33 @@ def test_a_portuguese_reviewer_reads_the_findings_in_portuguese_and_never_their_
 
     assert "o cadastro de CNPJ lista a empresa como BAIXADA, não ATIVA" in page
     assert "aberta desde 2015-03-02" in page and "todos presentes" in page
-    assert "registry_inactive" not in page and "lists the company as" not in page.split("Achados")[-1]
+    assert "registry_inactive" not in page and "lists the company as" not in page
+
+
+class CountingRegistry:
+    """The fake registry, counting the questions (set as ONBOARDING_CNPJ_REGISTRY)."""
+
+    asked = 0
+
+    def lookup(self, cnpj_digits):
+        from processes.onboarding.registry import FakeRegistry
+
+        CountingRegistry.asked += 1
+        return FakeRegistry().lookup(cnpj_digits)
+
+
+def test_a_legal_name_re_check_reads_the_registrys_answer_the_case_kept(settings, registry_says, customer):
+    settings.ONBOARDING_CNPJ_REGISTRY = "tests.processes.test_onboarding_legal_name.CountingRegistry"
+    CountingRegistry.asked = 0
+    registry_says(legal_name="FLORICULTURA JARDIM LTDA")
+    customer(HELLO)
+    customer(says("Razão social: Joana Silva Transportes"))
+    for message in (CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+    asked_at_opening = CountingRegistry.asked
+
+    customer(says("Razão social: Floricultura Jardim", 2))   # corrects it: the open case is re-checked
+
+    case = open_case(run.id)
+    assert (asked_at_opening, CountingRegistry.asked) == (1, 1)
+    assert (case.risk, case.summary["legal_name_given"]) == ("low", "Floricultura Jardim")
