@@ -178,11 +178,10 @@ def summary_section(case) -> list[Section]:
                     key="summary")]
 
 
-def _finding(item, reader=None) -> dict:
+def _finding(item) -> dict:
     """One finding as {"check", "result", "detail"}: whatever shape a validator recorded, a line
     a reviewer can read (a check name, its result, and the rest as "key: value" pairs)."""
     if isinstance(item, dict):
-        item = reader(item) if reader else item
         rest = {key: value for key, value in item.items() if key not in ("check", "result", *FINDING_CODE_KEYS)}
         return {"check": str(item.get("check", "")).replace("_", " "), "result": item.get("result", ""),
                 "detail": [(key.replace("_", " "), value) for key, value in rest.items()]}
@@ -199,12 +198,13 @@ def findings_section(case) -> list[Section]:
     elif not isinstance(findings, list):
         findings = [findings]
     reader = _finding_readers.get(case.workflow_name)
-    if reader:   # a reader may fold a finding away (None): one the summary already says
-        findings = [item for item in findings if not isinstance(item, dict) or reader(item) is not None]
+    if reader:   # each read once; None folds a finding away (one the summary already says)
+        findings = [read for read in (reader(item) if isinstance(item, dict) else item for item in findings)
+                    if read is not None]
     if not findings:
         return []
     return [Section(_("Validator findings"), "approvals/panels/findings.html",
-                    {"findings": [_finding(item, reader) for item in findings]}, key="validator-findings")]
+                    {"findings": [_finding(item) for item in findings]}, key="validator-findings")]
 
 
 # The engine's own bookkeeping (version markers, search attributes, recorded clock readings
