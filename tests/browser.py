@@ -6,8 +6,12 @@ with CI set, a missing browser fails instead, so CI can never go green without t
 import os
 import shutil
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
+from django.conf import settings
+
+from tests.languages import AXE
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -47,7 +51,6 @@ def admin_page(browser, live_server, username: str, password: str, *, width: int
                language: str = ""):
     """A page of its own browser context, signed in to the admin as ``username`` (in
     ``language``, when given, as the sign-in page's choice sets it); closed after."""
-    from django.conf import settings
     from django.urls import reverse
 
     context = browser.new_context(viewport={"width": width, "height": height})
@@ -64,3 +67,18 @@ def admin_page(browser, live_server, username: str, password: str, *, width: int
         yield page
     finally:
         context.close()
+
+
+def page_check(page, screenshot: str) -> dict:
+    """What a page must hold to at any width: its sideways scroll and its serious or critical
+    axe-core violations (a screenshot of the whole page is kept for people to look at)."""
+    page.wait_for_load_state("networkidle")
+    scroll, window = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    page.add_script_tag(content=AXE.read_text())
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    screenshots = Path(settings.VAR_DIR) / "screenshots"
+    screenshots.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(screenshots / f"{screenshot}.png"), full_page=True)
+    return {"overflow": max(0, scroll - window),
+            "serious": [(v["id"], v["impact"], [node["target"] for node in v["nodes"]][:3])
+                        for v in result["violations"] if v["impact"] in ("serious", "critical")]}

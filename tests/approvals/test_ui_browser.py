@@ -1,12 +1,10 @@
 """The reviewer pages in headless Chromium at a laptop's and a phone's width: no sideways
 scroll, no serious accessibility violation (axe-core), no untranslated string, live updates.
 
-Screenshots of every page at both widths go to var/screenshots/ (CI keeps them as artifacts).
+Screenshots of every page at both widths and in both languages go to var/screenshots/.
 """
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.test.utils import override_settings
 
 from approvals import services
@@ -15,12 +13,11 @@ from durable import clock
 from durable.testing import drive
 from tests.approvals.conftest import make_user, start_case
 from tests.approvals.test_browser import onboarding_waiting_for_compliance, open_page  # noqa: F401
-from tests.browser import browser  # noqa: F401 (a fixture)
+from tests.browser import browser, page_check  # noqa: F401 (a fixture)
+from tests.languages import strings_of_the_other_language, visible_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-AXE = Path(__file__).resolve().parent.parent / "assets" / "axe-4.14.1.min.js"
-SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 WIDTHS = {"laptop": 1366, "phone": 390}
 PAGES = ["queue", "case", "mine", "archive"]
 
@@ -41,43 +38,19 @@ def workbench():
             "archive": "/approvals/archive/"}
 
 
-def visible_text(page) -> str:
-    """The page's words, without what people and processes wrote (marked translate="no": a
-    customer's caption, a validator's finding), which is data, not the UI's language."""
-    return page.evaluate("""() => { const body = document.body.cloneNode(true);
-        body.querySelectorAll('[translate=no]').forEach(el => el.remove()); return body.innerText; }""")
-
-
-def strings_of_the_other_language(text: str, language: str) -> list[str]:
-    """The catalog's strings of the language not chosen that appear in ``text``: every entry
-    whose two languages differ (long enough not to be a word both share)."""
-    from django.utils import translation
-
-    catalog = translation.trans_real.translation("pt-br")._catalog
-    pairs = [(key, value) for key, value in catalog.items() if isinstance(key, str) and key
-             and "\x04" not in key and "%" not in key and key != value and len(key) > 12]
-    return [english if language == "pt-br" else portuguese for english, portuguese in pairs
-            if (english if language == "pt-br" else portuguese) in text]
-
-
+@pytest.mark.parametrize("language", ["pt-br", "en"])
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", PAGES)
-def test_a_reviewer_page_fits_the_screen_and_has_no_serious_accessibility_violation(
-        open_page, live_server, workbench, name, width):
+def test_every_reviewer_page_fits_the_screen_and_has_no_serious_accessibility_violation(
+        open_page, live_server, workbench, width, language):
+    ReviewerPreference.objects.filter(user__username="ana").update(language=language)
     page = open_page("ana")
     page.set_viewport_size({"width": WIDTHS[width], "height": 900})
-    page.goto(live_server.url + workbench[name])
-    page.wait_for_load_state("networkidle")
-    widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
-    page.add_script_tag(content=AXE.read_text())
-    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}-{WIDTHS[width]}.png"), full_page=True)
+    checks = {}
+    for name in PAGES:
+        page.goto(live_server.url + workbench[name])
+        checks[name] = page_check(page, f"{name}-{WIDTHS[width]}-{language}")
 
-    serious = [(v["id"], v["impact"], [node["target"] for node in v["nodes"]][:3])
-               for v in result["violations"] if v["impact"] in ("serious", "critical")]
-    assert widths[0] <= widths[1], f"{name} is {widths[0]} px wide in a {widths[1]} px window"
-    assert serious == []
+    assert checks == {name: {"overflow": 0, "serious": []} for name in PAGES}
 
 
 def test_on_a_phone_the_decision_panel_comes_before_the_evidence(open_page, live_server, workbench):

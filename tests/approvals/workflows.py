@@ -1,4 +1,5 @@
 """Small workflows that ask compliance through request_approval, for the approvals tests."""
+# Titles are in Portuguese, as a deployment's workflows write them for its team: the pages' language checks read them.
 from approvals.workflow import Decision, request_approval
 from durable import Retry, days, workflow
 from tests.durable.workflows import record
@@ -7,7 +8,7 @@ from tests.durable.workflows import record
 @workflow(name="approval_test")
 def needs_approval(company: str, risk: str = "low") -> dict:
     decision = request_approval(
-        title=f"Open an account for {company}",
+        title=f"Abrir conta para {company}",
         summary={"company": company, "findings": [{"check": "address", "result": "ok"}]},
         subject=("company", company), risk=risk, timeout=days(3))
     if decision is None:
@@ -22,7 +23,7 @@ def needs_approval(company: str, risk: str = "low") -> dict:
 @workflow(name="approval_acted_then_waits")
 def acted_then_waits(company: str) -> str:
     """Acts on the decision (an account), then waits: a cancel now comes after the effect."""
-    decision = request_approval(title=f"Open an account for {company}", subject=("company", company))
+    decision = request_approval(title=f"Abrir conta para {company}", subject=("company", company))
     workflow.step(record, "open_account", idempotency_key=workflow.id)
     workflow.wait_for_signal("welcome_sent", timeout=days(1))
     return decision.outcome
@@ -64,5 +65,5 @@ def fetch_registry(company: str) -> str:
 @workflow(name="approval_after_retry_test")
 def approval_after_a_failed_lookup(company: str) -> str:
     status = workflow.step(fetch_registry, company, retry=Retry(max_attempts=1))
-    decision = request_approval(title=f"Open an account for {company} ({status})", subject=("company", company))
+    decision = request_approval(title=f"Abrir conta para {company} ({status})", subject=("company", company))
     return decision.outcome if decision else "expired"
