@@ -101,7 +101,7 @@ def approve_as_demo_reviewer(run_id: str, out) -> None:
     if reviewer is None:
         out(f"  (no reviewer {DEMO_REVIEWER!r}: run seed_approvals_demo first; case #{case.pk} stays open)")
         return
-    approval_decide(case.pk, actor=reviewer, outcome="approve", reason="demo: documents in order")
+    approval_decide(case.pk, actor=reviewer, outcome="approve", reason="demonstração: documentos em ordem")
 
 
 def drive_past_limits(run_id: str):

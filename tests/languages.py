@@ -18,6 +18,11 @@ the and with this that from which were has have will been not selected woken pen
 waiting failed cancelled canceled completed show hide save delete yes your you are of to for by
 is it at or an all none when where who what should could would there their they than then into
 over after before please send sent received approved rejected step steps signal signals
+customer customers account accounts history month months days week weeks hours order list run runs
+workflow workflows open closed new next back review reviewer reviewers approve reject claim claimed
+release note notes problem problems document documents file files reason reasons name date time
+more only also here now today search filter apply submit cancel done found letter bank person owner
+case cases limit error
 """.split())
 PORTUGUESE_ONLY = frozenset("não você está também então são aguardando enviado recebido".split())
 _TOKEN = re.compile(r"[^\s,;()\[\]{}«»\"'“”‘’!?…·|•→←—–]+")

@@ -1,5 +1,6 @@
 """The reviewer workbench's demo data looks like a working week, and seeding twice changes nothing."""
 import io
+from html.parser import HTMLParser
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -7,6 +8,7 @@ from django.core.management import call_command
 
 from approvals import figures, selectors, services
 from approvals.models import ApprovalAudit, ApprovalRequest, ApprovalStatus
+from tests.languages import strings_of_the_other_language
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +29,7 @@ def test_the_demo_has_a_stale_claim_a_case_past_sla_and_one_waiting_on_a_follow_
 
     assert [case.assignee.username for case in stale] == ["bruno"]
     assert [case.risk for case in figures.past_sla()] == ["high"]
-    assert waiting.count() == 1 and "bank letter" in waiting.get().audit.get(action="follow_up").reason
+    assert waiting.count() == 1 and "carta do banco" in waiting.get().audit.get(action="follow_up").reason
 
 
 def test_the_demo_mixes_risks_and_groups_and_no_case_looks_like_onboarding(seeded):
@@ -57,3 +59,66 @@ def test_seeding_the_demo_twice_adds_nothing(seeded, django_capture_on_commit_ca
         call_command("seed_approvals_demo", stdout=io.StringIO())
 
     assert (ApprovalRequest.objects.count(), ApprovalAudit.objects.count()) == counts
+
+
+class _Text(HTMLParser):
+    """A page's text as a reader sees it, data included (a demo is judged by all it shows)."""
+
+    def __init__(self):
+        super().__init__()
+        self.parts, self._skipping = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        self._skipping += tag in ("script", "style", "template")
+
+    def handle_endtag(self, tag):
+        self._skipping -= tag in ("script", "style", "template")
+
+    def handle_data(self, data):
+        if not self._skipping:
+            self.parts.append(data)
+
+
+def text_of(html: str) -> str:
+    reader = _Text()
+    reader.feed(html)
+    return " ".join(reader.parts)
+
+
+def strings_in(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in strings_in(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in strings_in(item)]
+    return []
+
+
+def test_what_the_demo_wrote_is_portuguese(seeded):
+    """Findings, what customers said, reviewers' reasons: the team's own words, in Portuguese."""
+    written = [text for summary in ApprovalRequest.objects.values_list("summary", flat=True)
+               for text in strings_in(summary)]
+    written += [reason for reason in ApprovalAudit.objects.values_list("reason", flat=True) if reason]
+
+    assert len(written) > 20
+    assert {text: found for text in written if (found := strings_of_the_other_language(text, "pt-br"))} == {}
+
+
+@pytest.mark.parametrize("username", ["ana", "carla", "sofia"])
+def test_the_demo_pages_read_in_portuguese_only(seeded, client, settings, username):
+    """Every page a demo login opens, data included, for a reader of Portuguese (the default)."""
+    settings.LANGUAGE_CODE = "pt-br"
+    user = get_user_model().objects.get(username=username)
+    client.force_login(user)
+    if username == "sofia":
+        paths = ["/approvals/team/", "/approvals/dashboard/"]
+    else:
+        paths = ["/approvals/", "/approvals/mine/", "/approvals/archive/",
+                 *(f"/approvals/{case.pk}/" for case in selectors.approvals_open_for(user))]
+    pages = {path: client.get(path) for path in paths}
+
+    assert {path: page.status_code for path, page in pages.items()} == dict.fromkeys(paths, 200)
+    foreign = {path: strings_of_the_other_language(text_of(page.content.decode()), "pt-br")
+               for path, page in pages.items()}
+    assert foreign == dict.fromkeys(paths, [])

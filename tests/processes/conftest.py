@@ -263,15 +263,21 @@ def issued_invoice(number: str, due_at, *, wa_id: str = "5511955554444"):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     """Every message a process test makes the processes send is one docs/processes.md lists
-    ("What customers read, as sent"), problems included: the list cannot fall behind the code."""
+    ("What customers read, as sent"), problems included: the list cannot fall behind the code;
+    and it is Portuguese throughout (no catalog string left in English, no English word)."""
     outcome = yield
     if outcome.excinfo is not None or item.get_closest_marker("django_db") is None:
         return
     from processes.whatsapp.models import OutboundMessage
+    from tests.languages import strings_of_the_other_language
     from tests.processes.customer_messages import PROCESS_KEYS, undocumented
 
-    sent = OutboundMessage.objects.values_list("idempotency_key", "body")
-    missing = [(key, text) for key, body in sent if key.startswith(PROCESS_KEYS) for text in undocumented(body)]
+    sent = [(key, body) for key, body in OutboundMessage.objects.values_list("idempotency_key", "body")
+            if key.startswith(PROCESS_KEYS)]
+    missing = [(key, text) for key, body in sent for text in undocumented(body)]
+    english = [(body, found) for _, body in sent if (found := strings_of_the_other_language(body, "pt-br"))]
     if missing:
         outcome.force_exception(AssertionError(
             f"sent to a customer but not in docs/processes.md's list: {missing}"))
+    elif english:
+        outcome.force_exception(AssertionError(f"English sent to a Portuguese customer: {english}"))

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from processes.billing.steps import money_pt
+from tests.languages import strings_of_the_other_language
 from tests.processes.customer_messages import documented, undocumented
 
 SOURCE = "\n".join(path.read_text(encoding="utf-8")
@@ -25,6 +26,19 @@ def test_every_word_of_a_listed_message_is_still_in_the_code(section):
             stale[line] = gone
 
     assert documented(section) and stale == {}
+
+
+@pytest.mark.parametrize("section", ["customer-messages", "customer-problems"])
+def test_every_listed_message_is_portuguese(section):
+    english = {line: found for line in documented(section)
+               if (found := strings_of_the_other_language(re.sub(r"<[^>]+>", " ", line), "pt-br"))}
+
+    assert documented(section) and english == {}
+
+
+def test_an_english_problem_in_a_message_is_found():
+    assert strings_of_the_other_language("Problemas: selfie.pdf: application/pdf is not accepted.", "pt-br") == [
+        "is", "not"]
 
 
 def test_a_message_the_list_does_not_hold_is_found():

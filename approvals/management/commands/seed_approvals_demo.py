@@ -1,7 +1,7 @@
 """Demo data for the reviewer workbench: reviewers in their groups, a supervisor, and cases
 backed by real runs that look like a working week: a mix of risks and groups, a stale
 claim, a case past its SLA, one waiting on a follow-up date, and decided cases behind the
-dashboard's figures.
+dashboard's figures. What reviewers and checks wrote is in Portuguese, as the team would write it.
 
 Idempotent: accounts and runs have fixed names and ids; a case already seeded is left as
 it is (except that, with DEBUG on, the demo passwords are set again to their known values).
@@ -37,37 +37,37 @@ HOUR, DAY = timedelta(hours=1), timedelta(days=1)
 #  what the customer says, opened how long ago, what happened since: (after, action, user, *args))
 CASES = [
     ("padaria-pao-quente", "Padaria Pão Quente", 5_000, 20_000, "low",
-     [{"check": "transaction history", "result": "12 months, no chargebacks"}], 3,
+     [{"check": "histórico de transações", "result": "12 meses, sem contestações"}], 3,
      "Encomendas de Natal: pagamos fornecedores à vista.", HOUR, []),
     ("oficina-dois-irmaos", "Oficina Dois Irmãos ME", 10_000, 30_000, "medium",
-     [{"check": "revenue against limit", "result": "requested limit is 1.8 times the monthly revenue"}], 2,
+     [{"check": "faturamento e limite", "result": "o limite pedido é 1,8 vez o faturamento mensal"}], 2,
      "Vamos comprar um caminhão usado.", 7 * HOUR, [(HOUR, "claim", "bruno")]),             # stale claim
     ("globex-importacao", "Globex Importação SA", 50_000, 500_000, "high",
-     [{"check": "beneficial owner", "result": "politically exposed person"},
-      {"check": "sanctions list", "result": "no match"}], 3,
+     [{"check": "beneficiário final", "result": "pessoa politicamente exposta"},
+      {"check": "listas de sanções", "result": "nenhuma ocorrência"}], 3,
      "Pagamento de importação em dezembro.", 30 * HOUR, []),                                   # past SLA
     ("tiny-tech", "Tiny Tech ME", 2_000, 8_000, "low",
-     [{"check": "proof of income", "result": "bank letter promised by the customer"}], 3,
+     [{"check": "comprovante de renda", "result": "carta do banco prometida pelo cliente"}], 3,
      "Folha de pagamento dos novos estagiários.", 3 * HOUR,
-     [(HOUR, "follow_up", "ana", 2 * DAY, "waiting for the customer's bank letter")]),
+     [(HOUR, "follow_up", "ana", 2 * DAY, "aguardando a carta do banco do cliente")]),
     ("construtora-horizonte", "Construtora Horizonte Ltda", 100_000, 250_000, "high",
-     [{"check": "chargebacks", "result": "2 in the last 90 days"}], 3,
+     [{"check": "contestações", "result": "2 nos últimos 90 dias"}], 3,
      "Compra de cimento para a obra de Campinas.", 2 * HOUR, [(100 * 60, "claim", "carla")]),
     # Decided, for the dashboard's weeks and reviewers.
     ("mercearia-bom-preco", "Mercearia Bom Preço", 3_000, 6_000, "low", [], 3,
-     "Mais vendas no fim de ano.", 20 * DAY, [(5 * HOUR, "approve", "ana", "history in order")]),
+     "Mais vendas no fim de ano.", 20 * DAY, [(5 * HOUR, "approve", "ana", "histórico em ordem")]),
     ("auto-pecas-rapido", "Auto Peças Rápido", 8_000, 40_000, "medium", [], 3,
      "Estoque para a Black Friday.", 13 * DAY,
-     [(26 * HOUR, "reject", "bruno", "revenue does not support a limit five times higher")]),
+     [(26 * HOUR, "reject", "bruno", "o faturamento não sustenta um limite cinco vezes maior")]),
     ("farmacia-saude", "Farmácia Saúde", 4_000, 10_000, "low", [], 3,
-     "Novo fornecedor de genéricos.", 9 * DAY, [(3 * HOUR, "approve", "ana", "long-standing customer")]),
+     "Novo fornecedor de genéricos.", 9 * DAY, [(3 * HOUR, "approve", "ana", "cliente antigo, sem atrasos")]),
     ("distribuidora-norte", "Distribuidora Norte SA", 60_000, 150_000, "high", [], 3,
      "Expansão para Manaus.", 6 * DAY,
-     [(20 * HOUR, "approve", "carla", "audited statements attached"),
-      (10 * HOUR, "approve", "diego", "agree: statements in order")]),
+     [(20 * HOUR, "approve", "carla", "demonstrações auditadas anexadas"),
+      (10 * HOUR, "approve", "diego", "de acordo: demonstrações em ordem")]),
     ("studio-foco", "Studio Foco", 1_500, 5_000, "low", [], 3,
      "Equipamento novo.", 2 * DAY,
-     [(8 * HOUR, "more_documents", "bruno", "send the last three bank statements")]),
+     [(8 * HOUR, "more_documents", "bruno", "envie os três últimos extratos bancários")]),
 ]
 
 
