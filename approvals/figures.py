@@ -4,10 +4,12 @@ Reads only. Percentiles are computed here (nearest rank) rather than in SQL, so 
 PostgreSQL give the same answer; the number of cases decided in a few weeks is small.
 """
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.db.models import Case, CharField, Count, F, Value, When
+from django.utils.formats import date_format, get_format
 from django.utils.translation import gettext_lazy as _
 
 from approvals.models import (DECIDED_STATUSES, OPEN_STATUSES, ApprovalDecision, ApprovalRequest, ApprovalStatus,
@@ -150,6 +152,13 @@ def weekly_time_to_decision(now: datetime | None = None, weeks: int = WEEKS) -> 
             for start, values in sorted(durations.items())]
 
 
+def day_and_month(day: date) -> str:
+    """A day as the reader writes it, without the year (19/10 in pt-BR, 10/19 in English): the
+    chart's labels agree with the dates of the table beneath it."""
+    pattern = re.sub(r"[^A-Za-z]*[Yy][^A-Za-z]*$|^[Yy][^A-Za-z]*", "", get_format("SHORT_DATE_FORMAT"))
+    return date_format(day, pattern)
+
+
 def chart(weeks: list[Week], *, width: int = 640, height: int = 220) -> dict:
     """Bar geometry for the server-rendered SVG: p50 and p90 (hours) side by side per week."""
     left, bottom, top = 48, 28, 12
@@ -165,7 +174,7 @@ def chart(weeks: list[Week], *, width: int = 640, height: int = 220) -> dict:
             bars.append({"kind": kind, "x": round(left + index * slot + slot / 6 + offset * bar, 1),
                          "y": round(top + plot_height - bar_height, 1), "width": round(bar, 1),
                          "height": round(bar_height, 1), "hours": round(hours, 1), "week": week.start})
-    labels = [{"x": round(left + index * slot + slot / 2, 1), "text": f"{week.start:%m-%d}"}
+    labels = [{"x": round(left + index * slot + slot / 2, 1), "text": day_and_month(week.start)}
               for index, week in enumerate(weeks)]
     ticks = [{"y": round(top + plot_height - plot_height * n / 4, 1), "text": f"{peak * n / 4:.0f} h"}
              for n in range(5)]

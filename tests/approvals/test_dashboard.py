@@ -1,9 +1,10 @@
 """The supervisor dashboard and the queue's sorting and filters: figures on the page and in /metrics."""
 import re
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 from prometheus_client.parser import text_string_to_metric_families
 
 from approvals import figures, selectors, services
@@ -113,6 +114,16 @@ def test_every_number_of_the_dashboard_chart_parses_as_a_number_in_every_languag
     numbers = [value for element in chart.iter() for name, value in element.attrib.items() if name in NUMERIC]
     numbers += chart.attrib["viewBox"].split()
     assert len(numbers) > 20 and all(re.fullmatch(r"-?\d+(\.\d+)?", number) for number in numbers), numbers
+
+
+@pytest.mark.parametrize("language, shown", [("pt-br", ["12/10", "19/10"]), ("en", ["10/12", "10/19"])])
+def test_the_charts_weeks_are_labelled_as_the_reader_writes_a_date(language, shown):
+    weeks = [figures.Week(date(2026, 10, 12), 0, None, None), figures.Week(date(2026, 10, 19), 1, 3600.0, 3600.0)]
+
+    with translation.override(language):
+        labels = [label["text"] for label in figures.chart(weeks)["labels"]]
+
+    assert labels == shown
 
 
 # --- the queue's ergonomics ---
