@@ -625,6 +625,8 @@ def approval_extend_deadline(request_id: int, *, actor, due_at: datetime, reason
         if due_at is None or due_at <= case.due_at:
             raise InvalidDate(_("The new deadline must be later than the current one (%(due)s UTC).")
                               % {"due": f"{case.due_at:%Y-%m-%d %H:%M}"})
+        if due_at <= clock.now():   # an overdue case's new deadline: later than the old one is not enough
+            raise InvalidDate(_("The new deadline must be in the future."))
         _refuse_beyond_the_window(due_at, _("The new deadline must be within a year, by %(latest)s UTC."))
         previous = case.due_at
         case.due_at = due_at

@@ -6,6 +6,7 @@ reviewers (the decide permission) and supervisors get in; anyone else signed in 
 and so does a reviewer opening a case routed to groups they are not in. The auditors get
 one page: a decided case's evidence pack.
 """
+import functools
 import hashlib
 import zoneinfo
 from datetime import timezone as dt_timezone
@@ -141,18 +142,31 @@ def _case_or_404(pk):
         raise Http404(str(exc)) from None
 
 
-def _openable_or_403(request, pk):
-    """The case, if this user may open it: routed to one of their groups, or a supervisor."""
-    case = _case_or_404(pk)
-    if not services.may_open(case, request.user):
-        raise PermissionDenied(_("Case #%(case)s is routed to %(groups)s; you are in none of them.")
-                               % {"case": case.pk, "groups": ", ".join(services.case_group_names(case))})
-    return case
+def _routed_elsewhere(case) -> str:
+    return (_("Case #%(case)s is routed to %(groups)s; you are in none of them.")
+            % {"case": case.pk, "groups": ", ".join(services.case_group_names(case))})
+
+
+def for_a_case(may=services.may_open, refusal=_routed_elsewhere):
+    """Every handler of a URL naming a case: the case is loaded and ``may(case, user)`` asked
+    before the handler reads anything the request carries, so bad input from someone who may
+    not see the case is a 403 like the page's, never the case rendered with a 400 or 409.
+    The handler gets the case in place of its id."""
+    def decorate(handler):
+        @functools.wraps(handler)
+        def checked(view, request, pk):
+            case = _case_or_404(pk)
+            if not may(case, request.user):
+                raise PermissionDenied(refusal(case))
+            return handler(view, request, case)
+        return checked
+    return decorate
 
 
 class CaseView(ReviewerView):
-    def get(self, request, pk):
-        return render_case(request, _openable_or_403(request, pk))
+    @for_a_case()
+    def get(self, request, case):
+        return render_case(request, case)
 
 
 def _closed_summary(case) -> str:
@@ -240,8 +254,8 @@ class CaseLiveView(ReviewerView):
     """GET ?case=<token>&run=<token>: the parts of an open case page that changed, as htmx
     out-of-band fragments (polled every 2 s), or 204 when nothing did. Routed like the page."""
 
-    def get(self, request, pk):
-        case = _openable_or_403(request, pk)
+    @for_a_case()
+    def get(self, request, case):
         context = _case_context(request, case)
         seen = {"case": request.GET.get("case", ""), "run": request.GET.get("run", "")}
         if seen == context["live"]:
@@ -256,13 +270,11 @@ class EvidenceView(LoginRequiredMixin, View):
 
     http_method_names = ["get"]   # a HEAD would build and record one too
 
-    def get(self, request, pk):
-        case = _case_or_404(pk)
-        if not services.may_take_evidence(case, request.user):
-            raise PermissionDenied(_("Only those who may open case #%(case)s, and the auditors, may download "
-                                     "its evidence.") % {"case": case.pk})
+    @for_a_case(services.may_take_evidence, lambda case: _(
+        "Only those who may open case #%(case)s, and the auditors, may download its evidence.") % {"case": case.pk})
+    def get(self, request, case):
         try:
-            pack = services.approval_evidence_take(pk, actor=request.user.get_username(), via="web",
+            pack = services.approval_evidence_take(case.pk, actor=request.user.get_username(), via="web",
                                                    meta=services.RequestMeta.from_http(request))
         except ApprovalError as exc:
             return HttpResponse(str(exc), status=exc.status_code, content_type="text/plain; charset=utf-8")
@@ -279,8 +291,9 @@ class CaseActionView(ReviewerView):
     http_method_names = ["post"]
     action = ""
 
-    def post(self, request, pk):
-        case = _openable_or_403(request, pk)  # who may act is decided before any input is read
+    @for_a_case()
+    def post(self, request, case):
+        pk = case.pk
         meta = services.RequestMeta.from_http(request)
         reason = request.POST.get("reason", "")
         try:
@@ -318,11 +331,12 @@ class CaseActionView(ReviewerView):
 
 
 def _refused(request, pk, exc: ApprovalError, reason: str, posted=None):
-    """The case page with the refusal, unless this user may not see the case at all (403)."""
+    """The case page with the refusal, for someone who may open it (``for_a_case`` made sure),
+    unless it may no longer be seen: then a 403 that shows nothing of it."""
     if isinstance(exc, ApprovalNotFound):
         raise Http404(str(exc)) from None
     case = _case_or_404(pk)
-    if not services.may_open(case, request.user):  # whatever was refused, the case stays unseen
+    if not services.may_open(case, request.user):  # routed elsewhere since: the case stays unseen
         raise PermissionDenied(str(exc) if isinstance(exc, (NotEligible, NotAllowed)) else "")
     return render_case(request, case, error=str(exc), reason=reason, status=exc.status_code, posted=posted)
 
@@ -349,7 +363,9 @@ class SupervisorActionView(SupervisorView):
     http_method_names = ["post"]
     action = ""
 
-    def post(self, request, pk):
+    @for_a_case()
+    def post(self, request, case):
+        pk = case.pk
         meta = services.RequestMeta.from_http(request)
         reason = request.POST.get("reason", "")
         try:

@@ -2,11 +2,13 @@
 
 PostgreSQL cannot hold a NUL in text (psycopg raises before the query is sent), so a ``%00``
 in a filter, a reason or an id used to answer 500 wherever it reached a query; nobody types
-the other C0 controls either. One check for the reviewer UI, the admin and the webhooks'
-query strings: a 400 naming the field, before any view reads it. Tabs and line breaks stay
-allowed (reasons are multi-line). The API (/api/) checks its own input against its schema
-(schemathesis tests that) and answers in its own error format; JSON bodies are the API's and
-the webhooks' own to check (the webhooks store what they can, see processes.webhooks).
+the other C0 controls either. One check for the reviewer UI and the admin, paths, query
+strings and form fields (urlencoded or multipart; not the files): a 400 naming the field,
+before any view reads it. Tabs and line breaks stay allowed (reasons are multi-line). Under
+/api/ (the engine's API, the invoice operations and the webhooks) each view checks its own
+input against its schema (schemathesis tests that) and answers in its own format: a NUL in a
+JSON string is a 400 ``invalid``, in a path part a 404 (durable.surfaces.api); the webhooks
+store what they can (processes.webhooks).
 """
 import re
 

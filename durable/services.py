@@ -12,7 +12,7 @@ from datetime import timedelta
 from django.db import connection, transaction
 
 from durable import clock, codec, conf, hooks
-from durable.runtime import forks, queries, registry
+from durable.runtime import children, forks, queries, registry
 from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
 from durable.runtime.dispatch import dispatch
 from durable.durations import as_timedelta
@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 CHAIN_HOPS = 5
 # Updates' dedupe keys: reserved for the engine (durable.apps), so no signal can take one.
 UPDATE_KEY_PREFIX = "durable:update:"
+# Signal names only the engine sends: an update's request and a child's outcome (a parent
+# takes the first signal of that name). Compared without regard to case.
+ENGINE_SIGNAL_PREFIXES = (UPDATE_SIGNAL_PREFIX, children.SIGNAL_PREFIX)
 
 
 def _from(transition: str) -> str:
@@ -160,9 +163,7 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
     """
     if not name:
         raise ValueError("a signal needs a name")
-    if name.startswith(UPDATE_SIGNAL_PREFIX):
-        raise SignalConflict(f"signal names starting with {UPDATE_SIGNAL_PREFIX!r} are updates: send one "
-                             "with services.run_update, whose validator runs first")
+    _refuse_engine_signal_name(name)
     encoded = codec.encode(payload)
     _check_reservation(dedupe_key, reserved_by)
     target, detail = run_id, audit or {}
@@ -181,6 +182,16 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
     else:
         raise RunFinished(f"run {run_id!r}'s chain kept continuing as new while a signal was sent to it")
     return signal if new else _same_signal(signal, name, encoded)
+
+
+def _refuse_engine_signal_name(name: str) -> None:
+    folded = name.casefold()
+    if folded.startswith(UPDATE_SIGNAL_PREFIX):
+        raise SignalConflict(f"signal names starting with {UPDATE_SIGNAL_PREFIX!r} (in any case) are updates: "
+                             "send one with services.run_update, whose validator runs first")
+    for prefix in ENGINE_SIGNAL_PREFIXES:
+        if folded.startswith(prefix):
+            raise SignalConflict(f"signal names starting with {prefix!r} (in any case) are the engine's own")
 
 
 def signal_replace_untaken(run_id: str, dedupe_key: str, payload, *, actor: str,

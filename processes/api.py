@@ -19,9 +19,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from processes import conf, signing
-from processes.billing.services import PaymentPayloadInvalid, payment_event_receive
+from processes.billing.services import PaymentFieldTooLong, PaymentPayloadInvalid, payment_event_receive
 from processes.webhooks.models import WebhookDelivery, WebhookSource
-from processes.webhooks.services import delivery_outcome, delivery_store
+from processes.webhooks.services import delivery_outcome, delivery_store, item_quarantine
 from processes.whatsapp.services import intake_accept
 
 log = logging.getLogger(__name__)
@@ -142,14 +142,21 @@ class PaymentWebhook(SignedWebhook):
     source = WebhookSource.PAYMENTS
 
     @_signed_post("X-Signature-256", summary="Payment provider events", receipt=inline_serializer(
-        "PaymentReceipt", {"event": serializers.CharField(), "status": serializers.CharField(),
-                           "duplicate": serializers.BooleanField()}))
+        "PaymentReceipt", {"event": serializers.CharField(), "status": serializers.CharField(help_text=(
+            "applied, unmatched or ignored; quarantined: a field is longer than we store, kept for "
+            "an operator (the event is empty then)")),
+                           "duplicate": serializers.BooleanField(),
+                           "detail": serializers.CharField(required=False, help_text="Why it was quarantined.")}))
     def post(self, request):
         return super().post(request)
 
     def receive(self, payload, delivery: WebhookDelivery) -> Response:
         try:
             event, created = payment_event_receive(payload)
+        except PaymentFieldTooLong as exc:   # a 400 would bring the same bytes back forever
+            item_quarantine(delivery=delivery, where=exc.where, kind="payment", reason=str(exc))
+            delivery_outcome(delivery, f"quarantined: {exc}")
+            return Response({"event": "", "status": "quarantined", "duplicate": False, "detail": str(exc)})
         except PaymentPayloadInvalid as exc:
             delivery_outcome(delivery, f"refused: {exc}")
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)

@@ -29,6 +29,16 @@ class PaymentPayloadInvalid(ValueError):
     """The body is JSON but not a payment event; the message says what is wrong."""
 
 
+class PaymentFieldTooLong(PaymentPayloadInvalid):
+    """A payment event's field is longer than the column it goes to. Neither cut (two ids must
+    not become one) nor refused (the provider would send the same bytes forever): the
+    webhook quarantines it, at ``where``, for an operator."""
+
+    def __init__(self, where: str, length: int, limit: int):
+        super().__init__(f"a payment event's {where!r} has {length} characters; at most {limit} are stored")
+        self.where = where
+
+
 def invoice_issue(*, number: str, customer_name: str, amount: Decimal, due_at, wa_id: str = "",
                   company=None, actor: str) -> Invoice:
     """Create the invoice and start its reminders (``billing:<id>``) in one transaction."""
@@ -122,12 +132,11 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
     sends ``paid`` to its reminder run. Returns (event, created)."""
     if not isinstance(payload, dict) or not isinstance(payload.get("id"), str) or not payload["id"]:
         raise PaymentPayloadInvalid("a payment event needs a string 'id'")
-    if len(payload["id"]) > 128:  # stored and deduplicated whole, never cut
-        raise PaymentPayloadInvalid("a payment event 'id' has at most 128 characters")
     if not is_verbatim(payload["id"]):  # nor rewritten: two ids must not become one
         raise PaymentPayloadInvalid("a payment event 'id' contains a NUL or a lone surrogate")
     if not isinstance(payload.get("type"), str):
         raise PaymentPayloadInvalid("a payment event needs a string 'type'")
+    _refuse_overlong_fields(payload)
     try:
         payload = storable(payload)   # text any database and page can hold (U+FFFD for the rest)
     except TooDeep as exc:
@@ -138,8 +147,7 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
             existing = PaymentEvent.objects.filter(event_id=payload["id"]).first()
             if existing is not None:
                 return existing, False
-            event = PaymentEvent(event_id=payload["id"], event_type=payload["type"][:64],
-                                 payload=payload)
+            event = PaymentEvent(event_id=payload["id"], event_type=payload["type"], payload=payload)
             if payload["type"] not in PAID_EVENT_TYPES:
                 event.status, event.note = PaymentEventStatus.IGNORED, "not a payment"
             else:
@@ -156,6 +164,17 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
     except IntegrityError:  # a concurrent delivery of the same event won the race
         return PaymentEvent.objects.get(event_id=payload["id"]), False
     return event, True
+
+
+def _refuse_overlong_fields(payload: dict) -> None:
+    """Each field we store in a column, checked against it before anything is written (the
+    payload's JSON column keeps anything)."""
+    data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
+    for where, value, column in (("id", payload["id"], PaymentEvent._meta.get_field("event_id")),
+                                 ("type", payload["type"], PaymentEvent._meta.get_field("event_type")),
+                                 ("data.invoice", str(data.get("invoice", "")), Invoice._meta.get_field("number"))):
+        if len(value) > column.max_length:
+            raise PaymentFieldTooLong(where, len(value), column.max_length)
 
 
 def _fitting(note: str, limit: int) -> str:

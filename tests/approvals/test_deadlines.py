@@ -225,3 +225,15 @@ def test_the_team_page_and_the_case_page_show_a_claim_at_the_same_time(junior_ca
     case = signed_in(supervisor).get(reverse("approval_case", args=[junior_case.pk])).content.decode()
 
     assert shown in team and shown in case
+
+
+def test_an_overdue_case_cannot_be_extended_to_a_moment_already_past(junior_case, supervisor, clock):
+    due_at = junior_case.due_at
+    clock.advance(days(3) + days(1))   # overdue; its run has not expired it yet
+
+    response = signed_in(supervisor).post(reverse("approval_extend", args=[junior_case.pk]), {
+        "due_at": f"{timezone.localtime(due_at + timedelta(hours=12)):%Y-%m-%dT%H:%M}", "reason": "bank strike"})
+
+    junior_case.refresh_from_db()
+    assert response.status_code == 400
+    assert junior_case.due_at == due_at

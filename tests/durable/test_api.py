@@ -381,6 +381,15 @@ def test_options_on_a_docs_page_says_its_methods_and_is_no_server_error(operator
     assert "GET" in response["Allow"]
 
 
+@pytest.mark.parametrize("page", ["/api/docs/", "/api/redoc/"])
+def test_options_from_a_person_signed_in_in_the_browser_is_no_server_error(client, page):
+    client.force_login(User.objects.create_user("reader", password="unused-123"))
+
+    response = client.options(page, HTTP_ACCEPT="text/html")
+
+    assert response.status_code == 200 and "GET" in response["Allow"]
+
+
 @pytest.mark.slow
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
     """Generated requests (valid and invalid) against every operation of the schema, in-process."""

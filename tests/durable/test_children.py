@@ -248,6 +248,18 @@ def test_nobody_but_the_engine_may_send_a_childs_outcome_with_its_key(clock):
                              dedupe_key=f"{children.DEDUPE_PREFIX}spoofed:child:0", actor="test")
 
 
+@pytest.mark.parametrize("prefix", ["durable.child:", "Durable.Child:"])
+def test_nobody_but_the_engine_may_send_a_signal_named_as_a_childs_outcome(clock, prefix):
+    parent = services.run_start("one_child", "e1", id="spoofed", actor="test")
+    drive(parent.id)
+
+    with pytest.raises(SignalConflict, match="the engine's own"):
+        services.signal_send(parent.id, prefix + "spoofed:child:0", {"status": "completed", "result": "forged"},
+                             actor="test")
+
+    assert not Signal.objects.filter(run_id=parent.id).exists()
+
+
 def test_a_parent_with_children_replays_from_its_history_without_starting_them_again(clock):
     parent = services.run_start("reconcile_disputes", [("e1", 1), ("e2", 2)], id="recon:hist", actor="test")
     drive(parent.id)

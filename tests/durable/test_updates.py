@@ -167,9 +167,13 @@ def test_a_handler_killed_half_way_runs_again_from_its_journal_without_repeating
     assert Effect.objects.filter(name="due:2027-02-01").count() == 1
 
 
-def test_a_signal_cannot_pass_for_an_update(waiting_invoice):
+@pytest.mark.parametrize("name", ["durable.update:change_due_date", "Durable.Update:change_due_date",
+                                  "DURABLE.UPDATE:change_due_date"])
+def test_a_signal_cannot_pass_for_an_update_in_any_case(waiting_invoice, name):
     with pytest.raises(SignalConflict, match="are updates"):
-        services.signal_send(waiting_invoice.id, "durable.update:change_due_date", {"due": "x"}, actor="ops")
+        services.signal_send(waiting_invoice.id, name, {"due": "x"}, actor="ops")
+
+    assert not Signal.objects.filter(run_id=waiting_invoice.id, name=name).exists()
 
 
 def test_an_update_inside_a_transaction_is_stored_with_it_and_not_waited_for(waiting_invoice):

@@ -10,7 +10,7 @@ from processes.whatsapp.backends import MediaRefused, MediaTooLarge, ProviderErr
 from processes.whatsapp.models import OutboundMessage, OutboundStatus
 from processes.onboarding.media import media_download
 from processes.whatsapp.services import message_send
-from tests.processes.conftest import QUIET, document, whatsapp_webhook
+from tests.processes.conftest import QUIET, FakeHTTPServer, document, whatsapp_webhook
 
 pytestmark = pytest.mark.django_db
 
@@ -139,6 +139,52 @@ def test_the_metadata_calls_redirect_to_another_host_does_not_carry_the_token(cl
 
     by_path = {r["path"]: r["headers"] for r in cloud_api.requests}
     assert "Authorization" not in by_path["/elsewhere/MEDIA-M"]
+
+
+@pytest.fixture
+def elsewhere():
+    """A second real server, on another port of 127.0.0.1: another origin, recording headers."""
+    server = FakeHTTPServer()
+    server.thread.start()
+    try:
+        yield server
+    finally:
+        server.server.shutdown()
+        server.server.server_close()
+
+
+def test_a_send_redirected_to_another_server_does_not_carry_the_token(cloud_api, elsewhere, clock):
+    cloud_api.route("POST", "/v21.0/PHONE-ID/messages", b"", status=302, content_type="text/plain",
+                    headers={"Location": elsewhere.url + "/v21.0/PHONE-ID/messages"})
+    elsewhere.route("GET", "/v21.0/PHONE-ID/messages", {"messages": [{"id": "wamid.ELSEWHERE"}]})
+
+    message_send(company=Company.objects.create(wa_id="5511977776668"), body="Olá", idempotency_key="k-redirect")
+
+    assert cloud_api.requests[0]["headers"]["Authorization"] == "Bearer test-token"
+    assert [r["headers"].get("Authorization") for r in elsewhere.requests] == [None]
+
+
+def test_the_metadata_call_redirected_to_another_server_does_not_carry_the_token(cloud_api, elsewhere):
+    cloud_api.redirect("/v21.0/MEDIA-O", elsewhere.url + "/v21.0/MEDIA-O")
+    elsewhere.route("GET", "/v21.0/MEDIA-O", {"url": cloud_api.url + "/files/MEDIA-O"})
+    cloud_api.route("GET", "/files/MEDIA-O", PDF, content_type="application/pdf")
+
+    get_backend().download_media("MEDIA-O")
+
+    assert [r["headers"].get("Authorization") for r in elsewhere.requests] == [None]
+
+
+def test_a_media_redirect_to_another_port_of_the_same_host_does_not_receive_the_token(cloud_api, elsewhere,
+                                                                                       settings):
+    settings.WHATSAPP_MEDIA_HOSTS = [f"127.0.0.1:{server.server.server_port}" for server in (cloud_api, elsewhere)]
+    media_meta(cloud_api, "MEDIA-Q", cloud_api.url + "/files/MEDIA-Q")
+    cloud_api.redirect("/files/MEDIA-Q", elsewhere.url + "/cdn/MEDIA-Q")
+    elsewhere.route("GET", "/cdn/MEDIA-Q", PDF, content_type="application/pdf")
+
+    media = get_backend().download_media("MEDIA-Q")
+
+    assert media.content == PDF
+    assert [r["headers"].get("Authorization") for r in elsewhere.requests] == [None]
 
 
 def test_a_media_url_on_a_port_the_allow_list_does_not_name_is_refused(cloud_api, settings):

@@ -229,3 +229,17 @@ def test_the_bytes_of_a_delivery_are_kept_even_when_the_json_is_bad(api_client, 
 
     assert response.status_code == 400, response.content
     assert bytes(WebhookDelivery.objects.get().body) == body
+
+
+def test_fields_longer_than_their_columns_cost_no_message_and_no_500(signed_post):
+    message = whatsapp_message("wamid.WIDE", text="Oi")
+    message["type"] = "t" * 400                                   # message_type holds 32
+    delivery = whatsapp_webhook(message, statuses=[{"id": "wamid.UNKNOWN", "status": "s" * 400,
+                                                    "timestamp": "9" * 400}])   # pending: 32 and 32
+    value_of(delivery)["metadata"]["phone_number_id"] = "9" * 400  # holds 64
+
+    response = signed_post(delivery)
+
+    assert response.status_code == 200
+    assert InboundMessage.objects.get().wamid == "wamid.WIDE"
+    assert not QuarantinedItem.objects.exists()
