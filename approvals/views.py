@@ -22,6 +22,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import formats, timezone
+from django.utils.cache import add_never_cache_headers
 from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
@@ -55,7 +56,17 @@ class ReviewerTimeZone(View):
             return super().dispatch(request, *args, **kwargs)
 
 
-class ReviewerView(LoginRequiredMixin, ReviewerTimeZone):
+class NeverStored(View):
+    """Workbench pages show customers' cases: no browser or proxy keeps a copy (a shared
+    computer's back button, a proxy's cache), as the documents already answer."""
+
+    def dispatch(self, request, *args, **kwargs):
+        response = super().dispatch(request, *args, **kwargs)
+        add_never_cache_headers(response)
+        return response
+
+
+class ReviewerView(LoginRequiredMixin, NeverStored, ReviewerTimeZone):
     """Anonymous -> login page; signed in without the decide permission (nor a supervisor) -> 403."""
 
     def dispatch(self, request, *args, **kwargs):
@@ -65,7 +76,7 @@ class ReviewerView(LoginRequiredMixin, ReviewerTimeZone):
         return super().dispatch(request, *args, **kwargs)
 
 
-class SupervisorView(LoginRequiredMixin, ReviewerTimeZone):
+class SupervisorView(LoginRequiredMixin, NeverStored, ReviewerTimeZone):
     """The compliance-supervisor group only; anyone else signed in -> 403."""
 
     def dispatch(self, request, *args, **kwargs):

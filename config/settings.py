@@ -387,6 +387,11 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HTTPS)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_HTTPS)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SECURE_HTTPS)
 SESSION_COOKIE_HTTPONLY = True
+# A sign-in lasts a working day at most (SESSION_HOURS) and ends when the browser closes: the
+# workbench shows customers' documents, often on shared office computers. Not renewed by use
+# (the case page polls every 2 s, which would keep an unattended session alive for ever).
+SESSION_COOKIE_AGE = int(float(os.environ.get("SESSION_HOURS", "8")) * 3600)
+SESSION_EXPIRE_AT_BROWSER_CLOSE = env_bool("SESSION_EXPIRE_AT_BROWSER_CLOSE", True)
 # How many proxies in front append to X-Forwarded-For; 0 trusts REMOTE_ADDR only (config/proxy.py).
 TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
 

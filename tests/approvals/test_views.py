@@ -247,3 +247,14 @@ def test_a_reviewer_outside_a_senior_case_may_not_write_on_it(junior, senior_cas
 
     assert response.status_code == 403
     assert not ApprovalAudit.objects.filter(request=senior_case, action="note").exists()
+
+
+def test_no_workbench_page_may_be_kept_by_a_browser_or_a_proxy(ana, supervisor):
+    case = start_case()
+    pages = {signed_in(ana): ["/approvals/", f"/approvals/{case.pk}/", "/approvals/mine/", "/approvals/archive/"],
+             signed_in(supervisor): ["/approvals/team/", "/approvals/dashboard/", f"/approvals/{case.pk}/"]}
+
+    answers = {path: (response.status_code, "no-store" in response.get("Cache-Control", ""))
+               for client, paths in pages.items() for path in paths for response in [client.get(path)]}
+
+    assert set(answers.values()) == {(200, True)}
