@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied, SuspiciousFileOperation
 from django.http import FileResponse, Http404
 
 from approvals.models import ApprovalRequest
-from approvals.services import may_open
+from approvals.services import is_reviewer, may_open
 from approvals.views import ReviewerView
 from processes.onboarding.models import Document
 from processes.onboarding.panels import PREVIEWABLE_TYPES
@@ -31,13 +31,16 @@ def download_name(document: Document) -> str:
 
 
 def case_document(case_pk: int, document_pk: int, user) -> Document:
-    """The document, if ``user`` may open its case: a case routed to other groups is a 403,
-    as its page is (approvals routing)."""
+    """The document, if ``user`` is a compliance reviewer who may open its case: a case routed
+    to other groups is a 403, as its page is (approvals routing), and so is a supervisor who
+    is not a reviewer (docs/approvals.md: documents are for reviewers)."""
     case = ApprovalRequest.objects.filter(pk=case_pk, workflow_name="onboarding", subject_type="company").first()
     if case is None:
         raise Http404("no onboarding case with this id")
     if not may_open(case, user):
         raise PermissionDenied("this case is routed to groups you are not in")
+    if not is_reviewer(user):
+        raise PermissionDenied("documents are opened by compliance reviewers only")
     document = (Document.objects.select_related("company")
                 .filter(pk=document_pk, company__customer_id=case.subject_id).first())
     if document is None:

@@ -122,3 +122,17 @@ def test_the_demo_pages_read_in_portuguese_only(seeded, client, settings, userna
     foreign = {path: strings_of_the_other_language(text_of(page.content.decode()), "pt-br")
                for path, page in pages.items()}
     assert foreign == dict.fromkeys(paths, [])
+
+
+def test_the_demo_operator_is_staff_with_the_operators_permissions_not_a_superuser(seeded, client):
+    ops = get_user_model().objects.get(username="ops")
+    client.force_login(ops)
+    answers = {path: client.get(path).status_code for path in
+               ("/admin/durable/workflowrun/", "/admin/durable/schedule/", "/admin/processes/invoice/",
+                "/admin/auth/user/", "/approvals/")}
+
+    assert ops.is_staff and not ops.is_superuser and groups_of("ops") == {"operators"}
+    assert ops.has_perms(["durable.operate_workflowrun", "durable.view_workflowrun", "processes.view_document"])
+    assert not ops.has_perm("approvals.decide_approvalrequest") and not ops.has_perm("processes.change_document")
+    assert answers == {"/admin/durable/workflowrun/": 200, "/admin/durable/schedule/": 200,
+                       "/admin/processes/invoice/": 200, "/admin/auth/user/": 403, "/approvals/": 403}

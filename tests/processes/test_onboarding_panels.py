@@ -116,6 +116,15 @@ def test_a_user_outside_compliance_gets_403_and_no_file(client, case, contract):
     assert PDF not in response.content
 
 
+def test_a_supervisor_who_is_no_reviewer_sees_the_case_but_not_its_documents(client, sofia, case, contract):
+    client.force_login(sofia)
+
+    page, document = client.get(f"/approvals/{case.pk}/"), client.get(file_url(case, contract))
+
+    assert page.status_code == 200
+    assert document.status_code == 403 and PDF not in document.content
+
+
 def test_an_anonymous_visitor_is_sent_to_the_login_page(client, case, contract):
     response = client.get(file_url(case, contract))
 

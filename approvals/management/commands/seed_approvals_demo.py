@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -29,7 +29,13 @@ KYC, SENIOR = "kyc", "kyc-senior"
 REVIEWERS = {"ana": [KYC], "bruno": [KYC], "carla": [SENIOR], "diego": [SENIOR]}
 SUPERVISOR = "sofia"  # compliance-supervisor: team page, dashboard, reassign, unclaim, extend
 OUTSIDER = "olga"     # signed in but not in compliance: sees 403
-OPERATOR = "ops"      # the Django admin, the REST API and /metrics
+OPERATOR = "ops"      # the Django admin, the REST API and /metrics: staff in "operators", not a superuser
+OPERATORS_GROUP = "operators"
+# What an operator does: read everything of the engine and the processes, act on runs and
+# schedules, move an invoice's due date, process a message again, handle a quarantined item.
+# Not: decide cases, edit users, documents or audit rows.
+OPERATOR_ACTIONS = ["durable.operate_workflowrun", "durable.operate_schedule", "processes.change_invoice",
+                    "processes.change_inboundmessage", "processes.change_quarantineditem"]
 
 HOUR, DAY = timedelta(hours=1), timedelta(days=1)
 
@@ -85,8 +91,8 @@ class Command(BaseCommand):
         logins.append((SUPERVISOR, self._account(SUPERVISOR, [groups[services.SUPERVISOR_GROUP]]),
                        "supervisor: /approvals/team/, /approvals/dashboard/"))
         logins.append((OUTSIDER, self._account(OUTSIDER, []), "not a reviewer (gets 403)"))
-        logins.append((OPERATOR, self._account(OPERATOR, []), "operator: /admin/, /api/docs/, /metrics"))
-        get_user_model().objects.filter(username=OPERATOR).update(is_staff=True, is_superuser=True)
+        logins.append((OPERATOR, self._account(OPERATOR, [self._operators()]), "operator: /admin/, /api/docs/, /metrics"))
+        get_user_model().objects.filter(username=OPERATOR).update(is_staff=True, is_superuser=False)
         for case in CASES:
             self._seed_case(*case)
         self.stdout.write("Reviewer UI: /approvals/ (sign in at /login/)")
@@ -116,6 +122,15 @@ class Command(BaseCommand):
                 else:
                     services.approval_decide(case.pk, actor=user, outcome=action, reason=rest[0])
                     drive(run.id, owner="seed_approvals_demo")
+
+    def _operators(self) -> Group:
+        group, _ = Group.objects.get_or_create(name=OPERATORS_GROUP)
+        views = Permission.objects.filter(content_type__app_label__in=["durable", "approvals", "processes"],
+                                          codename__startswith="view_")
+        actions = [Permission.objects.get(content_type__app_label=app, codename=codename)
+                   for app, codename in (name.split(".") for name in OPERATOR_ACTIONS)]
+        group.permissions.add(*views, *actions)
+        return group
 
     def _account(self, username: str, groups) -> str | None:
         """Fixed demo passwords only when DEBUG; otherwise a generated one, printed once."""
