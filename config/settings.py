@@ -345,6 +345,10 @@ DOCUMENT_CHECKER = os.environ.get("DOCUMENT_CHECKER", "rules")  # rules | llm
 DOCUMENT_MAX_BYTES = int(os.environ.get("DOCUMENT_MAX_BYTES", str(10 * 1024 * 1024)))
 # A round of documents closes once the customer has sent nothing for this long (docs/processes.md).
 ONBOARDING_DOCUMENTS_QUIET_SECONDS = float(os.environ.get("ONBOARDING_DOCUMENTS_QUIET_SECONDS", "30"))
+# New customers arrive at a bounded rate (processes/onboarding/admission.py): over a cap a
+# first message is held, not lost, and routed again by the beat's sweep once there is room.
+ONBOARDING_NEW_SENDERS_PER_HOUR = int(os.environ.get("ONBOARDING_NEW_SENDERS_PER_HOUR", "120"))
+ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY = int(os.environ.get("ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY", "3"))
 # With the documents complete and no valid CNPJ, the customer is asked once and given this long.
 ONBOARDING_CNPJ_WAIT_SECONDS = float(os.environ.get("ONBOARDING_CNPJ_WAIT_SECONDS", "86400"))
 # The CNPJ registry (processes/onboarding/registry.py): the fake by default, whose table

@@ -10,6 +10,7 @@ from django.db.models import Q
 from durable import selectors, services
 from durable.errors import RunFinished, RunNotFound
 from processes.billing.models import Invoice
+from processes.onboarding import admission
 from processes.onboarding.cnpj import CANDIDATE as CNPJ_CANDIDATE, cnpj_find
 from processes.onboarding.models import Company, CompanyStatus, Document
 from processes.onboarding.recheck import company_cases_recheck
@@ -243,6 +244,10 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         return InboundStatus.KEPT, "a sentence that may mean a withdrawal: the customer is asked to confirm", known
     if known is None and wa_id and Invoice.objects.filter(wa_id=wa_id).exists():
         return InboundStatus.UNMATCHED, "a billing customer with no onboarding; kept for an operator", None
+    refusal = (admission.new_sender_refusal() if known is None else
+               admission.new_application_refusal(known) if known.status in RESTARTABLE else "")
+    if refusal:
+        return InboundStatus.RECEIVED, refusal, known
     company = known or company_for_sender(wa_id=wa_id, user_id=user_id,
                                           profile_name=str(profile.get("name") or ""), create=True)
     restarted = company_application_restart(company)

@@ -1,0 +1,65 @@
+"""New customers arrive at a bounded rate: a flood of first messages is held, never lost,
+and routed once the window has room (processes/onboarding/admission.py)."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from processes.onboarding.models import Company
+from processes.whatsapp.models import InboundMessage, InboundStatus
+from processes.whatsapp.services import inbound_route_stale
+from tests.processes.conftest import HELLO, PHONE, whatsapp_message, whatsapp_webhook
+
+pytestmark = pytest.mark.django_db
+
+
+def first_message(n: int) -> dict:
+    return whatsapp_message(f"wamid.NEW{n}", wa_id=f"55119000{n:05d}")
+
+
+def test_first_messages_over_the_hourly_cap_are_held_then_routed_when_the_hour_has_room(signed_post, settings):
+    settings.ONBOARDING_NEW_SENDERS_PER_HOUR = 2
+    for n in range(3):
+        assert signed_post(whatsapp_webhook(first_message(n))).status_code == 200
+    held = InboundMessage.objects.get(wamid="wamid.NEW2")
+
+    assert Company.objects.count() == 2
+    assert (held.status, held.company) == (InboundStatus.RECEIVED, None)
+    assert held.note.startswith("held: 2 new senders in the last hour")
+
+    Company.objects.update(created_at=timezone.now() - timedelta(hours=2))
+    inbound_route_stale(older_than=timedelta(0))
+
+    assert Company.objects.count() == 3
+    assert InboundMessage.objects.get(wamid="wamid.NEW2").status == InboundStatus.KEPT
+
+
+def test_a_number_that_keeps_withdrawing_and_writing_again_is_held_after_its_daily_applications(
+        customer, settings, clock):
+    settings.ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY = 2
+
+    def says(text: str, n: int) -> dict:
+        return whatsapp_message(f"wamid.AGAIN{n}", wa_id=PHONE, text=text)
+
+    customer(HELLO)
+    customer(says("cancelar", 1))
+    customer(says("oi, quero recomeçar", 2))
+    customer(says("cancelar", 3))
+    customer(says("oi de novo", 4))
+    held = InboundMessage.objects.get(wamid="wamid.AGAIN4")
+
+    assert Company.objects.get().application == 2
+    assert held.status == InboundStatus.RECEIVED and held.note.startswith("held: 2 applications from this number")
+
+    clock.advance(timedelta(days=1).total_seconds())
+    inbound_route_stale(older_than=timedelta(0))
+
+    assert Company.objects.get().application == 3
+    assert InboundMessage.objects.get(wamid="wamid.AGAIN4").status == InboundStatus.KEPT
+
+
+def test_under_the_caps_a_first_message_starts_at_once(signed_post):
+    assert signed_post(whatsapp_webhook(first_message(7))).status_code == 200
+
+    assert InboundMessage.objects.get(wamid="wamid.NEW7").status == InboundStatus.KEPT
+    assert Company.objects.filter(wa_id="5511900000007").exists()
