@@ -52,37 +52,37 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
     # No database constraint: a case outlives its run's move to the archive (durable archive
     # keeps approval rows in place; the run is then read from durable's archive). The ORM
     # still refuses to delete a run with cases (PROTECT).
-    run = models.ForeignKey("durable.WorkflowRun", on_delete=models.PROTECT, related_name="approval_requests",
+    run = models.ForeignKey("durable.WorkflowRun", verbose_name=_("run"), on_delete=models.PROTECT, related_name="approval_requests",
                             db_constraint=False)
     # Copied from the run so case panels and filters need no join.
-    workflow_name = models.CharField(max_length=200, db_index=True)
-    signal_name = models.CharField(max_length=255)
+    workflow_name = models.CharField(_("workflow"), max_length=200, db_index=True)
+    signal_name = models.CharField(_("signal"), max_length=255)
     # The step's idempotency key (<run id>:<position>:<step>): a step retried after a
     # crash finds the request it already created.
-    idempotency_key = models.CharField(max_length=255, unique=True)
-    title = models.CharField(max_length=300)
-    summary = models.JSONField(default=dict, blank=True)
-    subject_type = models.CharField(max_length=100, blank=True, default="")
-    subject_id = models.CharField(max_length=255, blank=True, default="")
-    risk = models.CharField(max_length=8, choices=Risk.choices, default=Risk.LOW)
-    required_approvals = models.PositiveSmallIntegerField(default=1)
-    status = FSMField(max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING,
+    idempotency_key = models.CharField(_("idempotency key"), max_length=255, unique=True)
+    title = models.CharField(_("title"), max_length=300)
+    summary = models.JSONField(_("summary"), default=dict, blank=True)
+    subject_type = models.CharField(_("subject type"), max_length=100, blank=True, default="")
+    subject_id = models.CharField(_("subject"), max_length=255, blank=True, default="")
+    risk = models.CharField(_("risk"), max_length=8, choices=Risk.choices, default=Risk.LOW)
+    required_approvals = models.PositiveSmallIntegerField(_("approvals required"), default=1)
+    status = FSMField(_("status"), max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING,
                       protected=True, db_index=True)
-    due_at = models.DateTimeField(db_index=True)
+    due_at = models.DateTimeField(_("due at"), db_index=True)
     # Routing: only members of one of these groups may see, open and take the case. None
     # named means any compliance reviewer (cases opened before routing existed).
     candidate_groups = models.ManyToManyField(Group, blank=True, related_name="approval_requests",
                                               verbose_name=_("candidate groups"))
     # Hidden from the queue until then ("waiting for the customer's bank letter").
     follow_up_at = models.DateTimeField(_("follow-up date"), null=True, blank=True)
-    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("assigned to"), null=True, blank=True,
                                  on_delete=models.PROTECT, related_name="approval_requests_claimed")
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True, default="")
-    closed_at = models.DateTimeField(null=True, blank=True)
-    closed_by = models.CharField(max_length=255, blank=True, default="")
-    created_at = models.DateTimeField()
-    updated_at = models.DateTimeField()
+    claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)
+    outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome.choices, blank=True, default="")
+    closed_at = models.DateTimeField(_("closed at"), null=True, blank=True)
+    closed_by = models.CharField(_("closed by"), max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(_("created at"), )
+    updated_at = models.DateTimeField(_("updated at"), )
 
     class Meta:
         ordering = ["due_at", "id"]
@@ -94,7 +94,7 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
         ]
 
     def __str__(self):
-        return f"#{self.pk} {self.title} ({self.status})"
+        return f"#{self.pk} {self.title} ({self.get_status_display()})"
 
     @property
     def is_open(self) -> bool:
@@ -147,15 +147,15 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
 class ApprovalDecision(models.Model):
     """One reviewer's vote. A high-risk case needs two approvals from two different people."""
 
-    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="decisions")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+    request = models.ForeignKey(ApprovalRequest, verbose_name=_("case"), on_delete=models.CASCADE, related_name="decisions")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("reviewer"), on_delete=models.PROTECT,
                                  related_name="approval_decisions")
-    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome.choices)
     # The compliance rationale: internal, audited, never sent to the customer.
-    reason = models.TextField(blank=True, default="")
+    reason = models.TextField(_("rationale"), blank=True, default="")
     # What the process sent the customer with the outcome (approvals/customer_messages.py).
     customer_message = models.TextField(_("message to the customer"), blank=True, default="")
-    created_at = models.DateTimeField()
+    created_at = models.DateTimeField(_("created at"), )
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -209,17 +209,17 @@ class ApprovalAudit(ChainedAudit):
     chained_fields = ("actor", "action", "from_status", "to_status", "reason", "ip", "user_agent", "path",
                       "detail", "created_at")
 
-    request = models.ForeignKey(ApprovalRequest, on_delete=models.PROTECT, related_name="audit")
-    actor = models.CharField(max_length=255)
-    action = models.CharField(max_length=32)
-    from_status = models.CharField(max_length=16, blank=True, default="")
-    to_status = models.CharField(max_length=16, blank=True, default="")
-    reason = models.TextField(blank=True, default="")
-    ip = models.GenericIPAddressField(null=True, blank=True)
-    user_agent = models.CharField(max_length=500, blank=True, default="")
-    path = models.CharField(max_length=500, blank=True, default="")
-    detail = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField()
+    request = models.ForeignKey(ApprovalRequest, verbose_name=_("case"), on_delete=models.PROTECT, related_name="audit")
+    actor = models.CharField(_("actor"), max_length=255)
+    action = models.CharField(_("action"), max_length=32)
+    from_status = models.CharField(_("from status"), max_length=16, blank=True, default="")
+    to_status = models.CharField(_("to status"), max_length=16, blank=True, default="")
+    reason = models.TextField(_("reason"), blank=True, default="")
+    ip = models.GenericIPAddressField(_("IP"), null=True, blank=True)
+    user_agent = models.CharField(_("browser"), max_length=500, blank=True, default="")
+    path = models.CharField(_("path"), max_length=500, blank=True, default="")
+    detail = models.JSONField(_("detail"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("when"), )
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -236,10 +236,10 @@ class ReviewerPreference(models.Model):
     """A person's language for the reviewer UI and the admin, kept with the user rather than in
     one browser's cookie: the choice follows them from the laptop to the phone."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE,
                                 related_name="reviewer_preference")
     language = models.CharField(_("language"), max_length=10)
-    updated_at = models.DateTimeField()
+    updated_at = models.DateTimeField(_("updated at"), )
 
     class Meta:
         verbose_name = _("reviewer preference")

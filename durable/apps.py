@@ -6,11 +6,12 @@ import importlib
 
 from django.apps import AppConfig
 from django.utils.module_loading import autodiscover_modules
+from django.utils.translation import gettext_lazy as _
 
 
 class DurableConfig(AppConfig):
     name = "durable"
-    verbose_name = "Durable workflows"
+    verbose_name = _("Durable workflows")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):

@@ -1,6 +1,8 @@
 """Admin pages for operators: companies, documents, accounts, invoices, tickets,
 reconciliation, every WhatsApp message (unmatched ones one filter away), status callbacks
-for messages not known yet, the raw webhook deliveries and their quarantined parts."""
+for messages not known yet, the raw webhook deliveries and their quarantined parts.
+
+What customers and providers wrote (names, file names, ids) is shown as data, never translated."""
 import logging
 
 from django.contrib import admin, messages
@@ -10,8 +12,11 @@ from django.db.models.functions import Length
 from django.http import Http404
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from durable import clock
+from durable.surfaces.admin import data
 from processes.billing import admin_actions as billing_admin
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.billing.services import invoice_issue
@@ -32,7 +37,9 @@ def document_file_link(document) -> str:
     if not document.pk or not document.file:
         return "—"
     url = reverse("admin:processes_document_file", args=[document.pk])
-    return format_html('<a href="{}">{}</a>', url, document.file_name or "download")
+    if document.file_name:
+        return format_html('<a href="{}" translate="no">{}</a>', url, document.file_name)
+    return format_html('<a href="{}">{}</a>', url, _("download"))
 
 
 class ProcessWrittenAdmin(admin.ModelAdmin):
@@ -70,22 +77,31 @@ class DocumentInline(admin.TabularInline):
     def has_delete_permission(self, request, obj=None):
         return not under_review(obj) and super().has_delete_permission(request, obj)
 
-    @admin.display(description="file")
+    @admin.display(description=gettext_lazy("file"))
     def stored_file(self, document):
         return document_file_link(document)
 
 
+def run_link(run_id: str):
+    url = reverse("admin:durable_workflowrun_change", args=[run_id])
+    return format_html('<a href="{}" translate="no">{}</a>', url, run_id)
+
+
 @admin.register(Company)
 class CompanyAdmin(admin.ModelAdmin):
-    list_display = ["customer_id", "name", "cnpj", "wa_id", "user_id", "status", "escalations", "updated_at"]
+    list_display = ["customer_id", "name_cell", "cnpj", "wa_id", "user_id", "status", "escalations", "updated_at"]
     list_filter = ["status"]
     search_fields = ["customer_id", "name", "cnpj", "wa_id", "user_id"]
     readonly_fields = ["customer_id", "application", "run_link", "created_at", "updated_at"]
     inlines = [DocumentInline]
 
-    @admin.display(description="onboarding run")
+    @admin.display(description=gettext_lazy("name"), ordering="name")
+    def name_cell(self, company):
+        return data(company.name)
+
+    @admin.display(description=gettext_lazy("onboarding run"))
     def run_link(self, company):
-        return company.run_id
+        return run_link(company.run_id)
 
     def save_model(self, request, obj, form, change):
         """A CNPJ changed here re-checks the case the company's run waits on (if any)."""
@@ -116,7 +132,7 @@ class DocumentAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return not (obj is not None and under_review(obj.company)) and super().has_delete_permission(request, obj)
 
-    @admin.display(description="file")
+    @admin.display(description=gettext_lazy("file"))
     def stored_file(self, document):
         return document_file_link(document)
 
@@ -127,7 +143,7 @@ class DocumentAdmin(admin.ModelAdmin):
     def file_view(self, request, pk: int):
         document = Document.objects.filter(pk=pk).first()
         if document is None:
-            raise Http404("no such document")
+            raise Http404(_("No such document."))
         if not self.has_view_permission(request, document):
             raise PermissionDenied
         log.info("operator %s downloaded document %s from the admin", request.user.get_username(), pk)
@@ -147,7 +163,7 @@ class InvoiceAdmin(admin.ModelAdmin):
     through that run (the void and due-date actions): an edited row would leave the run
     reminding about an invoice that no longer asks for it."""
 
-    list_display = ["number", "customer_name", "amount", "currency", "due_at", "status", "paid_at"]
+    list_display = ["number", "customer", "amount", "currency", "due_at", "status", "paid_at"]
     list_filter = ["status"]
     search_fields = ["number", "customer_name", "wa_id"]
     raw_id_fields = ["company"]
@@ -163,10 +179,13 @@ class InvoiceAdmin(admin.ModelAdmin):
             return []
         return ["number", "amount", "currency", "due_at", "status", "paid_at", "run_link"]
 
-    @admin.display(description="reminders' run")
-    def run_link(self, obj):
-        url = reverse("admin:durable_workflowrun_change", args=[obj.run_id])
-        return format_html('<a href="{}">{}</a>', url, obj.run_id)
+    @admin.display(description=gettext_lazy("customer"), ordering="customer_name")
+    def customer(self, invoice):
+        return data(invoice.customer_name)
+
+    @admin.display(description=gettext_lazy("reminders' run"))
+    def run_link(self, invoice):
+        return run_link(invoice.run_id)
 
     def has_delete_permission(self, request, obj=None):
         return False   # its run would fail at its next step: void it instead
@@ -217,11 +236,11 @@ class BankStatementLineAdmin(admin.ModelAdmin):
 
 
 class NeedsAttentionFilter(admin.SimpleListFilter):
-    title = "needs attention"
+    title = gettext_lazy("needs attention")
     parameter_name = "attention"
 
     def lookups(self, request, model_admin):
-        return [("yes", "Unmatched, unsupported, failed, or never routed")]
+        return [("yes", gettext_lazy("Unmatched, unsupported, failed, or never routed"))]
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
@@ -240,12 +259,16 @@ class InboundMessageAdmin(ProcessWrittenAdmin):
     readonly_fields = [f.name for f in InboundMessage._meta.fields]
     actions = ["process_again"]
 
-    @admin.action(description="Process the selected failed/received messages again", permissions=["change"])
+    @admin.action(description=gettext_lazy("Process the selected failed/received messages again"),
+                  permissions=["change"])
     def process_again(self, request, queryset):
         done = [inbound_process(m.pk).status for m in queryset.filter(
             status__in=[InboundStatus.RECEIVED, InboundStatus.FAILED])]
-        self.message_user(request, f"processed {len(done)} message(s): {', '.join(done) or 'none'}",
-                          messages.INFO)
+        outcomes = ", ".join(str(InboundStatus(status).label) if status in InboundStatus.values else status
+                             for status in done) or "-"
+        self.message_user(request, ngettext("%(count)d message processed: %(outcomes)s",
+                                            "%(count)d messages processed: %(outcomes)s", len(done)) % {
+            "count": len(done), "outcomes": outcomes}, messages.INFO)
 
 
 @admin.register(OutboundMessage)
@@ -258,11 +281,12 @@ class OutboundMessageAdmin(ProcessWrittenAdmin):
 
 
 class PendingStatusFilter(admin.SimpleListFilter):
-    title = "applied"
+    title = gettext_lazy("applied")
     parameter_name = "applied"
 
     def lookups(self, request, model_admin):
-        return [("no", "Not yet: no message of ours has this id"), ("yes", "Applied to our message")]
+        return [("no", gettext_lazy("Not yet: no message of ours has this id")),
+                ("yes", gettext_lazy("Applied to our message"))]
 
     def queryset(self, request, queryset):
         if self.value() == "no":
@@ -288,11 +312,11 @@ class PendingStatusAdmin(ProcessWrittenAdmin):
 
 
 class QuarantineAttentionFilter(admin.SimpleListFilter):
-    title = "needs attention"
+    title = gettext_lazy("needs attention")
     parameter_name = "attention"
 
     def lookups(self, request, model_admin):
-        return [("yes", "Not handled yet"), ("no", "Handled")]
+        return [("yes", gettext_lazy("Not handled yet")), ("no", gettext_lazy("Handled"))]
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
@@ -339,17 +363,17 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
         # The list shows sizes, not bodies: a delivery may be megabytes.
         return super().get_queryset(request).defer("body").annotate(body_bytes=Length("body"))
 
-    @admin.display(description="bytes", ordering="body_bytes")
+    @admin.display(description=gettext_lazy("bytes"), ordering="body_bytes")
     def size(self, delivery):
         return delivery.body_bytes
 
-    @admin.display(description="signature checks with today's secret", boolean=True)
+    @admin.display(description=gettext_lazy("signature checks with today's secret"), boolean=True)
     def signature_valid(self, delivery):
         return delivery_signature_valid(delivery)
 
-    @admin.display(description="body (as text; the stored bytes are exact)")
+    @admin.display(description=gettext_lazy("body (as text; the stored bytes are exact)"))
     def body_text(self, delivery):
-        return bytes(delivery.body).decode("utf-8", errors="replace")
+        return data(bytes(delivery.body).decode("utf-8", errors="replace"))
 
 
 @admin.register(QuarantinedItem)
@@ -369,7 +393,8 @@ class QuarantinedItemAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.action(description="Mark the selected items as handled", permissions=["change"])
+    @admin.action(description=gettext_lazy("Mark the selected items as handled"), permissions=["change"])
     def mark_handled(self, request, queryset):
         count = quarantine_resolve(queryset, actor=request.user.get_username())
-        self.message_user(request, f"{count} item(s) marked as handled", messages.INFO)
+        self.message_user(request, ngettext("%(count)d item marked as handled", "%(count)d items marked as handled",
+                                            count) % {"count": count}, messages.INFO)

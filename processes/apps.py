@@ -1,8 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class ProcessesConfig(AppConfig):
     name = "processes"
+    verbose_name = _("Business processes")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):

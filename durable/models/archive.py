@@ -7,8 +7,11 @@ signals leave the database for a gzip file; the run stays as a tombstone (no inp
 or error) and its audit chain stays here, where ``durable audit verify`` walks it.
 """
 from django.db import models
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from durable.chain import EVENT_FIELDS, AppendOnly, ChainedAudit
+from durable.models.runs import RunStatus
 
 
 class ArchiveBatch(models.Model):
@@ -16,38 +19,40 @@ class ArchiveBatch(models.Model):
 
     # Names the export file before the batch commits: a file whose token has no batch row
     # is what a killed pass left behind, and the next pass deletes it.
-    token = models.CharField(max_length=32, unique=True)
-    actor = models.CharField(max_length=255)
+    token = models.CharField(_("token"), max_length=32, unique=True)
+    actor = models.CharField(_("actor"), max_length=255)
     # Where the pass came from (via, user, host): here once, not in every run's archive event.
     detail = models.JSONField(default=dict, blank=True)
-    finished_before = models.DateTimeField()
-    runs = models.PositiveIntegerField()
-    export_file = models.CharField(max_length=1000, blank=True, default="")
-    export_sha256 = models.CharField(max_length=64, blank=True, default="")
-    export_bytes = models.PositiveBigIntegerField(default=0)
-    created_at = models.DateTimeField()
+    finished_before = models.DateTimeField(_("finished before"))
+    runs = models.PositiveIntegerField(_("runs"))
+    export_file = models.CharField(_("export file"), max_length=1000, blank=True, default="")
+    export_sha256 = models.CharField(_("export SHA-256"), max_length=64, blank=True, default="")
+    export_bytes = models.PositiveBigIntegerField(_("export size (bytes)"), default=0)
+    created_at = models.DateTimeField(_("created at"))
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        verbose_name_plural = "archive batches"
+        verbose_name = _("archive batch")
+        verbose_name_plural = _("archive batches")
 
     def __str__(self):
         where = f" -> {self.export_file}" if self.export_file else ""
-        return f"batch {self.token}: {self.runs} run(s){where}"
+        return ngettext("batch %(token)s: %(count)d run%(where)s", "batch %(token)s: %(count)d runs%(where)s",
+                        self.runs) % {"token": self.token, "count": self.runs, "where": where}
 
 
 class ArchivedRun(models.Model):
     """A finished run as it was when archived (a tombstone when exported: no input/result/error)."""
 
-    id = models.CharField(primary_key=True, max_length=255)
-    workflow_name = models.CharField(max_length=200, db_index=True)
-    workflow_version = models.PositiveIntegerField()
-    status = models.CharField(max_length=16)
-    input = models.JSONField(null=True, blank=True)
-    result = models.JSONField(null=True, blank=True)
-    error = models.JSONField(null=True, blank=True)
-    attributes = models.JSONField(default=dict, blank=True)
-    advances = models.PositiveIntegerField(default=0)
+    id = models.CharField(_("id"), primary_key=True, max_length=255)
+    workflow_name = models.CharField(_("workflow"), max_length=200, db_index=True)
+    workflow_version = models.PositiveIntegerField(_("workflow version"))
+    status = models.CharField(_("status"), max_length=16, choices=RunStatus.choices)
+    input = models.JSONField(_("input"), null=True, blank=True)
+    result = models.JSONField(_("result"), null=True, blank=True)
+    error = models.JSONField(_("error"), null=True, blank=True)
+    attributes = models.JSONField(_("search attributes"), default=dict, blank=True)
+    advances = models.PositiveIntegerField(_("advances"), default=0)
     # The parent run's id for a child workflow (WorkflowRun.parent), kept as text: the
     # parent may be hot, archived, or gone. Null where the hot table has no such column.
     parent_id = models.CharField(max_length=255, null=True, blank=True)
@@ -58,11 +63,12 @@ class ArchivedRun(models.Model):
     continued_as_id = models.CharField(max_length=255, null=True, blank=True)
     chain_root = models.CharField(max_length=255, null=True, blank=True)
     priority = models.PositiveSmallIntegerField(default=5)
-    created_at = models.DateTimeField()
-    updated_at = models.DateTimeField()
-    finished_at = models.DateTimeField(db_index=True)
-    archived_at = models.DateTimeField()
-    batch = models.ForeignKey(ArchiveBatch, on_delete=models.PROTECT, related_name="archived_runs")
+    created_at = models.DateTimeField(_("created at"))
+    updated_at = models.DateTimeField(_("updated at"))
+    finished_at = models.DateTimeField(_("finished at"), db_index=True)
+    archived_at = models.DateTimeField(_("archived at"))
+    batch = models.ForeignKey(ArchiveBatch, on_delete=models.PROTECT, related_name="archived_runs",
+                              verbose_name=_("archive batch"))
 
     # A finished run waits for nothing: the API's run shape still has these fields.
     waiting_for = ""
@@ -70,9 +76,13 @@ class ArchivedRun(models.Model):
 
     class Meta:
         ordering = ["-finished_at", "id"]
+        verbose_name = _("archived run")
+        verbose_name_plural = _("archived runs")
 
     def __str__(self):
-        return f"{self.id} ({self.workflow_name} v{self.workflow_version}, {self.status}, archived)"
+        return gettext("%(run)s (%(workflow)s v%(version)s, %(status)s, archived)") % {
+            "run": self.id, "workflow": self.workflow_name, "version": self.workflow_version,
+            "status": self.get_status_display()}
 
     @property
     def exported(self) -> bool:
@@ -98,7 +108,8 @@ class ArchivedJournalEntry(models.Model):
     class Meta:
         ordering = ["run", "position"]
         constraints = [models.UniqueConstraint(fields=["run", "position"], name="durable_archived_journal_pos")]
-        verbose_name_plural = "archived journal entries"
+        verbose_name = _("archived journal entry")
+        verbose_name_plural = _("archived journal entries")
 
     @property
     def duration(self):

@@ -5,6 +5,7 @@ protected); the executor persists them with fenced conditional updates (see dura
 """
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _, pgettext_lazy
 from django_fsm import FSMField, FSMModelMixin, can_proceed, transition
 
 from durable.chain import EVENT_FIELDS, ChainedAudit
@@ -12,14 +13,15 @@ from durable.errors import InvalidTransition
 
 
 class RunStatus(models.TextChoices):
-    PENDING = "pending"
-    RUNNING = "running"
-    WAITING = "waiting"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    BLOCKED = "blocked"
-    CONTINUED = "continued"   # ended with workflow.continue_as_new: its successor goes on
+    PENDING = "pending", pgettext_lazy("run status", "pending")
+    RUNNING = "running", pgettext_lazy("run status", "running")
+    WAITING = "waiting", pgettext_lazy("run status", "waiting")
+    COMPLETED = "completed", pgettext_lazy("run status", "completed")
+    FAILED = "failed", pgettext_lazy("run status", "failed")
+    CANCELLED = "cancelled", pgettext_lazy("run status", "cancelled")
+    BLOCKED = "blocked", pgettext_lazy("run status", "blocked")
+    # ended with workflow.continue_as_new: its successor goes on
+    CONTINUED = "continued", pgettext_lazy("run status", "continued")
 
 
 ACTIVE_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
@@ -27,26 +29,26 @@ FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED,
 
 
 class WorkflowRun(FSMModelMixin, models.Model):
-    id = models.CharField(primary_key=True, max_length=255)
+    id = models.CharField(_("id"), primary_key=True, max_length=255)
     # Indexed by durable_run_wf_status, which leads with it (see Meta).
-    workflow_name = models.CharField(max_length=200)
-    workflow_version = models.PositiveIntegerField(default=1)
-    input = models.JSONField(default=dict)
-    status = FSMField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING,
+    workflow_name = models.CharField(_("workflow"), max_length=200)
+    workflow_version = models.PositiveIntegerField(_("workflow version"), default=1)
+    input = models.JSONField(_("input"), default=dict)
+    status = FSMField(_("status"), max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING,
                       protected=True)
-    result = models.JSONField(null=True, blank=True)
-    error = models.JSONField(null=True, blank=True)
+    result = models.JSONField(_("result"), null=True, blank=True)
+    error = models.JSONField(_("error"), null=True, blank=True)
     # When the sweep must dispatch this run: a deadline, a retry back-off, a lease expiry,
     # or the grace period of a dispatch that may have been lost. Null when nothing is due.
-    wake_at = models.DateTimeField(null=True, blank=True)
-    waiting_for = models.CharField(max_length=255, blank=True, default="")
-    lease_owner = models.CharField(max_length=255, blank=True, default="")
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    fencing_token = models.PositiveBigIntegerField(default=0)
+    wake_at = models.DateTimeField(_("wake at"), null=True, blank=True)
+    waiting_for = models.CharField(_("waiting for"), max_length=255, blank=True, default="")
+    lease_owner = models.CharField(_("lease held by"), max_length=255, blank=True, default="")
+    lease_expires_at = models.DateTimeField(_("lease expires at"), null=True, blank=True)
+    fencing_token = models.PositiveBigIntegerField(_("fencing token"), default=0)
     # Bumped by every signal, so a worker that is about to suspend notices a signal that
     # arrived after it looked (no lost wake-up).
-    signal_seq = models.PositiveBigIntegerField(default=0)
-    advances = models.PositiveIntegerField(default=0)
+    signal_seq = models.PositiveBigIntegerField(_("signals received"), default=0)
+    advances = models.PositiveIntegerField(_("advances"), default=0)
     # Times the sweep sent the run since it was last claimed or woken: each resend waits
     # twice as long, so runs whose messages are only queued behind a backlog are not sent
     # again every grace period (durable.runtime.store.live.pick_due).
@@ -77,11 +79,13 @@ class WorkflowRun(FSMModelMixin, models.Model):
     chain_root = models.CharField(max_length=255, null=True, blank=True)
     # 0..9, higher first: in the sweep's pick, in a limit's line, and in the broker.
     priority = models.PositiveSmallIntegerField(default=5)
-    created_at = models.DateTimeField()
-    updated_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"))
+    updated_at = models.DateTimeField(_("updated at"))
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("workflow run")
+        verbose_name_plural = _("workflow runs")
         ordering = ["-created_at"]
         indexes = [
             # The sweep reads "wake_at <= now" as a range scan over due runs only.
@@ -107,7 +111,7 @@ class WorkflowRun(FSMModelMixin, models.Model):
         ]
 
     def __str__(self):
-        return f"{self.id} ({self.workflow_name} v{self.workflow_version}, {self.status})"
+        return f"{self.id} ({self.workflow_name} v{self.workflow_version}, {self.get_status_display()})"
 
     @property
     def is_finished(self) -> bool:
@@ -182,26 +186,30 @@ def _status_field():
 
 
 class EntryKind(models.TextChoices):
-    STEP = "step"
-    SIGNAL = "signal"
-    SLEEP = "sleep"
-    NOW = "now"
-    UUID = "uuid4"
-    RANDOM = "random"
-    PATCH = "patch"
-    DRAIN = "drain"
-    ATTRIBUTES = "attributes"
-    CHILD = "child"
-    UPDATE = "update"
+    STEP = "step", pgettext_lazy("journal kind", "step")
+    SIGNAL = "signal", pgettext_lazy("journal kind", "signal")
+    SLEEP = "sleep", pgettext_lazy("journal kind", "sleep")
+    NOW = "now", pgettext_lazy("journal kind", "clock")
+    UUID = "uuid4", pgettext_lazy("journal kind", "identifier")
+    RANDOM = "random", pgettext_lazy("journal kind", "random value")
+    PATCH = "patch", pgettext_lazy("journal kind", "version marker")
+    DRAIN = "drain", pgettext_lazy("journal kind", "buffered signals")
+    ATTRIBUTES = "attributes", pgettext_lazy("journal kind", "search attributes")
+    CHILD = "child", pgettext_lazy("journal kind", "child run")
+    UPDATE = "update", pgettext_lazy("journal kind", "update")
 
 
 class EntryStatus(models.TextChoices):
-    COMPLETED = "completed"
-    FAILED = "failed"
-    WAITING = "waiting"          # a wait or sleep whose time has not come
-    RETRYING = "retrying"        # a step that failed and will run again at wake_at
-    STARTED = "started"          # a step attempt with a timeout, running until wake_at
-    CANCELLED = "cancelled"      # a graceful cancel was delivered to the body here
+    COMPLETED = "completed", pgettext_lazy("journal status", "done")
+    FAILED = "failed", pgettext_lazy("journal status", "failed")
+    # a wait or sleep whose time has not come
+    WAITING = "waiting", pgettext_lazy("journal status", "waiting")
+    # a step that failed and will run again at wake_at
+    RETRYING = "retrying", pgettext_lazy("journal status", "retrying")
+    # a step attempt with a timeout, running until wake_at
+    STARTED = "started", pgettext_lazy("journal status", "running")
+    # a graceful cancel was delivered to the body here
+    CANCELLED = "cancelled", pgettext_lazy("journal status", "cancelled")
 
 
 class JournalEntry(models.Model):
@@ -226,7 +234,8 @@ class JournalEntry(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "position"], name="durable_journal_run_position"),
         ]
-        verbose_name_plural = "journal entries"
+        verbose_name = _("journal entry")
+        verbose_name_plural = _("journal entries")
 
     def __str__(self):
         return f"{self.run_id}#{self.position} {self.kind}:{self.name} {self.status}"
@@ -264,14 +273,14 @@ class AuditAction(models.TextChoices):
     """What a run's audit event records (as Zulip's AuditLogEventType names its events); the
     row keeps the string, so the trail written before these names reads the same."""
 
-    START = "start"
-    SIGNAL = "signal"
-    CANCEL = "cancel"
-    RETRY = "retry"
-    WAKE = "wake"
-    ARCHIVE = "archive"
-    FORK = "fork"
-    CONTINUE_AS_NEW = "continue_as_new"
+    START = "start", pgettext_lazy("run audit action", "started")
+    SIGNAL = "signal", pgettext_lazy("run audit action", "signal sent")
+    CANCEL = "cancel", pgettext_lazy("run audit action", "cancelled")
+    RETRY = "retry", pgettext_lazy("run audit action", "retried")
+    WAKE = "wake", pgettext_lazy("run audit action", "woken")
+    ARCHIVE = "archive", pgettext_lazy("run audit action", "archived")
+    FORK = "fork", pgettext_lazy("run audit action", "forked")
+    CONTINUE_AS_NEW = "continue_as_new", pgettext_lazy("run audit action", "continued as new")
 
 
 class AuditEvent(ChainedAudit):
@@ -283,15 +292,19 @@ class AuditEvent(ChainedAudit):
 
     chain_parent = "run"
     chained_fields = EVENT_FIELDS
+    archived_in = "durable.ArchivedAuditEvent"
 
     # Looked up by run through the unique (run, chain_seq) index, which leads with it.
-    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="audit_events", db_index=False)
-    action = models.CharField(max_length=32)
-    actor = models.CharField(max_length=255, default="system")
-    detail = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField()
+    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="audit_events", db_index=False,
+                            verbose_name=_("run"))
+    action = models.CharField(_("action"), max_length=32)
+    actor = models.CharField(_("actor"), max_length=255, default="system")
+    detail = models.JSONField(_("detail"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("when"))
 
     class Meta:
+        verbose_name = _("run audit event")
+        verbose_name_plural = _("run audit trail")
         ordering = ["created_at", "id"]
         constraints = [models.UniqueConstraint(fields=["run", "chain_seq"], name="durable_audit_chain_seq")]
 
@@ -300,9 +313,12 @@ class AuditEvent(ChainedAudit):
 
 
 class TicketState(models.TextChoices):
-    WAITING = "waiting"      # in line: the run sleeps until its wake_at, or a holder wakes it
-    HELD = "held"            # the step runs under it (a slot, a token)
-    RELEASED = "released"    # the step ended; kept while it still counts in a rate window
+    # in line: the run sleeps until its wake_at, or a holder wakes it
+    WAITING = "waiting", pgettext_lazy("limit ticket state", "waiting")
+    # the step runs under it (a slot, a token)
+    HELD = "held", pgettext_lazy("limit ticket state", "held")
+    # the step ended; kept while it still counts in a rate window
+    RELEASED = "released", pgettext_lazy("limit ticket state", "released")
 
 
 class LimitTicket(models.Model):
@@ -312,23 +328,25 @@ class LimitTicket(models.Model):
     unexpired lease: a killed worker's slot frees itself when its lease runs out.
     """
 
-    limit_name = models.CharField(max_length=100)
-    limit_key = models.CharField(max_length=255, blank=True, default="")
+    limit_name = models.CharField(_("limit"), max_length=100)
+    limit_key = models.CharField(_("key"), max_length=255, blank=True, default="")
     run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="limit_tickets")
-    position = models.PositiveIntegerField()
-    state = models.CharField(max_length=16, choices=TicketState.choices)
+    position = models.PositiveIntegerField(_("position"))
+    state = models.CharField(_("state"), max_length=16, choices=TicketState.choices)
     fencing_token = models.PositiveBigIntegerField(default=0)
     # The queue the step runs on: a holder that frees a slot sends the next waiter there.
-    queue = models.CharField(max_length=200, blank=True, default="")
+    queue = models.CharField(_("queue"), max_length=200, blank=True, default="")
     # The step's priority (its run's, unless the step names one): the line is served
     # higher first, and first come first served within one priority.
     priority = models.PositiveSmallIntegerField(default=5)
-    queued_at = models.DateTimeField()
-    wake_at = models.DateTimeField(null=True, blank=True)
-    granted_at = models.DateTimeField(null=True, blank=True)
-    released_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(_("queued at"))
+    wake_at = models.DateTimeField(_("wake at"), null=True, blank=True)
+    granted_at = models.DateTimeField(_("granted at"), null=True, blank=True)
+    released_at = models.DateTimeField(_("released at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("limit ticket")
+        verbose_name_plural = _("limit tickets")
         ordering = ["queued_at", "id"]
         # The line of a limit, higher priority first, then oldest first: its head and its
         # tail are read without the rest.

@@ -4,26 +4,26 @@ from django.utils.translation import gettext_lazy as _
 
 
 class InvoiceStatus(models.TextChoices):
-    OPEN = "open", "Open"
-    PAID = "paid", "Paid"
-    ESCALATED = "escalated", "Escalated to finance"
-    VOIDED = "voided", "Voided"
+    OPEN = "open", _("Open")
+    PAID = "paid", _("Paid")
+    ESCALATED = "escalated", _("Escalated to finance")
+    VOIDED = "voided", _("Voided")
 
 
 class Invoice(models.Model):
     """An amount a customer owes. Its reminder run is ``billing:<id>``."""
 
-    number = models.CharField(max_length=32, unique=True)
-    customer_name = models.CharField(max_length=200)
-    company = models.ForeignKey("processes.Company", null=True, blank=True, on_delete=models.SET_NULL,
+    number = models.CharField(_("number"), max_length=32, unique=True)
+    customer_name = models.CharField(_("customer"), max_length=200)
+    company = models.ForeignKey("processes.Company", verbose_name=_("company"), null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="invoices")
-    wa_id = models.CharField("WhatsApp id (phone)", max_length=128, blank=True)
-    amount = models.DecimalField(max_digits=12, decimal_places=2)
-    currency = models.CharField(max_length=3, default="BRL")
-    due_at = models.DateTimeField()
-    status = models.CharField(max_length=16, choices=InvoiceStatus.choices, default=InvoiceStatus.OPEN)
-    paid_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    wa_id = models.CharField(_("WhatsApp id (phone)"), max_length=128, blank=True)
+    amount = models.DecimalField(_("amount"), max_digits=12, decimal_places=2)
+    currency = models.CharField(_("currency"), max_length=3, default="BRL")
+    due_at = models.DateTimeField(_("due at"), )
+    status = models.CharField(_("status"), max_length=16, choices=InvoiceStatus.choices, default=InvoiceStatus.OPEN)
+    paid_at = models.DateTimeField(_("paid at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("invoice")
@@ -39,22 +39,22 @@ class Invoice(models.Model):
 
 
 class PaymentEventStatus(models.TextChoices):
-    APPLIED = "applied", "Applied (invoice paid, run signalled)"
-    UNMATCHED = "unmatched", "Unmatched (no such invoice)"
-    IGNORED = "ignored", "Ignored (event type)"
+    APPLIED = "applied", _("Applied (invoice paid, run signalled)")
+    UNMATCHED = "unmatched", _("Unmatched (no such invoice)")
+    IGNORED = "ignored", _("Ignored (event type)")
 
 
 class PaymentEvent(models.Model):
     """A payment provider event, unique on the provider's id so redeliveries are no-ops."""
 
-    event_id = models.CharField(max_length=128, unique=True)
-    event_type = models.CharField(max_length=64)
-    invoice = models.ForeignKey(Invoice, null=True, blank=True, on_delete=models.SET_NULL,
+    event_id = models.CharField(_("event id"), max_length=128, unique=True)
+    event_type = models.CharField(_("event type"), max_length=64)
+    invoice = models.ForeignKey(Invoice, verbose_name=_("invoice"), null=True, blank=True, on_delete=models.SET_NULL,
                                 related_name="payment_events")
-    payload = models.JSONField()
-    status = models.CharField(max_length=16, choices=PaymentEventStatus.choices)
-    note = models.CharField(max_length=300, blank=True)
-    received_at = models.DateTimeField(auto_now_add=True)
+    payload = models.JSONField(_("payload"), )
+    status = models.CharField(_("status"), max_length=16, choices=PaymentEventStatus.choices)
+    note = models.CharField(_("note"), max_length=300, blank=True)
+    received_at = models.DateTimeField(_("received at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("payment event")
@@ -68,11 +68,11 @@ class PaymentEvent(models.Model):
 class FinanceTicket(models.Model):
     """A task for the finance team: one per invoice, however often the step runs."""
 
-    invoice = models.OneToOneField(Invoice, on_delete=models.PROTECT, related_name="finance_ticket")
-    idempotency_key = models.CharField(max_length=255, unique=True)
-    reason = models.CharField(max_length=300)
-    resolved = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    invoice = models.OneToOneField(Invoice, verbose_name=_("invoice"), on_delete=models.PROTECT, related_name="finance_ticket")
+    idempotency_key = models.CharField(_("idempotency key"), max_length=255, unique=True)
+    reason = models.CharField(_("reason"), max_length=300)
+    resolved = models.BooleanField(_("resolved"), default=False)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("finance ticket")

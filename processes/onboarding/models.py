@@ -48,26 +48,26 @@ class Company(models.Model):
     since WhatsApp may deliver a message without a phone number.
     """
 
-    customer_id = models.CharField(max_length=64, unique=True, default=new_customer_id)
-    cnpj = models.CharField("CNPJ", max_length=18, blank=True)
+    customer_id = models.CharField(_("customer id"), max_length=64, unique=True, default=new_customer_id)
+    cnpj = models.CharField(_("CNPJ"), max_length=18, blank=True)
     # The WhatsApp profile name, as the first message gave it: not the company's legal name.
-    name = models.CharField(max_length=200, blank=True)
+    name = models.CharField(_("name"), max_length=200, blank=True)
     # The legal name (razão social) the customer wrote when asked for it; the registry's, when
     # it gives one, is on the case.
     legal_name = models.CharField(_("legal name given"), max_length=200, blank=True)
     legal_name_asked_at = models.DateTimeField(_("legal name asked at"), null=True, blank=True)
-    wa_id = models.CharField("WhatsApp id (phone)", max_length=128, null=True, blank=True, unique=True)
-    user_id = models.CharField("business-scoped user id", max_length=128, null=True, blank=True,
+    wa_id = models.CharField(_("WhatsApp id (phone)"), max_length=128, null=True, blank=True, unique=True)
+    user_id = models.CharField(_("business-scoped user id"), max_length=128, null=True, blank=True,
                                unique=True)
-    status = models.CharField(max_length=16, choices=CompanyStatus.choices,
+    status = models.CharField(_("status"), max_length=16, choices=CompanyStatus.choices,
                               default=CompanyStatus.COLLECTING)
-    status_reason = models.CharField(max_length=200, blank=True)
-    escalations = models.PositiveIntegerField(default=0)
+    status_reason = models.CharField(_("status reason"), max_length=200, blank=True)
+    escalations = models.PositiveIntegerField(_("escalations"), default=0)
     # Which application this is: 1, then one more each time the customer writes again after
     # withdrawing or after the application closed for want of documents.
-    application = models.PositiveIntegerField(default=1)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    application = models.PositiveIntegerField(_("application"), default=1)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
         verbose_name = _("company")
@@ -92,20 +92,20 @@ class Company(models.Model):
 class Document(models.Model):
     """A file the company sent. ``file`` is empty until the media is downloaded."""
 
-    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="documents")
-    kind = models.CharField(max_length=32, choices=DocumentKind.choices, default=DocumentKind.UNKNOWN)
-    media_id = models.CharField(max_length=128)
-    mime_type = models.CharField(max_length=100, blank=True)
-    sha256 = models.CharField(max_length=128, blank=True)
-    file_name = models.CharField(max_length=255, blank=True)
-    caption = models.CharField(max_length=500, blank=True)
-    size = models.PositiveBigIntegerField(null=True, blank=True)
-    file = models.FileField(upload_to="documents/%Y/%m/", blank=True)
-    fetch_status = models.CharField(max_length=16, choices=DocumentFetch.choices,
+    company = models.ForeignKey(Company, verbose_name=_("company"), on_delete=models.CASCADE, related_name="documents")
+    kind = models.CharField(_("kind"), max_length=32, choices=DocumentKind.choices, default=DocumentKind.UNKNOWN)
+    media_id = models.CharField(_("media id"), max_length=128)
+    mime_type = models.CharField(_("MIME type"), max_length=100, blank=True)
+    sha256 = models.CharField(_("SHA-256"), max_length=128, blank=True)
+    file_name = models.CharField(_("file name"), max_length=255, blank=True)
+    caption = models.CharField(_("caption"), max_length=500, blank=True)
+    size = models.PositiveBigIntegerField(_("size (bytes)"), null=True, blank=True)
+    file = models.FileField(_("file"), upload_to="documents/%Y/%m/", blank=True)
+    fetch_status = models.CharField(_("download"), max_length=16, choices=DocumentFetch.choices,
                                     default=DocumentFetch.PENDING)
-    fetch_note = models.CharField(max_length=300, blank=True)
-    message_id = models.CharField("WhatsApp message id", max_length=128, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    fetch_note = models.CharField(_("download note"), max_length=300, blank=True)
+    message_id = models.CharField(_("WhatsApp message id"), max_length=128, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("document")
@@ -121,11 +121,11 @@ class Document(models.Model):
 class Account(models.Model):
     """The account opened at the end of onboarding: one per company, so creation is exactly once."""
 
-    company = models.OneToOneField(Company, on_delete=models.PROTECT, related_name="account")
-    number = models.CharField(max_length=32, unique=True)
-    idempotency_key = models.CharField(max_length=255, unique=True)
-    approved_by = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    company = models.OneToOneField(Company, verbose_name=_("company"), on_delete=models.PROTECT, related_name="account")
+    number = models.CharField(_("number"), max_length=32, unique=True)
+    idempotency_key = models.CharField(_("idempotency key"), max_length=255, unique=True)
+    approved_by = models.CharField(_("approved by"), max_length=150, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("account")

@@ -4,18 +4,18 @@ from django.utils.translation import gettext_lazy as _
 
 
 class BatchStatus(models.TextChoices):
-    OPEN = "open", "Open"
-    RECONCILED = "reconciled", "Reconciled"
+    OPEN = "open", _("Open")
+    RECONCILED = "reconciled", _("Reconciled")
 
 
 class ReconciliationBatch(models.Model):
     """One business day to reconcile. Its run is ``reconcile:<date>``."""
 
-    date = models.DateField(unique=True)
-    status = models.CharField(max_length=16, choices=BatchStatus.choices, default=BatchStatus.OPEN)
-    corrections_posted = models.PositiveIntegerField(default=0)
-    reconciled_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    date = models.DateField(_("date"), unique=True)
+    status = models.CharField(_("status"), max_length=16, choices=BatchStatus.choices, default=BatchStatus.OPEN)
+    corrections_posted = models.PositiveIntegerField(_("corrections posted"), default=0)
+    reconciled_at = models.DateTimeField(_("reconciled at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("reconciliation batch")
@@ -33,10 +33,10 @@ class ReconciliationBatch(models.Model):
 class BankStatementLine(models.Model):
     """What the (fake, local) bank reports for a day; a real bank client replaces this table."""
 
-    entry_id = models.CharField(max_length=64, unique=True)
-    date = models.DateField(db_index=True)
-    amount = models.DecimalField(max_digits=14, decimal_places=2)
-    description = models.CharField(max_length=200, blank=True)
+    entry_id = models.CharField(_("entry id"), max_length=64, unique=True)
+    date = models.DateField(_("date"), db_index=True)
+    amount = models.DecimalField(_("amount"), max_digits=14, decimal_places=2)
+    description = models.CharField(_("description"), max_length=200, blank=True)
 
     class Meta:
         verbose_name = _("bank statement line")
@@ -50,13 +50,13 @@ class BankStatementLine(models.Model):
 class LedgerEntry(models.Model):
     """Our books. ``entry_id`` is the bank's id, so a correction can only be posted once."""
 
-    entry_id = models.CharField(max_length=64, unique=True)
-    date = models.DateField(db_index=True)
-    amount = models.DecimalField(max_digits=14, decimal_places=2)
-    description = models.CharField(max_length=200, blank=True)
-    is_correction = models.BooleanField(default=False)
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    entry_id = models.CharField(_("entry id"), max_length=64, unique=True)
+    date = models.DateField(_("date"), db_index=True)
+    amount = models.DecimalField(_("amount"), max_digits=14, decimal_places=2)
+    description = models.CharField(_("description"), max_length=200, blank=True)
+    is_correction = models.BooleanField(_("correction"), default=False)
+    idempotency_key = models.CharField(_("idempotency key"), max_length=255, null=True, blank=True, unique=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("ledger entry")

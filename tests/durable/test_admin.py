@@ -233,7 +233,7 @@ def test_bulk_cancel_from_the_list_reports_what_it_refused(operator, waiting_run
 
     html = response.content.decode()
     assert WorkflowRun.objects.get(pk=waiting_run.id).status == RunStatus.CANCELLED
-    assert "1 run(s) cancelled" in html and "already completed" in html
+    assert "1 run cancelled." in html and "already completed" in html
 
 
 def test_audit_events_are_listed_and_read_only(operator, waiting_run):
@@ -282,9 +282,9 @@ def test_bulk_wake_counts_the_runs_it_woke_and_names_those_it_could_not_change(o
                              follow=True)
 
     assert [str(message) for message in response.context["messages"]] == [
-        "1 run(s) woken.",
-        f"run {waiting_run.id}: not woken: it waits for {waiting_run.waiting_for!r} and has no sleep or back-off "
-        "to end (a wake never ends a wait for a signal early; it was only looked at again)"]
+        "1 run woken.",
+        f"Run {waiting_run.id} not woken: it waits for {waiting_run.waiting_for!r} and has no sleep or back-off "
+        "to end (a wake never ends a wait for a signal early; it was only looked at again)."]
 
 
 def test_wake_now_on_a_run_waiting_for_a_signal_says_that_nothing_was_ended(operator, waiting_run):

@@ -217,7 +217,7 @@ def test_the_admin_search_finds_a_run_by_an_attribute_value(admin_client, staged
 def test_the_admin_list_shows_the_stage_as_the_runs_human_status(admin_client, staged_runs):
     page = changelist(admin_client).content.decode()
 
-    assert '<div class="durable-stage">awaiting selfie</div></td>' in page
+    assert '<div class="durable-stage" translate="no">awaiting selfie</div></td>' in page
 
 
 def test_the_admin_run_page_shows_the_attributes(admin_client, waiting_run):

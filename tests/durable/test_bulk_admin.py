@@ -54,7 +54,7 @@ def test_confirming_retries_each_run_with_its_own_audit_row_and_reports_the_coun
 
     assert response.status_code == 302 and response["Location"] == reverse("admin:durable_workflowrun_changelist")
     assert [str(message) for message in get_messages(response.wsgi_request)][0].startswith(
-        "2 run(s) sent back to pending; 0 skipped")
+        "2 runs sent back to pending; 0 skipped")
     retries = AuditEvent.objects.filter(action="retry")
     assert sorted(retries.values_list("run_id", "actor")) == [("reorder:1", "ops"), ("reorder:2", "ops")]
     assert all(event.detail["via"] == "admin" for event in retries)
@@ -69,7 +69,7 @@ def test_a_run_finished_between_count_and_confirm_is_left_out(operator, clock):
 
     response = operator.post(BULK, {"token": token})
 
-    assert str(list(get_messages(response.wsgi_request))[0]).startswith("1 run(s) cancelled")
+    assert str(list(get_messages(response.wsgi_request))[0]).startswith("1 run cancelled")
     assert list(AuditEvent.objects.filter(action="cancel").values_list("run_id", "actor").order_by("run_id")) == [
         ("wait:0", "ops"), ("wait:1", "colleague")]
 

@@ -39,6 +39,6 @@ def test_an_operator_retries_every_blocked_run_of_a_version_after_seeing_the_cou
     page.wait_for_load_state()
 
     assert "3 runs" in count and untouched == {RunStatus.BLOCKED}
-    assert "3 run(s) sent back to pending; 0 skipped" in page.locator("ul.messagelist").inner_text()
+    assert "3 runs sent back to pending; 0 skipped" in page.locator("ul.messagelist").inner_text()
     assert sorted(AuditEvent.objects.filter(action="retry", actor="ops").values_list("run_id", flat=True)) == v1
     assert WorkflowRun.objects.get(pk="reorder:b-v2").status == RunStatus.BLOCKED

@@ -174,7 +174,7 @@ def test_the_confirmation_says_what_is_kept_and_forks_nothing_yet(client, finish
     page = operator.get(fork_page(1)).content.decode()
 
     assert "Keeps 1 journal entry" in page
-    assert "signal <code>go</code>" in page
+    assert 'signal <code translate="no">go</code>' in page
     assert forks_of(SOURCE) == []
 
 

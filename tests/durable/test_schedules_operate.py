@@ -103,7 +103,7 @@ def test_an_operator_pauses_a_schedule_from_the_admin_and_the_trail_names_them(c
 
     report_schedule.refresh_from_db()
     event = ScheduleEvent.objects.get(schedule=report_schedule, action="pause")
-    assert response.status_code == 200 and "1 schedule(s) paused." in response.content.decode()
+    assert response.status_code == 200 and "1 schedule paused." in response.content.decode()
     assert (report_schedule.paused, report_schedule.next_fire_at) == (True, None)
     assert (event.actor, event.detail["via"], event.detail["user"]) == ("ana", "admin", "ana")
 

@@ -8,11 +8,12 @@ from django.contrib.admin.utils import unquote
 from django.db.models import TextField
 from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
-from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from durable import selectors
-from durable.surfaces.admin.display import ReadOnlyAdmin, badge, pretty_json, stamp_column
-from durable.surfaces.admin.runs import WorkflowRunAdmin
+from durable.surfaces.admin.display import EngineAssets, ReadOnlyAdmin, badge, data, json_block, stamp_column
+from durable.surfaces.admin.rows import audit_row, journal_row
 from durable.models.archive import ArchiveBatch, ArchivedRun
 from durable.templatetags.durable_admin import breakable
 
@@ -39,19 +40,20 @@ class ArchivedRunAdmin(ArchiveViewPermission, ReadOnlyAdmin):
     list_per_page = 100
     show_full_result_count = False
     change_form_template = "admin/durable/workflowrun/change_form.html"
+    Media = EngineAssets
     fieldsets = [
-        (None, {"fields": ["id", "workflow", "status_badge", "advances", "created_at_stamp",
+        (None, {"fields": ["run_id", "workflow", "status_badge", "advances", "created_at_stamp",
                            "finished_at_stamp", "archived_at_stamp", "where"]}),
-        ("Search attributes", {"fields": ["attributes_json"]}),
-        ("Input, result, error", {"fields": ["input_json", "result_json", "error_json"]}),
+        (gettext_lazy("Search attributes"), {"fields": ["attributes_json"]}),
+        (gettext_lazy("Input, result, error"), {"fields": ["input_json", "result_json", "error_json"]}),
     ]
-    readonly_fields = ["id", "workflow", "status_badge", "advances", "created_at_stamp", "finished_at_stamp",
+    readonly_fields = ["run_id", "workflow", "status_badge", "advances", "created_at_stamp", "finished_at_stamp",
                        "archived_at_stamp", "where", "attributes_json", "input_json", "result_json",
                        "error_json"]
 
-    created_at_stamp = stamp_column("created_at", "created at")
-    finished_at_stamp = stamp_column("finished_at", "finished at")
-    archived_at_stamp = stamp_column("archived_at", "archived at")
+    created_at_stamp = stamp_column("created_at", gettext_lazy("created at"))
+    finished_at_stamp = stamp_column("finished_at", gettext_lazy("finished at"))
+    archived_at_stamp = stamp_column("archived_at", gettext_lazy("archived at"))
 
     def get_queryset(self, request):
         return (super().get_queryset(request).select_related("batch")
@@ -61,46 +63,46 @@ class ArchivedRunAdmin(ArchiveViewPermission, ReadOnlyAdmin):
         run = super().get_object(request, object_id, from_field)
         return selectors.archived_run_full(run) if run is not None else None
 
-    @admin.display(description="id", ordering="id")
+    @admin.display(description=gettext_lazy("id"), ordering="id")
     def run_id(self, run):
-        return breakable(run.id)
+        return data(breakable(run.id))
 
-    @admin.display(description="workflow", ordering="workflow_name")
+    @admin.display(description=gettext_lazy("workflow"), ordering="workflow_name")
     def workflow(self, run):
-        return f"{run.workflow_name} v{run.workflow_version}"
+        return data(f"{run.workflow_name} v{run.workflow_version}")
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, run):
         return badge(run.status)
 
-    @admin.display(description="kept in")
+    @admin.display(description=gettext_lazy("kept in"))
     def where(self, run):
-        return run.batch.export_file or "the archive tables"
+        return data(run.batch.export_file) if run.batch.export_file else _("the archive tables")
 
-    @admin.display(description="attributes")
+    @admin.display(description=gettext_lazy("attributes"))
     def attributes_json(self, run):
-        return format_html("<pre>{}</pre>", pretty_json(run.attributes)) if run.attributes else "-"
+        return json_block(run.attributes) if run.attributes else "-"
 
-    @admin.display(description="input")
+    @admin.display(description=gettext_lazy("input"))
     def input_json(self, run):
-        return format_html("<pre>{}</pre>", pretty_json(run.input))
+        return json_block(run.input)
 
-    @admin.display(description="result")
+    @admin.display(description=gettext_lazy("result"))
     def result_json(self, run):
-        return format_html("<pre>{}</pre>", pretty_json(run.result)) if run.result is not None else "-"
+        return json_block(run.result) if run.result is not None else "-"
 
-    @admin.display(description="error")
+    @admin.display(description=gettext_lazy("error"))
     def error_json(self, run):
-        return format_html("<pre>{}</pre>", pretty_json(run.error)) if run.error is not None else "-"
+        return json_block(run.error) if run.error is not None else "-"
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         run = get_object_or_404(ArchivedRun.objects.select_related("batch"), pk=unquote(object_id))
         extra_context = {
             **(extra_context or {}),
             "run": run,
-            "journal": [WorkflowRunAdmin._timeline_row(entry) for entry in selectors.archived_journal(run)],
+            "journal": [journal_row(entry) for entry in selectors.archived_journal(run)],
             "signals": selectors.archived_signals(run),
-            "audit_events": selectors.archived_audit(run),
+            "audit_events": [audit_row(event) for event in selectors.archived_audit(run)],
             "can_operate": False,
         }
         return super().change_view(request, object_id, form_url, extra_context)

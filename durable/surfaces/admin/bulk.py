@@ -9,36 +9,57 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from durable import conf, validation
 from durable.features import bulk
+from durable.surfaces.admin.display import data, label
 from durable.surfaces.audit import request_audit
 from durable.runtime.context import check_attribute_name
 from durable.errors import DurableError
 from durable.models import RunStatus
 from durable.selectors import RunFilter
 
-ACTION_CHOICES = [("retry", "Retry (failed or blocked runs)"),
-                  ("wake", "Wake now (pending or waiting runs: sleeps and back-offs end)"),
-                  ("cancel", "Cancel")]
-DONE = {"retry": "sent back to pending", "wake": "woken", "cancel": "cancelled"}
+ACTION_CHOICES = [("retry", gettext_lazy("Retry (failed or blocked runs)")),
+                  ("wake", gettext_lazy("Wake now (pending or waiting runs: sleeps and back-offs end)")),
+                  ("cancel", gettext_lazy("Cancel"))]
+# The action as the confirm button's verb ("Confirm: retry 3 runs").
+ACTION_VERBS = {"retry": pgettext_lazy("bulk action", "retry"), "wake": pgettext_lazy("bulk action", "wake"),
+                "cancel": pgettext_lazy("bulk action", "cancel")}
+FILTER_LABELS = {"status": gettext_lazy("status"), "workflow": gettext_lazy("workflow"),
+                 "version": gettext_lazy("version"), "parent": gettext_lazy("parent run")}
 # The run list's filter parameters, so "Bulk operation…" starts from what the list shows.
 LIST_PARAMS = {"status__exact": "status", "workflow_name__exact": "workflow", "workflow_name": "workflow",
                "workflow_version__exact": "version", "workflow_version": "version", "action": "action"}
 
 
+def done_message(action: str, count: int) -> str:
+    """What an action did to ``count`` runs ("3 runs woken"), in the reader's language."""
+    if action == "retry":
+        text = ngettext("%(count)d run sent back to pending", "%(count)d runs sent back to pending", count)
+    elif action == "wake":
+        text = ngettext("%(count)d run woken", "%(count)d runs woken", count)
+    else:
+        text = ngettext("%(count)d run cancelled", "%(count)d runs cancelled", count)
+    return text % {"count": count}
+
+
 class BulkForm(forms.Form):
-    action = forms.ChoiceField(choices=ACTION_CHOICES)
-    graceful = forms.BooleanField(required=False, label="Graceful (cancel only)",
-                                  help_text="Each workflow is told where it waits and may clean up first.")
-    reason = forms.CharField(required=False, max_length=1000, label="Reason (cancel only)")
-    status = forms.ChoiceField(required=False, choices=[("", "any status"), *RunStatus.choices])
-    workflow = forms.CharField(required=False, max_length=200)
-    version = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    action = forms.ChoiceField(label=gettext_lazy("Action"), choices=ACTION_CHOICES)
+    graceful = forms.BooleanField(required=False, label=gettext_lazy("Graceful (cancel only)"),
+                                  help_text=gettext_lazy("Each workflow is told where it waits and may clean up "
+                                                         "first."))
+    reason = forms.CharField(required=False, max_length=1000, label=gettext_lazy("Reason (cancel only)"))
+    status = forms.ChoiceField(label=gettext_lazy("Status"), required=False,
+                               choices=[("", gettext_lazy("any status")), *RunStatus.choices])
+    workflow = forms.CharField(label=gettext_lazy("Workflow"), required=False, max_length=200)
+    version = forms.IntegerField(label=gettext_lazy("Version"), required=False, min_value=1, max_value=2**31 - 1)
     attributes = forms.CharField(
-        required=False, label="Search attributes", widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        help_text="One a line, name=value, as the run list's attr.&lt;name&gt;=&lt;value&gt;, "
-                  "e.g. cnpj=11222333000181. All filters combine with AND.")
+        required=False, label=gettext_lazy("Search attributes"),
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text=gettext_lazy("One a line, name=value, as the run list's attr.&lt;name&gt;=&lt;value&gt;, "
+                               "e.g. cnpj=11222333000181. All filters combine with AND."))
 
     def clean_reason(self):
         return self._storable(self.cleaned_data["reason"], "reason")
@@ -53,7 +74,7 @@ class BulkForm(forms.Form):
                 continue
             name, equals, text = line.partition("=")
             if not equals:
-                raise forms.ValidationError(f"{line!r} is not name=value.")
+                raise forms.ValidationError(_("%(line)s is not name=value.") % {"line": repr(line)})
             try:
                 check_attribute_name(name.strip())
             except ValueError as error:
@@ -64,7 +85,7 @@ class BulkForm(forms.Form):
     def clean(self):
         cleaned = super().clean()
         if not self.errors and self.run_filter().is_empty():
-            raise forms.ValidationError("Choose at least one filter: a bulk operation never acts on every run.")
+            raise forms.ValidationError(_("Choose at least one filter: a bulk operation never acts on every run."))
         return cleaned
 
     def run_filter(self) -> RunFilter:
@@ -82,6 +103,13 @@ class BulkForm(forms.Form):
             return validation.check_text(value, what=what)
         except DurableError as error:
             raise forms.ValidationError(str(error)) from None
+
+
+def filter_rows(run_filter: RunFilter) -> list[tuple[str, str]]:
+    """The confirmation page's table: each filter's name, and its value (a status by its label;
+    names and attributes as typed)."""
+    return [(FILTER_LABELS.get(name, name), label(RunStatus, value) if name == "status" else data(value))
+            for name, value in run_filter.as_params().items()]
 
 
 def initial_from(params) -> dict:
@@ -105,10 +133,12 @@ def bulk_view(model_admin, request):
         except bulk.BulkError as error:
             form.add_error(None, str(error))
         else:
-            return _page(model_admin, request, "bulk_confirm.html", "Confirm the bulk operation",
+            return _page(model_admin, request, "bulk_confirm.html", _("Confirm the bulk operation"),
                          preview=preview, verb=dict(ACTION_CHOICES)[preview.operation.action],
+                         action_label=ACTION_VERBS[preview.operation.action],
+                         filters=filter_rows(preview.operation.run_filter),
                          expires_minutes=conf.bulk_confirm_seconds() // 60)
-    return _page(model_admin, request, "bulk_form.html", "Bulk operation on runs", form=form,
+    return _page(model_admin, request, "bulk_form.html", _("Bulk operation on runs"), form=form,
                  status=400 if request.method == "POST" else 200)
 
 
@@ -117,17 +147,20 @@ def _confirm(model_admin, request):
     try:
         result = bulk.bulk_confirm(request.POST["token"], actor=actor, audit=audit)
     except bulk.BulkError as error:
-        return _page(model_admin, request, "bulk_form.html", "Bulk operation on runs", form=BulkForm(),
+        return _page(model_admin, request, "bulk_form.html", _("Bulk operation on runs"), form=BulkForm(),
                      refusal=str(error), status=400)
     action = result.operation.action
     level = messages.SUCCESS if result.acted else messages.WARNING
-    model_admin.message_user(
-        request, f"{result.acted} run(s) {DONE[action]}; {result.skipped} skipped (their status no longer "
-                 f"allowed it). Each has an audit row (bulk {result.bulk_id}).", level)
+    skipped = ngettext("%(count)d skipped", "%(count)d skipped", result.skipped) % {"count": result.skipped}
+    model_admin.message_user(request, _(
+        "%(done)s; %(skipped)s (their status no longer allowed it). Each has an audit row (bulk %(bulk)s).") % {
+        "done": done_message(action, result.acted), "skipped": skipped, "bulk": result.bulk_id}, level)
     for run_id, why in result.skipped_runs:
-        model_admin.message_user(request, f"Skipped {run_id}: {why}", messages.WARNING)
+        model_admin.message_user(request, _("Skipped %(run)s: %(why)s") % {"run": run_id, "why": why},
+                                 messages.WARNING)
     if result.remaining:   # the pass ran out of time: the operator goes on with one click
-        return _page(model_admin, request, "bulk_continue.html", "Continue the bulk operation", result=result)
+        return _page(model_admin, request, "bulk_continue.html", _("Continue the bulk operation"), result=result,
+                     action_label=ACTION_VERBS[action])
     return HttpResponseRedirect(reverse("admin:durable_workflowrun_changelist"))
 
 

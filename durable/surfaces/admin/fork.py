@@ -9,9 +9,12 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from durable import selectors, services
 from durable.errors import DurableError, RunNotFound
+from durable.models import EntryKind
+from durable.surfaces.admin.display import label
 from durable.surfaces.audit import request_audit
 
 
@@ -34,15 +37,16 @@ def fork_view(model_admin, request, object_id):
         except DurableError as error:
             model_admin.message_user(request, str(error), messages.ERROR)
         else:
-            model_admin.message_user(request, f"Run {run_id} forked at position {at_position}: {fork.id}.",
-                                     messages.SUCCESS)
+            model_admin.message_user(request, _("Run %(run)s forked at position %(position)s: %(fork)s.") % {
+                "run": run_id, "position": at_position, "fork": fork.id}, messages.SUCCESS)
             return HttpResponseRedirect(reverse("admin:durable_workflowrun_change", args=[quote(fork.id)]))
     context = {
         **model_admin.admin_site.each_context(request),
-        "title": f"Fork {run_id} at position {at_position}",
+        "title": _("Fork %(run)s at position %(position)s") % {"run": run_id, "position": at_position},
         "opts": model_admin.opts,
         "run": preview.run,
         "preview": preview,
+        "first_again_kind": label(EntryKind, preview.first_again.kind) if preview.first_again else "",
     }
     return TemplateResponse(request, "admin/durable/workflowrun/fork_confirm.html", context)
 

@@ -16,14 +16,17 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from durable import selectors, services, validation
 from durable.surfaces.admin import bulk, fork
-from durable.surfaces.admin.display import ReadOnlyAdmin, badge, pretty_json, stamp_column
+from durable.surfaces.admin.display import EngineAssets, ReadOnlyAdmin, badge, data, json_block, label, stamp_column
+from durable.surfaces.admin.rows import audit_row, journal_row
 from durable.surfaces.admin.timeline import timeline_svg
 from durable.surfaces.audit import request_audit
 from durable.errors import DurableError
-from durable.models import AuditEvent, LimitTicket, RunStatus, WorkflowRun
+from durable.models import AuditAction, AuditEvent, LimitTicket, RunStatus, WorkflowRun
 from durable.templatetags.durable_admin import breakable
 
 OPERATE_PERMISSION = "durable.operate_workflowrun"
@@ -50,13 +53,21 @@ def run_admin_url(run_id: str) -> str:
     return reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
 
 
+def run_link(run_id: str):
+    return format_html('<a href="{}" translate="no">{}</a>', run_admin_url(run_id), run_id)
+
+
 class SignalForm(forms.Form):
-    name = forms.CharField(max_length=255, help_text="The signal the workflow waits for, e.g. "
-                                                     "documents_received.")
-    payload = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
-                              help_text='JSON, e.g. {"files": ["contrato.pdf"]}. Empty means null. Decisions come only from reviewers (approval:* keys are refused).')
-    dedupe_key = forms.CharField(max_length=255, required=False,
-                                 help_text="Optional: a second signal with the same key is ignored.")
+    name = forms.CharField(label=gettext_lazy("Name"), max_length=255, help_text=gettext_lazy(
+        'The signal the workflow waits for, e.g. <code translate="no">documents_received</code>.'))
+    payload = forms.JSONField(
+        label=gettext_lazy("Payload"), required=False, widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
+        help_text=gettext_lazy('JSON, e.g. <code translate="no">{"files": ["contrato.pdf"]}</code>. Empty means '
+                               'null. Decisions come only from reviewers (<code translate="no">approval:*</code> '
+                               'keys are refused).'))
+    dedupe_key = forms.CharField(label=gettext_lazy("Dedupe key"), max_length=255, required=False,
+                                 help_text=gettext_lazy("Optional: a second signal with the same key is "
+                                                        "ignored."))
 
     def clean_name(self):
         return self._storable(self.cleaned_data["name"], "name")
@@ -80,11 +91,11 @@ class SignalForm(forms.Form):
 class StageFilter(admin.SimpleListFilter):
     """The ``stage`` search attribute: the human status a workflow gives its runs."""
 
-    title = "stage"
+    title = gettext_lazy("stage")
     parameter_name = "stage"
 
     def lookups(self, request, model_admin):
-        return [(stage, stage) for stage in selectors.run_stages()]
+        return [(stage, data(stage)) for stage in selectors.run_stages()]
 
     def queryset(self, request, queryset):
         if self.value() is None:
@@ -105,20 +116,21 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
     show_full_result_count = False  # thousands of runs: one COUNT per page is enough
     actions = ["cancel_selected", "retry_selected", "wake_selected"]
     change_form_template = "admin/durable/workflowrun/change_form.html"
+    Media = EngineAssets
     fieldsets = [
-        (None, {"fields": ["id", "workflow", "status_badge", "waiting_for", "wake_at_stamp", "advances",
+        (None, {"fields": ["run_id", "workflow", "status_badge", "waits_for", "wake_at_stamp", "advances",
                            "created_at_stamp", "updated_at_stamp", "finished_at_stamp"]}),
-        ("Search attributes", {"fields": ["attributes_json"]}),
-        ("Parent and children", {"fields": ["parent_link", "children_links"]}),
-        ("Forks and continue-as-new", {"fields": ["forked_from_link", "forks_links", "chain_links"]}),
-        ("Input, result, error", {"fields": ["input_json", "result_json", "error_json"]}),
-        ("Lease", {"fields": ["lease_owner", "lease_expires_at_stamp", "fencing_token", "signal_seq"],
-                   "classes": ["collapse"]}),
+        (gettext_lazy("Search attributes"), {"fields": ["attributes_json"]}),
+        (gettext_lazy("Parent and children"), {"fields": ["parent_link", "children_links"]}),
+        (gettext_lazy("Forks and continue-as-new"), {"fields": ["forked_from_link", "forks_links", "chain_links"]}),
+        (gettext_lazy("Input, result, error"), {"fields": ["input_json", "result_json", "error_json"]}),
+        (gettext_lazy("Lease"), {"fields": ["lease_owner_cell", "lease_expires_at_stamp", "fencing_token",
+                                            "signal_seq"], "classes": ["collapse"]}),
     ]
-    readonly_fields = ["id", "workflow", "status_badge", "attributes_json", "waiting_for",
+    readonly_fields = ["run_id", "workflow", "status_badge", "attributes_json", "waits_for",
                        "wake_at_stamp", "advances",
                        "created_at_stamp", "updated_at_stamp", "finished_at_stamp", "input_json",
-                       "result_json", "error_json", "lease_owner", "lease_expires_at_stamp",
+                       "result_json", "error_json", "lease_owner_cell", "lease_expires_at_stamp",
                        "fencing_token", "signal_seq", "parent_link", "children_links", "forked_from_link",
                        "forks_links", "chain_links"]
 
@@ -136,93 +148,93 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     # --- columns ---
 
-    @admin.display(description="id", ordering="id")
+    @admin.display(description=gettext_lazy("id"), ordering="id")
     def run_id(self, run):
-        return breakable(run.id)
+        return data(breakable(run.id))
 
-    @admin.display(description="waiting for", ordering="waiting_for")
+    @admin.display(description=gettext_lazy("waiting for"), ordering="waiting_for")
     def waits_for(self, run):
-        return breakable(run.waiting_for)
+        return data(breakable(run.waiting_for)) if run.waiting_for else ""
 
-    wake_at_stamp = stamp_column("wake_at", "wake at")
-    created_at_stamp = stamp_column("created_at", "created at")
-    updated_at_stamp = stamp_column("updated_at", "updated at")
-    finished_at_stamp = stamp_column("finished_at", "finished at")
-    lease_expires_at_stamp = stamp_column("lease_expires_at", "lease expires at")
+    wake_at_stamp = stamp_column("wake_at", gettext_lazy("wake at"))
+    created_at_stamp = stamp_column("created_at", gettext_lazy("created at"))
+    updated_at_stamp = stamp_column("updated_at", gettext_lazy("updated at"))
+    finished_at_stamp = stamp_column("finished_at", gettext_lazy("finished at"))
+    lease_expires_at_stamp = stamp_column("lease_expires_at", gettext_lazy("lease expires at"))
 
-    @admin.display(description="workflow", ordering="workflow_name")
+    @admin.display(description=gettext_lazy("lease held by"))
+    def lease_owner_cell(self, run):
+        return data(run.lease_owner) if run.lease_owner else "-"
+
+    @admin.display(description=gettext_lazy("workflow"), ordering="workflow_name")
     def workflow(self, run):
-        return breakable(f"{run.workflow_name} v{run.workflow_version}")
+        return data(breakable(f"{run.workflow_name} v{run.workflow_version}"))
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, run):
         """The engine's status, and under it the workflow's ``stage`` (its human status)."""
         stage = (run.attributes or {}).get("stage")
         if stage is None or stage == "":
             return badge(run.status)
-        return format_html('{}<div class="durable-stage">{}</div>', badge(run.status), stage)
+        return format_html('{}<div class="durable-stage" translate="no">{}</div>', badge(run.status), stage)
 
-    @admin.display(description="attributes")
+    @admin.display(description=gettext_lazy("attributes"))
     def attributes_json(self, run):
-        return format_html("<pre>{}</pre>", pretty_json(run.attributes)) if run.attributes else "-"
+        return json_block(run.attributes) if run.attributes else "-"
 
-    @admin.display(description="parent")
+    @admin.display(description=gettext_lazy("parent"))
     def parent_link(self, run):
-        if not run.parent_id:
-            return "-"
-        return format_html('<a href="{}">{}</a>', run_admin_url(run.parent_id), run.parent_id)
+        return run_link(run.parent_id) if run.parent_id else "-"
 
-    @admin.display(description="children")
+    @admin.display(description=gettext_lazy("children"))
     def children_links(self, run):
         rows = list(run.children.order_by("created_at", "id").values_list("id", "status")[:CHILDREN_SHOWN + 1])
         if not rows:
             return "-"
         links = format_html_join(
-            "", '<li><a href="{}">{}</a> {}</li>',
-            ((run_admin_url(child_id), child_id, badge(status)) for child_id, status in rows[:CHILDREN_SHOWN]))
+            "", "<li>{} {}</li>", ((run_link(child_id), badge(status)) for child_id, status in rows[:CHILDREN_SHOWN]))
         more = ""
         if len(rows) > CHILDREN_SHOWN:
-            more = format_html('<li><a href="{}?parent__id__exact={}">all children</a></li>',
-                               reverse("admin:durable_workflowrun_changelist"), run.id)
+            more = format_html('<li><a href="{}?parent__id__exact={}">{}</a></li>',
+                               reverse("admin:durable_workflowrun_changelist"), run.id, _("all children"))
         return format_html('<ul class="durable-children">{}{}</ul>', links, more)
 
-    @admin.display(description="forked from")
+    @admin.display(description=gettext_lazy("forked from"))
     def forked_from_link(self, run):
         if not run.forked_from_id:
             return "-"
-        return format_html('<a href="{}">{}</a> at position {}', run_admin_url(run.forked_from_id),
-                           run.forked_from_id, run.fork_position)
+        return format_html(_("{run} at position {position}"), run=run_link(run.forked_from_id),
+                           position=run.fork_position)
 
-    @admin.display(description="forks")
+    @admin.display(description=gettext_lazy("forks"))
     def forks_links(self, run):
         rows = list(run.forks.order_by("created_at", "id").values_list("id", "fork_position", "status"))
         if not rows:
             return "-"
-        return format_html('<ul class="durable-forks">{}</ul>', format_html_join(
-            "", '<li><a href="{}">{}</a> at position {} {}</li>',
-            ((run_admin_url(fork_id), fork_id, position, badge(status)) for fork_id, position, status in rows)))
+        return format_html('<ul class="durable-forks">{}</ul>', format_html_join("", "<li>{} {}</li>", (
+            (format_html(_("{run} at position {position}"), run=run_link(fork_id), position=position), badge(status))
+            for fork_id, position, status in rows)))
 
-    @admin.display(description="continue-as-new chain")
+    @admin.display(description=gettext_lazy("continue-as-new chain"))
     def chain_links(self, run):
         chain = selectors.run_chain(run)
         if not chain:
             return "-"
         return format_html('<ol class="durable-chain">{}</ol>', format_html_join(
-            "", '<li>{}</li>', ((format_html("<strong>{}</strong>", run_id) if run_id == run.id else
-                                 format_html('<a href="{}">{}</a>', run_admin_url(run_id), run_id),)
-                                for run_id in chain)))
+            "", "<li>{}</li>", ((format_html('<strong translate="no">{}</strong>', run_id) if run_id == run.id
+                                 else run_link(run_id),) for run_id in chain)))
 
-    @admin.display(description="input")
+    @admin.display(description=gettext_lazy("input"))
     def input_json(self, run):
-        return format_html("<pre>{}</pre>", pretty_json(run.input))
+        return json_block(run.input)
 
-    @admin.display(description="result")
+    @admin.display(description=gettext_lazy("result"))
     def result_json(self, run):
-        return format_html("<pre>{}</pre>", pretty_json(run.result)) if run.result is not None else "-"
+        return json_block(run.result) if run.result is not None else "-"
 
-    @admin.display(description="error")
+    @admin.display(description=gettext_lazy("error"))
     def error_json(self, run):
-        return format_html("<pre>{}</pre>", pretty_json(run.error)) if run.error is not None else "-"
+        return json_block(run.error) if run.error is not None else "-"
 
     # --- the run page: journal timeline, signals, audit trail, action buttons ---
 
@@ -234,10 +246,10 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
             **(extra_context or {}),
             "run": run,
             "divergence": run.error.get("message") if run.status == RunStatus.BLOCKED and run.error else "",
-            "journal": [self._timeline_row(entry) for entry in journal],
+            "journal": [journal_row(entry) for entry in journal],
             "timeline": timeline_svg(run, journal),
             "signals": list(run.signals.order_by("id")),
-            "audit_events": list(run.audit_events.order_by("created_at", "id")),
+            "audit_events": [audit_row(event) for event in run.audit_events.order_by("created_at", "id")],
             "can_operate": can_operate,
             "run_links": run_links(run, request),
             "can_cancel": can_operate and run.allows("cancel"),
@@ -250,19 +262,6 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                              for name in ("cancel", "retry", "wake", "signal", "fork")},
         }
         return super().change_view(request, object_id, form_url, extra_context)
-
-    @staticmethod
-    def _timeline_row(entry) -> dict:
-        error = entry.error or {}
-        duration = entry.duration
-        return {
-            "entry": entry,
-            "badge": badge(entry.status),
-            "duration": f"{duration.total_seconds():.3f} s" if duration is not None else "",
-            "result": pretty_json(entry.result, limit=1500) if entry.result is not None else "",
-            "error": f"{error.get('type', 'Error')}: {error.get('message', '')}" if error else "",
-            "traceback": error.get("traceback", ""),
-        }
 
     def get_urls(self):
         operate = [
@@ -294,6 +293,7 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         return HttpResponseRedirect(reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
 
     def _perform(self, request, object_id, done: str, call):
+        """``done``: the message once it worked, with ``%(run)s`` for the run's id."""
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         self._check_operate(request)
@@ -304,23 +304,24 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         except DurableError as error:
             self.message_user(request, str(error), messages.ERROR)
         else:
-            self.message_user(request, f"Run {run_id} {done}.", messages.SUCCESS)
+            self.message_user(request, done % {"run": run_id}, messages.SUCCESS)
         return self._run_page(run_id)
 
     def cancel_view(self, request, object_id):
         reason = request.POST.get("reason", "")[:1000]
         graceful = request.POST.get("graceful") == "on"
-        return self._perform(request, object_id, "asked to cancel: the workflow cleans up first" if graceful
-                             else "cancelled", lambda run_id, actor, audit:
+        done = (_("Run %(run)s asked to cancel: the workflow cleans up first.") if graceful
+                else _("Run %(run)s cancelled."))
+        return self._perform(request, object_id, done, lambda run_id, actor, audit:
                              services.run_cancel(run_id, reason=reason, graceful=graceful, actor=actor, audit=audit))
 
     def retry_view(self, request, object_id):
-        return self._perform(request, object_id, "sent back to pending", lambda run_id, actor, audit:
-                             services.run_retry(run_id, actor=actor, audit=audit))
+        return self._perform(request, object_id, _("Run %(run)s sent back to pending."),
+                             lambda run_id, actor, audit: services.run_retry(run_id, actor=actor, audit=audit))
 
     def wake_view(self, request, object_id):
         nothing = self._nothing_to_wake(unquote(object_id))
-        return self._perform(request, object_id, nothing or "woken",
+        return self._perform(request, object_id, nothing.replace("%", "%%") or _("Run %(run)s woken."),
                              lambda run_id, actor, audit: services.run_wake(run_id, actor=actor, audit=audit))
 
     def signal_view(self, request, object_id):
@@ -336,12 +337,12 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
             except DurableError as error:
                 form.add_error(None, str(error))
             else:
-                self.message_user(request, f"Signal {signal.name!r} (#{signal.pk}) recorded for run {run.pk}.",
-                                  messages.SUCCESS)
+                self.message_user(request, _("Signal %(name)s (#%(id)s) recorded for run %(run)s.") % {
+                    "name": repr(signal.name), "id": signal.pk, "run": run.pk}, messages.SUCCESS)
                 return self._run_page(run.pk)
         context = {
             **self.admin_site.each_context(request),
-            "title": f"Send a signal to {run.pk}",
+            "title": _("Send a signal to %(run)s") % {"run": run.pk},
             "opts": self.opts,
             "run": run,
             "form": form,
@@ -351,11 +352,11 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     # --- bulk actions on the list ---
 
-    def _bulk(self, request, queryset, verb: str, call, *, unchanged=None):
+    def _bulk(self, request, queryset, action: str, call, *, unchanged=None):
         """``unchanged(run_id)``: why the action will change nothing on that run (or "");
         such runs are still acted on, and listed apart instead of counted as done."""
         actor, audit = request_audit(request, via="admin")
-        done, refused, idle = 0, [], []
+        acted, refused, idle = 0, [], []
         for run_id in queryset.values_list("pk", flat=True):
             why = unchanged(run_id) if unchanged else ""
             try:
@@ -364,27 +365,27 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
                 refused.append(str(error))
                 continue
             if why:
-                idle.append(f"run {run_id}: {why}")
+                idle.append(why)
             else:
-                done += 1
-        if done:
-            self.message_user(request, f"{done} run(s) {verb}.", messages.SUCCESS)
+                acted += 1
+        if acted:
+            self.message_user(request, bulk.done_message(action, acted) + ".", messages.SUCCESS)
         for message in (idle + refused)[:20]:
             self.message_user(request, message, messages.WARNING)
 
-    @admin.action(description="Cancel selected runs", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Cancel selected runs"), permissions=["operate"])
     def cancel_selected(self, request, queryset):
-        self._bulk(request, queryset, "cancelled", lambda run_id, actor, audit:
+        self._bulk(request, queryset, "cancel", lambda run_id, actor, audit:
                    services.run_cancel(run_id, reason="cancelled from the admin", actor=actor, audit=audit))
 
-    @admin.action(description="Retry selected runs (failed or blocked)", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Retry selected runs (failed or blocked)"), permissions=["operate"])
     def retry_selected(self, request, queryset):
-        self._bulk(request, queryset, "sent back to pending", lambda run_id, actor, audit:
+        self._bulk(request, queryset, "retry", lambda run_id, actor, audit:
                    services.run_retry(run_id, actor=actor, audit=audit))
 
-    @admin.action(description="Wake selected runs now (sleeps and back-offs)", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Wake selected runs now (sleeps and back-offs)"), permissions=["operate"])
     def wake_selected(self, request, queryset):
-        self._bulk(request, queryset, "woken", lambda run_id, actor, audit:
+        self._bulk(request, queryset, "wake", lambda run_id, actor, audit:
                    services.run_wake(run_id, actor=actor, audit=audit), unchanged=self._nothing_to_wake)
 
     @staticmethod
@@ -393,33 +394,53 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         waiting_for = selectors.run_signal_wait_only(run_id)
         if not waiting_for:
             return ""
-        return (f"not woken: it waits for {waiting_for!r} and has no sleep or back-off to end (a wake never "
-                "ends a wait for a signal early; it was only looked at again)")
+        return _("Run %(run)s not woken: it waits for %(signal)s and has no sleep or back-off to end (a wake "
+                 "never ends a wait for a signal early; it was only looked at again).") % {
+            "run": run_id, "signal": repr(waiting_for)}
+
+
+class AuditActionFilter(admin.SimpleListFilter):
+    """The audit rows keep the action's code: the filter offers its label."""
+
+    title = gettext_lazy("action")
+    parameter_name = "action"
+
+    def lookups(self, request, model_admin):
+        return AuditAction.choices
+
+    def queryset(self, request, queryset):
+        return queryset.filter(action=self.value()) if self.value() else queryset
 
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ["created_at", "run_link", "action", "actor", "ip"]
-    list_filter = ["action"]
+    list_display = ["created_at", "run_link", "action_label", "actor_cell", "ip"]
+    list_filter = [AuditActionFilter]
     search_fields = ["=run__id", "actor"]
     list_select_related = False
     show_full_result_count = False
-    readonly_fields = ["created_at", "run_link", "action", "actor", "detail_json"]
+    readonly_fields = ["created_at", "run_link", "action_label", "actor_cell", "detail_json"]
     fields = readonly_fields
 
-
-    @admin.display(description="run", ordering="run_id")
+    @admin.display(description=gettext_lazy("run"), ordering="run_id")
     def run_link(self, event):
-        url = reverse("admin:durable_workflowrun_change", args=[quote(event.run_id)])
-        return format_html('<a href="{}">{}</a>', url, event.run_id)
+        return run_link(event.run_id)
 
-    @admin.display(description="IP")
+    @admin.display(description=gettext_lazy("action"), ordering="action")
+    def action_label(self, event):
+        return label(AuditAction, event.action)
+
+    @admin.display(description=gettext_lazy("actor"), ordering="actor")
+    def actor_cell(self, event):
+        return data(event.actor)
+
+    @admin.display(description=gettext_lazy("IP"))
     def ip(self, event):
         return (event.detail or {}).get("ip", "")
 
-    @admin.display(description="detail")
+    @admin.display(description=gettext_lazy("detail"))
     def detail_json(self, event):
-        return format_html("<pre>{}</pre>", pretty_json(event.detail))
+        return json_block(event.detail)
 
 
 @admin.register(LimitTicket)
@@ -434,7 +455,6 @@ class LimitTicketAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     ordering = ["queued_at", "id"]
 
-    @admin.display(description="run", ordering="run_id")
+    @admin.display(description=gettext_lazy("run"), ordering="run_id")
     def run_link(self, ticket):
-        url = reverse("admin:durable_workflowrun_change", args=[quote(ticket.run_id)])
-        return format_html('<a href="{}">{}</a>', url, ticket.run_id)
+        return run_link(ticket.run_id)

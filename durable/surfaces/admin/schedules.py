@@ -10,15 +10,18 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.text import format_lazy
+from django.utils.translation import get_language, gettext_lazy, ngettext, pgettext
 
 from durable.features import cron, schedules
-from durable.surfaces.admin.display import badge, pretty_json, stamp_column
+from durable.surfaces.admin.display import EngineAssets, badge, data, json_block, label, stamp_column
 from durable.surfaces.audit import request_audit
 from durable.errors import DurableError
-from durable.models.schedules import Schedule, ScheduleEvent
+from durable.models.schedules import Schedule, ScheduleAction, ScheduleEvent
 
 OPERATE_SCHEDULE_PERMISSION = "durable.operate_schedule"
 EDITABLE = ["name", "workflow_name", "cron", "timezone", "id_template", "args", "kwargs", "catch_up"]
+PLACEHOLDERS = ", ".join(f'<code translate="no">{{{name}}}</code>' for name in cron.PLACEHOLDERS)
 BOOKKEEPING = ["when", "state", "next_fire_at_stamp", "last_fired_at_stamp", "last_run", "last_error",
                "created_at_stamp", "updated_at_stamp"]
 
@@ -29,10 +32,15 @@ class ScheduleForm(forms.ModelForm):
     class Meta:
         model = Schedule
         fields = EDITABLE
-        help_texts = {"id_template": "The run id of an occurrence, e.g. 'reconcile:{date}'. Placeholders: "
-                                     + ", ".join(f"{{{name}}}" for name in cron.PLACEHOLDERS)
-                                     + ". The run id is the occurrence: it never runs twice.",
-                      "args": 'JSON list; its strings take the same placeholders, e.g. ["{date}"].'}
+        # Placeholders and examples are code: marked so, they are never translated.
+        help_texts = {
+            "timezone": gettext_lazy('IANA name; the cron and the id\'s <code translate="no">{date}</code> are '
+                                     'read in it.'),
+            "id_template": format_lazy(gettext_lazy(
+                'The run id of an occurrence, e.g. <code translate="no">reconcile:{{date}}</code>. Placeholders: '
+                '{placeholders}. The run id is the occurrence: it never runs twice.'), placeholders=PLACEHOLDERS),
+            "args": gettext_lazy('JSON list; its strings take the same placeholders, e.g. '
+                                 '<code translate="no">["{date}"]</code>.')}
 
     def clean(self):
         cleaned = super().clean()
@@ -51,11 +59,11 @@ class ScheduleForm(forms.ModelForm):
 
 class ScheduleEventInline(admin.TabularInline):
     model = ScheduleEvent
-    fields = readonly_fields = ["created_at", "action", "actor", "detail_json"]
+    fields = readonly_fields = ["created_at", "action_label", "actor_cell", "detail_json"]
     extra = 0
     can_delete = False
     ordering = ["-created_at", "-id"]
-    verbose_name_plural = "audit trail (newest first)"
+    verbose_name_plural = gettext_lazy("audit trail (newest first)")
 
     def has_view_permission(self, request, obj=None):
         """Whoever sees the schedule sees its trail, as a run's page shows its audit events."""
@@ -67,9 +75,17 @@ class ScheduleEventInline(admin.TabularInline):
     def has_change_permission(self, request, obj=None):
         return False
 
-    @admin.display(description="detail")
+    @admin.display(description=gettext_lazy("action"))
+    def action_label(self, event):
+        return label(ScheduleAction, event.action)
+
+    @admin.display(description=gettext_lazy("actor"))
+    def actor_cell(self, event):
+        return data(event.actor)
+
+    @admin.display(description=gettext_lazy("detail"))
     def detail_json(self, event):
-        return format_html("<pre>{}</pre>", pretty_json(event.detail, limit=1500))
+        return json_block(event.detail, limit=1500)
 
 
 @admin.register(Schedule)
@@ -81,6 +97,7 @@ class ScheduleAdmin(admin.ModelAdmin):
     search_fields = ["name", "workflow_name"]
     actions = ["pause_selected", "resume_selected"]
     inlines = [ScheduleEventInline]
+    Media = EngineAssets
 
     def get_fields(self, request, obj=None):
         return EDITABLE if obj is None else [*EDITABLE, *BOOKKEEPING]
@@ -110,36 +127,40 @@ class ScheduleAdmin(admin.ModelAdmin):
     def has_operate_permission(self, request):
         return request.user.has_perm(OPERATE_SCHEDULE_PERMISSION)
 
-    next_fire_at_stamp = stamp_column("next_fire_at", "next fire at")
-    last_fired_at_stamp = stamp_column("last_fired_at", "last fired (occurrence)")
-    created_at_stamp = stamp_column("created_at", "created at")
-    updated_at_stamp = stamp_column("updated_at", "updated at")
+    next_fire_at_stamp = stamp_column("next_fire_at", gettext_lazy("next fire at"))
+    last_fired_at_stamp = stamp_column("last_fired_at", gettext_lazy("last fired (occurrence)"))
+    created_at_stamp = stamp_column("created_at", gettext_lazy("created at"))
+    updated_at_stamp = stamp_column("updated_at", gettext_lazy("updated at"))
 
-    @admin.display(description="when", ordering="cron")
+    @admin.display(description=gettext_lazy("when"), ordering="cron")
     def when(self, schedule):
-        return format_html("<code>{}</code><div>{}</div>", schedule.cron, cron.explain(schedule.cron))
+        # cronsim explains a cron in English only: other languages read the expression alone.
+        explained = cron.explain(schedule.cron) if (get_language() or "").startswith("en") else ""
+        return format_html('<code translate="no">{}</code><div>{}</div>', schedule.cron, explained)
 
-    @admin.display(description="state", ordering="paused")
+    @admin.display(description=gettext_lazy("state"), ordering="paused")
     def state(self, schedule):
         if schedule.paused:
-            return badge("paused")
+            return badge("paused", pgettext("schedule state", "paused"))
         if schedule.last_error:   # a run's "failed" colour: it stays due until fixed or paused
-            return format_html('{}<div class="durable-stage">{}</div>', badge("failed"), schedule.last_error)
-        return badge("active")
+            return format_html('{}<div class="durable-stage" translate="no">{}</div>',
+                               badge("failed", pgettext("schedule state", "failing")), schedule.last_error)
+        return badge("active", pgettext("schedule state", "active"))
 
-    @admin.display(description="last run", ordering="last_run_id")
+    @admin.display(description=gettext_lazy("last run"), ordering="last_run_id")
     def last_run(self, schedule):
         if not schedule.last_run_id:
             return "-"
         url = reverse("admin:durable_workflowrun_change", args=[quote(schedule.last_run_id)])
-        return format_html('<a href="{}">{}</a>', url, schedule.last_run_id)
+        return format_html('<a href="{}" translate="no">{}</a>', url, schedule.last_run_id)
 
     def get_actions(self, request):
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
         return actions
 
-    def _each(self, request, queryset, verb: str, call):
+    def _each(self, request, queryset, done_message, call):
+        """``done_message(count)``: what the action says it did to ``count`` schedules."""
         actor, audit = request_audit(request, via="admin")
         done = 0
         for name in queryset.values_list("name", flat=True):
@@ -149,14 +170,18 @@ class ScheduleAdmin(admin.ModelAdmin):
             except DurableError as error:
                 self.message_user(request, str(error), messages.WARNING)
         if done:
-            self.message_user(request, f"{done} schedule(s) {verb}.", messages.SUCCESS)
+            self.message_user(request, done_message(done) % {"count": done}, messages.SUCCESS)
 
-    @admin.action(description="Pause selected schedules", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Pause selected schedules"), permissions=["operate"])
     def pause_selected(self, request, queryset):
-        self._each(request, queryset, "paused", lambda name, actor, audit: schedules.schedule_pause(
-            name, actor=actor, reason="paused from the admin", audit=audit))
+        self._each(request, queryset, lambda count: ngettext(
+            "%(count)d schedule paused.", "%(count)d schedules paused.", count),
+            lambda name, actor, audit: schedules.schedule_pause(
+                name, actor=actor, reason="paused from the admin", audit=audit))
 
-    @admin.action(description="Resume selected schedules (from the next occurrence)", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Resume selected schedules (from the next occurrence)"),
+                  permissions=["operate"])
     def resume_selected(self, request, queryset):
-        self._each(request, queryset, "resumed", lambda name, actor, audit: schedules.schedule_resume(
-            name, actor=actor, audit=audit))
+        self._each(request, queryset, lambda count: ngettext(
+            "%(count)d schedule resumed.", "%(count)d schedules resumed.", count),
+            lambda name, actor, audit: schedules.schedule_resume(name, actor=actor, audit=audit))

@@ -8,11 +8,15 @@ the SVG are written with a dot whatever the language: a localized "60,3" draws n
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.utils.formats import number_format
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from durable import clock
 from durable.models import EntryKind, EntryStatus
+from durable.surfaces.admin.display import label
 
 FOLDED_KINDS = {EntryKind.PATCH, EntryKind.NOW, EntryKind.UUID, EntryKind.RANDOM, EntryKind.ATTRIBUTES}
 WIDTH, LABEL, ROW, TOP = 900, 220, 20, 24
@@ -42,9 +46,10 @@ def _bar(entry, now: datetime) -> Bar:
         end = now   # still going: drawn to now (a wait's deadline may be days away)
     else:
         end = entry.updated_at or start
-    note = f"{entry.kind} {entry.name}: {entry.status}"
+    note = _("%(kind)s %(name)s: %(status)s") % {
+        "kind": label(EntryKind, entry.kind), "name": entry.name, "status": label(EntryStatus, entry.status)}
     if entry.attempt > 1:
-        note += f", attempt {entry.attempt}"
+        note = _("%(note)s, attempt %(attempt)d") % {"note": note, "attempt": entry.attempt}
     return Bar(entry.position, f"#{entry.position} {entry.name}", start, max(end, start),
                COLOURS.get(entry.status, "#6c757d"), entry.kind in WAIT_KINDS, note)
 
@@ -68,18 +73,21 @@ def timeline_svg(run, journal) -> SafeString:
 
     rows = format_html_join("", (
         '<g class="durable-timeline-row"><title>{}</title>'
-        '<text x="4" y="{}" font-size="11">{}</text>'
+        '<text x="4" y="{}" font-size="11" translate="no">{}</text>'
         '<rect x="{}" y="{}" width="{}" height="{}" fill="{}" fill-opacity="{}" rx="2"></rect></g>'), (
         (bar.note, _number(TOP + ROW * n + 13), bar.label[:34], _number(x(bar.start)), _number(TOP + ROW * n + 3),
          _number(max(x(bar.end) - x(bar.start), 2.0)), _number(ROW - 6), bar.colour, "0.45" if bar.wait else "1")
         for n, bar in enumerate(bars)))
-    caption = f"{_number(span)} s since the run started"
+    # the caption is for people: its number is written as the reader's language writes it
+    caption = _("%(seconds)s s since the run started") % {"seconds": number_format(span, 1)}
     if folded:
-        caption += f"; {folded} engine marker{'s' if folded != 1 else ''} folded away"
+        caption = ngettext("%(caption)s; %(count)d engine marker folded away",
+                           "%(caption)s; %(count)d engine markers folded away", folded) % {
+            "caption": caption, "count": folded}
     return format_html(
         '<svg id="durable-timeline" xmlns="http://www.w3.org/2000/svg" role="img" width="100%" '
         'viewBox="0 0 {} {}" aria-label="{}">'
         '<text x="4" y="14" font-size="11" fill="#555">{}</text>{}'
         '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#999"></line></svg>',
-        WIDTH, height, f"timeline of run {run.id}", caption, rows,
+        WIDTH, height, _("timeline of run %(run)s") % {"run": run.id}, caption, rows,
         LABEL, _number(height - 16), WIDTH - 10, _number(height - 16))

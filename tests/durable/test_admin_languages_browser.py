@@ -1,0 +1,157 @@
+"""The whole admin in the operator's language, in headless Chromium: every page of the engine, the
+approvals and the processes reads in Portuguese for a pt-BR user and in English for an en user,
+with data (run ids, workflow and step names, JSON) left as it was written.
+
+On the run list and a run's page, also: no sideways scroll at 390 and 1366 px and no serious
+accessibility violation (axe-core). Screenshots go to var/screenshots/admin-*.png.
+"""
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.admin.utils import quote
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.urls import reverse
+
+from durable import services
+from durable.features import schedules
+from durable.testing import drive
+from processes.onboarding.models import Company
+from tests.approvals.conftest import start_case
+from tests.browser import admin_page, browser  # noqa: F401  (the fixture)
+from tests.languages import AXE, strings_of_the_other_language, visible_text
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "pw-admin-languages-1"
+LANGUAGES = ["pt-br", "en"]
+SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+
+
+@pytest.fixture
+def admin_data(clock):
+    """A superuser; runs that finished 100 days ago (archived), one that failed, one waiting for a
+    signal, one asleep, and one that completed with a journal; a schedule, a case, a company."""
+    User.objects.create_superuser("admin-languages", password=PASSWORD)
+    for n in range(2):
+        drive(services.run_start("three_steps", n, id=f"old:{n}", actor="test").id)
+    clock.advance(timedelta(days=100))
+    call_command("durable", "archive", "--finished-before", "90d", stdout=open("/dev/null", "w"))
+    runs = {
+        "waiting": drive(services.run_start("step_wait_step", id="orders:c-42", actor="test").id),
+        "failed": drive(services.run_start("fails_in_body", id="orders:c-43", actor="test").id),
+        "asleep": drive(services.run_start("nap", id="orders:c-44", actor="test").id),
+        "completed": drive(services.run_start("three_steps", 1, id="orders:c-45", actor="test").id),
+    }
+    schedule = schedules.schedule_create("report-daily", "three_steps", cron_expression="30 0 * * *",
+                                         id_template="report:{date}", args=[1], actor="test")
+    case = start_case("acme")
+    company = Company.objects.create(name="Padaria Pão Quente", cnpj="11222333000181", wa_id="5511999990000")
+    return {"runs": runs, "schedule": schedule, "case": case, "company": company}
+
+
+def pages_of(data) -> dict[str, str]:
+    """Every admin page an operator reads, by a short name (for the screenshot and the failure)."""
+    runs = data["runs"]
+
+    def run(name: str, what: str = "change", query: str = "") -> str:
+        return reverse(f"admin:durable_workflowrun_{what}", args=[quote(runs[name].id)]) + query
+
+    archived = reverse("admin:durable_archivedrun_changelist")
+    return {
+        "runs-filtered": reverse("admin:durable_workflowrun_changelist") + "?status__exact=waiting",
+        "run-waiting": run("waiting"),
+        "run-failed": run("failed"),
+        "run-completed": run("completed"),
+        "signal-form": run("waiting", "signal"),
+        "bulk-form": reverse("admin:durable_workflowrun_bulk") + "?status__exact=failed",
+        "fork-confirm": run("completed", "fork", "?at=1"),
+        "schedules": reverse("admin:durable_schedule_changelist"),
+        "schedule": reverse("admin:durable_schedule_change", args=[data["schedule"].pk]),
+        "archived-runs": archived,
+        "archived-run": reverse("admin:durable_archivedrun_change", args=[quote("old:0")]),
+        "audit-events": reverse("admin:durable_auditevent_changelist"),
+        "approvals": reverse("admin:approvals_approvalrequest_changelist"),
+        "approval": reverse("admin:approvals_approvalrequest_change", args=[data["case"].pk]),
+        "companies": reverse("admin:processes_company_changelist"),
+        "company": reverse("admin:processes_company_change", args=[data["company"].pk]),
+    }
+
+
+def wrong_language(page, language: str, name: str) -> list[str]:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"admin-{name}-{language}.png"), full_page=True)
+    return strings_of_the_other_language(visible_text(page), language)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_admin_page_reads_in_the_users_language(browser, live_server, admin_data, language):  # noqa: F811
+    found = {}
+    with admin_page(browser, live_server, "admin-languages", PASSWORD, language=language) as page:
+        for name, url in pages_of(admin_data).items():
+            response = page.goto(live_server.url + url)
+            assert response.status == 200, (name, response.status)
+            found[name] = wrong_language(page, language, name)
+
+    assert {name: strings for name, strings in found.items() if strings} == {}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_bulk_confirmation_reads_in_the_users_language(browser, live_server, admin_data, language):  # noqa: F811
+    with admin_page(browser, live_server, "admin-languages", PASSWORD, language=language) as page:
+        page.goto(live_server.url + reverse("admin:durable_workflowrun_bulk") + "?status__exact=failed")
+        page.locator("#durable-bulk-form input[type=submit]").click()
+        page.wait_for_load_state()
+
+        assert page.locator("#durable-bulk-count").is_visible()
+        assert wrong_language(page, language, "bulk-confirm") == []
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_repairs_message_reads_in_the_users_language(browser, live_server, admin_data, language):  # noqa: F811
+    asleep = admin_data["runs"]["asleep"]
+    with admin_page(browser, live_server, "admin-languages", PASSWORD, language=language) as page:
+        page.goto(live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(asleep.id)]))
+        page.locator(f"form[action$='/wake/'] input[type=submit]").click()
+        page.wait_for_load_state()
+
+        message = page.locator("ul.messagelist").inner_text()
+        assert asleep.id in message
+        assert wrong_language(page, language, "woken") == []
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_list_actions_message_reads_in_the_users_language(browser, live_server, admin_data, language):  # noqa: F811
+    waiting = admin_data["runs"]["waiting"]
+    with admin_page(browser, live_server, "admin-languages", PASSWORD, language=language) as page:
+        page.goto(live_server.url + reverse("admin:durable_workflowrun_changelist"))
+        page.locator(f"input[name=_selected_action][value='{waiting.id}']").check()
+        page.select_option("select[name=action]", "cancel_selected")
+        page.locator("button[name=index]").click()
+        page.wait_for_load_state()
+
+        assert page.locator("ul.messagelist").is_visible()
+        assert wrong_language(page, language, "cancelled") == []
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("width", [390, 1366])
+@pytest.mark.parametrize("which", ["list", "run"])
+def test_the_run_list_and_page_fit_the_screen_and_pass_axe(browser, live_server, admin_data, language, width,  # noqa: F811
+                                                           which):
+    url = (reverse("admin:durable_workflowrun_changelist") if which == "list" else
+           reverse("admin:durable_workflowrun_change", args=[quote(admin_data["runs"]["waiting"].id)]))
+    with admin_page(browser, live_server, "admin-languages", PASSWORD, language=language, width=width) as page:
+        page.goto(live_server.url + url)
+        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        page.evaluate(AXE.read_text())   # evaluated, not a <script>: the admin's CSP refuses inline scripts
+        result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+        page.screenshot(path=str(SCREENSHOTS / f"admin-{which}-{language}-{width}.png"), full_page=True)
+
+    serious = [(violation["id"], violation["impact"], [node["target"] for node in violation["nodes"]][:3])
+               for violation in result["violations"] if violation["impact"] in ("serious", "critical")]
+    if which == "run":
+        assert widths[0] <= widths[1], f"the run page is {widths[0]} px wide in a {widths[1]} px window"
+    assert serious == []
