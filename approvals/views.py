@@ -304,6 +304,11 @@ class CaseActionView(ReviewerView):
 
     @for_a_case()
     def post(self, request, case):
+        if self.action in ("claim", "release", "decide") and not services.may_take(case, request.user):
+            # A supervisor sees the case, but only its reviewers act on it: refused before any
+            # input is read, like everyone the case is not routed to.
+            raise PermissionDenied(_("Only a compliance reviewer the case is routed to may claim, release or "
+                                     "decide case #%(case)s.") % {"case": case.pk})
         pk = case.pk
         meta = services.RequestMeta.from_http(request)
         reason = request.POST.get("reason", "")
