@@ -404,7 +404,8 @@ class SupervisorActionView(SupervisorView):
                 due_at = _posted_datetime(request, "due_at")
                 services.approval_extend_deadline(pk, actor=request.user, due_at=due_at, reason=reason, meta=meta)
                 messages.success(request, _("Case #%(case)s is now due %(due)s.")
-                                 % {"case": pk, "due": f"{due_at:%Y-%m-%d %H:%M}"})
+                                 % {"case": pk, "due": formats.date_format(timezone.localtime(due_at),
+                                                                           "SHORT_DATETIME_FORMAT")})
         except ApprovalError as exc:
             return _refused(request, pk, exc, reason)
         return redirect(request.POST.get("next") if request.POST.get("next") == reverse("approval_team")
