@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from durable import clock
-from durable.surfaces.admin import data
+from durable.surfaces.admin import data, json_block, label
 from processes.billing import admin_actions as billing_admin
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.billing.services import invoice_issue
@@ -26,7 +26,8 @@ from processes.onboarding.views import document_file_response
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch
 from processes.webhooks.models import QuarantinedItem, WebhookDelivery
 from processes.webhooks.services import delivery_signature_valid, quarantine_resolve
-from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage, PendingStatus
+from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage, OutboundStatus, PendingStatus
+from processes.whatsapp.selectors import KIND_LABELS
 from processes.whatsapp.services import STALE_AFTER, inbound_process
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,9 @@ class DocumentInline(admin.TabularInline):
     model = Document
     extra = 0
     fields = ["kind", "file_name", "mime_type", "size", "fetch_status", "stored_file", "created_at"]
-    readonly_fields = ["fetch_status", "stored_file", "created_at"]
+    # What was received (name, type, size) is a fact, never edited; only the kind a person
+    # corrects, and not once a case opened (the document is evidence then).
+    readonly_fields = ["file_name", "mime_type", "size", "fetch_status", "stored_file", "created_at"]
 
     def get_readonly_fields(self, request, obj=None):
         return self.fields if under_review(obj) else self.readonly_fields
@@ -119,13 +122,19 @@ class DocumentAdmin(admin.ModelAdmin):
     list_display = ["company", "kind", "file_name", "mime_type", "size", "fetch_status", "created_at"]
     list_filter = ["kind", "fetch_status", "mime_type"]
     search_fields = ["company__customer_id", "company__name", "file_name", "media_id", "message_id"]
-    raw_id_fields = ["company"]
     exclude = ["file"]
-    readonly_fields = ["stored_file", "fetch_status", "fetch_note"]
+    # What WhatsApp delivered (whose, which media, its type, size, hash, name, message) is a
+    # fact: never edited here, so neither evidence nor segregation of duties can be rewritten
+    # by staff. The kind and the caption a person may correct until a case opens.
+    readonly_fields = ["company", "media_id", "mime_type", "sha256", "file_name", "size", "message_id",
+                       "stored_file", "fetch_status", "fetch_note"]
 
     def get_readonly_fields(self, request, obj=None):
-        """Evidence once a case opened: every field read-only (add a new document instead)."""
-        if obj is not None and under_review(obj.company):
+        """Evidence once a case opened: every field read-only (add a new document instead).
+        A document added here is written once, whole; what it received is fixed from then on."""
+        if obj is None:
+            return ["stored_file", "fetch_status", "fetch_note"]
+        if under_review(obj.company):
             return [*(f.name for f in Document._meta.fields if f.name != "file"), "stored_file"]
         return self.readonly_fields
 
@@ -235,6 +244,71 @@ class BankStatementLineAdmin(admin.ModelAdmin):
     search_fields = ["entry_id", "description"]
 
 
+# A WhatsApp message type in the reader's language (the conversation panel's labels, and text).
+MESSAGE_TYPE_LABELS = {"text": gettext_lazy("text"), **KIND_LABELS}
+
+
+def message_type_label(code: str):
+    """The label of a WhatsApp message type; a type without one (WhatsApp adds types) as data."""
+    return MESSAGE_TYPE_LABELS[code] if code in MESSAGE_TYPE_LABELS else data(code)
+
+
+def provider_status_label(code: str):
+    """A status the provider reported (sent, delivered, read, failed) by our label for it."""
+    return label(OutboundStatus, code) if code in OutboundStatus.values else data(code)
+
+
+def company_link(company):
+    if company is None:
+        return "-"
+    url = reverse("admin:processes_company_change", args=[company.pk])
+    return format_html('<a href="{}" translate="no">{}</a>', url, company)
+
+
+class ValuesFilter(admin.SimpleListFilter):
+    """The values a column of codes holds, each by its label (``label_of``); the parameter is
+    the one Django's own filter used, so bookmarked lists still filter."""
+
+    field = ""
+
+    def label_of(self, code):
+        return data(code)
+
+    def lookups(self, request, model_admin):
+        codes = (model_admin.get_queryset(request).order_by(self.field).values_list(self.field, flat=True)
+                 .distinct())
+        return [(code, self.label_of(code)) for code in codes]
+
+    def queryset(self, request, queryset):
+        if self.value() is not None:
+            return queryset.filter(**{self.field: self.value()})
+        return queryset
+
+
+class MessageTypeFilter(ValuesFilter):
+    title = gettext_lazy("message type")
+    parameter_name = "message_type__exact"
+    field = "message_type"
+
+    def label_of(self, code):
+        return message_type_label(code)
+
+
+class BackendFilter(ValuesFilter):
+    title = gettext_lazy("sending backend")
+    parameter_name = "backend__exact"
+    field = "backend"
+
+
+class ProviderStatusFilter(ValuesFilter):
+    title = gettext_lazy("status")
+    parameter_name = "status__exact"
+    field = "status"
+
+    def label_of(self, code):
+        return provider_status_label(code)
+
+
 class NeedsAttentionFilter(admin.SimpleListFilter):
     title = gettext_lazy("needs attention")
     parameter_name = "attention"
@@ -252,20 +326,37 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
 
 @admin.register(InboundMessage)
 class InboundMessageAdmin(ProcessWrittenAdmin):
-    list_display = ["wamid", "message_type", "sender_wa_id", "sender_user_id", "status", "company",
+    list_display = ["wamid", "message_type_cell", "sender_wa_id", "sender_user_id", "status", "company_cell",
                     "received_at"]
-    list_filter = [NeedsAttentionFilter, "status", "message_type"]
+    list_filter = [NeedsAttentionFilter, "status", MessageTypeFilter]
     search_fields = ["wamid", "sender_wa_id", "sender_user_id", "note"]
-    readonly_fields = [f.name for f in InboundMessage._meta.fields]
+    fields = ["wamid", "message_type_cell", "status", "note_text", "sender_wa_id", "sender_user_id",
+              "phone_number_id", "company_cell", "sent_at", "received_at", "processed_at", "payload_block"]
+    readonly_fields = fields
     actions = ["process_again"]
+
+    @admin.display(description=gettext_lazy("message type"), ordering="message_type")
+    def message_type_cell(self, message):
+        return message_type_label(message.message_type)
+
+    @admin.display(description=gettext_lazy("company"), ordering="company__name")
+    def company_cell(self, message):
+        return company_link(message.company)
+
+    @admin.display(description=gettext_lazy("note"))
+    def note_text(self, message):
+        return data(message.note) if message.note else "-"
+
+    @admin.display(description=gettext_lazy("payload"))
+    def payload_block(self, message):
+        return json_block(message.payload)
 
     @admin.action(description=gettext_lazy("Process the selected failed/received messages again"),
                   permissions=["change"])
     def process_again(self, request, queryset):
         done = [inbound_process(m.pk).status for m in queryset.filter(
             status__in=[InboundStatus.RECEIVED, InboundStatus.FAILED])]
-        outcomes = ", ".join(str(InboundStatus(status).label) if status in InboundStatus.values else status
-                             for status in done) or "-"
+        outcomes = ", ".join(label(InboundStatus, status) for status in done) or "-"
         self.message_user(request, ngettext("%(count)d message processed: %(outcomes)s",
                                             "%(count)d messages processed: %(outcomes)s", len(done)) % {
             "count": len(done), "outcomes": outcomes}, messages.INFO)
@@ -273,11 +364,38 @@ class InboundMessageAdmin(ProcessWrittenAdmin):
 
 @admin.register(OutboundMessage)
 class OutboundMessageAdmin(ProcessWrittenAdmin):
-    list_display = ["idempotency_key", "to_wa_id", "to_user_id", "status", "template_name", "backend",
+    list_display = ["idempotency_key", "to_wa_id", "to_user_id", "status", "template_cell", "backend_cell",
                     "created_at"]
-    list_filter = ["status", "backend"]
+    list_filter = ["status", BackendFilter]
     search_fields = ["idempotency_key", "to_wa_id", "to_user_id", "provider_message_id", "body"]
-    readonly_fields = [f.name for f in OutboundMessage._meta.fields]
+    fields = ["idempotency_key", "company_cell", "to_wa_id", "to_user_id", "body_text", "template_cell",
+              "backend_cell", "provider_message_id", "status", "error_text", "status_history_block",
+              "created_at", "sent_at", "status_updated_at"]
+    readonly_fields = fields
+
+    @admin.display(description=gettext_lazy("company"), ordering="company__name")
+    def company_cell(self, message):
+        return company_link(message.company)
+
+    @admin.display(description=gettext_lazy("text"))
+    def body_text(self, message):
+        return data(message.body)
+
+    @admin.display(description=gettext_lazy("template"), ordering="template_name")
+    def template_cell(self, message):
+        return data(message.template_name) if message.template_name else "-"
+
+    @admin.display(description=gettext_lazy("sending backend"), ordering="backend")
+    def backend_cell(self, message):
+        return data(message.backend)
+
+    @admin.display(description=gettext_lazy("error"))
+    def error_text(self, message):
+        return data(message.error) if message.error else "-"
+
+    @admin.display(description=gettext_lazy("status history"))
+    def status_history_block(self, message):
+        return json_block(message.status_history) if message.status_history else "-"
 
 
 class PendingStatusFilter(admin.SimpleListFilter):
@@ -301,14 +419,24 @@ class PendingStatusAdmin(ProcessWrittenAdmin):
     """Status callbacks that named a provider id we did not know; ``?applied=no`` is the list of
     those still waiting (a message still being sent, or one we never sent)."""
 
-    list_display = ["received_at", "provider_message_id", "status", "timestamp", "applied_at", "message",
+    list_display = ["received_at", "provider_message_id", "status_cell", "timestamp", "applied_at", "message",
                     "delivery"]
-    list_filter = [PendingStatusFilter, "status"]
+    list_filter = [PendingStatusFilter, ProviderStatusFilter]
     search_fields = ["=provider_message_id"]
-    readonly_fields = [f.name for f in PendingStatus._meta.fields]
+    fields = ["provider_message_id", "status_cell", "timestamp", "received_at", "applied_at", "message",
+              "delivery", "where", "payload_block"]
+    readonly_fields = fields
 
     def has_change_permission(self, request, obj=None):
         return False
+
+    @admin.display(description=gettext_lazy("status"), ordering="status")
+    def status_cell(self, pending):
+        return provider_status_label(pending.status)
+
+    @admin.display(description=gettext_lazy("payload"))
+    def payload_block(self, pending):
+        return json_block(pending.payload)
 
 
 class QuarantineAttentionFilter(admin.SimpleListFilter):
@@ -326,10 +454,22 @@ class QuarantineAttentionFilter(admin.SimpleListFilter):
         return queryset
 
 
-class QuarantinedItemInline(admin.TabularInline):
+class QuarantinedItemCells:
+    """What the processing wrote about a part (its place, the reason, in English): data."""
+
+    @admin.display(description=gettext_lazy("where"), ordering="where")
+    def where_cell(self, item):
+        return data(item.where)
+
+    @admin.display(description=gettext_lazy("reason"))
+    def reason_text(self, item):
+        return data(item.reason)
+
+
+class QuarantinedItemInline(QuarantinedItemCells, admin.TabularInline):
     model = QuarantinedItem
     extra = 0
-    fields = ["where", "kind", "reason", "resolved_at", "resolved_by"]
+    fields = ["where_cell", "kind", "reason_text", "resolved_at", "resolved_by"]
     readonly_fields = fields
     can_delete = False
     show_change_link = True
@@ -342,11 +482,11 @@ class QuarantinedItemInline(admin.TabularInline):
 class WebhookDeliveryAdmin(admin.ModelAdmin):
     """Read-only: the exact bytes a provider signed, and whether the signature still checks."""
 
-    list_display = ["pk", "source", "received_at", "times_received", "size", "outcome"]
+    list_display = ["pk", "source", "received_at", "times_received", "size", "outcome_text"]
     list_filter = ["source"]
     search_fields = ["body_sha256", "outcome"]
     fields = ["source", "received_at", "times_received", "remote_addr", "body_sha256", "signature",
-              "signature_valid", "outcome", "body_text"]
+              "signature_valid", "outcome_text", "body_text"]
     readonly_fields = fields
     inlines = [QuarantinedItemInline]
 
@@ -367,6 +507,10 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     def size(self, delivery):
         return delivery.body_bytes
 
+    @admin.display(description=gettext_lazy("outcome"))
+    def outcome_text(self, delivery):
+        return data(delivery.outcome) if delivery.outcome else "-"
+
     @admin.display(description=gettext_lazy("signature checks with today's secret"), boolean=True)
     def signature_valid(self, delivery):
         return delivery_signature_valid(delivery)
@@ -377,14 +521,15 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
 
 
 @admin.register(QuarantinedItem)
-class QuarantinedItemAdmin(admin.ModelAdmin):
+class QuarantinedItemAdmin(QuarantinedItemCells, admin.ModelAdmin):
     """Parts of signed deliveries that could not be processed; ``?attention=yes`` is the work list."""
 
-    list_display = ["created_at", "kind", "where", "reason", "delivery", "resolved_at", "resolved_by"]
+    list_display = ["created_at", "kind", "where_cell", "reason_text", "delivery", "resolved_at", "resolved_by"]
     list_filter = [QuarantineAttentionFilter, "kind", "delivery__source"]
     search_fields = ["reason", "fragment", "where"]
-    readonly_fields = ["delivery", "where", "kind", "reason", "fragment", "created_at", "resolved_at",
-                       "resolved_by"]
+    fields = ["delivery", "where_cell", "kind", "reason_text", "fragment_block", "created_at", "resolved_at",
+              "resolved_by"]
+    readonly_fields = fields
     actions = ["mark_handled"]
 
     def has_add_permission(self, request):
@@ -392,6 +537,10 @@ class QuarantinedItemAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    @admin.display(description=gettext_lazy("fragment"))
+    def fragment_block(self, item):
+        return format_html('<pre translate="no">{}</pre>', item.fragment) if item.fragment else "-"
 
     @admin.action(description=gettext_lazy("Mark the selected items as handled"), permissions=["change"])
     def mark_handled(self, request, queryset):

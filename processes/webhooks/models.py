@@ -1,13 +1,14 @@
 """Every correctly signed webhook delivery, kept as its exact bytes, and the parts of one
 that could not be processed (quarantined for an operator)."""
 from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
 
 
 class WebhookSource(models.TextChoices):
     WHATSAPP = "whatsapp", "WhatsApp"
-    PAYMENTS = "payments", "Payments"
+    PAYMENTS = "payments", _("Payments")
 
 
 class WebhookDelivery(models.Model):
@@ -17,17 +18,17 @@ class WebhookDelivery(models.Model):
     the same row, counted in ``times_received``.
     """
 
-    source = models.CharField(max_length=16, choices=WebhookSource.choices)
-    body = models.BinaryField(help_text="the raw request body, byte for byte")
-    body_sha256 = models.CharField(max_length=64)
-    signature = models.CharField(max_length=255, help_text="the signature header as received")
-    remote_addr = models.CharField(max_length=64, blank=True)
-    received_at = models.DateTimeField(default=timezone.now)
-    times_received = models.PositiveIntegerField(default=1)
-    outcome = models.TextField(blank=True, help_text="what processing made of it")
+    source = models.CharField(_("source"), max_length=16, choices=WebhookSource.choices)
+    body = models.BinaryField(_("body"), help_text=_("the raw request body, byte for byte"))
+    body_sha256 = models.CharField(_("body's SHA-256"), max_length=64)
+    signature = models.CharField(_("signature"), max_length=255, help_text=_("the signature header as received"))
+    remote_addr = models.CharField(_("remote address"), max_length=64, blank=True)
+    received_at = models.DateTimeField(pgettext_lazy("delivery", "received at"), default=timezone.now)
+    times_received = models.PositiveIntegerField(_("times received"), default=1)
+    outcome = models.TextField(_("outcome"), blank=True, help_text=_("what processing made of it"))
     # Null while the intake has not processed it (its messages stored and routed): the
     # webhook only stores the delivery, a worker processes it (processes.whatsapp.services).
-    processed_at = models.DateTimeField(null=True, blank=True)
+    processed_at = models.DateTimeField(pgettext_lazy("delivery", "processed at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("webhook delivery")
@@ -40,7 +41,20 @@ class WebhookDelivery(models.Model):
                                 name="webhook_delivery_pending")]
 
     def __str__(self):
-        return f"{self.source} delivery {self.pk} ({len(self.body or b'')} bytes)"
+        return gettext("%(source)s delivery %(id)s (%(size)s bytes)") % {
+            "source": self.get_source_display(), "id": self.pk, "size": len(self.body or b"")}
+
+
+class QuarantineKind(models.TextChoices):
+    """Which part of a delivery was set aside: WhatsApp's messages and statuses sit in changes,
+    changes in entries; a payment delivery is one event."""
+
+    MESSAGE = "message", pgettext_lazy("webhook part", "Message")
+    STATUS = "status", pgettext_lazy("webhook part", "Status update")
+    CHANGE = "change", pgettext_lazy("webhook part", "Change")
+    ENTRY = "entry", pgettext_lazy("webhook part", "Entry")
+    DELIVERY = "delivery", pgettext_lazy("webhook part", "Whole delivery")
+    PAYMENT = "payment", pgettext_lazy("webhook part", "Payment event")
 
 
 class QuarantinedItem(models.Model):
@@ -50,15 +64,18 @@ class QuarantinedItem(models.Model):
     character is stored and displayed safely; the exact bytes stay on the delivery.
     """
 
-    delivery = models.ForeignKey(WebhookDelivery, on_delete=models.PROTECT, related_name="quarantined")
-    where = models.CharField(max_length=255, help_text="the path of the part in the body, e.g. "
-                                                       "entry[0].changes[0].value.messages[2]")
-    kind = models.CharField(max_length=32, help_text="message, status, change, entry or delivery")
-    reason = models.TextField()
-    fragment = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    resolved_at = models.DateTimeField(null=True, blank=True)
-    resolved_by = models.CharField(max_length=150, blank=True)
+    delivery = models.ForeignKey(WebhookDelivery, verbose_name=_("webhook delivery"), on_delete=models.PROTECT,
+                                 related_name="quarantined")
+    where = models.CharField(_("where"), max_length=255,
+                             help_text=_("the path of the part in the body, e.g. "
+                                         "entry[0].changes[0].value.messages[2]"))
+    kind = models.CharField(_("kind"), max_length=32, choices=QuarantineKind.choices)
+    reason = models.TextField(_("reason"))
+    fragment = models.TextField(_("fragment"), blank=True,
+                                help_text=_("the part as JSON text, non-ASCII characters escaped"))
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    resolved_at = models.DateTimeField(_("handled at"), null=True, blank=True)
+    resolved_by = models.CharField(_("handled by"), max_length=150, blank=True)
 
     class Meta:
         verbose_name = _("quarantined item")
@@ -69,4 +86,4 @@ class QuarantinedItem(models.Model):
                                                name="quarantined_item_once_per_place")]
 
     def __str__(self):
-        return f"{self.kind} at {self.where}: {self.reason[:60]}"
+        return gettext("%(kind)s at %(where)s") % {"kind": self.get_kind_display(), "where": self.where}

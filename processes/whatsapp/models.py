@@ -1,34 +1,36 @@
 """Messages in and out of WhatsApp, stored before anything acts on them."""
 from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
 
 
 class InboundStatus(models.TextChoices):
-    RECEIVED = "received", "Received (not processed yet)"
-    PROCESSED = "processed", "Processed (delivered to a run)"
-    KEPT = "kept", "Kept (text: nothing waits for it)"
-    UNMATCHED = "unmatched", "Unmatched (no run to deliver to)"
-    UNSUPPORTED = "unsupported", "Unsupported message type"
-    FAILED = "failed", "Failed (see note; process again from the admin)"
+    RECEIVED = "received", _("Received (not processed yet)")
+    PROCESSED = "processed", _("Processed (delivered to a run)")
+    KEPT = "kept", _("Kept (text: nothing waits for it)")
+    UNMATCHED = "unmatched", _("Unmatched (no run to deliver to)")
+    UNSUPPORTED = "unsupported", _("Unsupported message type")
+    FAILED = "failed", _("Failed (see note; process again from the admin)")
 
 
 class InboundMessage(models.Model):
     """One message as the provider sent it, unique on its id so redeliveries are no-ops."""
 
-    wamid = models.CharField("message id", max_length=128, unique=True)
-    message_type = models.CharField(max_length=32)
-    sender_wa_id = models.CharField(max_length=128, blank=True)
-    sender_user_id = models.CharField(max_length=128, blank=True)
-    phone_number_id = models.CharField(max_length=64, blank=True)
-    payload = models.JSONField(help_text="the message object, with its contact and metadata")
-    sent_at = models.DateTimeField(null=True, blank=True)
-    received_at = models.DateTimeField(default=timezone.now)
-    status = models.CharField(max_length=16, choices=InboundStatus.choices, default=InboundStatus.RECEIVED)
-    note = models.TextField(blank=True)
-    company = models.ForeignKey("processes.Company", null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="inbound_messages")
-    processed_at = models.DateTimeField(null=True, blank=True)
+    wamid = models.CharField(_("message id"), max_length=128, unique=True)
+    message_type = models.CharField(_("message type"), max_length=32)
+    sender_wa_id = models.CharField(_("sender's WhatsApp id (phone)"), max_length=128, blank=True)
+    sender_user_id = models.CharField(_("sender's business-scoped user id"), max_length=128, blank=True)
+    phone_number_id = models.CharField(_("receiving phone number id"), max_length=64, blank=True)
+    payload = models.JSONField(_("payload"), help_text=_("the message object, with its contact and metadata"))
+    sent_at = models.DateTimeField(pgettext_lazy("message", "sent at"), null=True, blank=True)
+    received_at = models.DateTimeField(pgettext_lazy("message", "received at"), default=timezone.now)
+    status = models.CharField(_("status"), max_length=16, choices=InboundStatus.choices,
+                              default=InboundStatus.RECEIVED)
+    note = models.TextField(_("note"), blank=True)
+    company = models.ForeignKey("processes.Company", verbose_name=_("company"), null=True, blank=True,
+                                on_delete=models.SET_NULL, related_name="inbound_messages")
+    processed_at = models.DateTimeField(pgettext_lazy("message", "processed at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("inbound WhatsApp message")
@@ -37,7 +39,8 @@ class InboundMessage(models.Model):
         indexes = [models.Index(fields=["status", "received_at"])]
 
     def __str__(self):
-        return f"{self.message_type} from {self.sender_wa_id or self.sender_user_id} ({self.wamid})"
+        return gettext("message %(id)s from %(sender)s") % {
+            "id": self.wamid, "sender": self.sender_wa_id or self.sender_user_id}
 
 
 class OutboundStatus(models.TextChoices):
@@ -56,22 +59,24 @@ STATUS_RANK = {OutboundStatus.QUEUED: 0, OutboundStatus.SENT: 1, OutboundStatus.
 class OutboundMessage(models.Model):
     """A message we send, unique on its idempotency key so a step that runs twice sends once."""
 
-    idempotency_key = models.CharField(max_length=255, unique=True)
-    company = models.ForeignKey("processes.Company", null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="outbound_messages")
-    to_wa_id = models.CharField(max_length=128, blank=True)
-    to_user_id = models.CharField(max_length=128, blank=True)
-    body = models.TextField()
-    template_name = models.CharField(max_length=100, blank=True,
-                                     help_text="set when sent as a template (outside the 24-hour window)")
-    backend = models.CharField(max_length=32)
-    provider_message_id = models.CharField(max_length=128, null=True, blank=True, unique=True)
-    status = models.CharField(max_length=16, choices=OutboundStatus.choices, default=OutboundStatus.QUEUED)
-    error = models.TextField(blank=True)
-    status_history = models.JSONField(default=list, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    sent_at = models.DateTimeField(null=True, blank=True)
-    status_updated_at = models.DateTimeField(null=True, blank=True)
+    idempotency_key = models.CharField(_("idempotency key"), max_length=255, unique=True)
+    company = models.ForeignKey("processes.Company", verbose_name=_("company"), null=True, blank=True,
+                                on_delete=models.SET_NULL, related_name="outbound_messages")
+    to_wa_id = models.CharField(_("recipient's WhatsApp id (phone)"), max_length=128, blank=True)
+    to_user_id = models.CharField(_("recipient's business-scoped user id"), max_length=128, blank=True)
+    body = models.TextField(_("text"))
+    template_name = models.CharField(_("template"), max_length=100, blank=True,
+                                     help_text=_("set when sent as a template (outside the 24-hour window)"))
+    backend = models.CharField(_("sending backend"), max_length=32)
+    provider_message_id = models.CharField(_("provider's message id"), max_length=128, null=True, blank=True,
+                                           unique=True)
+    status = models.CharField(_("status"), max_length=16, choices=OutboundStatus.choices,
+                              default=OutboundStatus.QUEUED)
+    error = models.TextField(_("error"), blank=True)
+    status_history = models.JSONField(_("status history"), default=list, blank=True)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    sent_at = models.DateTimeField(pgettext_lazy("message", "sent at"), null=True, blank=True)
+    status_updated_at = models.DateTimeField(_("status updated at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("outbound WhatsApp message")
@@ -79,7 +84,8 @@ class OutboundMessage(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self):
-        return f"to {self.to_wa_id or self.to_user_id}: {self.body[:40]}"
+        return gettext("to %(recipient)s (%(key)s)") % {
+            "recipient": self.to_wa_id or self.to_user_id, "key": self.idempotency_key}
 
 
 class PendingStatus(models.Model):
@@ -92,17 +98,20 @@ class PendingStatus(models.Model):
     rest stay in the admin with ``applied_at`` empty for an operator to look at.
     """
 
-    provider_message_id = models.CharField(max_length=128, db_index=True)
-    status = models.CharField(max_length=32)
-    timestamp = models.CharField(max_length=32, blank=True, help_text="as the provider sent it (Unix seconds)")
-    payload = models.JSONField(help_text="the status object as received")
-    delivery = models.ForeignKey("processes.WebhookDelivery", null=True, blank=True, on_delete=models.PROTECT,
-                                 related_name="pending_statuses")
-    where = models.CharField(max_length=255, blank=True, help_text="the status's place in the delivery")
-    received_at = models.DateTimeField(default=timezone.now)
-    applied_at = models.DateTimeField(null=True, blank=True)
-    message = models.ForeignKey(OutboundMessage, null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="pending_statuses", help_text="the message it was applied to")
+    provider_message_id = models.CharField(_("provider's message id"), max_length=128, db_index=True)
+    status = models.CharField(_("status"), max_length=32)
+    timestamp = models.CharField(_("provider's timestamp"), max_length=32, blank=True,
+                                 help_text=_("as the provider sent it (Unix seconds)"))
+    payload = models.JSONField(_("payload"), help_text=_("the status object as received"))
+    delivery = models.ForeignKey("processes.WebhookDelivery", verbose_name=_("webhook delivery"), null=True,
+                                 blank=True, on_delete=models.PROTECT, related_name="pending_statuses")
+    where = models.CharField(_("where"), max_length=255, blank=True,
+                             help_text=_("the status's place in the delivery"))
+    received_at = models.DateTimeField(_("received at"), default=timezone.now)
+    applied_at = models.DateTimeField(_("applied at"), null=True, blank=True)
+    message = models.ForeignKey(OutboundMessage, verbose_name=_("message"), null=True, blank=True,
+                                on_delete=models.SET_NULL, related_name="pending_statuses",
+                                help_text=_("the message it was applied to"))
 
     class Meta:
         verbose_name = _("status for an unknown message")
@@ -113,4 +122,5 @@ class PendingStatus(models.Model):
                                                name="pending_status_once")]
 
     def __str__(self):
-        return f"{self.status} for {self.provider_message_id}"
+        status = OutboundStatus(self.status).label if self.status in OutboundStatus.values else self.status
+        return gettext("%(status)s for %(id)s") % {"status": status, "id": self.provider_message_id}

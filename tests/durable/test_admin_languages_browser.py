@@ -1,6 +1,7 @@
 """The whole admin in the operator's language, in headless Chromium: every page of the engine, the
-approvals and the processes reads in Portuguese for a pt-BR user and in English for an en user,
-with data (run ids, workflow and step names, JSON) left as it was written.
+approvals and the processes (the WhatsApp messages and webhook deliveries too) reads in Portuguese
+for a pt-BR user and in English for an en user, with data (run ids, workflow and step names, JSON,
+what the intake wrote about a delivery) left as it was written.
 
 On the run list and a run's page, also: no sideways scroll at 390 and 1366 px and no serious
 accessibility violation (axe-core). Screenshots go to var/screenshots/admin-*.png.
@@ -19,9 +20,13 @@ from durable import services
 from durable.features import schedules
 from durable.testing import drive
 from processes.onboarding.models import Company
+from processes.webhooks.models import QuarantinedItem
+from processes.whatsapp.models import InboundMessage, InboundStatus
+from processes.whatsapp.services import message_send, webhook_receive
 from tests.approvals.conftest import start_case
 from tests.browser import admin_page, browser  # noqa: F401  (the fixture)
 from tests.languages import AXE, strings_of_the_other_language, visible_text
+from tests.processes.conftest import document, whatsapp_message, whatsapp_webhook
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -33,7 +38,8 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 @pytest.fixture
 def admin_data(clock):
     """A superuser; runs that finished 100 days ago (archived), one that failed, one waiting for a
-    signal, one asleep, and one that completed with a journal; a schedule, a case, a company."""
+    signal, one asleep, and one that completed with a journal; a schedule, a case, a company and
+    its WhatsApp traffic."""
     User.objects.create_superuser("admin-languages", password=PASSWORD)
     for n in range(2):
         drive(services.run_start("three_steps", n, id=f"old:{n}", actor="test").id)
@@ -49,12 +55,32 @@ def admin_data(clock):
                                          id_template="report:{date}", args=[1], actor="test")
     case = start_case("acme")
     company = Company.objects.create(name="Padaria Pão Quente", cnpj="11222333000181", wa_id="5511999990000")
-    return {"runs": runs, "schedule": schedule, "case": case, "company": company}
+    return {"runs": runs, "schedule": schedule, "case": case, "company": company,
+            "whatsapp": whatsapp_traffic(company)}
+
+
+def whatsapp_traffic(company) -> dict:
+    """One WhatsApp delivery as the intake stores it (a document and a text from the company, a
+    message without an id, quarantined, and a status for a message we never sent, kept), the text
+    failed in routing, and our reply."""
+    nameless = whatsapp_message("wamid.NO-ID", wa_id=company.wa_id)
+    del nameless["id"]
+    webhook_receive(whatsapp_webhook(
+        document("wamid.DOC-1", "contrato social", wa_id=company.wa_id, filename="contrato.pdf"),
+        whatsapp_message("wamid.TEXT-1", wa_id=company.wa_id), nameless,
+        statuses=[{"id": "wamid.SENT-BY-SOMEONE-ELSE", "status": "delivered", "timestamp": "1767225700",
+                   "recipient_id": company.wa_id}]))
+    InboundMessage.objects.filter(company__isnull=True).update(company=company)
+    InboundMessage.objects.filter(wamid="wamid.TEXT-1").update(status=InboundStatus.FAILED,
+                                                               note="RuntimeError: the router broke")
+    reply = message_send(company=company, body="Recebemos o contrato social.", idempotency_key="onboarding:docs:1")
+    return {"document": InboundMessage.objects.get(wamid="wamid.DOC-1"), "reply": reply,
+            "quarantined": QuarantinedItem.objects.get()}
 
 
 def pages_of(data) -> dict[str, str]:
     """Every admin page an operator reads, by a short name (for the screenshot and the failure)."""
-    runs = data["runs"]
+    runs, whatsapp = data["runs"], data["whatsapp"]
 
     def run(name: str, what: str = "change", query: str = "") -> str:
         return reverse(f"admin:durable_workflowrun_{what}", args=[quote(runs[name].id)]) + query
@@ -77,6 +103,13 @@ def pages_of(data) -> dict[str, str]:
         "approval": reverse("admin:approvals_approvalrequest_change", args=[data["case"].pk]),
         "companies": reverse("admin:processes_company_changelist"),
         "company": reverse("admin:processes_company_change", args=[data["company"].pk]),
+        "inbound-messages": reverse("admin:processes_inboundmessage_changelist"),
+        "inbound-message": reverse("admin:processes_inboundmessage_change", args=[whatsapp["document"].pk]),
+        "outbound-messages": reverse("admin:processes_outboundmessage_changelist"),
+        "outbound-message": reverse("admin:processes_outboundmessage_change", args=[whatsapp["reply"].pk]),
+        "pending-statuses": reverse("admin:processes_pendingstatus_changelist"),
+        "webhook-deliveries": reverse("admin:processes_webhookdelivery_changelist"),
+        "quarantined-items": reverse("admin:processes_quarantineditem_changelist"),
     }
 
 
@@ -134,6 +167,21 @@ def test_a_list_actions_message_reads_in_the_users_language(browser, live_server
 
         assert page.locator("ul.messagelist").is_visible()
         assert wrong_language(page, language, "cancelled") == []
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_quarantined_items_action_message_reads_in_the_users_language(browser, live_server, admin_data,  # noqa: F811
+                                                                         language):
+    item = admin_data["whatsapp"]["quarantined"]
+    with admin_page(browser, live_server, "admin-languages", PASSWORD, language=language) as page:
+        page.goto(live_server.url + reverse("admin:processes_quarantineditem_changelist") + "?attention=yes")
+        page.locator(f"input[name=_selected_action][value='{item.pk}']").check()
+        page.select_option("select[name=action]", "mark_handled")
+        page.locator("button[name=index]").click()
+        page.wait_for_load_state()
+
+        assert page.locator("ul.messagelist").is_visible()
+        assert wrong_language(page, language, "handled") == []
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

@@ -74,3 +74,18 @@ def test_an_anonymous_visitor_is_sent_to_the_login_page(client, contract):
 
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+def test_staff_may_correct_a_documents_kind_but_never_what_was_received(client, contract):
+    client.force_login(User.objects.create_superuser("root", password="pw-unused-123"))
+    received = Document.objects.values("company", "media_id", "mime_type", "sha256", "size", "file_name",
+                                       "message_id").get(pk=contract.pk)
+
+    response = client.post(f"/admin/processes/document/{contract.pk}/change/", {
+        "kind": DocumentKind.ADDRESS, "caption": "conta de luz", "sha256": "0" * 64, "mime_type": "text/html", "size": 1,
+        "media_id": "media-forged", "file_name": "forged.pdf", "message_id": "wamid.FORGED", "company": 999})
+
+    assert response.status_code == 302
+    assert Document.objects.values("company", "media_id", "mime_type", "sha256", "size", "file_name",
+                                   "message_id").get(pk=contract.pk) == received
+    assert Document.objects.get(pk=contract.pk).kind == DocumentKind.ADDRESS
