@@ -6,8 +6,10 @@ whatever their laptop's locale says, and switches to English per user (approvals
 .reviewer_language_set), so two colleagues on one case always read the same labels unless
 one of them chose otherwise.
 """
+import zoneinfo
+
 from django.conf import settings
-from django.utils import translation
+from django.utils import timezone, translation
 from django.utils.cache import patch_vary_headers
 
 from approvals.selectors import reviewer_language
@@ -40,3 +42,19 @@ class UserLanguageMiddleware:
         response.headers.setdefault("Content-Language", language)
         patch_vary_headers(response, ("Cookie",))
         return response
+
+
+class ReviewerTimeZoneMiddleware:
+    """Every page, the admin's included, shows times in the team's zone (REVIEWER_TIME_ZONE,
+    São Paulo by default): the queue, a case, the dashboard and a run's page agree on a
+    moment. Stored times and logs stay UTC, and so does what machines read (the API, the
+    webhooks' answers, /metrics)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith(("/api/", "/metrics")):
+            return self.get_response(request)
+        with timezone.override(zoneinfo.ZoneInfo(settings.REVIEWER_TIME_ZONE)):
+            return self.get_response(request)

@@ -88,6 +88,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "approvals.middleware.UserLanguageMiddleware",
+    "approvals.middleware.ReviewerTimeZoneMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -441,4 +442,5 @@ LOGGING["loggers"]["axes"] = {"level": "WARNING"}  # lockouts still log; its sta
 REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["config.throttling.TokenClientThrottle"]
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"token": os.environ.get("API_TOKEN_THROTTLE_RATE", "1200/min")}
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = ["drf_spectacular.hooks.postprocess_schema_enums",
-                                                "config.throttling.document_throttling"]
+                                                "config.throttling.document_throttling",
+                                                "durable.surfaces.openapi.blank_text_is_one_alternative"]

@@ -2,25 +2,25 @@
 import re
 
 from django import template
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 register = template.Library()
 
-STAMP_FORMAT = "%Y-%m-%d %H:%M:%S %Z"
-
 
 @register.filter
 def stamp(value):
-    """``2026-12-01 07:37:50 UTC``: to the second and with its zone, so it can be matched
-    with a log line; it may wrap between the date and the time, nowhere else."""
+    """``17/03/2027 21:49:26 -03``: in the active time zone (the project's pages activate the
+    reviewers'), dated as the reader writes dates, like every other page; to the second and
+    with its zone, so it can be matched with a log line. It may wrap between the date and the
+    time, nowhere else."""
     if value is None:
         return None
     local = timezone.localtime(value) if timezone.is_aware(value) else value
-    day, _, clock = local.strftime(STAMP_FORMAT).strip().partition(" ")
-    return format_html('<time datetime="{}">{} {}</time>', value.isoformat(), day,
-                       clock.replace(" ", "\N{NO-BREAK SPACE}"))
+    clock = f"{local:%H:%M:%S}" + (f"\N{NO-BREAK SPACE}{local:%Z}" if local.tzinfo else "")
+    return format_html('<time datetime="{}">{} {}</time>', value.isoformat(),
+                       formats.date_format(local, "SHORT_DATE_FORMAT"), clock)
 
 
 @register.filter

@@ -1,4 +1,6 @@
 """The runs admin: operators see the journal, signals and divergence, and repair through the services."""
+from zoneinfo import ZoneInfo
+
 import pytest
 from django.contrib import admin
 from django.contrib.admin.utils import quote
@@ -63,7 +65,10 @@ def blocked_run(clock):
 
 
 def stamp(value) -> str:
-    return f'<time datetime="{value.isoformat()}">{value:%Y-%m-%d %H:%M:%S}\N{NO-BREAK SPACE}UTC</time>'
+    """As the admin shows a moment: in São Paulo (the reviewers' zone), dated as the reader
+    (English in the tests) writes dates, to the second, with the zone."""
+    local = value.astimezone(ZoneInfo("America/Sao_Paulo"))
+    return f'<time datetime="{value.isoformat()}">{local:%m/%d/%Y %H:%M:%S}\N{NO-BREAK SPACE}-03</time>'
 
 
 @pytest.fixture
@@ -76,6 +81,15 @@ def test_the_list_shows_wake_and_update_times_to_the_second_with_their_zone(oper
 
     assert stamp(run_with_deadline.wake_at) in html
     assert stamp(run_with_deadline.updated_at) in html
+
+
+def test_in_portuguese_a_time_reads_as_on_the_reviewer_pages_in_sao_paulo(operator, run_with_deadline, settings):
+    settings.LANGUAGE_CODE = "pt-br"
+    local = run_with_deadline.wake_at.astimezone(ZoneInfo("America/Sao_Paulo"))
+
+    html = operator.get(page(run_with_deadline.id)).content.decode()
+
+    assert f">{local:%d/%m/%Y %H:%M:%S}\N{NO-BREAK SPACE}-03</time>" in html
 
 
 def test_the_run_page_shows_its_times_and_its_journal_to_the_second_with_their_zone(operator, run_with_deadline):

@@ -135,6 +135,17 @@ def test_the_schema_says_text_fields_take_no_nul_and_pages_have_bounds(operator)
     assert (page_size["schema"]["minimum"], page_size["schema"]["maximum"]) == (1, 500)
 
 
+def test_an_empty_reason_is_valid_by_the_schema_as_the_api_takes_it(operator):
+    """oneOf forbids a value two alternatives accept: "" was both "text without NUL" and
+    "empty", so the schema said a blank reason was invalid (schemathesis found it)."""
+    schema = operator.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    reasons = {name: schema["components"]["schemas"][name]["properties"]["reason"]
+               for name in ("BulkRequestRequest", "RunCancelRequest", "SchedulePauseRequest")}
+
+    assert {name: ("oneOf" in reason, reason["type"], reason["maxLength"]) for name, reason in reasons.items()} == {
+        name: (False, "string", 1000) for name in reasons}
+
+
 def test_detail_of_an_id_with_colon_slash_and_space_shows_journal_and_signals(operator, waiting_run):
     services.signal_send(waiting_run.id, "unrelated", {"x": 1}, actor="test")
 
@@ -539,14 +550,16 @@ def test_every_string_boolean_or_integer_of_a_request_body_refuses_another_json_
              "/api/bulk/": {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True},
              "/api/bulk/confirm/": {"token": "t"},
              "/api/invoices/{number}/void/": {"reason": "r"},
-             "/api/invoices/{number}/due-date/": {"due_at": "2099-01-01T00:00:00+00:00"}}
+             "/api/invoices/{number}/due-date/": {"due_at": "2099-01-01T00:00:00+00:00"},
+             "/api/schedules/{name}/pause/": {"reason": "r"}}
     User.objects.get(username="operator").user_permissions.add(
-        Permission.objects.get(content_type__app_label="processes", codename="change_invoice"))
+        Permission.objects.get(content_type__app_label="processes", codename="change_invoice"),
+        Permission.objects.get(content_type__app_label="durable", codename="operate_schedule"))
     before = (WorkflowRun.objects.count(), Signal.objects.count())
 
     accepted = []
     for path, name, json_type in fields:
-        url = path.replace("{run_id}", "orders:c-42%2Fa%20b").replace("{number}", "NF-1")
+        url = path.replace("{run_id}", "orders:c-42%2Fa%20b").replace("{number}", "NF-1").replace("{name}", "daily")
         for value in MISTYPED[json_type]:
             response = post_json(operator, url, {**valid[path], name: value})
             if response.status_code != 400 or name not in (response.json()["error"]["detail"] or {}):

@@ -1,6 +1,7 @@
 """The invoice admin: an invoice is issued with its run, and voided or given a new due date
 only through that run (an update), never by editing the row."""
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth.models import User
@@ -124,7 +125,9 @@ def test_a_due_date_in_the_past_far_away_or_unreadable_is_refused_on_the_form(op
 def test_a_new_due_date_goes_to_the_run_which_writes_it_and_starts_again_from_it(operator, invoice, clock):
     new_due = (clock.now() + days(10)).replace(second=0, microsecond=0)
 
-    act(operator, "change_due_date", [invoice], apply="1", due_at=new_due.strftime("%Y-%m-%dT%H:%M"),
+    # The admin reads the time in the team's zone, as it shows times (São Paulo).
+    act(operator, "change_due_date", [invoice], apply="1",
+        due_at=new_due.astimezone(ZoneInfo("America/Sao_Paulo")).strftime("%Y-%m-%dT%H:%M"),
         reason="renegotiated by phone")
     drive(invoice.run_id)
 
