@@ -44,3 +44,12 @@ app.conf.beat_schedule["durable-retention"] = {
     "schedule": _retention_every,
     "options": {"expires": _retention_every},
 }
+
+# The audit chains' heads, appended outside the database (DURABLE_AUDIT_HEADS_SINK): what
+# ``durable audit verify --against`` checks a cut or emptied chain with. docs/operations.md.
+_audit_heads_every = float(os.environ.get("DURABLE_AUDIT_HEADS_INTERVAL_SECONDS", "3600"))
+app.conf.beat_schedule["durable-audit-heads"] = {
+    "task": "durable.audit_heads",
+    "schedule": _audit_heads_every,
+    "options": {"expires": _audit_heads_every},
+}

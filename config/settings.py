@@ -72,7 +72,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "durable",
@@ -196,7 +195,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    "SERVE_AUTHENTICATION": ["rest_framework.authentication.TokenAuthentication",
+    "SERVE_AUTHENTICATION": ["durable.surfaces.tokens.ApiTokenAuthentication",
                              "rest_framework.authentication.SessionAuthentication"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -278,6 +277,13 @@ DURABLE_RETENTION = ({"finished_before": os.environ["DURABLE_RETENTION_FINISHED_
                       "batch_size": int(os.environ.get("DURABLE_RETENTION_BATCH_SIZE", "500")),
                       "max_runs": int(os.environ.get("DURABLE_RETENTION_MAX_RUNS", "50000"))}
                      if os.environ.get("DURABLE_RETENTION_FINISHED_BEFORE") else None)
+# The audit chains' seal key (durable/chain.py), kept out of the database. Unset, it is derived
+# from SECRET_KEY (check --deploy warns). Beat appends the chains' heads every
+# DURABLE_AUDIT_HEADS_INTERVAL_SECONDS through the sink, by default to the file below;
+# ``durable audit verify --against`` reads them back (docs/operations.md, "Audit trail").
+DURABLE_AUDIT_KEY = os.environ.get("DURABLE_AUDIT_KEY", "")
+DURABLE_AUDIT_HEADS_SINK = os.environ.get("DURABLE_AUDIT_HEADS_SINK", "durable.features.audit_heads.FileSink")
+DURABLE_AUDIT_HEADS_FILE = os.environ.get("DURABLE_AUDIT_HEADS_FILE", "") or str(VAR_DIR / "audit" / "heads.jsonl")
 # Calls that break replay (clock, random, network, queries) raise inside workflow bodies.
 # It patches the standard library process-wide, so only tests turn it on by default.
 DURABLE_STRICT = env_bool("DURABLE_STRICT", False)
@@ -300,15 +306,19 @@ LOGGING = {
         "format": "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s pos=%(position)s] %(message)s"}},
     # Stamps run_id and position from the replay context on every record (durable/runtime/logging.py).
     "filters": {"run_context": {"()": "durable.runtime.logging.RunContextFilter"},
-                "refused_in_one_line": {"()": "config.log_filters.RefusedInOneLine"}},
+                "refused_in_one_line": {"()": "config.log_filters.RefusedInOneLine"},
+                "secrets_scrubbed": {"()": "config.log_filters.SecretsScrubbed"}},
+    # No line shows a secret sent in a URL (the WhatsApp verify token): config/log_filters.py.
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
-                             "filters": ["run_context"]}},
+                             "filters": ["run_context", "secrets_scrubbed"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         # Django's own console handler (DEBUG only) would print each django.* record a
         # second time beside the root one: a 403's traceback twice, every 404 twice.
         "django": {"handlers": [], "level": "INFO"},
         "django.db.backends": {"level": "INFO"},
+        # runserver's request lines, query string included: through the console handler, scrubbed.
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
         # A refused request (403) is one line, without the PermissionDenied's traceback.
         "django.request": {"filters": ["refused_in_one_line"]},
         # One line per sweep tick and per advance is noise; failures still log.
@@ -363,6 +373,9 @@ ONBOARDING_FAKE_REGISTRY = json.loads(os.environ.get("ONBOARDING_FAKE_REGISTRY",
 # for the supervisor; a case open longer than the SLA counts as past SLA on the dashboard.
 APPROVALS_STALE_CLAIM_HOURS = float(os.environ.get("APPROVALS_STALE_CLAIM_HOURS", "4"))
 APPROVALS_SLA_HOURS = float(os.environ.get("APPROVALS_SLA_HOURS", "24"))
+# /metrics counts the reviewers' votes by outcome; on, it labels them with each reviewer's user
+# name too (whoever reads the metrics then sees who decided what).
+APPROVALS_METRICS_REVIEWER_NAMES = env_bool("APPROVALS_METRICS_REVIEWER_NAMES", False)
 # The language a decision's message to the customer is composed in (approvals/customer_messages.py).
 APPROVALS_CUSTOMER_LANGUAGE = os.environ.get("APPROVALS_CUSTOMER_LANGUAGE", "pt-br")
 # How deeply a JSON value sent to the REST API (signal payload, run input) may nest (docs/api.md).
@@ -393,6 +406,11 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HTTPS)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_HTTPS)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SECURE_HTTPS)
 SESSION_COOKIE_HTTPONLY = True
+# A sign-in lasts a working day at most (SESSION_HOURS) and ends when the browser closes: the
+# workbench shows customers' documents, often on shared office computers. Not renewed by use
+# (the case page polls every 2 s, which would keep an unattended session alive for ever).
+SESSION_COOKIE_AGE = int(float(os.environ.get("SESSION_HOURS", "8")) * 3600)
+SESSION_EXPIRE_AT_BROWSER_CLOSE = env_bool("SESSION_EXPIRE_AT_BROWSER_CLOSE", True)
 # Content-Security-Policy on every response (django-csp): scripts, styles, images, fetches and
 # forms from this origin only, no inline script or style, no plugin, never framed. The app's
 # own pages, the admin and the API docs pass it (tests/config/test_content_security_policy.py).
@@ -402,11 +420,6 @@ CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
     "object-src": ["'none'"], "base-uri": ["'self'"], "form-action": ["'self'"],
     "frame-ancestors": ["'none'"],
 }}
-# A sign-in lasts a working day at most (SESSION_HOURS) and ends when the browser closes: the
-# workbench shows customers' documents, often on shared office computers. Not renewed by use
-# (the case page polls every 2 s, which would keep an unattended session alive for ever).
-SESSION_COOKIE_AGE = int(float(os.environ.get("SESSION_HOURS", "8")) * 3600)
-SESSION_EXPIRE_AT_BROWSER_CLOSE = env_bool("SESSION_EXPIRE_AT_BROWSER_CLOSE", True)
 # How many proxies in front append to X-Forwarded-For; 0 trusts REMOTE_ADDR only (config/proxy.py).
 TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
 
@@ -441,6 +454,9 @@ LOGGING["loggers"]["axes"] = {"level": "WARNING"}  # lockouts still log; its sta
 # people in the browser and the signed webhooks are not.
 REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["config.throttling.TokenClientThrottle"]
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"token": os.environ.get("API_TOKEN_THROTTLE_RATE", "1200/min")}
+# API tokens (manage.py durable token create|list|revoke) are stored as digests, scoped read or
+# operate, and expire after this many days unless created with --days (docs/api.md).
+API_TOKEN_DAYS = int(os.environ.get("API_TOKEN_DAYS", "90"))
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = ["drf_spectacular.hooks.postprocess_schema_enums",
                                                 "config.throttling.document_throttling",
                                                 "durable.surfaces.openapi.blank_text_is_one_alternative"]

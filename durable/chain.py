@@ -10,17 +10,24 @@ On PostgreSQL a trigger refuses UPDATE and DELETE (queryset update()/delete() in
 TRUNCATE stays possible, for the test suite's flush and for a deliberate purge. On SQLite a
 trigger refuses UPDATE only (the test flush deletes rows). ``durable audit verify`` walks
 every chain and names the first broken link.
+
+A link's hash is plain SHA-256, which anyone can recompute: whoever owns the tables could
+edit a row and hash the chain again. So each row also carries a seal, an HMAC of its hash
+with a key kept outside the database (``conf.audit_key``): a chain re-hashed without the key
+does not verify. A chain cut at its end, or emptied, still verifies on its own; the heads
+exported outside the database (durable.features.audit_heads) show that.
 """
 import hashlib
+import hmac
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from django.apps import apps
 from django.db import connections, models, router, transaction
 from django.db.migrations import RunPython
 
-from durable import sql
+from durable import conf, sql
 
 GENESIS = "0" * 64
 
@@ -44,14 +51,17 @@ EVENT_FIELDS = ("action", "actor", "detail", "created_at")
 
 class ChainedAudit(models.Model):
     """Base of an audit table. Subclasses name ``chain_parent`` (a foreign key) and
-    ``chained_fields`` (what the hash covers, in order)."""
+    ``chained_fields`` (what the hash covers, in order), and ``archived_in`` (the label of the
+    table whole chains move to, ids and hashes kept) if there is one."""
 
     chain_parent: str = ""
     chained_fields: tuple[str, ...] = ()
+    archived_in: str = ""
 
     chain_seq = models.PositiveBigIntegerField(default=0, editable=False)
     prev_hash = models.CharField(max_length=64, default="", editable=False)
     row_hash = models.CharField(max_length=64, default="", editable=False)
+    row_mac = models.CharField(max_length=64, default="", editable=False)
 
     objects = AppendOnlyQuerySet.as_manager()
 
@@ -78,6 +88,7 @@ class ChainedAudit(models.Model):
             self.chain_seq, self.prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS)
             self.row_hash = row_digest(self, self.prev_hash, parent=self.chain_parent,
                                        fields=self.chained_fields)
+            self.row_mac = seal(self.row_hash)
             if args or kwargs or self.pk is not None:
                 super().save(*args, **kwargs)
             else:  # every signal and decision writes one: the ORM's save costs more than the INSERT
@@ -130,6 +141,23 @@ def link_digest(prev_hash: str, body: str) -> str:
     return hashlib.sha256(f"{prev_hash}\n{body}".encode()).hexdigest()
 
 
+def seal(row_hash: str) -> str:
+    """The row's seal: HMAC-SHA256 of its hash with the audit key. The hash covers the row
+    and every link before it, so a seal vouches for the chain up to its row."""
+    return hmac.new(conf.audit_key(), row_hash.encode(), hashlib.sha256).hexdigest()
+
+
+def seal_sql(expression: str) -> tuple[str, list]:
+    """``seal`` as SQL over a text ``expression``, for statements that compute the hash
+    themselves: HMAC from PostgreSQL's own sha256() (RFC 2104, no extension needed). The
+    parameters are the key's two padded forms, sent with the statement, never stored."""
+    key = conf.audit_key()
+    key = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+    inner, outer = bytes(b ^ 0x36 for b in key), bytes(b ^ 0x5C for b in key)
+    return (f"encode(sha256(%s::bytea || sha256(%s::bytea || convert_to({expression}, 'UTF8'))), 'hex')",
+            [outer, inner])
+
+
 def body_around(row, holes: list[str], *, parent: str, fields: tuple[str, ...]) -> list[str]:
     """``row_body`` cut at values the database assigns in the statement that inserts the row
     (its chain_seq, the id of a row inserted beside it), which the row holds meanwhile as the
@@ -167,6 +195,34 @@ def backfill_operation(label: str, *, parent: str, fields: tuple[str, ...]) -> R
             heads[getattr(row, parent_attname)] = (row.chain_seq, row.row_hash)
 
     return RunPython(backfill, RunPython.noop)
+
+
+def seal_operation(*labels: str) -> RunPython:
+    """Seal the rows already in these tables (written before rows carried a seal) with the
+    key the migration runs with: from then on, every row must carry a valid one. The tables
+    are left as this finds them, their append-only triggers on (SQLite: installed again, as
+    adding the column rebuilt the table without them)."""
+
+    def seal_rows(migration_apps, schema_editor):
+        connection = schema_editor.connection
+        for label in labels:
+            model = migration_apps.get_model(label)
+            table, name = model._meta.db_table, trigger_name(model._meta.db_table)
+            if connection.vendor == "postgresql":
+                expression, params = seal_sql("row_hash")
+                schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+                schema_editor.execute(f'ALTER TABLE "{table}" DISABLE TRIGGER {name}')
+                schema_editor.execute(f"UPDATE \"{table}\" SET row_mac = {expression} WHERE row_mac = ''", params)
+                schema_editor.execute(f'ALTER TABLE "{table}" ENABLE TRIGGER {name}')
+                continue
+            if connection.vendor == "sqlite":
+                schema_editor.execute(f"DROP TRIGGER IF EXISTS {name}")
+            for row in model._base_manager.filter(row_mac="").only("pk", "row_hash").iterator():
+                model._base_manager.filter(pk=row.pk).update(row_mac=seal(row.row_hash))
+            for statement in trigger_sql(connection.vendor, table) if connection.vendor == "sqlite" else []:
+                schema_editor.execute(statement, params=None)
+
+    return RunPython(seal_rows, RunPython.noop)
 
 
 def append_only_operation(table: str) -> RunPython:
@@ -229,6 +285,16 @@ class Broken:
         return f"{self.table}: chain {self.chain!r} breaks at seq {self.seq}{row}: {self.reason}"
 
 
+@dataclass(frozen=True)
+class Head:
+    """A chain's last link as exported outside the database at ``at``, from ``table``."""
+
+    seq: int
+    row_hash: str
+    at: str
+    table: str
+
+
 @dataclass
 class ChainReport:
     table: str
@@ -237,6 +303,7 @@ class ChainReport:
     guard: str = ""
     head_digest: str = ""
     broken: Broken | None = None
+    unmatched: dict[str, Head] = field(default_factory=dict)  # exported chains this table does not hold
 
 
 def trigger_state(model) -> str:
@@ -255,26 +322,43 @@ def trigger_state(model) -> str:
     return "none on this database"
 
 
-def verify(model) -> ChainReport:
+def verify(model, *, expected: dict[str, Head] | None = None) -> ChainReport:
     """Walk every chain of one table in order; stop at the first link that does not hold.
 
-    The head digest (over every chain's last hash) lets an operator notice, by comparing
-    with a digest recorded elsewhere earlier, rows cut from the end of a chain: a chain
-    alone cannot show that its newest rows are gone.
+    Each row's seal is checked with the key: a chain edited and hashed again without it
+    breaks there. ``expected`` (chain -> the head exported earlier) catches what a chain
+    cannot show alone: its newest rows cut, or a rewrite sealed with the key. The head digest
+    (over every chain's last hash) is the same check by hand, with a digest noted elsewhere.
     """
+    expected = expected or {}
     report = ChainReport(table=model._meta.db_table, guard=trigger_state(model))
     parent_attname = model._meta.get_field(model.chain_parent).attname
     heads = hashlib.sha256()
     chain, expected_seq, prev_hash = None, 0, GENESIS
+    seen = set()
+
+    def cut(chain_id: str, last_seq: int) -> Broken | None:
+        want = expected.get(chain_id)
+        if want is None or want.seq <= last_seq:
+            return None
+        return Broken(report.table, chain_id, want.seq, None,
+                      f"the heads exported at {want.at} reach seq {want.seq}, the chain ends at seq {last_seq} "
+                      f"(rows cut from its end)")
+
     rows = model._base_manager.order_by(parent_attname, "chain_seq", "pk").iterator(chunk_size=2000)
     for row in rows:
         parent_id = str(getattr(row, parent_attname))
         if parent_id != chain:
             if chain is not None:
                 heads.update(f"{chain}={prev_hash}\n".encode())
+                report.broken = cut(chain, expected_seq - 1)
+                if report.broken:
+                    return report
             chain, expected_seq, prev_hash = parent_id, 1, GENESIS
+            seen.add(chain)
             report.chains += 1
         report.rows += 1
+        want = expected.get(chain)
         problem = None
         if row.chain_seq != expected_seq:
             problem = f"expected seq {expected_seq}, found {row.chain_seq} (a row is missing or was inserted)"
@@ -282,11 +366,18 @@ def verify(model) -> ChainReport:
             problem = "its previous-hash does not match the row before it"
         elif row.row_hash != row_digest(row, row.prev_hash, parent=model.chain_parent, fields=model.chained_fields):
             problem = "its content does not match its hash (the row was altered)"
+        elif not hmac.compare_digest(row.row_mac, seal(row.row_hash)):
+            problem = ("its seal does not match its hash (hashed again without the audit key, "
+                       "or the key is not the one it was written with)")
+        elif want is not None and want.seq == row.chain_seq and want.row_hash != row.row_hash:
+            problem = f"its hash is not the one exported at {want.at} (the chain was rewritten)"
         if problem:
             report.broken = Broken(report.table, chain, expected_seq, row.pk, problem)
             return report
         expected_seq, prev_hash = expected_seq + 1, row.row_hash
     if chain is not None:
         heads.update(f"{chain}={prev_hash}\n".encode())
+        report.broken = cut(chain, expected_seq - 1)
+    report.unmatched = {chain_id: head for chain_id, head in expected.items() if chain_id not in seen}
     report.head_digest = heads.hexdigest()
     return report

@@ -1,4 +1,8 @@
 """The engine's settings, read at call time so tests can override them."""
+import hashlib
+import hmac
+from pathlib import Path
+
 from django.conf import settings
 
 
@@ -84,3 +88,30 @@ def takeover_queue() -> str:
 def limit_patience_seconds() -> float:
     """How long past its wake-up a run waiting on a limit keeps its place in line."""
     return float(getattr(settings, "DURABLE_LIMIT_PATIENCE_SECONDS", 60))
+
+
+def api_token_days() -> int:
+    """How long a new API token is valid unless its creator says otherwise."""
+    return int(getattr(settings, "API_TOKEN_DAYS", 90))
+
+
+def audit_key() -> bytes:
+    """The key that seals the audit chains (durable/chain.py). Kept outside the database, so
+    that whoever can write the audit tables cannot seal a rewritten row. Without
+    DURABLE_AUDIT_KEY, one derived from SECRET_KEY (``check --deploy`` warns: rotating
+    SECRET_KEY would then unseal every row)."""
+    key = getattr(settings, "DURABLE_AUDIT_KEY", "")
+    if key:
+        return key.encode()
+    return hmac.new(settings.SECRET_KEY.encode(), b"durable.audit-chain", hashlib.sha256).digest()
+
+
+def audit_heads_sink() -> str:
+    """Dotted path of the class that keeps the exported heads of the audit chains."""
+    return getattr(settings, "DURABLE_AUDIT_HEADS_SINK", "durable.features.audit_heads.FileSink")
+
+
+def audit_heads_file() -> str:
+    """Where the default sink appends the heads: a path outside the database."""
+    return str(getattr(settings, "DURABLE_AUDIT_HEADS_FILE", "")
+               or Path(getattr(settings, "VAR_DIR", "var")) / "audit" / "heads.jsonl")

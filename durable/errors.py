@@ -86,6 +86,14 @@ class PayloadTooDeep(PayloadError):
     """A value nests deeper than DURABLE_API_MAX_PAYLOAD_DEPTH: the codec and replay recurse."""
 
 
+class TokenRefused(DurableError):
+    """An API token that is unknown, revoked or past its expiry: the request is not authenticated."""
+
+
+class TokenNotFound(DurableError):
+    """No API token has this id."""
+
+
 class StepFailed(Exception):
     """A step exhausted its retries; raised into the workflow body, which may catch it.
 

@@ -104,6 +104,17 @@ def last_link(model, parent_column: str, parent_id) -> tuple[int, str] | None:
         return cursor.fetchone()
 
 
+def chain_heads(model, parent_column: str) -> list[tuple[str, int, str]]:
+    """(parent id, chain_seq, row_hash) of the last link of every chain in an audit table."""
+    quote = connection.ops.quote_name
+    table, parent = quote(model._meta.db_table), quote(parent_column)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT link.{parent}, link.chain_seq, link.row_hash FROM {table} link "
+                       f"JOIN (SELECT {parent} AS parent, MAX(chain_seq) AS seq FROM {table} GROUP BY {parent}) head "
+                       f"ON link.{parent} = head.parent AND link.chain_seq = head.seq ORDER BY link.{parent}")
+        return [(str(parent_id), seq, row_hash) for parent_id, seq, row_hash in cursor.fetchall()]
+
+
 def update_row(model, pk, values: dict, **where) -> int:
     """UPDATE one row by primary key, only if the ``where`` columns still hold those values:
     the fenced finish of every advance (``LiveStore._persist``). The ORM's ``update()`` built

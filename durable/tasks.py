@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from durable import conf
-from durable.features import archive, schedules
+from durable.features import archive, audit_heads, schedules
 from durable.runtime import executor
 from durable.runtime.priorities import broker_priority
 from durable.runtime.store.live import on_live_connection
@@ -44,6 +44,13 @@ def retention() -> int:
     return report.runs if report is not None else 0
 
 
+@shared_task(name="durable.audit_heads", ignore_result=True)
+def audit_heads_export() -> int:
+    """Append every audit chain's head to DURABLE_AUDIT_HEADS_SINK (outside the database)."""
+    record = audit_heads.export_heads()
+    return sum(len(heads) for heads in record["tables"].values())
+
+
 def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None, advances: int | None = None,
                  priority: int | None = None) -> None:
     """The message names its queue, so the worker knows where it runs (see ``advance``);
@@ -68,7 +75,7 @@ send_advance.takeover_lane = True
 send_advance.priorities = True
 
 
-ENGINE_TASKS = frozenset({"durable.advance", "durable.sweep", "durable.retention"})
+ENGINE_TASKS = frozenset({"durable.advance", "durable.sweep", "durable.retention", "durable.audit_heads"})
 
 
 @task_prerun.connect

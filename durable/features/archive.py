@@ -173,6 +173,7 @@ def _append_archive_events(ids: list[str], *, actor: str, now: datetime, detail:
                            chain_seq=seq + 1, prev_hash=prev)
         event.row_hash = chain.row_digest(event, prev, parent=AuditEvent.chain_parent,
                                           fields=AuditEvent.chained_fields)
+        event.row_mac = chain.seal(event.row_hash)
         events.append(event)
     AuditEvent.objects.bulk_create(events)
 

@@ -11,7 +11,7 @@ from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.generics import GenericAPIView
 from rest_framework.metadata import SimpleMetadata
 from rest_framework.pagination import PageNumberPagination
@@ -24,6 +24,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from durable import codec, selectors, services, validation
 from durable.surfaces.audit import request_audit
+from durable.surfaces.tokens import ApiTokenAuthentication, TokenScopeAllows
 from durable.runtime.context import check_attribute_name
 from durable.errors import (
     DurableError,
@@ -237,7 +238,7 @@ class RunMetadata(SimpleMetadata):
 
 
 class DurableAPIView(GenericAPIView):
-    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    authentication_classes = [ApiTokenAuthentication, SessionAuthentication]
     permission_classes = [HasRunPermission]
     renderer_classes = [JSONRenderer]
     parser_classes = [DepthLimitedJSONParser]
@@ -246,6 +247,10 @@ class DurableAPIView(GenericAPIView):
 
     def get_exception_handler(self):
         return exception_handler
+
+    def get_permissions(self):
+        # A subclass names its own permissions (schedules, invoices); a read token stays read-only in each.
+        return [TokenScopeAllows(), *super().get_permissions()]
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)

@@ -75,7 +75,18 @@ def check_declared_schedules(app_configs=None, databases=None, **kwargs):
             for drift in drifts]
 
 
+def check_audit_key(app_configs=None, **kwargs):
+    """Deploy check: the audit seal key should be its own, not derived from SECRET_KEY,
+    which is rotated for other reasons (a rotation would unseal every audit row)."""
+    if getattr(settings, "DURABLE_AUDIT_KEY", "") or settings.DEBUG:
+        return []
+    return [checks.Warning("DURABLE_AUDIT_KEY is not set: the audit rows are sealed with a key derived from SECRET_KEY",
+                           hint="set DURABLE_AUDIT_KEY once, before the first migrate, and never change it "
+                                "(docs/operations.md, \"Audit trail\")", id="durable.W301")]
+
+
 def register() -> None:
     checks.register(check_workflows, "durable")
+    checks.register(check_audit_key, "durable", deploy=True)
     checks.register(check_retention, "durable")
     checks.register(check_declared_schedules, "durable", checks.Tags.database)

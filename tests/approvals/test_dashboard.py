@@ -86,9 +86,25 @@ def test_metrics_carry_the_dashboard_figures(decided_week, scrape, clock):
 
     monday = (decided_week - timedelta(days=decided_week.weekday())).date().isoformat()
     assert metrics[("approvals_backlog", (("age", "lt_4h"), ("group", "kyc-senior")))] == 1
-    assert metrics[("approvals_decisions_total", (("outcome", "approve"), ("reviewer", "joana")))] == 3
+    assert metrics[("approvals_decisions_total", (("outcome", "approve"),))] == 3
     assert metrics[("approvals_time_to_decision_seconds", (("quantile", "0.9"), ("week", monday)))] == 36000
     assert metrics[("approvals_claims_stale", ())] == 0
+
+
+def test_metrics_name_no_reviewer_by_default(decided_week, scrape):
+    metrics = scrape()
+
+    labelled = [labels for (name, labels) in metrics if name == "approvals_decisions_total"]
+    assert labelled and all(dict(labels).keys() == {"outcome"} for labels in labelled)
+    assert not any("joana" in str(key) for key in metrics)
+
+
+def test_metrics_count_each_reviewers_votes_by_name_when_the_deployment_asks(decided_week, scrape, settings):
+    settings.APPROVALS_METRICS_REVIEWER_NAMES = True
+
+    metrics = scrape()
+
+    assert metrics[("approvals_decisions_total", (("outcome", "approve"), ("reviewer", "joana")))] == 3
 
 
 def test_the_dashboard_shows_a_supervisor_the_figures_and_an_svg_chart(decided_week, supervisor):

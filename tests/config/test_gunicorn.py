@@ -33,9 +33,15 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def gunicorn(tmp_path_factory, django_db_setup):
+def gunicorn_dir(tmp_path_factory):
+    """gunicorn's var dir, media and log (gunicorn.log: its access and error log)."""
+    return tmp_path_factory.mktemp("gunicorn")
+
+
+@pytest.fixture(scope="module")
+def gunicorn(gunicorn_dir, django_db_setup):
     """One gunicorn for the module, on the test database (the pages read no rows)."""
-    tmp_path = tmp_path_factory.mktemp("gunicorn")
+    tmp_path = gunicorn_dir
     env = {**documented_environment(), "PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT),
            "DJANGO_SETTINGS_MODULE": "config.settings", "SECRET_KEY": secrets.token_urlsafe(50),
            "DURABLE_VAR_DIR": str(tmp_path / "var"), "MEDIA_ROOT": str(tmp_path / "media"),
@@ -103,3 +109,14 @@ def test_plain_http_is_redirected_to_https(gunicorn):
 
     assert response.status == 301
     assert response.headers["Location"] == f"https://{HOST}/login/"
+
+
+def test_the_access_log_shows_the_webhook_verification_without_its_token(gunicorn, gunicorn_dir):
+    fetch(gunicorn + "/api/webhooks/whatsapp/?hub.mode=subscribe&hub.verify_token=s3cret-verify&hub.challenge=7")
+
+    deadline = time.monotonic() + 10
+    while "/api/webhooks/whatsapp/" not in (log := (gunicorn_dir / "gunicorn.log").read_text()):
+        assert time.monotonic() < deadline, log
+        time.sleep(0.1)
+    assert "/api/webhooks/whatsapp/?hub.mode=subscribe&hub.verify_token=***&hub.challenge=7" in log
+    assert "s3cret-verify" not in log

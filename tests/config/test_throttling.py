@@ -7,8 +7,9 @@ from axes.models import AccessAttempt
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from durable.features.tokens import token_create
 
 from processes import signing
 from processes.webhooks.models import WebhookDelivery
@@ -101,7 +102,8 @@ def token_client():
     user = User.objects.create_user("robot", password=PASSWORD, is_staff=True)
     user.user_permissions.add(Permission.objects.get(codename="view_workflowrun"))
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    secret = token_create(user, scope="read").secret
+    client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     return client
 
 

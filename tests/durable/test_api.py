@@ -4,11 +4,11 @@ import re
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from durable import services
 from durable.features.schedules import schedule_create
+from durable.features.tokens import token_create
 from durable.models import AuditEvent, RunStatus, Signal, WorkflowRun
 from durable.testing import drive
 
@@ -24,7 +24,8 @@ def user_with(*codenames: str, username: str = "operator") -> User:
 
 def client_for(user: User) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    secret = token_create(user, scope="operate").secret
+    client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     return client
 
 
@@ -411,8 +412,8 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
     from schemathesis import GenerationMode
     from schemathesis.config import SchemathesisConfig
 
-    token = Token.objects.create(user=user_with("view_workflowrun", "operate_workflowrun", "view_schedule",
-                                                "operate_schedule")).key
+    token = token_create(user_with("view_workflowrun", "operate_workflowrun", "view_schedule", "operate_schedule"),
+                         scope="operate").secret
     auth = {"Authorization": f"Token {token}"}
     drive(services.run_start("step_wait_step", id="orders:st-1", actor="test").id)
     schedule_create("st-daily", "three_steps", cron_expression="0 0 * * *", id_template="st:{date}", args=[1],

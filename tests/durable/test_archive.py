@@ -177,6 +177,18 @@ def test_audit_verify_passes_after_archiving(old_runs):
     assert f"durable_archivedauditevent: {rows} row(s) in 3 chain(s); append-only trigger enabled" in output
 
 
+def test_chains_archived_after_their_heads_were_exported_verify_against_them(old_runs, settings, tmp_path):
+    settings.DURABLE_AUDIT_HEADS_FILE = str(tmp_path / "heads.jsonl")
+    rows = AuditEvent.objects.count() + len(old_runs)       # plus one archive event per run
+    durable("audit", "export-heads")
+    archive_now()
+
+    code, output = durable("audit", "verify", "--against", str(tmp_path / "heads.jsonl"))
+
+    assert code == 0, output
+    assert f"durable_archivedauditevent: {rows} row(s) in 3 chain(s)" in output
+
+
 def test_audit_verify_passes_after_exporting(old_runs, tmp_path):
     archive_now("--export", str(tmp_path))
 

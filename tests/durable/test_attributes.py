@@ -4,11 +4,11 @@ from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from durable import services
 from durable.features import history
+from durable.features.tokens import token_create
 from durable import workflow
 from durable.errors import Fenced
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
@@ -123,7 +123,8 @@ def api():
     user = User.objects.create_user("operator", password="pw-unused-123")
     user.user_permissions.add(Permission.objects.get(codename="view_workflowrun"))
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    secret = token_create(user, scope="read").secret
+    client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     return client
 
 

@@ -123,6 +123,41 @@ def test_a_row_altered_with_the_trigger_disabled_is_found_by_verify(trail):
     assert "content does not match its hash" in out
 
 
+def test_a_row_altered_and_hashed_again_without_the_key_is_found_by_verify(trail):
+    last = trail[-1]
+    last.actor = "someone-else"
+    rehashed = chain.row_digest(last, last.prev_hash, parent="run", fields=AuditEvent.chained_fields)
+    tampered("durable_auditevent", "UPDATE durable_auditevent SET actor = %s, row_hash = %s WHERE id = %s",
+             ["someone-else", rehashed, last.pk])
+
+    code, out = verify()
+
+    assert code == 1
+    assert f"chain 'audit:c-1' breaks at seq 3 (row id {last.pk}): its seal does not match its hash" in out
+
+
+def test_every_audit_row_is_sealed_with_the_key(trail):
+    start_case("acme")
+
+    rows = [*AuditEvent.objects.all(), *ApprovalAudit.objects.all()]
+
+    assert rows and all(row.row_mac == chain.seal(row.row_hash) for row in rows)
+
+
+def test_untouched_trails_verify_against_the_heads_exported_earlier(trail, settings, tmp_path):
+    settings.DURABLE_AUDIT_HEADS_FILE = str(tmp_path / "heads.jsonl")
+    waiting = services.run_start("step_wait_step", id="audit:c-2", actor="ana")
+    call_command("durable", "audit", "export-heads", stdout=io.StringIO())
+    services.signal_send(waiting.id, "late", {}, actor="ana")   # a chain goes on past its exported head
+    start_case("acme")                                          # and a new one starts
+    call_command("durable", "audit", "export-heads", stdout=io.StringIO())
+
+    out = io.StringIO()
+    call_command("durable", "audit", "verify", "--against", str(tmp_path / "heads.jsonl"), stdout=out)
+
+    assert "against the heads of" in out.getvalue() and "BROKEN" not in out.getvalue()   # and it exited 0
+
+
 def test_a_row_deleted_from_the_middle_of_a_trail_is_found_by_verify(trail):
     tampered("durable_auditevent", "DELETE FROM durable_auditevent WHERE id = %s", [trail[1].pk])
 

@@ -8,10 +8,10 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from durable import days
+from durable.features.tokens import token_create
 from durable.models import AuditEvent, RunStatus, Signal
 from durable.testing import drive
 from processes.billing.models import InvoiceStatus
@@ -31,7 +31,8 @@ def api_client(*codenames: str) -> APIClient:
     user = User.objects.create_user("finance", password="pw-unused-123")
     user.user_permissions.add(*Permission.objects.filter(content_type__app_label="processes", codename__in=codenames))
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    secret = token_create(user, scope="operate").secret
+    client.credentials(HTTP_AUTHORIZATION=f"Token {secret}")
     return client
 
 

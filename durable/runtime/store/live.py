@@ -613,7 +613,7 @@ def record_signal(signal, event, now, grace) -> int | None:
     the end of the run's audit chain. Returns the run's priority (its wake-up goes at it);
     None, with nothing written, when the run is finished or missing.
 
-    On PostgreSQL one statement, which computes the audit row's link and digest itself (the
+    On PostgreSQL one statement, which computes the audit row's link, digest and seal itself (the
     sender's call is a figure of issue 17): outside a transaction it needs no BEGIN or COMMIT.
     It reads the chain's head in its snapshot, taken before it waited for the run's row: a
     writer that held the row meanwhile appended a link it did not see, and the unique (run,
@@ -644,30 +644,33 @@ def record_signal(signal, event, now, grace) -> int | None:
     event.chain_seq, event.detail = seq, detail
     column = {name: quote(audit.get_field(name).column)
               for name in (event.chain_parent, "action", "actor", "detail", "created_at",
-                           "chain_seq", "prev_hash", "row_hash")}
+                           "chain_seq", "prev_hash", "row_hash", "row_mac")}
+    sealed, seal_params = chain.seal_sql("digest.hash")
     statement = (f"WITH woken AS ({wake} RETURNING priority), "
            f"sent AS (INSERT INTO {quote(signal._meta.db_table)} ({signal_columns}) "
            f"SELECT {', '.join(['%s'] * len(signal_fields))} FROM woken RETURNING {quote(signal._meta.pk.column)} AS id), "
            f"head AS (SELECT {column['chain_seq']} AS seq, {column['row_hash']} AS hash FROM {quote(audit.db_table)} "
            f"WHERE {column[event.chain_parent]} = %s ORDER BY {column['chain_seq']} DESC LIMIT 1), "
            f"link AS (SELECT sent.id, COALESCE(head.seq, 0) + 1 AS seq, COALESCE(head.hash, %s) AS prev "
-           f"FROM sent LEFT JOIN head ON TRUE) "
+           f"FROM sent LEFT JOIN head ON TRUE), "
+           f"digest AS (SELECT link.*, encode(sha256(convert_to(link.prev || %s::text || link.seq::text || %s::text "
+           f"|| link.id::text || %s::text, 'UTF8')), 'hex') AS hash FROM link) "
            f"INSERT INTO {quote(audit.db_table)} ({', '.join(column.values())}) "
-           f"SELECT %s, %s, %s, %s::jsonb || jsonb_build_object('signal_id', link.id), %s, link.seq, link.prev, "
-           f"encode(sha256(convert_to(link.prev || %s::text || link.seq::text || %s::text || link.id::text "
-           f"|| %s::text, 'UTF8')), 'hex') FROM link "
+           f"SELECT %s, %s, %s, %s::jsonb || jsonb_build_object('signal_id', digest.id), %s, digest.seq, digest.prev, "
+           f"digest.hash, {sealed} FROM digest "
            f"RETURNING ({column['detail']} ->> 'signal_id')::bigint, {quote(audit.pk.column)}, "
-           f"{column['chain_seq']}, {column['prev_hash']}, {column['row_hash']}, (SELECT priority FROM woken)")
+           f"{column['chain_seq']}, {column['prev_hash']}, {column['row_hash']}, {column['row_mac']}, "
+           f"(SELECT priority FROM woken)")
     created_at = audit.get_field("created_at")
-    params += [*signal_values, signal.run_id, chain.GENESIS,
+    params += [*signal_values, signal.run_id, chain.GENESIS, "\n" + head, middle, tail,
                event.run_id, event.action, event.actor, audit.get_field("detail").get_db_prep_save(detail, connection),
-               created_at.get_db_prep_save(event.created_at, connection), "\n" + head, middle, tail]
+               created_at.get_db_prep_save(event.created_at, connection), *seal_params]
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:
         return None
-    signal.pk, event.pk, event.chain_seq, event.prev_hash, event.row_hash, priority = row
+    signal.pk, event.pk, event.chain_seq, event.prev_hash, event.row_hash, event.row_mac, priority = row
     event.detail = {**detail, "signal_id": signal.pk}
     sql.stored(signal)
     sql.stored(event)

@@ -20,4 +20,6 @@ SUBCOMMANDS = {
     "archive": "durable.surfaces.cli.archive",
     "sizes": "durable.surfaces.cli.sizes",
     "schedule": "durable.surfaces.cli.schedule",
+    "token": "durable.surfaces.cli.token",
+    "roles": "durable.surfaces.cli.roles",
 }
