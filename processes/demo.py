@@ -136,7 +136,7 @@ def seed_companies(out) -> None:
     message.pop("text")
     message.update(type="sticker", sticker={"id": "media-sticker", "mime_type": "image/webp"})
     receive(sticker)
-    out("  (and a sticker from an unknown number, kept as unsupported for an operator)")
+    out("  (and a sticker from an unknown number: kept as unsupported for an operator, its onboarding started)")
 
 
 def seed_invoices(out) -> None:

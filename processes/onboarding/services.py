@@ -29,9 +29,16 @@ WITHDRAWAL_WORDS = {"cancelar", "cancel", "desistir"}
 MAYBE_WITHDRAWAL_WORDS = {"desisto", "cancela", "cancelo", "cancelem", "cancele", "desistir"}
 WITHDRAWAL_CONFIRM_TEXT = ("Quer cancelar o seu pedido de conta PJ? Para cancelar, responda só com a palavra: "
                            "cancelar. Para continuar, é só seguir enviando os documentos.")
-# Message types we cannot read: the sender hears once per application what we can read.
-# Reactions and system notices are not messages a customer expects an answer to.
-UNREADABLE_TYPES = {"audio", "video", "sticker", "location", "contacts", "unsupported", "unknown"}
+# What we read. Any other type (audio, video, sticker, location, contacts, button and list
+# replies, flows, orders, "unsupported", types WhatsApp adds later) is answered once per
+# application with what we can read, except these, which expect no answer: the customer
+# opened the chat (the run's greeting answers that), a reaction to one of our messages.
+READABLE_TYPES = {"text", *DOCUMENT_TYPES}
+WELCOME_TYPE = "request_welcome"
+QUIET_TYPES = {WELCOME_TYPE, "reaction"}
+# A notice from WhatsApp itself (a number or identity changed), not the customer's words:
+# it starts nothing and is answered by nobody; an operator reads it.
+NOTICE_TYPE = "system"
 UNREADABLE_TEXT = ("Recebemos a sua mensagem, mas por aqui só conseguimos ler textos, documentos em PDF e fotos "
                    "(JPEG ou PNG). Escreva ou envie o documento, por favor.")
 # A text that says it gives the legal name; and texts that are never one.
@@ -75,8 +82,9 @@ def onboarding_status_reply(company: Company, *, message_id: str) -> str:
 
 
 def unreadable_reply(company: Company | None, *, wa_id: str, user_id: str) -> str:
-    """Tell the sender, once per application (once per number for one we do not know), what we
-    can read; sent once the routing commits. A note."""
+    """Tell the sender of a type we cannot read, once per application (once per number for one
+    with no application), what we can read; sent once the routing commits, keyed so neither a
+    redelivery nor a second sticker repeats it. A note."""
     key = f"unreadable:{company.run_id}" if company is not None else f"unreadable:{wa_id or user_id}"
     transaction.on_commit(lambda: message_send(idempotency_key=key, body=UNREADABLE_TEXT, company=company,
                                                to_wa_id=wa_id, to_user_id=user_id), robust=True)
@@ -215,35 +223,51 @@ def onboarding_start(company: Company, *, actor: str, audit: dict | None = None)
                               audit=audit)
 
 
+def _unread_answer(message: InboundMessage, company: Company) -> tuple[str, str]:
+    """(status, note) for a message we do not read from a customer with an application: told
+    once what we can read, unless the message expects no answer. A sticker does not restart a
+    finished application; the goodbye asks the customer to write."""
+    if message.message_type == WELCOME_TYPE:
+        return InboundStatus.KEPT, "the chat was opened again: the greeting was sent when the application began"
+    if message.message_type == "reaction":
+        return InboundStatus.KEPT, "a reaction: nothing to answer"
+    note = f"{message.message_type!r} messages are not read"
+    return InboundStatus.UNSUPPORTED, note + unreadable_reply(company, wa_id=message.sender_wa_id,
+                                                              user_id=message.sender_user_id)
+
+
 def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company | None]:
     """Decide what a stored message means; returns (status, note, company).
 
-    A first message from an unknown sender starts its onboarding and, if it carries a
-    document, signals it in the same transaction (signal-with-start). A document becomes
-    ``documents_received`` with the message id as dedupe key, so a redelivery is one signal.
+    A first message from an unknown sender, whatever its type, starts its onboarding (the
+    run greets) and, if it carries a document, signals it in the same transaction
+    (signal-with-start). A document becomes ``documents_received`` with the message id as
+    dedupe key, so a redelivery is one signal.
     """
     wa_id, user_id = message.sender_wa_id, message.sender_user_id
     profile = (message.payload.get("contact") or {}).get("profile") or {}
     if not wa_id and not user_id:
         return InboundStatus.UNMATCHED, "the message names no sender (no wa_id, no user id)", None
     known = company_for_sender(wa_id=wa_id, user_id=user_id)
+    if message.message_type == NOTICE_TYPE:
+        return InboundStatus.UNSUPPORTED, "a notice from WhatsApp (system): kept for an operator", known
     if message.message_type == "text" and is_withdrawal(_text_body(message)):
         if known is None:
             return InboundStatus.KEPT, "withdrawal from an unknown sender: nothing to cancel", None
         return InboundStatus.KEPT, onboarding_withdraw(known, message_id=message.wamid), known
     if message.message_type == "text" and is_status_request(_text_body(message)) and known is not None:
         return InboundStatus.PROCESSED, onboarding_status_reply(known, message_id=message.wamid), known
-    if message.message_type not in {"text", *DOCUMENT_TYPES}:
-        note = f"{message.message_type!r} messages are not handled"
-        if message.message_type in UNREADABLE_TYPES:
-            note += unreadable_reply(known, wa_id=wa_id, user_id=user_id)
-        return InboundStatus.UNSUPPORTED, note, known
+    if message.message_type not in READABLE_TYPES and known is not None:
+        return (*_unread_answer(message, known), known)
     if message.message_type == "text" and known is not None and may_mean_withdrawal(_text_body(message)):
         transaction.on_commit(lambda: message_send(idempotency_key=f"confirm-withdrawal:{message.wamid}",
                                                    body=WITHDRAWAL_CONFIRM_TEXT, company=known), robust=True)
         return InboundStatus.KEPT, "a sentence that may mean a withdrawal: the customer is asked to confirm", known
     if known is None and wa_id and Invoice.objects.filter(wa_id=wa_id).exists():
-        return InboundStatus.UNMATCHED, "a billing customer with no onboarding; kept for an operator", None
+        note = "a billing customer with no onboarding; kept for an operator"
+        if message.message_type not in READABLE_TYPES | QUIET_TYPES:
+            note += unreadable_reply(None, wa_id=wa_id, user_id=user_id)
+        return InboundStatus.UNMATCHED, note, None
     refusal = (admission.new_sender_refusal() if known is None else
                admission.new_application_refusal(known) if known.status in RESTARTABLE else "")
     if refusal:
@@ -255,6 +279,9 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
                            audit={"message_id": message.wamid})
     if restarted:
         documents_on_file_send(company, run.id)
+    if message.message_type not in READABLE_TYPES:
+        status = InboundStatus.KEPT if message.message_type in QUIET_TYPES else InboundStatus.UNSUPPORTED
+        return status, f"{message.message_type!r}, a first message: {run.id} started, its greeting answers", company
     if message.message_type == "text":
         cnpj = company_cnpj_from_text(company, _text_body(message))
         note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"

@@ -46,12 +46,18 @@ def delivery_signature_valid(delivery: WebhookDelivery) -> bool:
 
 
 def item_quarantine(*, delivery: WebhookDelivery, where: str, kind: str, reason: str,
-                    fragment=None) -> QuarantinedItem:
-    """Keep a part that could not be processed where an operator sees it (once per place)."""
+                    fragment=None, handled_by: str = "") -> QuarantinedItem:
+    """Keep a part that could not be processed where an operator sees it (once per place).
+
+    ``handled_by`` keeps a part we deliberately leave alone (a call's status) out of the
+    work list while it stays in the list of items, with the reason.
+    """
+    now = clock.now()
     item, _ = QuarantinedItem.objects.get_or_create(
         delivery=delivery, where=where[:255],
         defaults={"kind": kind[:32], "reason": safe_text(reason), "fragment": fragment_text(fragment),
-                  "created_at": clock.now()})
+                  "created_at": now, "resolved_at": now if handled_by else None,
+                  "resolved_by": handled_by[:150]})
     return item
 
 

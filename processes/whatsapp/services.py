@@ -57,6 +57,7 @@ class Receipt:
     new_message_ids: list[int] = field(default_factory=list)
     statuses: int = 0
     statuses_pending: int = 0
+    calls: int = 0
     quarantined: int = 0
     delivery_id: int | None = None
 
@@ -102,6 +103,8 @@ def webhook_parts(payload):
             metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
             contacts = value.get("contacts") if isinstance(value.get("contacts"), list) else []
             contacts = [c for c in contacts if isinstance(c, dict)]
+            if value.get("errors"):   # about the account or the change, not one message: for an operator
+                yield Part("change", f"{where}.value.errors", value["errors"], "WhatsApp reports errors")
             for key, kind in (("messages", "message"), ("statuses", "status")):
                 parts = value.get(key)
                 if parts is None:
@@ -142,7 +145,7 @@ def _message_fields(part: Part) -> tuple[dict, str]:
         senders[key], problem = _identifier(message.get(key), what)
         if problem:
             return {}, problem
-        if not senders[key]:   # the contact only fills a gap: a bad one is ignored, not fatal
+        if not senders[key]:   # the sender's own contact only fills a gap: a bad one is ignored
             fallback, problem = _identifier(contact.get(contact_key), what)
             senders[key] = "" if problem else fallback
     try:
@@ -166,11 +169,17 @@ def _storable_or_empty(value: dict) -> dict:
 
 
 def _contact_for(message: dict, contacts: list[dict]) -> dict:
+    """The sender's own contact: the one naming the message's ``from`` (or ``from_user_id``).
+
+    Never a contact merely because it is the only one: a delivery's contact may be someone
+    else (a shared card, a group's member), and taking its user id would attach the message
+    to that person's company.
+    """
     for contact in contacts:
         if (message.get("from") and contact.get("wa_id") == message.get("from")) or (
                 message.get("from_user_id") and contact.get("user_id") == message.get("from_user_id")):
             return contact
-    return contacts[0] if len(contacts) == 1 else {}
+    return {}
 
 
 def _timestamp(value) -> datetime | None:
@@ -200,6 +209,7 @@ def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Rece
     delivery_outcome(delivery, f"{receipt.messages} message(s), {len(receipt.new_message_ids)} new, "
                                f"{receipt.statuses} status(es)"
                                f"{f' ({receipt.statuses_pending} for messages not known yet)' if receipt.statuses_pending else ''}"
+                               f"{f', {receipt.calls} call status(es), kept' if receipt.calls else ''}"
                                f", {receipt.quarantined} quarantined")
     return receipt
 
@@ -210,6 +220,10 @@ def _part_apply(part: Part, receipt: Receipt, delivery: WebhookDelivery) -> str:
         fields, problem = _message_fields(part)
         if problem:
             return problem
+    elif is_call_status(part.value):
+        call_status_keep(part, delivery)
+        receipt.calls += 1
+        return ""
     else:
         status, problem = _status_fields(part.value)
         if problem:
@@ -229,6 +243,29 @@ def _part_apply(part: Part, receipt: Receipt, delivery: WebhookDelivery) -> str:
         log.exception("%s at %s could not be stored", part.kind, part.where)
         return f"{type(exc).__name__}: {exc}"
     return ""
+
+
+# The Cloud API reports calls (RINGING, ACCEPTED, REJECTED, ...) among the statuses of messages.
+CALL_STATUSES = {"ringing", "accepted", "rejected"}
+CALL_FIELDS = {"call", "call_id"}
+CALL_HANDLED_BY = "intake (call status)"
+
+
+def is_call_status(status) -> bool:
+    """A status about a call (``type: call``, a ``wacid.`` id, a call's state or fields), not a message."""
+    return isinstance(status, dict) and (
+        status.get("type") == "call" or str(status.get("id") or "").startswith("wacid.")
+        or str(status.get("status") or "").casefold() in CALL_STATUSES or bool(CALL_FIELDS & status.keys()))
+
+
+def call_status_keep(part: Part, delivery: WebhookDelivery) -> None:
+    """Keep a call's status whole where an operator sees it, marked handled at once: we place
+    no calls, so nothing waits for it, and it names a call, never a message of ours, so it is
+    neither applied to one nor left among the statuses waiting for their message."""
+    state = part.value["status"][:32] if isinstance(part.value.get("status"), str) else "?"
+    item_quarantine(delivery=delivery, where=part.where, kind="status", fragment=part.value,
+                    reason=f"call status {state}: calls are not handled here; kept, applied to no message",
+                    handled_by=CALL_HANDLED_BY)
 
 
 def _status_fields(status) -> tuple[dict, str]:

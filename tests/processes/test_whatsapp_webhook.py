@@ -122,13 +122,45 @@ def test_a_sender_without_a_phone_is_known_by_business_scoped_user_id(signed_pos
     assert company.documents.get().kind == "selfie"
 
 
-def test_an_unsupported_message_is_kept_and_visible_to_operators(signed_post):
+def test_a_message_whose_one_contact_is_someone_else_is_never_attached_to_that_contacts_company(signed_post):
+    other = Company.objects.create(wa_id="5511977770000", user_id="BR.OTHER")
+    shared_card = {"wa_id": "5511977770000", "user_id": "BR.OTHER", "profile": {"name": "Outra Empresa"}}
+
+    signed_post(whatsapp_webhook(whatsapp_message("wamid.T1", wa_id="5511999990001"), contacts=[shared_card]))
+
+    message = InboundMessage.objects.get()
+    assert (message.sender_wa_id, message.sender_user_id) == ("5511999990001", "")
+    assert message.company != other and message.company.wa_id == "5511999990001"
+    assert other.inbound_messages.count() == 0
+
+
+def test_a_senders_user_id_comes_from_the_contact_whose_wa_id_is_the_sender(signed_post):
+    contacts = [{"wa_id": "5511977770000", "user_id": "BR.OTHER", "profile": {"name": "Outra"}},
+                {"wa_id": "5511999990001", "user_id": "BR.SENDER", "profile": {"name": "Padaria"}}]
+
+    signed_post(whatsapp_webhook(whatsapp_message("wamid.T1", wa_id="5511999990001"), contacts=contacts))
+
+    company = Company.objects.get()
+    assert (company.wa_id, company.user_id, company.name) == ("5511999990001", "BR.SENDER", "Padaria")
+
+
+def test_a_message_that_names_no_sender_takes_no_identity_from_a_lone_contact(signed_post):
+    Company.objects.create(wa_id="5511977770000", user_id="BR.OTHER")
+    nameless = whatsapp_message("wamid.T1", wa_id=None)
+
+    signed_post(whatsapp_webhook(nameless, contacts=[{"wa_id": "5511977770000", "user_id": "BR.OTHER"}]))
+
+    message = InboundMessage.objects.get()
+    assert (message.status, message.company) == (InboundStatus.UNMATCHED, None)
+
+
+def test_an_unsupported_message_is_kept_and_visible_to_operators_and_its_new_sender_greeted(signed_post):
     signed_post(whatsapp_webhook(whatsapp_message("wamid.S", type="sticker", id="m1")))
 
     message = InboundMessage.objects.get(wamid="wamid.S")
     assert message.status == InboundStatus.UNSUPPORTED
     assert "'sticker'" in message.note
-    assert not WorkflowRun.objects.exists()
+    assert WorkflowRun.objects.get().pk == message.company.run_id   # its first step is the greeting
 
 
 def test_a_document_after_the_onboarding_ended_is_kept_unmatched(signed_post):
