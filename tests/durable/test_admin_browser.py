@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "pw-admin-browser-1"
 COLUMNS = ["id", "workflow", "status", "waiting for", "wake at", "advances", "updated at"]
-STAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z+\-0-9]+$")  # seconds and a time zone
+STAMP = re.compile(r"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d [A-Z+\-0-9]+$")  # the reader's date, seconds and a time zone
 
 
 @pytest.fixture
