@@ -192,6 +192,7 @@ class CaseAction(models.TextChoices):
     OVERRIDE_HOLD = "override_hold", pgettext_lazy("audit action", "hold overridden by a supervisor")
     EVIDENCE_DOWNLOADED = "evidence_downloaded", pgettext_lazy("audit action", "evidence pack downloaded")
     NOTE = "note", pgettext_lazy("audit action", "internal note")
+    FINDING = "finding", pgettext_lazy("audit action", "finding added")
 
 
 # What the audit trail shows for each action it records.

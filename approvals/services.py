@@ -330,7 +330,8 @@ def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, 
         case = approval_lock(request_id)
         _refuse_if_closed(case)
         before = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
-                  "cnpj": case.summary.get("cnpj"), "candidate_groups": case_group_names(case)}
+                  "cnpj": case.summary.get("cnpj"), "whatsapp": case.summary.get("whatsapp"),
+                  "candidate_groups": case_group_names(case)}
         votes = case.decisions.select_related("reviewer")   # an open case holds approvals only
         voided = [vote.reviewer.get_username() for vote in votes]
         votes.delete()
@@ -342,11 +343,25 @@ def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, 
             case.candidate_groups.set([Group.objects.get_or_create(name=name)[0]
                                        for name in sorted(set(candidate_groups))])
         after = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
-                 "cnpj": case.summary.get("cnpj"), "candidate_groups": case_group_names(case)}
+                 "cnpj": case.summary.get("cnpj"), "whatsapp": case.summary.get("whatsapp"),
+                 "candidate_groups": case_group_names(case)}
         _audit(case, CaseAction.RECHECK, actor, case.status, reason=reason, meta=meta,
                detail={"changed": {name: [before[name], after[name]] for name in before
                                    if before[name] != after[name]},
                        "voided_approvals": voided})
+    return case
+
+
+def approval_finding_add(request_id: int, *, actor: str, finding: dict, reason: str) -> ApprovalRequest:
+    """Add what the process learnt about an open case's subject to its findings (an identity
+    WhatsApp reports changed): the reviewer reads it with the others, and the audit row says
+    when it came. Nothing else changes: risk, routing and approvals already given stay."""
+    with transaction.atomic():
+        case = approval_lock(request_id)
+        _refuse_if_closed(case)
+        case.summary = {**case.summary, "findings": [*case.summary.get("findings", []), finding]}
+        _save(case, ["summary"])
+        _audit(case, CaseAction.FINDING, actor, case.status, reason=reason, detail={"finding": finding})
     return case
 
 

@@ -94,8 +94,8 @@ def run_link(run_id: str):
 class CompanyAdmin(admin.ModelAdmin):
     list_display = ["customer_id", "name_cell", "cnpj", "wa_id", "user_id", "status", "escalations", "updated_at"]
     list_filter = ["status"]
-    search_fields = ["customer_id", "name", "cnpj", "wa_id", "user_id"]
-    readonly_fields = ["customer_id", "application", "run_link", "created_at", "updated_at"]
+    search_fields = ["customer_id", "name", "cnpj", "wa_id", "user_id", "former_wa_id"]
+    readonly_fields = ["customer_id", "application", "run_link", "former_wa_id", "created_at", "updated_at"]
     inlines = [DocumentInline]
 
     @admin.display(description=gettext_lazy("name"), ordering="name")

@@ -33,6 +33,8 @@ FINDING_TEXTS = {
     "document_refused": _("%(label)s: the file is not a PDF, JPEG or PNG"),
     "document_kind_unknown": _("%(label)s: could not tell which document this is"),
     "document_type_refused": _("%(label)s: %(mime_type)s is not accepted"),
+    "identity_changed": _("WhatsApp reports that the customer's identity changed (a new phone, a reinstall, "
+                          "or someone else on the number)"),
     "documents_complete": _("all present"),
     "documents_missing": _("missing: %(kinds)s"),
 }
@@ -42,6 +44,7 @@ CHECK_LABELS = {
     "CNPJ registry": _("CNPJ registry"),
     "legal name": _("legal name"),
     "problem": _("problem"),
+    "WhatsApp identity": _("WhatsApp identity"),
     "required documents (rules)": _("required documents (rules)"),
     "required documents (llm)": _("required documents (model)"),
 }

@@ -59,6 +59,8 @@ class Company(models.Model):
     wa_id = models.CharField(_("WhatsApp id (phone)"), max_length=128, null=True, blank=True, unique=True)
     user_id = models.CharField(_("business-scoped user id"), max_length=128, null=True, blank=True,
                                unique=True)
+    # The number the customer wrote from before WhatsApp reported their last number change.
+    former_wa_id = models.CharField(_("previous WhatsApp id (phone)"), max_length=128, blank=True)
     status = models.CharField(_("status"), max_length=16, choices=CompanyStatus.choices,
                               default=CompanyStatus.COLLECTING)
     status_reason = models.CharField(_("status reason"), max_length=200, blank=True)

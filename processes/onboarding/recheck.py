@@ -1,9 +1,10 @@
-"""A CNPJ written while a compliance case is open re-runs that case's check (issue 13, item 6).
+"""A CNPJ, legal name or WhatsApp number that changes while a compliance case is open re-runs
+that case's check.
 
-The case is brought up to date at once (CNPJ, title, risk; approvals given on the old
-data no longer count), whichever way the CNPJ came: the customer's text, an operator in
-the admin, or a case that opened on facts read before the change. Until the case shows
-the company's CNPJ, a hold keeps it from being approved.
+The case is brought up to date at once (CNPJ, title, risk, number; approvals given on the
+old data no longer count), whichever way the change came: the customer's text, an operator
+in the admin, WhatsApp's notice of a new number, or a case that opened on facts read before
+the change. Until the case shows the company's CNPJ, a hold keeps it from being approved.
 """
 from django.utils.translation import gettext as _
 
@@ -31,8 +32,8 @@ def shown_cnpj(cnpj: str) -> str:
 
 
 def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalRequest:
-    """Re-run the check of an open onboarding case if the company's CNPJ or the legal name it
-    gave is not the one the case shows.
+    """Re-run the check of an open onboarding case if the company's CNPJ, the legal name it
+    gave or its WhatsApp identity is not the one the case shows.
 
     The same rules as the workflow's (``review_risk``, ``case_findings``, ``case_title``) on
     the company as it is now and the validator's findings the case recorded; risk, required
@@ -42,8 +43,8 @@ def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalR
     if "cnpj" not in case.summary:   # not a case the workflow's review round opened
         return case
     facts = steps.describe_for_review(case.subject_id)
-    if (case.summary["cnpj"], case.summary.get("legal_name_given", "")) == (shown_cnpj(facts.cnpj),
-                                                                            facts.legal_name):
+    shown = (case.summary["cnpj"], case.summary.get("legal_name_given", ""), case.summary.get("whatsapp"))
+    if shown == (shown_cnpj(facts.cnpj), facts.legal_name, facts.whatsapp):
         return case
     recorded = case.summary.get("findings", [])
     problems = [item.get("result", "") for item in recorded if item.get("check") == "problem"]
@@ -68,7 +69,7 @@ def registry_answer(case: ApprovalRequest, facts: steps.ReviewFacts) -> dict:
 
 
 def company_cases_recheck(company: Company, *, actor: str, reason: str) -> list[ApprovalRequest]:
-    """After the company's CNPJ was written: re-check every case its run waits on."""
+    """After the company's CNPJ, legal name or number changed: re-check every case its run waits on."""
     return [case_recheck(case, actor=actor, reason=reason) for case in approvals_open_of_run(company.run_id)]
 
 
@@ -94,10 +95,10 @@ def cnpj_missing(case: ApprovalRequest) -> list[str]:
 
 
 def recheck_on_opening(sender, case: ApprovalRequest, **kwargs) -> None:
-    """A case opened on facts read before a CNPJ change (an escalation reuses its round's facts)."""
+    """A case opened on facts read before a change (an escalation reuses its round's facts)."""
     if case.workflow_name == WORKFLOW:
         case_recheck(case, actor="system (re-check at opening)",
-                     reason="the CNPJ changed after this review round read the company")
+                     reason="the company changed after this review round read it")
 
 
 register_approval_hold(WORKFLOW, cnpj_not_checked)

@@ -10,7 +10,7 @@ from django.db.models import Q
 from durable import selectors, services
 from durable.errors import RunFinished, RunNotFound
 from processes.billing.models import Invoice
-from processes.onboarding import admission
+from processes.onboarding import admission, identity
 from processes.onboarding.cnpj import CANDIDATE as CNPJ_CANDIDATE, cnpj_find
 from processes.onboarding.models import Company, CompanyStatus, Document
 from processes.onboarding.recheck import company_cases_recheck
@@ -37,7 +37,7 @@ READABLE_TYPES = {"text", *DOCUMENT_TYPES}
 WELCOME_TYPE = "request_welcome"
 QUIET_TYPES = {WELCOME_TYPE, "reaction"}
 # A notice from WhatsApp itself (a number or identity changed), not the customer's words:
-# it starts nothing and is answered by nobody; an operator reads it.
+# it starts nothing and is answered by nobody (processes/onboarding/identity.py reads it).
 NOTICE_TYPE = "system"
 UNREADABLE_TEXT = ("Recebemos a sua mensagem, mas por aqui só conseguimos ler textos, documentos em PDF e fotos "
                    "(JPEG ou PNG). Escreva ou envie o documento, por favor.")
@@ -250,7 +250,7 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         return InboundStatus.UNMATCHED, "the message names no sender (no wa_id, no user id)", None
     known = company_for_sender(wa_id=wa_id, user_id=user_id)
     if message.message_type == NOTICE_TYPE:
-        return InboundStatus.UNSUPPORTED, "a notice from WhatsApp (system): kept for an operator", known
+        return identity.notice_route(message, known)
     if message.message_type == "text" and is_withdrawal(_text_body(message)):
         if known is None:
             return InboundStatus.KEPT, "withdrawal from an unknown sender: nothing to cancel", None

@@ -29,7 +29,7 @@ def inbound_needing_attention() -> QuerySet:
 # What a message that is not text was, in the reader's language.
 KIND_LABELS = {"document": _("document"), "image": _("image"), "audio": _("audio"), "video": _("video"),
                "sticker": _("sticker"), "location": _("location"), "contacts": _("contact card"),
-               "reaction": _("reaction")}
+               "reaction": _("reaction"), "system": _("notice from WhatsApp")}
 
 
 @dataclass
@@ -56,7 +56,7 @@ class ConversationLine:
 def _inbound_text(message: InboundMessage) -> str:
     body = (message.payload or {}).get("message") or {}
     content = body.get(message.message_type)
-    if message.message_type == "text" and isinstance(content, dict):
+    if message.message_type in ("text", "system") and isinstance(content, dict):
         return str(content.get("body") or "")
     if isinstance(content, dict):
         label = content.get("filename") or content.get("caption") or ""

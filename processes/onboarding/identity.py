@@ -1,0 +1,82 @@
+"""WhatsApp's notices about a customer's identity: a new number moves their company to it, a
+changed identity is a finding on their open case. Nothing here writes to the customer."""
+from approvals import services as approvals
+from approvals.selectors import approvals_open_of_run
+from processes.onboarding.findings import finding
+from processes.onboarding.models import Company
+from processes.onboarding.recheck import company_cases_recheck
+from processes.whatsapp.models import InboundMessage, InboundStatus
+
+# ``system.type`` of the notices read here (the Cloud API's names, and the On-Premises API's
+# older ones); any other notice is kept for an operator.
+NUMBER_CHANGED = {"user_changed_number", "customer_changed_number"}
+IDENTITY_CHANGED = {"customer_identity_changed", "user_identity_changed", "identity_change"}
+ACTOR = "system (WhatsApp notice)"
+IDENTITY_CHECK = "WhatsApp identity"
+
+
+def notice_of(message: InboundMessage) -> dict:
+    notice = message.payload["message"].get("system")
+    return notice if isinstance(notice, dict) else {}
+
+
+def new_number_of(notice: dict) -> str:
+    """The number the customer moved to (``wa_id``; ``new_wa_id`` in older payloads), digits
+    only, or "" when the notice gives none that could be one."""
+    number = str(notice.get("wa_id") or notice.get("new_wa_id") or "").strip()
+    return number if number.isdigit() and len(number) <= 128 else ""
+
+
+def notice_route(message: InboundMessage, company: Company | None) -> tuple[str, str, Company | None]:
+    """(status, note, company) for a ``system`` message; ``company`` is the sender's (its row
+    locked by ``company_for_sender``). A notice never starts an application and is never
+    answered."""
+    kind = str(notice_of(message).get("type") or "")[:64]
+    if kind in NUMBER_CHANGED:
+        return number_change_apply(message, company)
+    if kind in IDENTITY_CHANGED:
+        return identity_change_record(message, company)
+    note = f"a notice from WhatsApp (system, {kind or 'no type'}): kept for an operator"
+    return InboundStatus.UNSUPPORTED, note, company
+
+
+def number_change_apply(message: InboundMessage, company: Company | None) -> tuple[str, str, Company | None]:
+    """The customer now writes from another number: their company moves to it (the old one
+    kept as ``former_wa_id``), so what they send from it joins their application and every
+    reply goes there; a case open now is re-checked, which the reviewer reads in its trail.
+
+    Two companies are never merged: when the new number already has a company of its own,
+    the notice waits for an operator and both stay as they are."""
+    old, new = message.sender_wa_id, new_number_of(notice_of(message))
+    if not new:
+        return InboundStatus.UNMATCHED, "a number change naming no new number: kept for an operator", company
+    if company is None:
+        return (InboundStatus.UNMATCHED, f"a number change from {old or message.sender_user_id} to {new}, "
+                f"but no company has that number: kept for an operator", None)
+    if company.wa_id == new:
+        return InboundStatus.KEPT, f"a number change to {new}: the company already has it", company
+    holder = Company.objects.filter(wa_id=new).exclude(pk=company.pk).first()
+    if holder is not None:
+        return (InboundStatus.UNMATCHED, f"a number change from {company.wa_id} to {new}, but {new} is company "
+                f"{holder.customer_id}'s ({holder.get_status_display()}): not merged, kept for an operator", company)
+    company.former_wa_id, company.wa_id = company.wa_id or "", new
+    company.save(update_fields=["former_wa_id", "wa_id", "updated_at"])
+    note = f"number changed from {company.former_wa_id or '(none)'} to {new}: replies go to {new}"
+    reason = f"WhatsApp reports the customer changed number from {company.former_wa_id or '(none)'} to {new}"
+    if company_cases_recheck(company, actor=ACTOR, reason=reason):
+        note += ", open case re-checked"
+    return InboundStatus.KEPT, note, company
+
+
+def identity_change_record(message: InboundMessage, company: Company | None) -> tuple[str, str, Company | None]:
+    """WhatsApp reports that the customer's identity changed (a new phone, a reinstall, or
+    someone else on the number): a finding on each case open now, for the reviewer to weigh.
+    Nothing else changes; with no open case the notice waits for an operator."""
+    cases = list(approvals_open_of_run(company.run_id)) if company is not None else []
+    if not cases:
+        return InboundStatus.UNMATCHED, "an identity change with no open case: kept for an operator", company
+    for case in cases:
+        approvals.approval_finding_add(case.pk, actor=ACTOR, finding=finding(IDENTITY_CHECK, "identity_changed"),
+                                       reason=f"WhatsApp notice {message.wamid}")
+    return InboundStatus.KEPT, "an identity change: a finding on case " + ", ".join(
+        f"#{case.pk}" for case in cases), company
