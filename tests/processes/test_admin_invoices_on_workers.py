@@ -4,6 +4,7 @@ reason, applied by the runs, and no reminder after either when the old due time 
 import time
 from datetime import timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
@@ -56,7 +57,9 @@ def test_a_void_and_a_new_due_date_from_the_admin_reach_the_runs_on_a_worker_and
         for invoice in (voided, moved):
             wait_until(lambda: WorkflowRun.objects.get(pk=invoice.run_id).waiting_for.startswith("signal:"),
                        timeout=30, message="the run waits for the due date")
-        new_due = timezone.localtime(clock.now() + timedelta(days=2)).replace(second=0, microsecond=0)
+        # Written in the team's zone, as the admin shows and reads times.
+        new_due = timezone.localtime(clock.now() + timedelta(days=2),
+                                     ZoneInfo(settings.REVIEWER_TIME_ZONE)).replace(second=0, microsecond=0)
         with admin_page(browser, live_server, "ops", PASSWORD) as page:
             said_void = operate(page, live_server, voided, "void_invoices", "Void invoices", reason="issued twice")
             said_moved = operate(page, live_server, moved, "change_due_date", "Change the due date",
