@@ -8,7 +8,6 @@ one page: a decided case's evidence pack.
 """
 import functools
 import hashlib
-import zoneinfo
 from datetime import timezone as dt_timezone
 
 from django.conf import settings
@@ -47,15 +46,6 @@ from durable import clock
 PAGE_SIZE = 50
 
 
-class ReviewerTimeZone(View):
-    """Every page of the workbench renders in the reviewers' time zone (REVIEWER_TIME_ZONE), so
-    the queue, a case, the team page and the dashboard agree; stored times stay UTC."""
-
-    def dispatch(self, request, *args, **kwargs):
-        with timezone.override(zoneinfo.ZoneInfo(settings.REVIEWER_TIME_ZONE)):
-            return super().dispatch(request, *args, **kwargs)
-
-
 class NeverStored(View):
     """Workbench pages show customers' cases: no browser or proxy keeps a copy (a shared
     computer's back button, a proxy's cache), as the documents already answer."""
@@ -66,7 +56,7 @@ class NeverStored(View):
         return response
 
 
-class ReviewerView(LoginRequiredMixin, NeverStored, ReviewerTimeZone):
+class ReviewerView(LoginRequiredMixin, NeverStored):
     """Anonymous -> login page; signed in without the decide permission (nor a supervisor) -> 403."""
 
     def dispatch(self, request, *args, **kwargs):
@@ -76,7 +66,7 @@ class ReviewerView(LoginRequiredMixin, NeverStored, ReviewerTimeZone):
         return super().dispatch(request, *args, **kwargs)
 
 
-class SupervisorView(LoginRequiredMixin, NeverStored, ReviewerTimeZone):
+class SupervisorView(LoginRequiredMixin, NeverStored):
     """The compliance-supervisor group only; anyone else signed in -> 403."""
 
     def dispatch(self, request, *args, **kwargs):

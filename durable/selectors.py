@@ -91,6 +91,11 @@ def run_forks(run_id: str) -> list[tuple[str, int]]:
                 .values_list("id", "fork_position"))
 
 
+def runs_started_since(run_ids, since) -> int:
+    """How many of ``run_ids`` were started at or after ``since`` (archived runs are older)."""
+    return WorkflowRun.objects.filter(id__in=list(run_ids), created_at__gte=since).count()
+
+
 def run_exists(run_id: str) -> bool:
     """Whether a live run has this id (an archived one does not count)."""
     return WorkflowRun.objects.filter(pk=run_id).exists()

@@ -86,9 +86,11 @@ class Company(models.Model):
     @property
     def run_id(self) -> str:
         """The run of its current application."""
-        if self.application == 1:
-            return f"onboarding:{self.customer_id}"
-        return f"onboarding:{self.customer_id}:{self.application}"
+        return self.run_id_of(self.application)
+
+    def run_id_of(self, application: int) -> str:
+        """The run of its ``application``-th application (the first has no number)."""
+        return f"onboarding:{self.customer_id}" + (f":{application}" if application > 1 else "")
 
 
 class Document(models.Model):
