@@ -7,12 +7,11 @@ audit action, a status) are shown by their translated label.
 """
 from django.contrib import admin, messages
 from django.urls import reverse
-from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from approvals import services
-from durable.surfaces.admin import ReadOnlyAdmin, data, json_block, register_run_links
+from durable.surfaces.admin import ReadOnlyAdmin, data, json_block, register_run_links, run_link
 from approvals.errors import ApprovalError
 from approvals.models import AUDIT_ACTIONS, ApprovalAudit, ApprovalDecision, ApprovalRequest, ApprovalStatus
 
@@ -104,8 +103,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("run"), ordering="run_id")
     def run_cell(self, case):
-        url = reverse("admin:durable_workflowrun_change", args=[case.run_id])
-        return format_html('<a href="{}" translate="no">{}</a>', url, case.run_id)
+        return run_link(case.run_id)
 
     @admin.display(description=gettext_lazy("title"), ordering="title")
     def title_cell(self, case):

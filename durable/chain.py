@@ -141,10 +141,11 @@ def link_digest(prev_hash: str, body: str) -> str:
     return hashlib.sha256(f"{prev_hash}\n{body}".encode()).hexdigest()
 
 
-def seal(row_hash: str) -> str:
-    """The row's seal: HMAC-SHA256 of its hash with the audit key. The hash covers the row
-    and every link before it, so a seal vouches for the chain up to its row."""
-    return hmac.new(conf.audit_key(), row_hash.encode(), hashlib.sha256).hexdigest()
+def seal(row_hash: str, key: bytes | None = None) -> str:
+    """The row's seal: HMAC-SHA256 of its hash with the audit key (``key``, when a caller
+    sealing or checking many rows derived it once). The hash covers the row and every link
+    before it, so a seal vouches for the chain up to its row."""
+    return hmac.new(key or conf.audit_key(), row_hash.encode(), hashlib.sha256).hexdigest()
 
 
 def seal_sql(expression: str) -> tuple[str, list]:
@@ -217,8 +218,9 @@ def seal_operation(*labels: str) -> RunPython:
                 continue
             if connection.vendor == "sqlite":
                 schema_editor.execute(f"DROP TRIGGER IF EXISTS {name}")
+            key = conf.audit_key()
             for row in model._base_manager.filter(row_mac="").only("pk", "row_hash").iterator():
-                model._base_manager.filter(pk=row.pk).update(row_mac=seal(row.row_hash))
+                model._base_manager.filter(pk=row.pk).update(row_mac=seal(row.row_hash, key))
             for statement in trigger_sql(connection.vendor, table) if connection.vendor == "sqlite" else []:
                 schema_editor.execute(statement, params=None)
 
@@ -345,6 +347,7 @@ def verify(model, *, expected: dict[str, Head] | None = None) -> ChainReport:
                       f"the heads exported at {want.at} reach seq {want.seq}, the chain ends at seq {last_seq} "
                       f"(rows cut from its end)")
 
+    key = conf.audit_key()
     rows = model._base_manager.order_by(parent_attname, "chain_seq", "pk").iterator(chunk_size=2000)
     for row in rows:
         parent_id = str(getattr(row, parent_attname))
@@ -366,7 +369,7 @@ def verify(model, *, expected: dict[str, Head] | None = None) -> ChainReport:
             problem = "its previous-hash does not match the row before it"
         elif row.row_hash != row_digest(row, row.prev_hash, parent=model.chain_parent, fields=model.chained_fields):
             problem = "its content does not match its hash (the row was altered)"
-        elif not hmac.compare_digest(row.row_mac, seal(row.row_hash)):
+        elif not hmac.compare_digest(row.row_mac, seal(row.row_hash, key)):
             problem = ("its seal does not match its hash (hashed again without the audit key, "
                        "or the key is not the one it was written with)")
         elif want is not None and want.seq == row.chain_seq and want.row_hash != row.row_hash:

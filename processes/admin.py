@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from durable import clock
-from durable.surfaces.admin import data, json_block, label
+from durable.surfaces.admin import data, json_block, label, run_link
 from processes.billing import admin_actions as billing_admin
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.billing.services import invoice_issue
@@ -83,11 +83,6 @@ class DocumentInline(admin.TabularInline):
     @admin.display(description=gettext_lazy("file"))
     def stored_file(self, document):
         return document_file_link(document)
-
-
-def run_link(run_id: str):
-    url = reverse("admin:durable_workflowrun_change", args=[run_id])
-    return format_html('<a href="{}" translate="no">{}</a>', url, run_id)
 
 
 @admin.register(Company)
@@ -329,6 +324,7 @@ class InboundMessageAdmin(ProcessWrittenAdmin):
     list_display = ["wamid", "message_type_cell", "sender_wa_id", "sender_user_id", "status", "company_cell",
                     "received_at"]
     list_filter = [NeedsAttentionFilter, "status", MessageTypeFilter]
+    list_select_related = ["company"]   # the company column, one join instead of a query a row
     search_fields = ["wamid", "sender_wa_id", "sender_user_id", "note"]
     fields = ["wamid", "message_type_cell", "status", "note_text", "sender_wa_id", "sender_user_id",
               "phone_number_id", "company_cell", "sent_at", "received_at", "processed_at", "payload_block"]

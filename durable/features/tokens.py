@@ -67,12 +67,11 @@ def token_authenticate(secret: str) -> ApiToken:
 
 def token_revoke(token_id: int) -> ApiToken:
     """Refuse the token from now on; the row stays, so the list still says who held it."""
-    token = ApiToken.objects.filter(pk=token_id).first()
+    now = clock.now()
+    ApiToken.objects.filter(pk=token_id, revoked_at__isnull=True).update(revoked_at=now)
+    token = ApiToken.objects.filter(pk=token_id).first()   # read after the write: as stored
     if token is None:
         raise TokenNotFound(f"no API token with id {token_id}")
-    if token.revoked_at is None:
-        token.revoked_at = clock.now()
-        ApiToken.objects.filter(pk=token.pk).update(revoked_at=token.revoked_at)
     return token
 
 

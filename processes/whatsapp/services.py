@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone as dt_timezone
 from celery import current_app
 from django.core.cache import caches
 from django.db import IntegrityError, transaction
+from django.db.models import F
 
 from durable import clock
 from durable.locks import advisory_xact_lock
@@ -402,10 +403,15 @@ STALE_AFTER = timedelta(minutes=1)
 def inbound_route_stale(*, older_than: timedelta = STALE_AFTER, limit: int = 200) -> int:
     """Route messages stored but never routed (the web process died between its commit
     and the on-commit routing). Run by beat; routing is idempotent, so a message the web
-    process is routing right now is not routed twice."""
+    process is routing right now is not routed twice.
+
+    Messages never routed come first; then those a router held back (``processed_at`` set,
+    still ``received``: over a rate cap), the longest-waiting first, so a flood of held
+    messages neither starves a lost one nor has the same ones tried every minute."""
     cutoff = clock.now() - older_than
     stale = list(InboundMessage.objects.filter(status=InboundStatus.RECEIVED, received_at__lte=cutoff)
-                 .order_by("received_at").values_list("pk", flat=True)[:limit])
+                 .order_by(F("processed_at").asc(nulls_first=True), "received_at")
+                 .values_list("pk", flat=True)[:limit])
     for message_id in stale:
         inbound_process(message_id)
     return len(stale)

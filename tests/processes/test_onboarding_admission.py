@@ -63,3 +63,20 @@ def test_under_the_caps_a_first_message_starts_at_once(signed_post):
 
     assert InboundMessage.objects.get(wamid="wamid.NEW7").status == InboundStatus.KEPT
     assert Company.objects.filter(wa_id="5511900000007").exists()
+
+
+def test_the_sweep_routes_a_lost_message_before_the_held_ones(signed_post, settings):
+    settings.ONBOARDING_NEW_SENDERS_PER_HOUR = 1
+    for n in range(3):   # the first starts; two are held
+        signed_post(whatsapp_webhook(first_message(n)))
+    lost = InboundMessage.objects.create(   # stored, but its routing never ran (the web process died)
+        wamid="wamid.LOST", message_type="text", sender_wa_id=PHONE, payload={
+            "message": {"id": "wamid.LOST", "from": PHONE, "type": "text", "text": {"body": "oi"}},
+            "contact": {"profile": {"name": "Padaria"}, "wa_id": PHONE}},
+        received_at=timezone.now() + timedelta(seconds=1))
+    Company.objects.update(created_at=timezone.now() - timedelta(hours=2))   # room for one more
+
+    inbound_route_stale(older_than=timedelta(seconds=-5), limit=1)
+
+    assert InboundMessage.objects.get(pk=lost.pk).status == InboundStatus.KEPT
+    assert InboundMessage.objects.filter(status=InboundStatus.RECEIVED).count() == 2

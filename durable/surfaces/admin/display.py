@@ -6,6 +6,8 @@ Stored codes stay codes; what a badge or a column says is the code's translated 
 import json
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import slugify
 from django.utils.translation import ngettext
@@ -75,3 +77,12 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+def run_admin_url(run_id: str) -> str:
+    return reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
+
+
+def run_link(run_id: str):
+    """A link to a run's admin page, its id as data (ids may hold '/' and ':': quoted)."""
+    return format_html('<a href="{}" translate="no">{}</a>', run_admin_url(run_id), run_id)

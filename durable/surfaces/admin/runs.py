@@ -21,7 +21,8 @@ from django.utils.translation import gettext_lazy
 
 from durable import selectors, services, validation
 from durable.surfaces.admin import bulk, fork
-from durable.surfaces.admin.display import EngineAssets, ReadOnlyAdmin, badge, data, json_block, label, stamp_column
+from durable.surfaces.admin.display import (EngineAssets, ReadOnlyAdmin, badge, data, json_block, label, run_admin_url,
+                                            run_link, stamp_column)
 from durable.surfaces.admin.rows import audit_row, journal_row
 from durable.surfaces.admin.timeline import timeline_svg
 from durable.surfaces.audit import request_audit
@@ -47,14 +48,6 @@ def run_links(run, request) -> list[tuple[str, str]]:
     return [link for fn in _run_links for link in fn(run, request)]
 
 CHILDREN_SHOWN = 20
-
-
-def run_admin_url(run_id: str) -> str:
-    return reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
-
-
-def run_link(run_id: str):
-    return format_html('<a href="{}" translate="no">{}</a>', run_admin_url(run_id), run_id)
 
 
 class SignalForm(forms.Form):

@@ -7,14 +7,12 @@ need Django's add/change permissions on schedules. Nothing is deleted: the trail
 """
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote
-from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import format_lazy
 from django.utils.translation import get_language, gettext_lazy, ngettext, pgettext
 
 from durable.features import cron, schedules
-from durable.surfaces.admin.display import EngineAssets, badge, data, json_block, label, stamp_column
+from durable.surfaces.admin.display import EngineAssets, badge, data, json_block, label, run_link, stamp_column
 from durable.surfaces.audit import request_audit
 from durable.errors import DurableError
 from durable.models.schedules import Schedule, ScheduleAction, ScheduleEvent
@@ -149,10 +147,7 @@ class ScheduleAdmin(admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("last run"), ordering="last_run_id")
     def last_run(self, schedule):
-        if not schedule.last_run_id:
-            return "-"
-        url = reverse("admin:durable_workflowrun_change", args=[quote(schedule.last_run_id)])
-        return format_html('<a href="{}" translate="no">{}</a>', url, schedule.last_run_id)
+        return run_link(schedule.last_run_id) if schedule.last_run_id else "-"
 
     def get_actions(self, request):
         actions = super().get_actions(request)
