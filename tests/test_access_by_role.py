@@ -3,7 +3,8 @@ pages, asked by each role, answers as the tables in docs/approvals.md and docs/a
 
 A cell reads ``ok`` (let in: the page, or the action's own answer to the empty or bad input
 sent, such as 400 or 409), ``403`` (refused before anything is read), ``login`` (sent to
-sign in: a redirect to a login page, or 401). Each request runs in a savepoint rolled back
+sign in: a redirect to a login page, or 401), or ``404`` / ``405`` where that is the answer
+meant (no such name; a method the URL does not take), so a lost page is not read as "let in". Each request runs in a savepoint rolled back
 after it, so one role's action never changes what the next one is answered.
 """
 import re
@@ -76,8 +77,8 @@ def answer(response) -> str:
     location = response.get("Location", "")
     if response.status_code == 401 or (response.status_code == 302 and "login" in location):
         return "login"
-    if response.status_code == 403:
-        return "403"
+    if response.status_code in (403, 404, 405):
+        return str(response.status_code)
     return "ok"
 
 

@@ -228,6 +228,17 @@ def test_a_call_status_naming_one_of_our_messages_never_changes_it(signed_post, 
     assert not PendingStatus.objects.exists()
 
 
+@pytest.mark.parametrize("status", [
+    {"id": "wacid.HBgNNTUxMTk4", "status": "delivered"},   # a call's id, a message's word
+    {"id": "CALL-2", "status": "RINGING"},                 # only a call rings
+], ids=["call-id", "call-state"])
+def test_a_status_without_its_type_is_a_calls_by_its_id_or_its_state(signed_post, status):
+    signed_post(whatsapp_webhook(statuses=[{**status, "timestamp": "1767225700"}]))
+
+    assert QuarantinedItem.objects.get().reason.startswith(f"call status {status['status']}")
+    assert not PendingStatus.objects.exists()
+
+
 def test_a_status_carrying_call_fields_is_a_calls_even_without_its_type(signed_post):
     signed_post(whatsapp_webhook(statuses=[{"id": "CALL-1", "status": "completed", "timestamp": "1767225700",
                                             "call": {"direction": "BUSINESS_INITIATED"}}]))
