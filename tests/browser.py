@@ -69,9 +69,32 @@ def admin_page(browser, live_server, username: str, password: str, *, width: int
         context.close()
 
 
+# Words of a table's cells that the layout split over two lines ("Decidido|s", "19/10/202|6"):
+# each word's text range must lie on one line. Identifiers (file names, ids, MIME types)
+# may wrap at their punctuation and are left out.
+BROKEN_WORDS = """() => {
+  const broken = [];
+  for (const cell of document.querySelectorAll('th, td')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/\\S+/g)) {
+        if (/[._\\/:@=-]/.test(match[0]) || match[0].length < 2) continue;
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const lines = new Set([...range.getClientRects()].map(rect => Math.round(rect.top)));
+        if (lines.size > 1) broken.push(match[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+
+
 def page_check(page, screenshot: str) -> dict:
-    """What a page must hold to at any width: its sideways scroll and its serious or critical
-    axe-core violations (a screenshot of the whole page is kept for people to look at)."""
+    """What a page must hold to at any width: its sideways scroll, the words its tables broke
+    in two, and its serious or critical axe-core violations (a screenshot of the whole page
+    is kept for people to look at)."""
     page.wait_for_load_state("networkidle")
     scroll, window = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
     page.evaluate(AXE.read_text())   # evaluated, not a <script>: the page's CSP refuses inline scripts
@@ -79,6 +102,7 @@ def page_check(page, screenshot: str) -> dict:
     screenshots = Path(settings.VAR_DIR) / "screenshots"
     screenshots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshots / f"{screenshot}.png"), full_page=True)
-    return {"overflow": max(0, scroll - window),
+    broken = page.evaluate(BROKEN_WORDS)
+    return {"overflow": max(0, scroll - window), "broken words": broken,
             "serious": [(v["id"], v["impact"], [node["target"] for node in v["nodes"]][:3])
                         for v in result["violations"] if v["impact"] in ("serious", "critical")]}
