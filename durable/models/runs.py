@@ -102,6 +102,9 @@ class WorkflowRun(FSMModelMixin, models.Model):
                          condition=Q(forked_from__isnull=False)),
             models.Index(fields=["chain_root"], name="durable_run_chain_root",
                          condition=Q(chain_root__isnull=False)),
+            # The admin's run list, newest first: without it each page sorts the whole table
+            # (1.8 s a page at a million runs, benchmarks/pages.py).
+            models.Index(fields=["created_at"], name="durable_run_created"),
             # durable archive takes the oldest finished runs first (durable/features/archive.py).
             models.Index(fields=["finished_at"], name="durable_run_finished",
                          condition=Q(finished_at__isnull=False)),

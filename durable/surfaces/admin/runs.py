@@ -23,6 +23,7 @@ from durable import selectors, services, validation
 from durable.surfaces.admin import bulk, fork
 from durable.surfaces.admin.display import (EngineAssets, ReadOnlyAdmin, badge, data, json_block, label, run_admin_url,
                                             run_link, stamp_column)
+from durable.surfaces.admin.paging import EstimatedCountPaginator
 from durable.surfaces.admin.rows import audit_row, journal_row
 from durable.surfaces.admin.timeline import timeline_svg
 from durable.surfaces.audit import request_audit
@@ -96,17 +97,51 @@ class StageFilter(admin.SimpleListFilter):
         return selectors.runs_with_attributes(queryset, [("stage", self.value())])
 
 
+class WorkflowNameFilter(admin.SimpleListFilter):
+    """By workflow, its choices read one index probe per workflow (never every run)."""
+
+    title = gettext_lazy("workflow")
+    parameter_name = "workflow_name__exact"   # the parameter of the plain field filter it replaced
+
+    def lookups(self, request, model_admin):
+        return [(name, data(name)) for name in selectors.run_workflow_names()]
+
+    def queryset(self, request, queryset):
+        return queryset if self.value() is None else queryset.filter(workflow_name=self.value())
+
+
+class WorkflowVersionFilter(admin.SimpleListFilter):
+    """By version, its choices the registered workflows' versions."""
+
+    title = gettext_lazy("workflow version")
+    parameter_name = "workflow_version__exact"
+
+    def lookups(self, request, model_admin):
+        return [(str(version), str(version)) for version in selectors.workflow_versions()]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        try:
+            return queryset.filter(workflow_version=int(self.value()))
+        except ValueError:
+            return queryset.none()
+
+
 @admin.register(WorkflowRun)
 class WorkflowRunAdmin(ReadOnlyAdmin):
     list_display = ["run_id", "workflow", "status_badge", "waits_for", "wake_at_stamp", "advances",
                     "updated_at_stamp"]
-    list_filter = ["status", StageFilter, "workflow_name", "workflow_version"]
+    list_filter = ["status", StageFilter, WorkflowNameFilter, WorkflowVersionFilter]
     # attributes_text: the search attributes as JSON text (see get_queryset), so a search
     # for a CNPJ or a customer's name finds their run.
     search_fields = ["id", "attributes_text"]
     ordering = ["-created_at"]
     list_per_page = 100
-    show_full_result_count = False  # thousands of runs: one COUNT per page is enough
+    # Millions of runs: no count of the whole table per page (paging.py), none per filter choice.
+    show_full_result_count = False
+    paginator = EstimatedCountPaginator
+    show_facets = admin.ShowFacets.NEVER
     actions = ["cancel_selected", "retry_selected", "wake_selected"]
     change_form_template = "admin/durable/workflowrun/change_form.html"
     Media = EngineAssets
@@ -412,6 +447,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
     search_fields = ["=run__id", "actor"]
     list_select_related = False
     show_full_result_count = False
+    paginator = EstimatedCountPaginator
     readonly_fields = ["created_at", "run_link", "action_label", "actor_cell", "detail_json"]
     fields = readonly_fields
 
