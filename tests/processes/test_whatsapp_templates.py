@@ -1,6 +1,7 @@
 """Templates per purpose, and what Meta says of them and of the account: kept from their
 signed webhooks, shown in the admin, exported on /metrics, failing `durable health`."""
 import io
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -9,12 +10,15 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from durable.runtime import sweep
+from durable.testing import drive
 from processes.onboarding.models import Company
 from processes.webhooks.models import WebhookDelivery
 from processes.whatsapp.checks import check_template_statuses, check_templates
 from processes.whatsapp.models import AccountEvent, OutboundMessage, WhatsAppTemplate
 from processes.whatsapp.services import message_send
-from tests.processes.conftest import document, whatsapp_webhook
+from tests.processes.conftest import document, issued_invoice, whatsapp_webhook
+from tests.processes.test_onboarding import open_case
+from tests.processes.test_onboarding_decision_messages import decide_on_the_page
 
 pytestmark = pytest.mark.django_db
 
@@ -265,3 +269,24 @@ def test_the_admin_lists_templates_and_account_events_for_staff(client, signed_p
 
     assert response.status_code == 200
     assert ("invoice_reminder" if model is WhatsAppTemplate else "ACCOUNT_VIOLATION") in response.content.decode()
+
+
+def test_the_billing_reminder_step_sends_the_invoice_reminder_template_with_the_invoices_figures(clock):
+    invoice = issued_invoice("NF-2001", clock.now() - timedelta(hours=1))   # due: the first reminder goes
+
+    sent = OutboundMessage.objects.get(idempotency_key=f"{invoice.run_id}:1")
+
+    assert (sent.purpose, sent.template_name) == ("billing_reminder", "invoice_reminder")
+    assert [p["text"] for p in sent.template_parameters][:3] == ["1", "NF-2001", "R$ 350,00"]
+
+
+def test_a_rejection_a_day_after_the_customers_last_message_goes_out_as_the_rejection_template(
+        client, ana, in_review, clock):
+    clock.advance(timedelta(hours=25))
+
+    decide_on_the_page(client, ana, open_case(in_review.id), "reject", reason="signatures do not match")
+    drive(in_review.id)
+
+    sent = OutboundMessage.objects.get(idempotency_key=f"{in_review.id}:rejected")
+    assert (sent.purpose, sent.template_name, sent.template_parameters) == (
+        "decision_rejected", "onboarding_rejected", [])
