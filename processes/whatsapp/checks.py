@@ -26,8 +26,9 @@ def check_templates(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
             if not isinstance(entry.get(key), str) or not entry[key].strip():
                 problems.append(checks.Error(f"WHATSAPP_TEMPLATES[{purpose!r}] has no {key}", id="processes.E202"))
         parameters = entry.get("parameters", ("body",))
-        unknown = [p for p in parameters if p not in templates.PURPOSES[purpose]] if isinstance(parameters, (list, tuple)) \
-            else [parameters]
+        if not isinstance(parameters, (list, tuple)):
+            parameters = [parameters]
+        unknown = [p for p in parameters if p not in templates.PURPOSES[purpose]]
         if unknown:
             problems.append(checks.Error(
                 f"WHATSAPP_TEMPLATES[{purpose!r}] takes {unknown}, which its sender does not provide",
