@@ -344,8 +344,25 @@ WHATSAPP_BACKEND = os.environ.get("WHATSAPP_BACKEND", "console")  # console | cl
 # worker, after the webhook answered) or "inline" (the web process, after its commit).
 WHATSAPP_INTAKE = os.environ.get("WHATSAPP_INTAKE", "celery")
 WHATSAPP_API_BASE_URL = os.environ.get("WHATSAPP_API_BASE_URL", "https://graph.facebook.com/v21.0")
-WHATSAPP_TEMPLATE_NAME = os.environ.get("WHATSAPP_TEMPLATE_NAME", "account_update")
+# Outside the 24-hour window only approved templates go out: one per purpose, with the
+# parameters its sender provides (docs/processes.md, "Templates"; checked at startup).
 WHATSAPP_TEMPLATE_LANGUAGE = os.environ.get("WHATSAPP_TEMPLATE_LANGUAGE", "pt_BR")
+WHATSAPP_TEMPLATES = {
+    "generic": {"name": os.environ.get("WHATSAPP_TEMPLATE_NAME", "account_update"),
+                "language": WHATSAPP_TEMPLATE_LANGUAGE, "parameters": ["body"]},
+    "greeting": {"name": "onboarding_greeting", "language": WHATSAPP_TEMPLATE_LANGUAGE, "parameters": []},
+    "documents_request": {"name": "onboarding_documents_request", "language": WHATSAPP_TEMPLATE_LANGUAGE,
+                          "parameters": ["missing"]},
+    "document_reminder": {"name": "onboarding_document_reminder", "language": WHATSAPP_TEMPLATE_LANGUAGE,
+                          "parameters": []},
+    "decision_approved": {"name": "onboarding_approved", "language": WHATSAPP_TEMPLATE_LANGUAGE,
+                          "parameters": ["account"]},
+    "decision_rejected": {"name": "onboarding_rejected", "language": WHATSAPP_TEMPLATE_LANGUAGE, "parameters": []},
+    "decision_more_documents": {"name": "onboarding_more_documents", "language": WHATSAPP_TEMPLATE_LANGUAGE,
+                                "parameters": ["request"]},
+    "billing_reminder": {"name": "invoice_reminder", "language": WHATSAPP_TEMPLATE_LANGUAGE,
+                         "parameters": ["number", "invoice", "amount", "due_date"]},
+}
 # Messages a second the Cloud API takes from our number, across all workers (durable.limit).
 WHATSAPP_SEND_RATE = int(os.environ.get("WHATSAPP_SEND_RATE", "20"))
 # Media URLs named by the provider are fetched only from these hosts, and only over https

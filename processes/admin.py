@@ -1,6 +1,7 @@
 """Admin pages for operators: companies, documents, accounts, invoices, tickets,
 reconciliation, every WhatsApp message (unmatched ones one filter away), status callbacks
-for messages not known yet, the raw webhook deliveries and their quarantined parts.
+for messages not known yet, what Meta says of our templates and account, the raw webhook
+deliveries and their quarantined parts.
 
 What customers and providers wrote (names, file names, ids) is shown as data, never translated."""
 import logging
@@ -26,7 +27,17 @@ from processes.onboarding.views import document_file_response
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch
 from processes.webhooks.models import QuarantinedItem, WebhookDelivery
 from processes.webhooks.services import delivery_signature_valid, quarantine_resolve
-from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage, OutboundStatus, PendingStatus
+from processes.whatsapp.models import (
+    AccountEvent,
+    InboundMessage,
+    InboundStatus,
+    OutboundMessage,
+    OutboundStatus,
+    PendingStatus,
+    TemplateQuality,
+    TemplateStatus,
+    WhatsAppTemplate,
+)
 from processes.whatsapp.selectors import KIND_LABELS
 from processes.whatsapp.services import STALE_AFTER, inbound_process
 
@@ -364,8 +375,8 @@ class OutboundMessageAdmin(ProcessWrittenAdmin):
                     "created_at"]
     list_filter = ["status", BackendFilter]
     search_fields = ["idempotency_key", "to_wa_id", "to_user_id", "provider_message_id", "body"]
-    fields = ["idempotency_key", "company_cell", "to_wa_id", "to_user_id", "body_text", "template_cell",
-              "backend_cell", "provider_message_id", "status", "error_text", "status_history_block",
+    fields = ["idempotency_key", "company_cell", "to_wa_id", "to_user_id", "body_text", "purpose_cell",
+              "template_cell", "template_language", "template_parameters_block", "backend_cell", "provider_message_id", "status", "error_text", "status_history_block",
               "created_at", "sent_at", "status_updated_at"]
     readonly_fields = fields
 
@@ -381,6 +392,14 @@ class OutboundMessageAdmin(ProcessWrittenAdmin):
     def template_cell(self, message):
         return data(message.template_name) if message.template_name else "-"
 
+    @admin.display(description=gettext_lazy("purpose"), ordering="purpose")
+    def purpose_cell(self, message):
+        return data(message.purpose) if message.purpose else "-"
+
+    @admin.display(description=gettext_lazy("template parameters"))
+    def template_parameters_block(self, message):
+        return json_block(message.template_parameters) if message.template_parameters else "-"
+
     @admin.display(description=gettext_lazy("sending backend"), ordering="backend")
     def backend_cell(self, message):
         return data(message.backend)
@@ -392,6 +411,68 @@ class OutboundMessageAdmin(ProcessWrittenAdmin):
     @admin.display(description=gettext_lazy("status history"))
     def status_history_block(self, message):
         return json_block(message.status_history) if message.status_history else "-"
+
+
+@admin.register(WhatsAppTemplate)
+class WhatsAppTemplateAdmin(ProcessWrittenAdmin):
+    """What Meta last said of each template (from its webhooks): read-only, the filters find
+    the rejected, paused or disabled ones and those of poor quality."""
+
+    list_display = ["name_cell", "language_cell", "status_cell", "quality_cell", "category_cell", "status_at",
+                    "updated_at"]
+    list_filter = ["status", "quality"]
+    search_fields = ["name"]
+    fields = ["name_cell", "language_cell", "template_id", "status_cell", "reason_text", "status_at",
+              "quality_cell", "quality_at", "category_cell", "category_at", "updated_at"]
+    readonly_fields = fields
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description=gettext_lazy("template"), ordering="name")
+    def name_cell(self, template):
+        return data(template.name)
+
+    @admin.display(description=gettext_lazy("language"), ordering="language")
+    def language_cell(self, template):
+        return data(template.language)
+
+    @admin.display(description=gettext_lazy("status"), ordering="status")
+    def status_cell(self, template):
+        return label(TemplateStatus, template.status) if template.status else "-"
+
+    @admin.display(description=gettext_lazy("quality"), ordering="quality")
+    def quality_cell(self, template):
+        return label(TemplateQuality, template.quality) if template.quality else "-"
+
+    @admin.display(description=gettext_lazy("category"), ordering="category")
+    def category_cell(self, template):
+        return data(template.category) if template.category else "-"
+
+    @admin.display(description=gettext_lazy("reason"))
+    def reason_text(self, template):
+        return data(template.reason) if template.reason else "-"
+
+
+@admin.register(AccountEvent)
+class AccountEventAdmin(ProcessWrittenAdmin):
+    """The business account's events (restrictions, bans, violations), as Meta sent them."""
+
+    list_display = ["occurred_at", "event_cell", "account_id", "received_at", "delivery"]
+    list_filter = ["event"]
+    fields = ["event_cell", "account_id", "occurred_at", "received_at", "delivery", "detail_block"]
+    readonly_fields = fields
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description=gettext_lazy("event"), ordering="event")
+    def event_cell(self, event):
+        return data(event.event)
+
+    @admin.display(description=gettext_lazy("detail"))
+    def detail_block(self, event):
+        return json_block(event.detail)
 
 
 class PendingStatusFilter(admin.SimpleListFilter):

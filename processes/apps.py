@@ -9,7 +9,16 @@ class ProcessesConfig(AppConfig):
 
     def ready(self):
         # The WhatsApp channel imports no process: onboarding tells it which messages are its.
+        from durable.surfaces.health import register_health_check
+        from durable.surfaces.metrics import register_collector
         from processes.onboarding.services import onboarding_route_message
+        from processes.whatsapp.checks import register_checks
+        from processes.whatsapp.health import whatsapp_health
+        from processes.whatsapp.metrics import WhatsAppCollector
         from processes.whatsapp.routing import register_inbound_router
 
         register_inbound_router(onboarding_route_message)
+        # Templates and the account: checked at startup, in `durable health` and on /metrics.
+        register_checks()
+        register_health_check(whatsapp_health)
+        register_collector(WhatsAppCollector())

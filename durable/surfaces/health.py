@@ -2,6 +2,7 @@
 
 Read by ``manage.py durable health`` (for systemd, a load balancer or a cron probe). Each
 check answers on its own: a database outage must not hide a broker outage, or the reverse.
+Apps add their own checks with ``register_health_check`` (the engine imports no app).
 """
 import time
 from dataclasses import dataclass
@@ -76,5 +77,27 @@ def check_overdue(*, max_overdue: float = 120.0) -> Check:
     return Check("overdue runs", True, f"none due more than {max_overdue:.0f} s ago")
 
 
+_app_checks: list = []
+
+
+def register_health_check(check) -> None:
+    """Add an app's check to ``durable health``: a callable returning a Check or a list of
+    them. Idempotent, so an AppConfig.ready() that runs twice registers once."""
+    if check not in _app_checks:
+        _app_checks.append(check)
+
+
+def _app_results(check) -> list[Check]:
+    try:
+        result = check()
+    except Exception as error:   # one app's broken check must not hide the others
+        return [Check(getattr(check, "__name__", "app check"), False,
+                      f"cannot check: {type(error).__name__}: {error}".strip())]
+    return list(result) if isinstance(result, (list, tuple)) else [result]
+
+
 def checks(*, max_overdue: float = 120.0) -> list[Check]:
-    return [check_database(), check_broker(), check_sweep(), check_overdue(max_overdue=max_overdue)]
+    results = [check_database(), check_broker(), check_sweep(), check_overdue(max_overdue=max_overdue)]
+    for check in _app_checks:
+        results.extend(_app_results(check))
+    return results

@@ -88,8 +88,11 @@ def send_reminder(invoice_id: int, number: int, idempotency_key: str) -> str:
     body = (f"Lembrete {number}: a fatura {invoice.number} de {money_pt(invoice.amount, invoice.currency)} "
             f"venceu em {due:%d/%m/%Y}.")
     to_wa_id = invoice.wa_id or (invoice.company.wa_id if invoice.company else "") or ""
-    return message_send(idempotency_key=idempotency_key, body=body, company=None,
-                        to_wa_id=to_wa_id).idempotency_key
+    return message_send(idempotency_key=idempotency_key, body=body, company=None, to_wa_id=to_wa_id,
+                        purpose="billing_reminder", parameters={
+                            "number": number, "invoice": invoice.number,
+                            "amount": money_pt(invoice.amount, invoice.currency),
+                            "due_date": f"{due:%d/%m/%Y}"}).idempotency_key
 
 
 def open_finance_ticket(invoice_id: int, idempotency_key: str) -> int:

@@ -53,7 +53,8 @@ def greet(customer_id: str, idempotency_key: str) -> str:
         body = f"Olá! Recebemos o CNPJ {cnpj_format(company.cnpj)}. Para abrir a sua conta PJ, envie por aqui: {documents}"
     else:
         body = f"Olá! Para abrir a sua conta PJ, escreva o CNPJ da empresa e envie por aqui: {documents}"
-    return message_send(company=company, body=body, idempotency_key=idempotency_key).idempotency_key
+    return message_send(company=company, body=body, idempotency_key=idempotency_key,
+                        purpose="greeting").idempotency_key
 
 
 def store_document_media(document_id: int) -> dict:
@@ -128,7 +129,9 @@ def ask_for_documents(customer_id: str, missing: list[str], problems: list, idem
             if not (isinstance(p, dict) and p.get("solved"))]
     if said:
         body += " Problemas: " + "; ".join(said) + "."
-    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key,
+                        purpose="documents_request",
+                        parameters={"missing": _names(missing) or "um documento de novo"}).idempotency_key
 
 
 def has_valid_cnpj(customer_id: str) -> bool:
@@ -140,7 +143,8 @@ def ask_for_cnpj(customer_id: str, idempotency_key: str) -> str:
     """The one question for a missing CNPJ (keyed once per run)."""
     body = ("Recebemos os documentos. Falta o CNPJ da empresa: escreva-o aqui "
             "(por exemplo 11.222.333/0001-81).")
-    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key,
+                        purpose="documents_request", parameters={"missing": "CNPJ da empresa"}).idempotency_key
 
 
 LEGAL_NAME_QUESTION = ("Para concluir a análise, escreva aqui a razão social da empresa, como está no "
@@ -153,13 +157,15 @@ def ask_for_legal_name(customer_id: str, idempotency_key: str) -> str:
     Company.objects.filter(customer_id=customer_id, legal_name_asked_at__isnull=True).update(
         legal_name_asked_at=clock.now())
     return message_send(company=_company(customer_id), body=LEGAL_NAME_QUESTION,
-                        idempotency_key=idempotency_key).idempotency_key
+                        idempotency_key=idempotency_key, purpose="documents_request",
+                        parameters={"missing": "razão social da empresa"}).idempotency_key
 
 
 def remind_documents(customer_id: str, idempotency_key: str) -> str:
     body = ("Lembrete: ainda precisamos dos documentos para abrir a sua conta PJ. "
             "Sem eles, o pedido será encerrado em 3 dias.")
-    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key,
+                        purpose="document_reminder").idempotency_key
 
 
 def set_status(customer_id: str, status: str, reason: str = "") -> str:
@@ -169,8 +175,18 @@ def set_status(customer_id: str, status: str, reason: str = "") -> str:
     return status
 
 
+# A notice's purpose, from its key's last part: the journaled arguments stay as they were.
+NOTICE_PURPOSES = {"welcome": "decision_approved", "rejected": "decision_rejected"}
+
+
 def notify(customer_id: str, body: str, idempotency_key: str) -> str:
-    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+    """A notice (approved, rejected, under review, closed, goodbye); outside the window the
+    decisions go out as their own templates, the rest as the generic one."""
+    company = _company(customer_id)
+    purpose = NOTICE_PURPOSES.get(idempotency_key.rsplit(":", 1)[-1], "")
+    account = Account.objects.filter(company=company).values_list("number", flat=True).first()
+    return message_send(company=company, body=body, idempotency_key=idempotency_key, purpose=purpose,
+                        parameters={"account": account} if account else None).idempotency_key
 
 
 @dataclass
@@ -233,7 +249,9 @@ def request_more_documents(customer_id: str, request: str, idempotency_key: str)
     customer; the reason itself in decisions older than that message)."""
     body = (f"A nossa equipe de análise precisa de mais documentos. {request.strip().rstrip('.')}. "
             "Responda por aqui, por favor.")
-    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key).idempotency_key
+    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key,
+                        purpose="decision_more_documents",
+                        parameters={"request": request.strip().rstrip(".")}).idempotency_key
 
 
 def escalate_review(customer_id: str, level: int) -> int:

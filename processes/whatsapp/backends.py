@@ -9,7 +9,7 @@ import logging
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.utils.module_loading import import_string
 
@@ -90,6 +90,9 @@ class Outgoing:
     body: str
     template_name: str = ""
     template_language: str = ""
+    # (parameter, text) in the template's order; named for templates with {{name}} variables.
+    template_parameters: list[tuple[str, str]] = field(default_factory=list)
+    template_named: bool = False
 
 
 class ConsoleBackend:
@@ -101,7 +104,8 @@ class ConsoleBackend:
     name = "console"
 
     def send(self, outgoing: Outgoing, *, idempotency_key: str) -> str:
-        mode = f"template {outgoing.template_name}" if outgoing.template_name else "text"
+        mode = (f"template {outgoing.template_name} ({outgoing.template_language}) "
+                f"{[text for _name, text in outgoing.template_parameters]}" if outgoing.template_name else "text")
         log.info("[whatsapp -> %s] (%s) %s", outgoing.to_wa_id or outgoing.to_user_id, mode,
                  outgoing.body)
         return f"console.{hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]}"
@@ -155,11 +159,12 @@ class CloudAPIBackend:
         else:
             message["recipient"] = outgoing.to_user_id  # business-scoped user id, no phone
         if outgoing.template_name:
-            message.update(type="template", template={
-                "name": outgoing.template_name,
-                "language": {"code": outgoing.template_language},
-                "components": [{"type": "body",
-                                "parameters": [{"type": "text", "text": outgoing.body}]}]})
+            template = {"name": outgoing.template_name, "language": {"code": outgoing.template_language}}
+            if outgoing.template_parameters:
+                template["components"] = [{"type": "body", "parameters": [
+                    {"type": "text", "text": text, **({"parameter_name": name} if outgoing.template_named else {})}
+                    for name, text in outgoing.template_parameters]}]
+            message.update(type="template", template=template)
         else:
             message.update(type="text", text={"body": outgoing.body, "preview_url": False})
         answer = self._json(self._request(f"{self.base_url}/{self.phone_number_id}/messages", body=message))

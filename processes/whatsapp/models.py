@@ -67,6 +67,11 @@ class OutboundMessage(models.Model):
     body = models.TextField(_("text"))
     template_name = models.CharField(_("template"), max_length=100, blank=True,
                                      help_text=_("set when sent as a template (outside the 24-hour window)"))
+    template_language = models.CharField(_("template language"), max_length=16, blank=True)
+    template_parameters = models.JSONField(_("template parameters"), default=list, blank=True,
+                                           help_text=_("the parameters sent, in the template's order"))
+    purpose = models.CharField(_("purpose"), max_length=32, blank=True,
+                               help_text=_("what the message is for; names its template"))
     backend = models.CharField(_("sending backend"), max_length=32)
     provider_message_id = models.CharField(_("provider's message id"), max_length=128, null=True, blank=True,
                                            unique=True)
@@ -124,3 +129,76 @@ class PendingStatus(models.Model):
     def __str__(self):
         status = OutboundStatus(self.status).label if self.status in OutboundStatus.values else self.status
         return gettext("%(status)s for %(id)s") % {"status": status, "id": self.provider_message_id}
+
+
+class TemplateStatus(models.TextChoices):
+    """Meta's review states of a template (``message_template_status_update``)."""
+
+    APPROVED = "APPROVED", _("approved")
+    PENDING = "PENDING", _("pending review")
+    REJECTED = "REJECTED", _("rejected")
+    PAUSED = "PAUSED", _("paused")
+    DISABLED = "DISABLED", _("disabled")
+    FLAGGED = "FLAGGED", _("flagged")
+    IN_APPEAL = "IN_APPEAL", _("in appeal")
+    REINSTATED = "REINSTATED", _("reinstated")
+    PENDING_DELETION = "PENDING_DELETION", _("pending deletion")
+    DELETED = "DELETED", _("deleted")
+
+
+class TemplateQuality(models.TextChoices):
+    """Meta's quality rating of a template (``message_template_quality_update``)."""
+
+    GREEN = "GREEN", _("high (green)")
+    YELLOW = "YELLOW", _("medium (yellow)")
+    RED = "RED", _("low (red)")
+    UNKNOWN = "UNKNOWN", _("not rated yet")
+
+
+class WhatsAppTemplate(models.Model):
+    """What Meta last said of one template in one language: its review status, quality and
+    category, each with the time Meta said it, so an older event arriving late changes nothing."""
+
+    name = models.CharField(_("template"), max_length=512)
+    language = models.CharField(_("language"), max_length=16)
+    template_id = models.CharField(_("Meta's template id"), max_length=64, blank=True)
+    status = models.CharField(_("status"), max_length=32, blank=True, choices=TemplateStatus.choices)
+    reason = models.TextField(_("reason"), blank=True, help_text=_("why Meta rejected, paused or disabled it"))
+    status_at = models.DateTimeField(_("status since"), null=True, blank=True)
+    quality = models.CharField(_("quality"), max_length=16, blank=True, choices=TemplateQuality.choices)
+    quality_at = models.DateTimeField(_("quality since"), null=True, blank=True)
+    category = models.CharField(_("category"), max_length=32, blank=True)
+    category_at = models.DateTimeField(_("category since"), null=True, blank=True)
+    updated_at = models.DateTimeField(_("updated at"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("WhatsApp template")
+        verbose_name_plural = _("WhatsApp templates")
+        ordering = ["name", "language"]
+        constraints = [models.UniqueConstraint(fields=["name", "language"], name="whatsapp_template_once")]
+
+    def __str__(self):
+        return f"{self.name} ({self.language})"
+
+
+class AccountEvent(models.Model):
+    """An ``account_update`` of the WhatsApp Business Account (a restriction, a ban, a
+    violation...), kept whole; unique on its content, so a redelivery is one row."""
+
+    event = models.CharField(_("event"), max_length=64)
+    account_id = models.CharField(_("business account id"), max_length=64, blank=True)
+    detail = models.JSONField(_("detail"), help_text=_("the change's value as received"))
+    fingerprint = models.CharField(_("fingerprint"), max_length=64, unique=True)
+    occurred_at = models.DateTimeField(_("occurred at"), null=True, blank=True)
+    received_at = models.DateTimeField(_("received at"), default=timezone.now)
+    delivery = models.ForeignKey("processes.WebhookDelivery", verbose_name=_("webhook delivery"), null=True,
+                                 blank=True, on_delete=models.PROTECT, related_name="account_events")
+
+    class Meta:
+        verbose_name = _("WhatsApp account event")
+        verbose_name_plural = _("WhatsApp account events")
+        ordering = ["-occurred_at", "-pk"]
+        indexes = [models.Index(fields=["event", "occurred_at"])]
+
+    def __str__(self):
+        return f"{self.event} ({self.account_id})" if self.account_id else self.event

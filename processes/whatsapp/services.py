@@ -37,7 +37,7 @@ from processes.webhooks.services import (
     safe_text,
     storable,
 )
-from processes.whatsapp import routing
+from processes.whatsapp import account, routing, templates
 from processes.whatsapp.selectors import last_inbound_at
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,7 @@ class Receipt:
     statuses: int = 0
     statuses_pending: int = 0
     calls: int = 0
+    account_changes: list[str] = field(default_factory=list)
     quarantined: int = 0
     delivery_id: int | None = None
 
@@ -76,7 +77,8 @@ class Part:
 
 
 def webhook_parts(payload):
-    """Every message and status of a (possibly batched) webhook, each on its own.
+    """Every message and status of a (possibly batched) webhook, each on its own; a change
+    about a template or the account (its ``field`` says which) is one part of its own.
 
     A part of the wrong shape is yielded with its problem instead of stopping the walk, so
     one bad message or a stray ``"metadata": "x"`` never costs the good messages beside it.
@@ -100,6 +102,11 @@ def webhook_parts(payload):
             value = change.get("value") if isinstance(change, dict) else None
             if not isinstance(value, dict):
                 yield Part("change", where, change, "a change needs an object 'value'")
+                continue
+            if change.get("field") in account.ACCOUNT_FIELDS:
+                kind = "account" if change["field"] == account.ACCOUNT_FIELD else "template"
+                yield Part(kind, f"{where}.value", value, "", metadata={
+                    "field": change["field"], "account_id": entry.get("id"), "time": entry.get("time")})
                 continue
             metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
             contacts = value.get("contacts") if isinstance(value.get("contacts"), list) else []
@@ -211,12 +218,15 @@ def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Rece
                                f"{receipt.statuses} status(es)"
                                f"{f' ({receipt.statuses_pending} for messages not known yet)' if receipt.statuses_pending else ''}"
                                f"{f', {receipt.calls} call status(es), kept' if receipt.calls else ''}"
+                               f"{''.join(f', {change}' for change in receipt.account_changes)}"
                                f", {receipt.quarantined} quarantined")
     return receipt
 
 
 def _part_apply(part: Part, receipt: Receipt, delivery: WebhookDelivery) -> str:
     """Store a message or apply a status in its own savepoint; a problem ("" when done)."""
+    if part.kind in ("template", "account"):
+        return _account_change_apply(part, receipt, delivery)
     if part.kind == "message":
         fields, problem = _message_fields(part)
         if problem:
@@ -242,6 +252,21 @@ def _part_apply(part: Part, receipt: Receipt, delivery: WebhookDelivery) -> str:
                 receipt.statuses += 1
     except Exception as exc:   # a bug must cost this part only, and stay visible
         log.exception("%s at %s could not be stored", part.kind, part.where)
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+def _account_change_apply(part: Part, receipt: Receipt, delivery: WebhookDelivery) -> str:
+    """Keep a template's or the account's change in its own savepoint; a problem ("" when done)."""
+    try:
+        with transaction.atomic():
+            receipt.account_changes.append(account.change_apply(
+                part.metadata["field"], part.value, account_id=part.metadata.get("account_id"),
+                occurred_at=_timestamp(part.metadata.get("time")), delivery=delivery))
+    except account.ChangeRefused as exc:
+        return str(exc)
+    except Exception as exc:   # a bug must cost this part only, and stay visible
+        log.exception("%s at %s could not be kept", part.kind, part.where)
         return f"{type(exc).__name__}: {exc}"
     return ""
 
@@ -501,17 +526,20 @@ def pending_statuses_apply(message: OutboundMessage) -> int:
 
 
 def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str = "",
-                 to_user_id: str = "") -> OutboundMessage:
+                 to_user_id: str = "", purpose: str = "", parameters: dict | None = None) -> OutboundMessage:
     """Send a message once per idempotency key: a step that runs again finds it sent.
 
-    Free text inside the 24-hour customer-service window, the configured template
-    outside it. A crash after the provider accepted and before our row was updated can
-    still send twice; the provider offers no idempotency key to close that gap.
+    Free text inside the 24-hour customer-service window; outside it, the template
+    configured for the message's ``purpose`` (the generic one for none), filled with
+    ``parameters`` and the text itself (``body``). A crash after the provider accepted and
+    before our row was updated can still send twice; the provider offers no idempotency
+    key to close that gap.
     """
     if company is not None:
         to_wa_id, to_user_id = company.wa_id or "", company.user_id or ""
     message, _ = OutboundMessage.objects.get_or_create(idempotency_key=idempotency_key, defaults={
         "company": company, "to_wa_id": to_wa_id, "to_user_id": to_user_id, "body": body,
+        "purpose": purpose or templates.GENERIC,
         "backend": conf.setting("WHATSAPP_BACKEND", "console"), "created_at": clock.now()})
     if message.status != OutboundStatus.QUEUED:
         return message
@@ -519,15 +547,20 @@ def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str
     outside = last is None or clock.now() - last > CUSTOMER_SERVICE_WINDOW
     outgoing = Outgoing(to_wa_id=to_wa_id, to_user_id=to_user_id, body=body)
     if outside:
-        outgoing.template_name = conf.setting("WHATSAPP_TEMPLATE_NAME", "")
-        outgoing.template_language = conf.setting("WHATSAPP_TEMPLATE_LANGUAGE", "pt_BR")
+        template = templates.template_for(message.purpose)
+        outgoing.template_name, outgoing.template_language = template.name, template.language
+        outgoing.template_parameters = template.values({**(parameters or {}), "body": body})
+        outgoing.template_named = template.named
     provider_id = get_backend().send(outgoing, idempotency_key=idempotency_key)
     message.provider_message_id, message.template_name = provider_id, outgoing.template_name
+    message.template_language = outgoing.template_language
+    message.template_parameters = [{"name": name, "text": text} for name, text in outgoing.template_parameters]
     message.status, message.sent_at = OutboundStatus.SENT, clock.now()
     with transaction.atomic():
         if provider_id:
             _lock_provider_id(str(provider_id))
-        message.save(update_fields=["provider_message_id", "template_name", "status", "sent_at"])
+        message.save(update_fields=["provider_message_id", "template_name", "template_language",
+                                    "template_parameters", "status", "sent_at"])
         if provider_id:
             pending_statuses_apply(message)   # the provider may have reported on it already
     return message

@@ -33,5 +33,6 @@ def test_each_alert_fires_when_it_should_and_not_before():
 def test_every_health_failure_a_metric_can_see_has_an_alert():
     rules = (RULES / "durable-alerts.yml").read_text()
 
-    for alert in ("DurableMetricsDown", "DurableSweepNotRunning", "DurableRunsOverdue", "DurableSweepLate"):
+    for alert in ("DurableMetricsDown", "DurableSweepNotRunning", "DurableRunsOverdue", "DurableSweepLate",
+                  "WhatsAppTemplateNotApproved", "WhatsAppAccountRestricted"):
         assert f"alert: {alert}" in rules

@@ -11,6 +11,7 @@ from django.core.management import call_command
 
 from durable import clock, services
 from durable.runtime import sweep
+from durable.surfaces import health as health_checks
 from durable.models import WorkflowRun
 from tests.support import ROOT
 
@@ -38,6 +39,33 @@ def test_a_healthy_stack_exits_zero_and_says_what_it_checked(sweep_just_ran):
     assert "ok   database:" in out and "migrations applied" in out
     assert "ok   broker: connected" in out
     assert "ok   sweep: last sweep" in out and "2 dispatched" in out
+
+
+@pytest.fixture
+def app_check(monkeypatch):
+    """Register a check the way an app's ready() does, for this test only."""
+    monkeypatch.setattr(health_checks, "_app_checks", list(health_checks._app_checks))
+    return health_checks.register_health_check
+
+
+def test_a_failing_check_registered_by_an_app_makes_health_fail(sweep_just_ran, app_check):
+    app_check(lambda: health_checks.Check("ledger", False, "3 unbalanced days"))
+
+    code, out = health()
+
+    assert code == 1
+    assert "FAIL ledger: 3 unbalanced days" in out and "ok   database:" in out
+
+
+def test_an_app_check_that_raises_is_a_failure_not_a_crash(sweep_just_ran, app_check):
+    def ledger_check():
+        raise RuntimeError("no ledger table")
+    app_check(ledger_check)
+
+    code, out = health()
+
+    assert code == 1
+    assert "FAIL ledger_check: cannot check: RuntimeError: no ledger table" in out
 
 
 def test_a_sweep_that_stopped_running_makes_health_fail(sweep_just_ran):

@@ -1,9 +1,10 @@
-"""``durable health``: exit 1 when the database, the broker or the sweep is unhealthy."""
+"""``durable health``: exit 1 when the database, the broker, the sweep or an app's check is unhealthy."""
 import json
 
 from durable.surfaces import health
 
-help = "Check the database, the broker, the sweep and overdue runs; exit 1 if any is unhealthy."
+help = ("Check the database, the broker, the sweep, overdue runs and the apps' own checks; "
+        "exit 1 if any is unhealthy.")
 
 
 def add_arguments(parser):

@@ -1,0 +1,89 @@
+"""The WhatsApp templates the processes send outside the 24-hour window: one per purpose,
+configured in ``WHATSAPP_TEMPLATES`` and checked at startup.
+
+Only approved templates may start a conversation; each purpose names the template, its
+language and the parameters it takes, from what the sending step provides.
+"""
+from dataclasses import dataclass
+
+from processes import conf
+
+GENERIC = "generic"
+# Every purpose a process sends for, and the parameters its sender provides (``body``, the
+# message's whole text, always is). A template may take any of them, in its own order.
+PURPOSES = {
+    GENERIC: ("body",),
+    "greeting": ("body",),
+    "documents_request": ("body", "missing"),
+    "document_reminder": ("body",),
+    "decision_approved": ("body", "account"),
+    "decision_rejected": ("body",),
+    "decision_more_documents": ("body", "request"),
+    "billing_reminder": ("body", "number", "invoice", "amount", "due_date"),
+}
+# The template statuses Meta reports that stop a template from being sent.
+BLOCKING_STATUSES = {"REJECTED", "PAUSED", "DISABLED"}
+
+
+class TemplateMissing(LookupError):
+    """A purpose has no template configured (the system check says so at startup)."""
+
+
+class TemplateParameterMissing(ValueError):
+    """A template takes a parameter its sender did not give."""
+
+
+@dataclass(frozen=True)
+class Template:
+    purpose: str
+    name: str
+    language: str
+    parameters: tuple[str, ...]
+    named: bool = False   # Meta's named parameters ({{invoice}}) rather than positional ({{1}})
+
+    def values(self, given: dict) -> list[tuple[str, str]]:
+        """(parameter, text) in the template's order; TemplateParameterMissing for a gap."""
+        missing = [name for name in self.parameters if given.get(name) in (None, "")]
+        if missing:
+            raise TemplateParameterMissing(f"template {self.name!r} ({self.purpose}) needs "
+                                           f"{', '.join(missing)}")
+        return [(name, str(given[name])) for name in self.parameters]
+
+
+def language_code(language: str) -> str:
+    """Meta's code for a language: ``pt_BR`` (its webhooks write ``pt-BR`` too)."""
+    return str(language or "").strip().replace("-", "_")
+
+
+def configured() -> dict:
+    return conf.setting("WHATSAPP_TEMPLATES", {}) or {}
+
+
+def default_language() -> str:
+    return language_code(conf.setting("WHATSAPP_TEMPLATE_LANGUAGE", "pt_BR")) or "pt_BR"
+
+
+def template_for(purpose: str | None) -> Template:
+    """The template a message of this purpose goes out as; no purpose is the generic one.
+    Its language is the template's own, else WHATSAPP_TEMPLATE_LANGUAGE (our customers'
+    language: no company records another)."""
+    purpose = purpose or GENERIC
+    entry = configured().get(purpose)
+    if not isinstance(entry, dict) or not entry.get("name"):
+        raise TemplateMissing(f"no template for {purpose!r} in WHATSAPP_TEMPLATES")
+    return Template(purpose=purpose, name=str(entry["name"]),
+                    language=language_code(entry.get("language") or default_language()),
+                    parameters=tuple(entry.get("parameters", ("body",))),
+                    named=entry.get("parameter_format") == "named")
+
+
+def configured_pairs() -> set[tuple[str, str]]:
+    """(name, language) of every configured template: what health and the alerts watch."""
+    pairs = set()
+    for purpose in configured():
+        try:
+            template = template_for(purpose)
+        except TemplateMissing:
+            continue
+        pairs.add((template.name, template.language))
+    return pairs
