@@ -191,6 +191,8 @@ def test_a_forged_kind_naming_another_companys_document_changes_nothing(customer
                  question=kind_question(ours), list_reply=True))
     customer(tap("wamid.FORGED2", f"kind:{theirs.pk}:proof_of_address", "Comprovante de endereço",
                  list_reply=True))
+    customer({"from": PHONE, "id": "wamid.FORGED3", "timestamp": "1767225700", "type": "button",
+              "button": {"payload": f"kind:{theirs.pk}:proof_of_address", "text": "Comprovante"}})
 
     theirs.refresh_from_db()
     assert theirs.kind == DocumentKind.SELFIE
