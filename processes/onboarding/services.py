@@ -132,6 +132,8 @@ def option_route(message: InboundMessage, reply: OptionReply, company: Company) 
             return InboundStatus.KEPT, f"{said}: names no document of this company; nothing changed"
     elif reply.id not in (options.WITHDRAW_CONFIRM, options.WITHDRAW_CONTINUE) and missing is None:
         return InboundStatus.KEPT, f"{said}: not an option onboarding offers; nothing changed"
+    if reply.question is not None and _asked_before_this_application(reply.question, company):
+        return InboundStatus.KEPT, f"{said}: its question was for an earlier application; nothing changed"
     if reply.question is not None and not question_answer(reply.question):
         return InboundStatus.KEPT, f"{said}: its question was already answered; nothing changed"
     if reply.id == options.WITHDRAW_CONFIRM:
@@ -143,6 +145,15 @@ def option_route(message: InboundMessage, reply: OptionReply, company: Company) 
         _answer(company, message, f"Envie por aqui: {KIND_NAMES_PT[missing]}. Escreva na legenda qual documento é.")
         return InboundStatus.PROCESSED, f"{said}: the customer is told to send the {missing}"
     return InboundStatus.PROCESSED, f"{said}: " + document_kind_choose(document, kind_choice[1], message=message)
+
+
+def _asked_before_this_application(question, company: Company) -> bool:
+    """A question sent before the company's current run began belongs to an application
+    that ended: answering it now must not cancel or change the new one."""
+    try:
+        return question.created_at < selectors.run_get(company.run_id).created_at
+    except RunNotFound:
+        return False
 
 
 def _answer(company: Company, message: InboundMessage, body: str) -> None:

@@ -114,6 +114,18 @@ def test_a_second_tap_on_an_answered_question_changes_nothing(customer, asked_to
     assert "already answered; nothing changed" in InboundMessage.objects.get(wamid="wamid.TAP2").note
 
 
+def test_a_confirm_left_from_an_ended_application_does_not_cancel_the_new_one(customer, asked_to_confirm):
+    customer(says("wamid.CANCEL", "cancelar"))
+    customer(says("wamid.AGAIN", "Oi, quero abrir a conta de novo"))
+    company = Company.objects.get()
+    assert company.application == 2
+
+    run = customer(tap("wamid.LATE", "withdraw:confirm", "Confirmar", question=asked_to_confirm))
+
+    assert run.status == RunStatus.WAITING and Company.objects.get().status == CompanyStatus.COLLECTING
+    assert "earlier application; nothing changed" in InboundMessage.objects.get(wamid="wamid.LATE").note
+
+
 @pytest.mark.parametrize("typed", ["1", "Confirmar", " confirmar! "])
 def test_the_number_or_title_typed_answers_the_open_question(customer, asked_to_confirm, typed):
     run = customer(says("wamid.TYPED", typed))
