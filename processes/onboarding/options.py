@@ -19,10 +19,15 @@ KIND_TITLES_PT = {
 CHOOSE = "Escolher"
 
 
-def kind_question(document) -> tuple[str, OptionList]:
-    """"Which document is this?" for a file the classifier could not tell, one row per required kind."""
-    body = (f"Qual documento é o arquivo {document.file_name}?" if document.file_name
-            else "Qual documento é este?")
+FILE_NAME_SHOWN_MAX = 100
+
+
+def kind_question(document, *, file_name: str = "") -> tuple[str, OptionList]:
+    """"Which document is this?" for a file the classifier could not tell, one row per required
+    kind; naming the file when its message gave a plain, printable name."""
+    shown = file_name.strip() if isinstance(file_name, str) else ""
+    body = (f"Qual documento é o arquivo {shown}?" if shown and shown.isprintable()
+            and len(shown) <= FILE_NAME_SHOWN_MAX else "Qual documento é este?")
     rows = tuple(ListRow(id=f"{KIND_PREFIX}:{document.pk}:{kind}", title=KIND_TITLES_PT[kind])
                  for kind in REQUIRED_KINDS)
     return body, OptionList(button=CHOOSE, rows=rows)

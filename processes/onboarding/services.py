@@ -181,10 +181,10 @@ def document_kind_choose(document: Document, kind: str, *, message: InboundMessa
     return f"document {document.pk} is now {kind}, {DOCUMENTS_SIGNAL} -> {company.run_id}"
 
 
-def document_kind_ask(document: Document, company: Company) -> None:
+def document_kind_ask(document: Document, company: Company, *, file_name: str = "") -> None:
     """A file the classifier could not tell: the customer is asked which document it is (a
     list of the required kinds), once per document, once the routing commits."""
-    body, choices = options.kind_question(document)
+    body, choices = options.kind_question(document, file_name=file_name)
     transaction.on_commit(lambda: message_send(idempotency_key=f"document-kind:{document.pk}", body=body,
                                                list_=choices, company=company), robust=True)
 
@@ -414,6 +414,6 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
                 f"document kept, but onboarding {run.id} is {run.status}: nothing waits for it",
                 company)
     if created and document.kind == DocumentKind.UNKNOWN:
-        document_kind_ask(document, company)
+        document_kind_ask(document, company, file_name=body.get("filename"))
         return InboundStatus.PROCESSED, f"documents_received -> {run.id}; kind unknown: the customer is asked", company
     return InboundStatus.PROCESSED, f"documents_received -> {run.id}", company

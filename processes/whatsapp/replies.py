@@ -65,20 +65,13 @@ def option_typed(message: InboundMessage, text: str, *, company) -> OptionReply 
     items = question.options.get("items") or []
     typed = _plain(text)
     for number, item in enumerate(items, start=1):
-        if typed in (str(number), f"{number}.", _plain(item["title"])):
+        if typed in (str(number), _plain(item["title"])):
             return OptionReply(id=item["id"], title=item["title"], question=question, typed=True)
     return None
 
 
 def option_ids(question: OutboundMessage) -> list[str]:
     return [item["id"] for item in (question.options or {}).get("items") or []]
-
-
-def option_title(question: OutboundMessage | None, option_id: str) -> str:
-    for item in ((question.options or {}).get("items") or []) if question is not None else []:
-        if item["id"] == option_id:
-            return item["title"]
-    return ""
 
 
 def _questions_to(company, message: InboundMessage):
