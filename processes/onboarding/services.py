@@ -10,29 +10,34 @@ from django.db.models import Q
 from durable import selectors, services
 from durable.errors import RunFinished, RunNotFound
 from processes.billing.models import Invoice
-from processes.onboarding import admission, identity
+from processes.onboarding import admission, identity, options
 from processes.onboarding.cnpj import CANDIDATE as CNPJ_CANDIDATE, cnpj_find
-from processes.onboarding.models import Company, CompanyStatus, Document
+from processes.onboarding.models import Company, CompanyStatus, Document, DocumentKind
 from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.status import STATUS_WORDS, status_answer
+from processes.onboarding.steps import KIND_NAMES_PT
 from processes.onboarding.validation import guess_kind
 from processes.onboarding.workflow import DOCUMENTS_SIGNAL
 from processes.whatsapp.models import InboundMessage, InboundStatus
-from processes.whatsapp.services import message_send
+from processes.whatsapp.replies import OptionReply, option_ids, option_reply, option_typed
+from processes.whatsapp.services import message_send, question_answer
 
 log = logging.getLogger(__name__)
 
 DOCUMENT_TYPES = {"document", "image"}
 # A text that is one of these words alone (case, accents and end punctuation ignored) withdraws.
 WITHDRAWAL_WORDS = {"cancelar", "cancel", "desistir"}
-# In a longer sentence these ask for a confirmation (WITHDRAWAL_CONFIRM_TEXT), never withdraw.
+# In a longer sentence these ask for a confirmation (WITHDRAWAL_CONFIRM_TEXT, with the
+# buttons options.WITHDRAWAL_BUTTONS), never withdraw.
 MAYBE_WITHDRAWAL_WORDS = {"desisto", "cancela", "cancelo", "cancelem", "cancele", "desistir"}
-WITHDRAWAL_CONFIRM_TEXT = ("Quer cancelar o seu pedido de conta PJ? Para cancelar, responda só com a palavra: "
-                           "cancelar. Para continuar, é só seguir enviando os documentos.")
-# What we read. Any other type (audio, video, sticker, location, contacts, button and list
-# replies, flows, orders, "unsupported", types WhatsApp adds later) is answered once per
-# application with what we can read, except these, which expect no answer: the customer
-# opened the chat (the run's greeting answers that), a reaction to one of our messages.
+WITHDRAWAL_CONFIRM_TEXT = ("Quer cancelar o seu pedido de conta PJ? Escolha Confirmar para cancelar ou "
+                           "Continuar para seguir com o pedido.")
+CONTINUE_TEXT = "Certo, o seu pedido de conta PJ continua. Pode seguir enviando os documentos."
+# What we read. Any other type (audio, video, sticker, location, contacts, flows, orders,
+# "unsupported", types WhatsApp adds later) is answered once per application with what we
+# can read, except these, which expect no answer: the customer opened the chat (the run's
+# greeting answers that), a reaction to one of our messages. A button or list reply (an
+# ``interactive`` or ``button`` message choosing an option) is read: ``option_route``.
 READABLE_TYPES = {"text", *DOCUMENT_TYPES}
 WELCOME_TYPE = "request_welcome"
 QUIET_TYPES = {WELCOME_TYPE, "reaction"}
@@ -103,6 +108,85 @@ def onboarding_withdraw(company: Company, *, message_id: str) -> str:
     except RunFinished as exc:
         return f"withdrawal: nothing to cancel ({exc})"
     return f"withdrawal: {company.run_id} cancelled gracefully"
+
+
+def option_route(message: InboundMessage, reply: OptionReply, company: Company) -> tuple[str, str]:
+    """Act on the option a customer chose (a tap, or the option's number typed); (status, note).
+
+    The id must be one the question offered, the question still open, and what the id names
+    this company's: otherwise nothing changes and the note says why. The question is marked
+    answered as the option acts, so a second tap acts no more.
+    """
+    how = "typed answer" if reply.typed else "option"
+    said = f"{how} {reply.id[:80]!r}"
+    if reply.needs_question and reply.question is None:
+        return InboundStatus.KEPT, f"{said}: answers no question of ours to this customer; nothing changed"
+    if reply.question is not None and reply.id not in option_ids(reply.question):
+        return InboundStatus.KEPT, f"{said}: not an option the question offered; nothing changed"
+    kind_choice = options.kind_option(reply.id)
+    missing = options.missing_option(reply.id)
+    document = None
+    if kind_choice is not None:
+        document = Document.objects.filter(pk=kind_choice[0], company=company).first()
+        if document is None:
+            return InboundStatus.KEPT, f"{said}: names no document of this company; nothing changed"
+    elif reply.id not in (options.WITHDRAW_CONFIRM, options.WITHDRAW_CONTINUE) and missing is None:
+        return InboundStatus.KEPT, f"{said}: not an option onboarding offers; nothing changed"
+    if reply.question is not None and _asked_before_this_application(reply.question, company):
+        return InboundStatus.KEPT, f"{said}: its question was for an earlier application; nothing changed"
+    if reply.question is not None and not question_answer(reply.question):
+        return InboundStatus.KEPT, f"{said}: its question was already answered; nothing changed"
+    if reply.id == options.WITHDRAW_CONFIRM:
+        return InboundStatus.PROCESSED, f"{said}: " + onboarding_withdraw(company, message_id=message.wamid)
+    if reply.id == options.WITHDRAW_CONTINUE:
+        _answer(company, message, CONTINUE_TEXT)
+        return InboundStatus.PROCESSED, f"{said}: the customer goes on; nothing cancelled"
+    if missing is not None:
+        _answer(company, message, f"Envie por aqui: {KIND_NAMES_PT[missing]}. Escreva na legenda qual documento é.")
+        return InboundStatus.PROCESSED, f"{said}: the customer is told to send the {missing}"
+    return InboundStatus.PROCESSED, f"{said}: " + document_kind_choose(document, kind_choice[1], message=message)
+
+
+def _asked_before_this_application(question, company: Company) -> bool:
+    """A question sent before the company's current run began belongs to an application
+    that ended: answering it now must not cancel or change the new one."""
+    try:
+        return question.created_at < selectors.run_get(company.run_id).created_at
+    except RunNotFound:
+        return False
+
+
+def _answer(company: Company, message: InboundMessage, body: str) -> None:
+    """A short answer to a chosen option, once per reply (keyed by the reply's message id)."""
+    transaction.on_commit(lambda: message_send(idempotency_key=f"option:{message.wamid}", body=body,
+                                               company=company), robust=True)
+
+
+def document_kind_choose(document: Document, kind: str, *, message: InboundMessage) -> str:
+    """The customer said which document a file is: its kind is set, and the run gets the
+    document again (``documents_received``, keyed by the reply) so it validates it as that
+    kind and stops asking for it. A note."""
+    company = document.company
+    document.kind = kind
+    document.save(update_fields=["kind"])
+    _answer(company, message, f"Certo: registramos o arquivo como {KIND_NAMES_PT[kind]}.")
+    try:
+        services.signal_send(company.run_id, DOCUMENTS_SIGNAL,
+                             {"message_id": message.wamid, "document_id": document.pk, "kind": kind},
+                             dedupe_key=f"kind:{document.pk}:{message.wamid}",
+                             actor=f"whatsapp:{message.sender_wa_id or message.sender_user_id}",
+                             audit={"message_id": message.wamid})
+    except (RunFinished, RunNotFound) as exc:
+        return f"document {document.pk} is now {kind}; no run waits for it ({exc})"
+    return f"document {document.pk} is now {kind}, {DOCUMENTS_SIGNAL} -> {company.run_id}"
+
+
+def document_kind_ask(document: Document, company: Company, *, file_name: str = "") -> None:
+    """A file the classifier could not tell: the customer is asked which document it is (a
+    list of the required kinds), once per document, once the routing commits."""
+    body, choices = options.kind_question(document, file_name=file_name)
+    transaction.on_commit(lambda: message_send(idempotency_key=f"document-kind:{document.pk}", body=body,
+                                               list_=choices, company=company), robust=True)
 
 
 def company_for_sender(*, wa_id: str = "", user_id: str = "", profile_name: str = "",
@@ -251,6 +335,9 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
     known = company_for_sender(wa_id=wa_id, user_id=user_id)
     if message.message_type == NOTICE_TYPE:
         return identity.notice_route(message, known)
+    chosen = option_reply(message, company=known)
+    if chosen is not None and known is not None:
+        return (*option_route(message, chosen, known), known)
     if message.message_type == "text" and is_withdrawal(_text_body(message)):
         if known is None:
             return InboundStatus.KEPT, "withdrawal from an unknown sender: nothing to cancel", None
@@ -259,13 +346,17 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         return InboundStatus.PROCESSED, onboarding_status_reply(known, message_id=message.wamid), known
     if message.message_type not in READABLE_TYPES and known is not None:
         return (*_unread_answer(message, known), known)
+    if message.message_type == "text" and known is not None \
+            and (typed := option_typed(message, _text_body(message), company=known)):
+        return (*option_route(message, typed, known), known)
     if message.message_type == "text" and known is not None and may_mean_withdrawal(_text_body(message)):
         transaction.on_commit(lambda: message_send(idempotency_key=f"confirm-withdrawal:{message.wamid}",
-                                                   body=WITHDRAWAL_CONFIRM_TEXT, company=known), robust=True)
+                                                   body=WITHDRAWAL_CONFIRM_TEXT, buttons=options.WITHDRAWAL_BUTTONS,
+                                                   company=known), robust=True)
         return InboundStatus.KEPT, "a sentence that may mean a withdrawal: the customer is asked to confirm", known
     if known is None and wa_id and Invoice.objects.filter(wa_id=wa_id).exists():
         note = "a billing customer with no onboarding; kept for an operator"
-        if message.message_type not in READABLE_TYPES | QUIET_TYPES:
+        if message.message_type not in READABLE_TYPES | QUIET_TYPES and chosen is None:
             note += unreadable_reply(None, wa_id=wa_id, user_id=user_id)
         return InboundStatus.UNMATCHED, note, None
     refusal = (admission.new_sender_refusal() if known is None else
@@ -280,7 +371,7 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
     if restarted:
         documents_on_file_send(company, run.id)
     if message.message_type not in READABLE_TYPES:
-        status = InboundStatus.KEPT if message.message_type in QUIET_TYPES else InboundStatus.UNSUPPORTED
+        status = InboundStatus.KEPT if message.message_type in QUIET_TYPES or chosen else InboundStatus.UNSUPPORTED
         return status, f"{message.message_type!r}, a first message: {run.id} started, its greeting answers", company
     if message.message_type == "text":
         cnpj = company_cnpj_from_text(company, _text_body(message))
@@ -303,7 +394,7 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         return InboundStatus.KEPT, f"text message: stored, {note}", company
     body = message.payload["message"].get(message.message_type)
     body = body if isinstance(body, dict) else {}   # a document of the wrong shape is still kept
-    document, _ = Document.objects.get_or_create(
+    document, created = Document.objects.get_or_create(
         company=company, media_id=str(body.get("id") or message.wamid), defaults={
             "kind": guess_kind(message_type=message.message_type, file_name=str(body.get("filename") or ""),
                                caption=str(body.get("caption") or "")),
@@ -322,4 +413,7 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         return (InboundStatus.UNMATCHED,
                 f"document kept, but onboarding {run.id} is {run.status}: nothing waits for it",
                 company)
+    if created and document.kind == DocumentKind.UNKNOWN:
+        document_kind_ask(document, company, file_name=body.get("filename"))
+        return InboundStatus.PROCESSED, f"documents_received -> {run.id}; kind unknown: the customer is asked", company
     return InboundStatus.PROCESSED, f"documents_received -> {run.id}", company

@@ -25,6 +25,8 @@ from processes.onboarding.validation import (
     rules_checker,
 )
 from processes.onboarding.media import media_download
+from processes.onboarding.options import missing_list
+from processes.whatsapp.backends import INTERACTIVE_BODY_MAX
 from processes.whatsapp.services import message_send
 
 log = logging.getLogger(__name__)
@@ -129,7 +131,10 @@ def ask_for_documents(customer_id: str, missing: list[str], problems: list, idem
             if not (isinstance(p, dict) and p.get("solved"))]
     if said:
         body += " Problemas: " + "; ".join(said) + "."
-    return message_send(company=_company(customer_id), body=body, idempotency_key=idempotency_key,
+    # More than one missing: a list to choose from (its reply says how to send that one). A
+    # body too long for an interactive message goes as text alone.
+    choices = missing_list(missing) if len(body) <= INTERACTIVE_BODY_MAX else None
+    return message_send(company=_company(customer_id), body=body, list_=choices, idempotency_key=idempotency_key,
                         purpose="documents_request",
                         parameters={"missing": _names(missing) or "um documento de novo"}).idempotency_key
 

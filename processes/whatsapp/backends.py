@@ -22,6 +22,10 @@ class ProviderError(Exception):
     """The provider refused or failed; the step's retry policy decides what happens next."""
 
 
+class InteractiveUnsupported(ProviderError):
+    """The customer's client cannot show an interactive message: send it again as text."""
+
+
 class MediaRefused(ProviderError):
     """The provider named a media URL we do not fetch (scheme or host not allowed)."""
 
@@ -81,9 +85,72 @@ class Media:
     sha256: str
 
 
+# The Cloud API's limits for interactive messages.
+MAX_BUTTONS, BUTTON_TITLE_MAX = 3, 20
+MAX_ROWS, ROW_TITLE_MAX, ROW_DESCRIPTION_MAX, LIST_BUTTON_MAX = 10, 24, 72, 20
+INTERACTIVE_BODY_MAX, OPTION_ID_MAX = 1024, 200
+# Errors by which the provider says the customer's client cannot show an interactive
+# message (unsupported message type; undeliverable, e.g. an old WhatsApp version).
+INTERACTIVE_UNSUPPORTED_CODES = {131051, 131026}
+
+
+@dataclass(frozen=True)
+class ReplyButton:
+    """A reply button: ``id`` comes back in the customer's ``button_reply``."""
+
+    id: str
+    title: str
+
+
+@dataclass(frozen=True)
+class ListRow:
+    """A row of a list message: ``id`` comes back in the customer's ``list_reply``."""
+
+    id: str
+    title: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class OptionList:
+    """A list message: the button that opens it and its rows (one section)."""
+
+    button: str
+    rows: tuple[ListRow, ...]
+    title: str = ""
+
+
+def options_as_dict(buttons=(), list_: OptionList | None = None) -> dict:
+    """How a message's options are stored (``OutboundMessage.options``); {} for none."""
+    if buttons:
+        return {"type": "buttons", "items": [{"id": b.id, "title": b.title} for b in buttons]}
+    if list_ is not None:
+        return {"type": "list", "button": list_.button, "title": list_.title,
+                "items": [{"id": r.id, "title": r.title, "description": r.description} for r in list_.rows]}
+    return {}
+
+
+def options_from_dict(options: dict) -> tuple[tuple[ReplyButton, ...], OptionList | None]:
+    """The stored options back as (buttons, list)."""
+    items = (options or {}).get("items") or []
+    if (options or {}).get("type") == "buttons":
+        return tuple(ReplyButton(id=i["id"], title=i["title"]) for i in items), None
+    if (options or {}).get("type") == "list":
+        rows = tuple(ListRow(id=i["id"], title=i["title"], description=i.get("description", "")) for i in items)
+        return (), OptionList(button=options.get("button", ""), rows=rows, title=options.get("title", ""))
+    return (), None
+
+
+def numbered(titles: list[str], *, one_line: bool = False) -> str:
+    """The options as the customer reads them in a text: "1. Confirmar", one a line (a
+    template's parameter takes no line break: one line then)."""
+    return ("; " if one_line else "\n").join(f"{n}. {title}" for n, title in enumerate(titles, start=1))
+
+
 @dataclass
 class Outgoing:
-    """What to send: free text inside the 24-hour window, a template outside it."""
+    """What to send: free text inside the 24-hour window, a template outside it; reply
+    buttons or a list inside the window unless ``as_text`` (the client cannot show them)."""
 
     to_wa_id: str
     to_user_id: str
@@ -93,6 +160,58 @@ class Outgoing:
     # (parameter, text) in the template's order; named for templates with {{name}} variables.
     template_parameters: list[tuple[str, str]] = field(default_factory=list)
     template_named: bool = False
+    buttons: tuple[ReplyButton, ...] = ()
+    list_: OptionList | None = None
+    as_text: bool = False
+
+    @property
+    def titles(self) -> list[str]:
+        return [b.title for b in self.buttons] or [r.title for r in (self.list_.rows if self.list_ else ())]
+
+    @property
+    def interactive(self) -> bool:
+        return bool(self.titles) and not self.as_text and not self.template_name
+
+    def text(self) -> str:
+        """The body as sent in a text or a template: the options, if any, numbered after it."""
+        if not self.titles:
+            return self.body
+        if self.template_name:
+            return f"{self.body} {numbered(self.titles, one_line=True)}."
+        return f"{self.body}\n\n{numbered(self.titles)}"
+
+
+def interactive_check(outgoing: Outgoing) -> None:
+    """Refuse, before anything is sent, options the Cloud API would refuse: a ValueError
+    saying which limit."""
+    if outgoing.buttons and outgoing.list_ is not None:
+        raise ValueError("a message has reply buttons or a list, not both")
+    if not outgoing.titles:
+        if outgoing.list_ is not None:
+            raise ValueError("a list needs at least one row")
+        return
+    if len(outgoing.body) > INTERACTIVE_BODY_MAX:
+        raise ValueError(f"an interactive message's body is at most {INTERACTIVE_BODY_MAX} characters "
+                         f"(this one has {len(outgoing.body)})")
+    if len(outgoing.buttons) > MAX_BUTTONS:
+        raise ValueError(f"at most {MAX_BUTTONS} reply buttons (got {len(outgoing.buttons)})")
+    items = [*outgoing.buttons, *(outgoing.list_.rows if outgoing.list_ else ())]
+    limit = BUTTON_TITLE_MAX if outgoing.buttons else ROW_TITLE_MAX
+    for item in items:
+        if not item.title or len(item.title) > limit:
+            raise ValueError(f"option title {item.title!r} must be 1 to {limit} characters")
+        if not item.id or len(item.id) > OPTION_ID_MAX:
+            raise ValueError(f"option id {item.id!r} must be 1 to {OPTION_ID_MAX} characters")
+    if len({item.id for item in items}) != len(items):
+        raise ValueError("option ids must differ")
+    if outgoing.list_ is not None:
+        if len(outgoing.list_.rows) > MAX_ROWS:
+            raise ValueError(f"at most {MAX_ROWS} list rows (got {len(outgoing.list_.rows)})")
+        if not outgoing.list_.button or len(outgoing.list_.button) > LIST_BUTTON_MAX:
+            raise ValueError(f"the list's button {outgoing.list_.button!r} must be 1 to {LIST_BUTTON_MAX} characters")
+        for row in outgoing.list_.rows:
+            if len(row.description) > ROW_DESCRIPTION_MAX:
+                raise ValueError(f"row description {row.description!r} is longer than {ROW_DESCRIPTION_MAX}")
 
 
 class ConsoleBackend:
@@ -104,11 +223,18 @@ class ConsoleBackend:
     name = "console"
 
     def send(self, outgoing: Outgoing, *, idempotency_key: str) -> str:
+        interactive_check(outgoing)
         mode = (f"template {outgoing.template_name} ({outgoing.template_language}) "
-                f"{[text for _name, text in outgoing.template_parameters]}" if outgoing.template_name else "text")
+                f"{[text for _name, text in outgoing.template_parameters]}" if outgoing.template_name else
+                ("buttons" if outgoing.buttons else "list") if outgoing.interactive else "text")
         log.info("[whatsapp -> %s] (%s) %s", outgoing.to_wa_id or outgoing.to_user_id, mode,
-                 outgoing.body)
+                 outgoing.text() if not outgoing.interactive else
+                 f"{outgoing.body} [{' | '.join(f'{i}: {t}' for i, t in self._ids(outgoing))}]")
         return f"console.{hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]}"
+
+    @staticmethod
+    def _ids(outgoing: Outgoing) -> list[tuple[str, str]]:
+        return [(item.id, item.title) for item in (*outgoing.buttons, *(outgoing.list_.rows if outgoing.list_ else ()))]
 
     def download_media(self, media_id: str, *, max_bytes: int | None = None, mime_type: str = "") -> Media:
         """No provider to fetch from in development: a placeholder of the type the message
@@ -136,7 +262,7 @@ class CloudAPIBackend:
         self.phone_number_id = phone_number_id
         self.timeout = timeout
 
-    def _request(self, url: str, *, body: dict | None = None) -> bytes:
+    def _request(self, url: str, *, body: dict | None = None, interactive: bool = False) -> bytes:
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(url, data=data, method="POST" if body is not None else "GET")
         # Unredirected: urllib copies ordinary headers to a redirect's target, any host at all.
@@ -147,12 +273,16 @@ class CloudAPIBackend:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return response.read()
         except urllib.error.HTTPError as exc:
-            detail = exc.read()[:500].decode(errors="replace")
+            raw = exc.read()[:8000]
+            detail = raw[:500].decode(errors="replace")
+            if interactive and _error_code(raw) in INTERACTIVE_UNSUPPORTED_CODES:
+                raise InteractiveUnsupported(f"{exc.code} from {url}: {detail}") from None
             raise ProviderError(f"{exc.code} from {url}: {detail}") from None
         except (urllib.error.URLError, TimeoutError) as exc:
             raise ProviderError(f"cannot reach {url}: {exc}") from None
 
     def send(self, outgoing: Outgoing, *, idempotency_key: str) -> str:
+        interactive_check(outgoing)
         message = {"messaging_product": "whatsapp", "recipient_type": "individual"}
         if outgoing.to_wa_id:
             message["to"] = outgoing.to_wa_id
@@ -165,13 +295,27 @@ class CloudAPIBackend:
                     {"type": "text", "text": text, **({"parameter_name": name} if outgoing.template_named else {})}
                     for name, text in outgoing.template_parameters]}]
             message.update(type="template", template=template)
+        elif outgoing.interactive:
+            message.update(type="interactive", interactive=self._interactive(outgoing))
         else:
-            message.update(type="text", text={"body": outgoing.body, "preview_url": False})
-        answer = self._json(self._request(f"{self.base_url}/{self.phone_number_id}/messages", body=message))
+            message.update(type="text", text={"body": outgoing.text(), "preview_url": False})
+        answer = self._json(self._request(f"{self.base_url}/{self.phone_number_id}/messages", body=message,
+                                          interactive=outgoing.interactive))
         try:
             return answer["messages"][0]["id"]
         except (KeyError, IndexError, TypeError):
             raise ProviderError(f"unexpected answer to a send: {answer!r:.300}") from None
+
+    @staticmethod
+    def _interactive(outgoing: Outgoing) -> dict:
+        if outgoing.buttons:
+            return {"type": "button", "body": {"text": outgoing.body}, "action": {"buttons": [
+                {"type": "reply", "reply": {"id": b.id, "title": b.title}} for b in outgoing.buttons]}}
+        rows = [{"id": r.id, "title": r.title, **({"description": r.description} if r.description else {})}
+                for r in outgoing.list_.rows]
+        return {"type": "list", "body": {"text": outgoing.body}, "action": {
+            "button": outgoing.list_.button,
+            "sections": [{**({"title": outgoing.list_.title} if outgoing.list_.title else {}), "rows": rows}]}}
 
     def download_media(self, media_id: str, *, max_bytes: int | None = None, mime_type: str = "") -> Media:
         """Media id -> a short-lived URL -> the bytes, checked against the provider's sha256.
@@ -225,6 +369,15 @@ class CloudAPIBackend:
             return json.loads(raw)
         except ValueError:
             raise ProviderError(f"the provider answered with something other than JSON: {raw[:200]!r}") from None
+
+
+def _error_code(raw: bytes) -> int | None:
+    """The Graph API error's code in an error answer, if it has one."""
+    try:
+        code = json.loads(raw)["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return code if isinstance(code, int) else None
 
 
 BACKENDS = {"console": ConsoleBackend, "cloud_api": CloudAPIBackend}

@@ -65,6 +65,13 @@ class OutboundMessage(models.Model):
     to_wa_id = models.CharField(_("recipient's WhatsApp id (phone)"), max_length=128, blank=True)
     to_user_id = models.CharField(_("recipient's business-scoped user id"), max_length=128, blank=True)
     body = models.TextField(_("text"))
+    options = models.JSONField(_("options"), default=dict, blank=True,
+                               help_text=_("reply buttons or a list offered with the text, and their ids"))
+    as_text = models.BooleanField(_("options sent as text"), default=False,
+                                  help_text=_("the options were sent as numbered lines: the customer's "
+                                              "client could not show buttons or a list"))
+    answered_at = models.DateTimeField(_("answered at"), null=True, blank=True,
+                                       help_text=_("when the customer chose one of its options"))
     template_name = models.CharField(_("template"), max_length=100, blank=True,
                                      help_text=_("set when sent as a template (outside the 24-hour window)"))
     template_language = models.CharField(_("template language"), max_length=16, blank=True)

@@ -18,7 +18,17 @@ from django.db.models import F
 from durable import clock
 from durable.locks import advisory_xact_lock
 from processes import conf
-from processes.whatsapp.backends import Outgoing, get_backend
+from processes.whatsapp.backends import (
+    INTERACTIVE_UNSUPPORTED_CODES,
+    InteractiveUnsupported,
+    OptionList,
+    Outgoing,
+    ReplyButton,
+    get_backend,
+    interactive_check,
+    options_as_dict,
+    options_from_dict,
+)
 from processes.whatsapp.models import (
     STATUS_RANK,
     InboundMessage,
@@ -471,7 +481,27 @@ def _status_record(message: OutboundMessage, status: dict) -> bool:
         if name == OutboundStatus.FAILED:
             message.error = "; ".join(str(e.get("title") or e) if isinstance(e, dict) else str(e)
                                       for e in errors)
+    if name == OutboundStatus.FAILED and _refused_as_interactive(message, errors):
+        transaction.on_commit(lambda: message_resend_as_text(message), robust=True)
     return True
+
+
+def _refused_as_interactive(message: OutboundMessage, errors: list) -> bool:
+    """The provider failed an interactive message of ours because the customer's client
+    cannot show it (``INTERACTIVE_UNSUPPORTED_CODES``)."""
+    if not message.options or message.as_text or message.template_name:
+        return False
+    codes = {str(e.get("code")) for e in errors if isinstance(e, dict)}
+    return bool(codes & {str(code) for code in INTERACTIVE_UNSUPPORTED_CODES})
+
+
+def message_resend_as_text(message: OutboundMessage) -> OutboundMessage:
+    """Send a failed interactive message again as text, its options numbered, once (keyed
+    ``<its key>:as-text``): the customer answers with the number or the option's title."""
+    buttons, list_ = options_from_dict(message.options)
+    return message_send(idempotency_key=f"{message.idempotency_key}:as-text"[:255], body=message.body,
+                        company=message.company, to_wa_id=message.to_wa_id, to_user_id=message.to_user_id,
+                        buttons=buttons, list_=list_, as_text=True)
 
 
 STATUS_FIELDS = ["status_history", "status", "status_updated_at", "error"]
@@ -526,7 +556,9 @@ def pending_statuses_apply(message: OutboundMessage) -> int:
 
 
 def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str = "",
-                 to_user_id: str = "", purpose: str = "", parameters: dict | None = None) -> OutboundMessage:
+                 to_user_id: str = "", purpose: str = "", parameters: dict | None = None,
+                 buttons: tuple[ReplyButton, ...] = (), list_: OptionList | None = None,
+                 as_text: bool = False) -> OutboundMessage:
     """Send a message once per idempotency key: a step that runs again finds it sent.
 
     Free text inside the 24-hour customer-service window; outside it, the template
@@ -534,24 +566,41 @@ def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str
     ``parameters`` and the text itself (``body``). A crash after the provider accepted and
     before our row was updated can still send twice; the provider offers no idempotency
     key to close that gap.
+
+    ``buttons`` (at most 3) or ``list_`` (at most 10 rows) go out as an interactive message
+    inside the window; as numbered lines after the text outside it, with ``as_text``, or when
+    the provider answers that the client cannot show them. Options beyond the provider's
+    limits raise ValueError before anything is stored or sent.
     """
     if company is not None:
         to_wa_id, to_user_id = company.wa_id or "", company.user_id or ""
+    interactive_check(Outgoing(to_wa_id=to_wa_id, to_user_id=to_user_id, body=body, buttons=tuple(buttons),
+                               list_=list_))
     message, _ = OutboundMessage.objects.get_or_create(idempotency_key=idempotency_key, defaults={
         "company": company, "to_wa_id": to_wa_id, "to_user_id": to_user_id, "body": body,
         "purpose": purpose or templates.GENERIC,
+        "options": options_as_dict(tuple(buttons), list_), "as_text": as_text,
         "backend": conf.setting("WHATSAPP_BACKEND", "console"), "created_at": clock.now()})
     if message.status != OutboundStatus.QUEUED:
         return message
     last = last_inbound_at(wa_id=to_wa_id, user_id=to_user_id)
     outside = last is None or clock.now() - last > CUSTOMER_SERVICE_WINDOW
-    outgoing = Outgoing(to_wa_id=to_wa_id, to_user_id=to_user_id, body=body)
+    buttons, list_ = options_from_dict(message.options)
+    outgoing = Outgoing(to_wa_id=to_wa_id, to_user_id=to_user_id, body=body, buttons=buttons, list_=list_,
+                        as_text=message.as_text)
     if outside:
         template = templates.template_for(message.purpose)
         outgoing.template_name, outgoing.template_language = template.name, template.language
-        outgoing.template_parameters = template.values({**(parameters or {}), "body": body})
+        # The text with its options, if any, numbered on one line: a template has no buttons.
+        outgoing.template_parameters = template.values({**(parameters or {}), "body": outgoing.text()})
         outgoing.template_named = template.named
-    provider_id = get_backend().send(outgoing, idempotency_key=idempotency_key)
+    backend = get_backend()
+    try:
+        provider_id = backend.send(outgoing, idempotency_key=idempotency_key)
+    except InteractiveUnsupported:
+        log.info("message %s: the client cannot show buttons or a list; sent as text", idempotency_key)
+        outgoing.as_text = message.as_text = True
+        provider_id = backend.send(outgoing, idempotency_key=idempotency_key)
     message.provider_message_id, message.template_name = provider_id, outgoing.template_name
     message.template_language = outgoing.template_language
     message.template_parameters = [{"name": name, "text": text} for name, text in outgoing.template_parameters]
@@ -560,10 +609,17 @@ def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str
         if provider_id:
             _lock_provider_id(str(provider_id))
         message.save(update_fields=["provider_message_id", "template_name", "template_language",
-                                    "template_parameters", "status", "sent_at"])
+                                    "template_parameters", "as_text", "status", "sent_at"])
         if provider_id:
             pending_statuses_apply(message)   # the provider may have reported on it already
     return message
+
+
+def question_answer(question: OutboundMessage) -> bool:
+    """Mark a question of ours (a message with options) answered, once: False when it already
+    was, so a second tap or a late reply to it changes nothing."""
+    return OutboundMessage.objects.filter(pk=question.pk, answered_at__isnull=True).update(
+        answered_at=clock.now()) == 1
 
 
 # A stored file's extension comes from its first bytes, never from a MIME type the

@@ -5,7 +5,8 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "processes.md"
 # Keys of the messages the processes send (the runs' and the intake's), not a test's own sends.
-PROCESS_KEYS = ("onboarding:", "billing:", "status:", "legal-name:", "unreadable:", "confirm-withdrawal:")
+PROCESS_KEYS = ("onboarding:", "billing:", "status:", "legal-name:", "unreadable:", "confirm-withdrawal:",
+                "option:", "document-kind:")
 
 
 def documented(section: str) -> list[str]:

@@ -318,8 +318,9 @@ def test_a_sentence_that_may_mean_a_withdrawal_asks_to_confirm_and_withdraws_not
     run = customer(says("desisto, cancelar"))
 
     assert run.status == RunStatus.WAITING
-    confirm = OutboundMessage.objects.get(idempotency_key="confirm-withdrawal:wamid.SAYS1").body
-    assert "responda só com a palavra: cancelar" in confirm
+    confirm = OutboundMessage.objects.get(idempotency_key="confirm-withdrawal:wamid.SAYS1")
+    assert confirm.body.startswith("Quer cancelar o seu pedido de conta PJ?")
+    assert [item["title"] for item in confirm.options["items"]] == ["Confirmar", "Continuar"]
 
 
 def test_a_sentence_that_says_not_to_cancel_asks_nothing(customer):

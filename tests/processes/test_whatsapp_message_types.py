@@ -46,22 +46,26 @@ UNREADABLE = {
     "contact card": lambda n: sent(f"wamid.CONTACTS{n}", "contacts", [{
         "name": {"formatted_name": "João Contador", "first_name": "João"},
         "phones": [{"phone": "+55 11 97777-0000", "wa_id": "5511977770000", "type": "CELL"}]}]),
-    "button reply": lambda n: sent(f"wamid.BUTTONREPLY{n}", "interactive", {
-        "type": "button_reply", "button_reply": {"id": "sim", "title": "Sim"}}, **replying_to(OUR_MESSAGE)),
-    "list reply": lambda n: sent(f"wamid.LISTREPLY{n}", "interactive", {
-        "type": "list_reply", "list_reply": {"id": "pj", "title": "Conta PJ", "description": "Abrir conta"}},
-        **replying_to(OUR_MESSAGE)),
     "flow reply": lambda n: sent(f"wamid.FLOW{n}", "interactive", {
         "type": "nfm_reply", "nfm_reply": {"name": "flow", "body": "Sent", "response_json": '{"cnpj": "x"}'}},
         **replying_to(OUR_MESSAGE)),
-    "template button": lambda n: sent(f"wamid.BUTTON{n}", "button", {
-        "text": "Falar com atendente", "payload": "atendente"}, **replying_to(OUR_MESSAGE)),
     "order": lambda n: sent(f"wamid.ORDER{n}", "order", {
         "catalog_id": "CATALOG", "text": "quero este", "product_items": [
             {"product_retailer_id": "pj-basic", "quantity": 1, "item_price": 0, "currency": "BRL"}]}),
     "unsupported": lambda n: sent(f"wamid.UNSUPPORTED{n}", "unsupported", errors=[{
         "code": 131051, "title": "Message type unknown", "message": "Message type unknown",
         "error_data": {"details": "Message type is currently not supported."}}]),
+}
+# Replies that choose an option: read (tests/processes/test_whatsapp_interactive.py), never
+# "what we can read"; these name options onboarding never offered.
+OPTION_REPLIES = {
+    "button reply": lambda n: sent(f"wamid.BUTTONREPLY{n}", "interactive", {
+        "type": "button_reply", "button_reply": {"id": "sim", "title": "Sim"}}, **replying_to(OUR_MESSAGE)),
+    "list reply": lambda n: sent(f"wamid.LISTREPLY{n}", "interactive", {
+        "type": "list_reply", "list_reply": {"id": "pj", "title": "Conta PJ", "description": "Abrir conta"}},
+        **replying_to(OUR_MESSAGE)),
+    "template button": lambda n: sent(f"wamid.BUTTON{n}", "button", {
+        "text": "Falar com atendente", "payload": "atendente"}, **replying_to(OUR_MESSAGE)),
 }
 CHAT_OPENED = sent("wamid.WELCOME1", "request_welcome")
 REACTION = sent("wamid.REACTION1", "reaction", {"message_id": OUR_MESSAGE, "emoji": "\U0001F44D"})
@@ -78,8 +82,8 @@ def what_we_read_replies():
     return OutboundMessage.objects.filter(idempotency_key__startswith="unreadable:")
 
 
-@pytest.mark.parametrize("first", [*UNREADABLE.values(), lambda n: CHAT_OPENED, lambda n: REACTION],
-                         ids=[*UNREADABLE, "chat opened", "reaction"])
+@pytest.mark.parametrize("first", [*UNREADABLE.values(), *OPTION_REPLIES.values(), lambda n: CHAT_OPENED,
+                                   lambda n: REACTION], ids=[*UNREADABLE, *OPTION_REPLIES, "chat opened", "reaction"])
 def test_a_new_customer_is_greeted_whatever_their_first_message_is(customer, first):
     customer(first(1))
 
@@ -99,6 +103,18 @@ def test_a_known_customer_sending_a_type_we_cannot_read_hears_once_what_we_can_r
     reply = what_we_read_replies().get()
     assert WHAT_WE_READ in reply.body and reply.company == Company.objects.get()
     assert InboundMessage.objects.get(wamid=unreadable(1)["id"]).status == InboundStatus.UNSUPPORTED
+
+
+@pytest.mark.parametrize("reply", OPTION_REPLIES.values(), ids=OPTION_REPLIES)
+def test_a_known_customer_choosing_an_option_we_never_offered_changes_nothing_and_hears_nothing(customer, reply):
+    customer(HELLO)
+    before = OutboundMessage.objects.count()
+
+    customer(reply(1))
+
+    stored = InboundMessage.objects.get(wamid=reply(1)["id"])
+    assert stored.status == InboundStatus.KEPT and "nothing changed" in stored.note
+    assert OutboundMessage.objects.count() == before and not what_we_read_replies().exists()
 
 
 def test_one_what_we_can_read_answers_a_voice_note_a_location_and_a_sticker_together(customer):
