@@ -9,7 +9,9 @@ class ProcessesConfig(AppConfig):
 
     def ready(self):
         # The WhatsApp channel imports no process: onboarding tells it which messages are its.
+        from processes.onboarding.changes import onboarding_route_change
         from processes.onboarding.services import onboarding_route_message
         from processes.whatsapp.routing import register_inbound_router
 
+        register_inbound_router(onboarding_route_change)   # edits and deletions, before anything reads a type
         register_inbound_router(onboarding_route_message)
