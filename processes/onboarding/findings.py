@@ -35,6 +35,8 @@ FINDING_TEXTS = {
     "document_type_refused": _("%(label)s: %(mime_type)s is not accepted"),
     "identity_changed": _("WhatsApp reports that the customer's identity changed (a new phone, a reinstall, "
                           "or someone else on the number)"),
+    "document_withdrawn": _("the customer deleted %(label)s (%(kind)s) on WhatsApp: it no longer counts"),
+    "document_relabelled": _("the customer changed the caption of %(label)s: now %(kind)s, was %(was)s"),
     "documents_complete": _("all present"),
     "documents_missing": _("missing: %(kinds)s"),
 }
@@ -45,6 +47,7 @@ CHECK_LABELS = {
     "legal name": _("legal name"),
     "problem": _("problem"),
     "WhatsApp identity": _("WhatsApp identity"),
+    "document changed": _("document changed by the customer"),
     "required documents (rules)": _("required documents (rules)"),
     "required documents (llm)": _("required documents (model)"),
 }
@@ -71,6 +74,8 @@ def finding_shown(item: dict) -> dict:
     code, params = item.get("code"), item.get("params") or {}
     if code == "documents_missing":
         params = {**params, "kinds": ", ".join(kind_name(kind.strip()) for kind in params.get("kinds", "").split(","))}
+    if code in ("document_withdrawn", "document_relabelled"):
+        params = {**params, **{key: kind_name(params[key]) for key in ("kind", "was") if key in params}}
     if code in FINDING_TEXTS:
         try:
             shown["result"] = gettext(FINDING_TEXTS[code]) % params if params else gettext(FINDING_TEXTS[code])

@@ -11,6 +11,7 @@ from processes.whatsapp.models import InboundMessage, InboundStatus
 # older ones); any other notice is kept for an operator.
 NUMBER_CHANGED = {"user_changed_number", "customer_changed_number"}
 IDENTITY_CHANGED = {"customer_identity_changed", "user_identity_changed", "identity_change"}
+USER_ID_CHANGED = {"user_changed_user_id"}
 ACTOR = "system (WhatsApp notice)"
 IDENTITY_CHECK = "WhatsApp identity"
 
@@ -36,6 +37,8 @@ def notice_route(message: InboundMessage, company: Company | None) -> tuple[str,
         return number_change_apply(message, company)
     if kind in IDENTITY_CHANGED:
         return identity_change_record(message, company)
+    if kind in USER_ID_CHANGED:
+        return user_id_change_apply(message, company)
     note = f"a notice from WhatsApp (system, {kind or 'no type'}): kept for an operator"
     return InboundStatus.UNSUPPORTED, note, company
 
@@ -63,6 +66,40 @@ def number_change_apply(message: InboundMessage, company: Company | None) -> tup
     company.save(update_fields=["former_wa_id", "wa_id", "updated_at"])
     note = f"number changed from {company.former_wa_id or '(none)'} to {new}: replies go to {new}"
     reason = f"WhatsApp reports the customer changed number from {company.former_wa_id or '(none)'} to {new}"
+    if company_cases_recheck(company, actor=ACTOR, reason=reason):
+        note += ", open case re-checked"
+    return InboundStatus.KEPT, note, company
+
+
+def new_user_id_of(notice: dict) -> str:
+    """The business-scoped user id the customer has now, or "" when the notice gives none that
+    could be one (ids are stored whole or not at all)."""
+    user_id = notice.get("user_id")
+    return user_id if isinstance(user_id, str) and 0 < len(user_id) <= 128 and user_id.isprintable() else ""
+
+
+def user_id_change_apply(message: InboundMessage, company: Company | None) -> tuple[str, str, Company | None]:
+    """WhatsApp gave the customer a new business-scoped user id: their company (known by the
+    old one, or by the number) takes it, the old one kept as ``former_user_id``, so messages
+    carrying it join their application; a case open now is re-checked. Two companies are
+    never merged: when the new id is already another company's, an operator decides."""
+    old, new = message.sender_user_id, new_user_id_of(notice_of(message))
+    if not new:
+        return InboundStatus.UNMATCHED, "a user id change naming no new user id: kept for an operator", company
+    if company is None:
+        return (InboundStatus.UNMATCHED, f"a user id change from {old or message.sender_wa_id} to {new}, but no "
+                "company has that identity: kept for an operator", None)
+    if company.user_id == new:
+        return InboundStatus.KEPT, f"a user id change to {new}: the company already has it", company
+    holder = Company.objects.filter(user_id=new).exclude(pk=company.pk).first()
+    if holder is not None:
+        return (InboundStatus.UNMATCHED, f"a user id change from {company.user_id or '(none)'} to {new}, but {new} "
+                f"is company {holder.customer_id}'s ({holder.get_status_display()}): not merged, kept for an "
+                "operator", company)
+    company.former_user_id, company.user_id = company.user_id or "", new
+    company.save(update_fields=["former_user_id", "user_id", "updated_at"])
+    note = f"user id changed from {company.former_user_id or '(none)'} to {new}"
+    reason = f"WhatsApp reports the customer's user id changed from {company.former_user_id or '(none)'} to {new}"
     if company_cases_recheck(company, actor=ACTOR, reason=reason):
         note += ", open case re-checked"
     return InboundStatus.KEPT, note, company

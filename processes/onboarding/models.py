@@ -61,6 +61,8 @@ class Company(models.Model):
                                unique=True)
     # The number the customer wrote from before WhatsApp reported their last number change.
     former_wa_id = models.CharField(_("previous WhatsApp id (phone)"), max_length=128, blank=True)
+    # The business-scoped user id it had before WhatsApp reported its last change.
+    former_user_id = models.CharField(_("previous business-scoped user id"), max_length=128, blank=True)
     status = models.CharField(_("status"), max_length=16, choices=CompanyStatus.choices,
                               default=CompanyStatus.COLLECTING)
     status_reason = models.CharField(_("status reason"), max_length=200, blank=True)
@@ -110,6 +112,11 @@ class Document(models.Model):
     fetch_note = models.CharField(_("download note"), max_length=300, blank=True)
     message_id = models.CharField(_("WhatsApp message id"), max_length=128, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    # The customer deleted the message that carried it: it stays on file, and no longer counts.
+    withdrawn_at = models.DateTimeField(_("deleted by the customer at"), null=True, blank=True)
+    # What the customer changed on WhatsApp after sending it (a caption edited, the message
+    # deleted), oldest first: {"change", "at", "message_id", and "from"/"to" kinds or "caption"}.
+    changes = models.JSONField(_("changes by the customer"), default=list, blank=True)
 
     class Meta:
         verbose_name = _("document")

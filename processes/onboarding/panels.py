@@ -4,7 +4,7 @@ validator found in each round, and the WhatsApp conversation.
 Registered for the workflow name "onboarding" when processes/workflows.py is imported
 (the engine imports it at startup), so every onboarding case shows them.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.urls import reverse
 from django.utils.translation import gettext as _, gettext_lazy
@@ -37,6 +37,7 @@ class DocumentRow:
     preview_url: str
     download_url: str
     is_image: bool
+    relabelled_from: list[str] = field(default_factory=list)   # the kinds a caption edit changed, by name
 
 
 def case_company(case) -> Company:
@@ -54,7 +55,9 @@ def document_rows(case, company: Company) -> list[DocumentRow]:
             preview_url=(reverse("processes:onboarding-document-preview", args=args)
                          if stored and document.mime_type in PREVIEWABLE_TYPES else ""),
             download_url=reverse("processes:onboarding-document-download", args=args) if stored else "",
-            is_image=document.mime_type in ("image/jpeg", "image/png")))
+            is_image=document.mime_type in ("image/jpeg", "image/png"),
+            relabelled_from=[kind_name(change.get("from", "")) for change in document.changes
+                             if change.get("change") == "caption" and change.get("from") != change.get("to")]))
     return rows
 
 
@@ -89,7 +92,7 @@ def documents_not_viewable(case) -> list[str]:
     """A counted (stored) document the reviewer cannot open holds the approval: nobody
     approves an account on a file they could not see."""
     reasons = []
-    for document in case_company(case).documents.filter(fetch_status=DocumentFetch.STORED):
+    for document in case_company(case).documents.filter(fetch_status=DocumentFetch.STORED, withdrawn_at__isnull=True):
         label = document.file_name or document.get_kind_display()
         if not document.file:
             reasons.append(_("%(file)s cannot be viewed: no file is stored") % {"file": label})

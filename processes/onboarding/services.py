@@ -17,7 +17,7 @@ from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.status import STATUS_WORDS, status_answer
 from processes.onboarding.steps import KIND_NAMES_PT
 from processes.onboarding.validation import guess_kind
-from processes.onboarding.workflow import DOCUMENTS_SIGNAL
+from processes.onboarding.workflow import CNPJ_SIGNAL, DOCUMENTS_SIGNAL
 from processes.whatsapp.models import InboundMessage, InboundStatus
 from processes.whatsapp.replies import OptionReply, option_ids, option_reply, option_typed
 from processes.whatsapp.services import message_send, question_answer
@@ -249,7 +249,7 @@ def documents_on_file_send(company: Company, run_id: str) -> int:
     """Hand a new application's run the documents the company already sent, as if sent
     now (one ``documents_received`` each, keyed by run and document): it validates them in
     its first batch, and asks only for what is still missing. Returns how many."""
-    documents = list(company.documents.order_by("pk"))
+    documents = list(company.documents.filter(withdrawn_at__isnull=True).order_by("pk"))
     for document in documents:
         services.signal_send(run_id, DOCUMENTS_SIGNAL, {"message_id": document.message_id,
                                                              "document_id": document.pk, "kind": document.kind},
@@ -294,6 +294,27 @@ def company_legal_name_from_text(company: Company, text: str, *, message_id: str
         idempotency_key=f"legal-name:{message_id}", company=company,
         body=f"Obrigado! Registramos a razão social: {name}."), robust=True)
     return name
+
+
+def customer_text_read(company: Company, text: str, *, message_id: str, run, actor: str) -> str:
+    """Record what a customer's text gives: the first valid CNPJ (the run hears it as
+    ``cnpj_received``, keyed by the message) and the legal name; a case open now is re-checked
+    at once, not only at the next review round. ``run`` is the company's current run. A note."""
+    cnpj = company_cnpj_from_text(company, text)
+    note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"
+    if legal_name := company_legal_name_from_text(company, text, message_id=message_id):
+        note = (f"{note}, " if cnpj else "") + f"legal name {legal_name!r} recorded"
+        if company_cases_recheck(company, actor=actor, reason="the customer wrote the legal name during the review"):
+            note += ", open case re-checked"
+    if cnpj:
+        if company_cases_recheck(company, actor=actor, reason="the customer wrote the CNPJ during the review"):
+            note += ", open case re-checked"
+        try:   # the run re-reads the company: a case not yet open becomes low risk
+            services.signal_send(run.id, CNPJ_SIGNAL, {"cnpj": cnpj}, dedupe_key=message_id, actor=actor,
+                                 audit={"message_id": message_id})
+        except RunFinished:
+            note += f" (onboarding {run.id} is {run.status})"
+    return note
 
 
 def _text_body(message: InboundMessage) -> str:
@@ -374,23 +395,8 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         status = InboundStatus.KEPT if message.message_type in QUIET_TYPES or chosen else InboundStatus.UNSUPPORTED
         return status, f"{message.message_type!r}, a first message: {run.id} started, its greeting answers", company
     if message.message_type == "text":
-        cnpj = company_cnpj_from_text(company, _text_body(message))
-        note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"
-        if legal_name := company_legal_name_from_text(company, _text_body(message), message_id=message.wamid):
-            note = (f"{note}, " if cnpj else "") + f"legal name {legal_name!r} recorded"
-            if company_cases_recheck(company, actor=f"whatsapp:{wa_id or user_id}",
-                                     reason="the customer wrote the legal name during the review"):
-                note += ", open case re-checked"
-        if cnpj:
-            # A case open now is checked again at once, not only at the next review round.
-            if company_cases_recheck(company, actor=f"whatsapp:{wa_id or user_id}",
-                                     reason="the customer wrote the CNPJ during the review"):
-                note += ", open case re-checked"
-            try:   # the run re-reads the company: a case not yet open becomes low risk
-                services.signal_send(run.id, "cnpj_received", {"cnpj": cnpj}, dedupe_key=message.wamid,
-                                     actor=f"whatsapp:{wa_id or user_id}", audit={"message_id": message.wamid})
-            except RunFinished:
-                note += f" (onboarding {run.id} is {run.status})"
+        note = customer_text_read(company, _text_body(message), message_id=message.wamid, run=run,
+                                  actor=f"whatsapp:{wa_id or user_id}")
         return InboundStatus.KEPT, f"text message: stored, {note}", company
     body = message.payload["message"].get(message.message_type)
     body = body if isinstance(body, dict) else {}   # a document of the wrong shape is still kept

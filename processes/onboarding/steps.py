@@ -60,8 +60,12 @@ def greet(customer_id: str, idempotency_key: str) -> str:
 
 
 def store_document_media(document_id: int) -> dict:
-    """Download the document's bytes and record the outcome on it (``fetch_status``)."""
+    """Download the document's bytes and record the outcome on it (``fetch_status``). A
+    document the customer deleted on WhatsApp is not fetched: it no longer counts."""
     document = Document.objects.get(pk=document_id)
+    if document.withdrawn_at is not None:
+        return {"document_id": document_id, "stored": False, "size": document.size,
+                "fetch_status": document.fetch_status, "withdrawn": True}
     stored = media_download(document)
     return {"document_id": document_id, "stored": stored, "size": document.size,
             "fetch_status": document.fetch_status}
@@ -76,9 +80,10 @@ def document_fetch_failed(document_id: int, error: str) -> str:
 
 
 def _facts(customer_id: str) -> list[DocumentFacts]:
+    """The documents that count: every one the company sent, but those it deleted on WhatsApp."""
     return [DocumentFacts(kind=doc.kind, mime_type=doc.mime_type, file_name=doc.file_name,
                           caption=doc.caption, size=doc.size, fetch_status=doc.fetch_status)
-            for doc in Document.objects.filter(company__customer_id=customer_id)]
+            for doc in Document.objects.filter(company__customer_id=customer_id, withdrawn_at__isnull=True)]
 
 
 def validate_documents(customer_id: str) -> ValidationResult:
@@ -212,10 +217,11 @@ class ReviewFacts:
 
 
 def describe_for_review(customer_id: str) -> ReviewFacts:
-    """The company and the documents it sent so far, for the compliance case (journaled)."""
+    """The company and the documents it sent so far (not those it deleted on WhatsApp), for
+    the compliance case (journaled)."""
     company = _company(customer_id)
     documents = [f"{doc.get_kind_display()}: {doc.file_name or doc.media_id} ({doc.mime_type or 'unknown type'})"
-                 for doc in company.documents.order_by("created_at", "pk")]
+                 for doc in company.documents.filter(withdrawn_at__isnull=True).order_by("created_at", "pk")]
     whatsapp = " / ".join(part for part in (company.wa_id, company.user_id) if part)
     return ReviewFacts(customer_id=customer_id, name=company.name, cnpj=company.cnpj,
                        cnpj_valid=cnpj_valid(company.cnpj), whatsapp=whatsapp, documents=documents,

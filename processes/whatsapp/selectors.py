@@ -30,7 +30,10 @@ def inbound_needing_attention() -> QuerySet:
 KIND_LABELS = {"document": _("document"), "image": _("image"), "audio": _("audio"), "video": _("video"),
                "sticker": _("sticker"), "location": _("location"), "contacts": _("contact card"),
                "reaction": _("reaction"), "system": _("notice from WhatsApp"),
-               "interactive": _("chose"), "button": _("chose")}
+               "interactive": _("chose"), "button": _("chose"),
+               "edit": _("edit of a message not shown here"), "revoke": _("deletion of a message not shown here")}
+# A customer's change to a message already sent: it names the message it changes.
+CHANGE_TYPES = ("edit", "revoke")
 
 
 @dataclass
@@ -45,6 +48,10 @@ class ConversationLine:
     status: str
     kind: str = "text"
     options: list[str] = field(default_factory=list)
+    # What the customer changed later: each edit's new text (or caption), and whether they
+    # deleted the message. The line keeps the text as first received.
+    edits: list[str] = field(default_factory=list)
+    deleted: bool = False
 
     @property
     def kind_label(self) -> str:
@@ -72,14 +79,46 @@ def _inbound_text(message: InboundMessage) -> str:
     return ""
 
 
+def changed_message_id(message: InboundMessage) -> str:
+    """The id of the message an ``edit`` or ``revoke`` names ("" for any other message)."""
+    change = ((message.payload or {}).get("message") or {}).get(message.message_type)
+    if message.message_type not in CHANGE_TYPES or not isinstance(change, dict):
+        return ""
+    return str(change.get("original_message_id") or "")
+
+
+def edit_text(message: InboundMessage) -> str:
+    """An edit's new text: the body of a text, the caption of a document or an image."""
+    edit = ((message.payload or {}).get("message") or {}).get("edit")
+    edited = edit.get("message") if isinstance(edit, dict) else None
+    kind = edited.get("type") if isinstance(edited, dict) else None
+    content = edited.get(kind) if isinstance(kind, str) else None
+    if not isinstance(content, dict):
+        return ""
+    return str(content.get("body") or "") if kind == "text" else str(content.get("caption") or "")
+
+
 def conversation_for(company) -> list[ConversationLine]:
     """A company's WhatsApp conversation, inbound and outbound, oldest first.
 
-    At the same instant the customer's message comes before our reply to it.
+    At the same instant the customer's message comes before our reply to it. An edit or a
+    deletion is shown on the message it changes (its first text kept, what changed under
+    it); one naming a message not in the conversation is a line of its own.
     """
-    lines = [(m.received_at, 0, m.pk, ConversationLine(m.received_at, True, _inbound_text(m), m.status,
-                                                        m.message_type))
-             for m in InboundMessage.objects.filter(company=company)]
+    inbound = list(InboundMessage.objects.filter(company=company).order_by("received_at", "pk"))
+    lines = {m.wamid: ConversationLine(m.received_at, True, _inbound_text(m), m.status, m.message_type)
+             for m in inbound if m.message_type not in CHANGE_TYPES}
+    for m in inbound:
+        original = lines.get(changed_message_id(m))
+        if original is None and m.message_type in CHANGE_TYPES:
+            text = edit_text(m) if m.message_type == "edit" else changed_message_id(m)
+            lines[m.wamid] = ConversationLine(m.received_at, True, text, m.status, m.message_type)
+        elif original is not None and m.message_type == "edit":
+            original.edits.append(edit_text(m))
+        elif original is not None:
+            original.deleted = True
+    pks = {m.wamid: m.pk for m in inbound}
+    lines = [(line.at, 0, pks[wamid], line) for wamid, line in lines.items()]
     lines += [(m.created_at, 1, m.pk, ConversationLine(m.created_at, False, m.body, m.status, options=[
                   item["title"] for item in (m.options or {}).get("items") or []]))
               for m in OutboundMessage.objects.filter(company=company)]
