@@ -347,21 +347,26 @@ WHATSAPP_API_BASE_URL = os.environ.get("WHATSAPP_API_BASE_URL", "https://graph.f
 # Outside the 24-hour window only approved templates go out: one per purpose, with the
 # parameters its sender provides (docs/processes.md, "Templates"; checked at startup).
 WHATSAPP_TEMPLATE_LANGUAGE = os.environ.get("WHATSAPP_TEMPLATE_LANGUAGE", "pt_BR")
+
+
+def whatsapp_template(purpose: str, name: str, parameters: list[str]) -> dict:
+    """A purpose's template; ``WHATSAPP_TEMPLATE_<PURPOSE>`` names another (the name as
+    approved in WhatsApp Manager), so a deployment maps each purpose without a code change."""
+    return {"name": os.environ.get(f"WHATSAPP_TEMPLATE_{purpose.upper()}", name),
+            "language": WHATSAPP_TEMPLATE_LANGUAGE, "parameters": parameters}
+
+
 WHATSAPP_TEMPLATES = {
     "generic": {"name": os.environ.get("WHATSAPP_TEMPLATE_NAME", "account_update"),
                 "language": WHATSAPP_TEMPLATE_LANGUAGE, "parameters": ["body"]},
-    "greeting": {"name": "onboarding_greeting", "language": WHATSAPP_TEMPLATE_LANGUAGE, "parameters": []},
-    "documents_request": {"name": "onboarding_documents_request", "language": WHATSAPP_TEMPLATE_LANGUAGE,
-                          "parameters": ["missing"]},
-    "document_reminder": {"name": "onboarding_document_reminder", "language": WHATSAPP_TEMPLATE_LANGUAGE,
-                          "parameters": []},
-    "decision_approved": {"name": "onboarding_approved", "language": WHATSAPP_TEMPLATE_LANGUAGE,
-                          "parameters": ["account"]},
-    "decision_rejected": {"name": "onboarding_rejected", "language": WHATSAPP_TEMPLATE_LANGUAGE, "parameters": []},
-    "decision_more_documents": {"name": "onboarding_more_documents", "language": WHATSAPP_TEMPLATE_LANGUAGE,
-                                "parameters": ["request"]},
-    "billing_reminder": {"name": "invoice_reminder", "language": WHATSAPP_TEMPLATE_LANGUAGE,
-                         "parameters": ["number", "invoice", "amount", "due_date"]},
+    "greeting": whatsapp_template("greeting", "onboarding_greeting", []),
+    "documents_request": whatsapp_template("documents_request", "onboarding_documents_request", ["missing"]),
+    "document_reminder": whatsapp_template("document_reminder", "onboarding_document_reminder", []),
+    "decision_approved": whatsapp_template("decision_approved", "onboarding_approved", ["account"]),
+    "decision_rejected": whatsapp_template("decision_rejected", "onboarding_rejected", []),
+    "decision_more_documents": whatsapp_template("decision_more_documents", "onboarding_more_documents", ["request"]),
+    "billing_reminder": whatsapp_template("billing_reminder", "invoice_reminder",
+                                          ["number", "invoice", "amount", "due_date"]),
 }
 # Messages a second the Cloud API takes from our number, across all workers (durable.limit).
 WHATSAPP_SEND_RATE = int(os.environ.get("WHATSAPP_SEND_RATE", "20"))

@@ -2,7 +2,7 @@
 the hot paths can pay (a step, a finish, a signal). PostgreSQL and SQLite both run them.
 They know no model of the engine: what they write on a run is said in durable.runtime.store.live."""
 
-from django.db import connection
+from django.db import connection, connections
 
 
 def saved(instance, fields) -> tuple[str, list]:
@@ -87,6 +87,18 @@ def distinct_values(model, column: str) -> list:
                        f"FROM found WHERE found.value IS NOT NULL) "
                        f"SELECT value FROM found WHERE value IS NOT NULL")
         return [row[0] for row in cursor.fetchall()]
+
+
+def table_estimate(queryset) -> int | None:
+    """The planner's row estimate of the queryset's table (PostgreSQL's ``pg_class.reltuples``,
+    kept by autovacuum and ANALYZE), or None where there is none (SQLite, a never-analysed table)."""
+    connection = connections[queryset.db]
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [queryset.model._meta.db_table])
+        row = cursor.fetchone()
+    return int(row[0]) if row and row[0] is not None and row[0] >= 0 else None
 
 
 def instances(model, fields, rows) -> list:

@@ -100,8 +100,9 @@ class DocumentInline(admin.TabularInline):
 class CompanyAdmin(admin.ModelAdmin):
     list_display = ["customer_id", "name_cell", "cnpj", "wa_id", "user_id", "status", "escalations", "updated_at"]
     list_filter = ["status"]
-    search_fields = ["customer_id", "name", "cnpj", "wa_id", "user_id", "former_wa_id"]
-    readonly_fields = ["customer_id", "application", "run_link", "former_wa_id", "created_at", "updated_at"]
+    search_fields = ["customer_id", "name", "cnpj", "wa_id", "user_id", "former_wa_id", "former_user_id"]
+    readonly_fields = ["customer_id", "application", "run_link", "former_wa_id", "former_user_id", "created_at",
+                       "updated_at"]
     inlines = [DocumentInline]
 
     @admin.display(description=gettext_lazy("name"), ordering="name")
@@ -133,13 +134,13 @@ class DocumentAdmin(admin.ModelAdmin):
     # fact: never edited here, so neither evidence nor segregation of duties can be rewritten
     # by staff. The kind and the caption a person may correct until a case opens.
     readonly_fields = ["company", "media_id", "mime_type", "sha256", "file_name", "size", "message_id",
-                       "stored_file", "fetch_status", "fetch_note"]
+                       "stored_file", "fetch_status", "fetch_note", "withdrawn_at", "changes"]
 
     def get_readonly_fields(self, request, obj=None):
         """Evidence once a case opened: every field read-only (add a new document instead).
         A document added here is written once, whole; what it received is fixed from then on."""
-        if obj is None:
-            return ["stored_file", "fetch_status", "fetch_note"]
+        if obj is None:   # what the customer later did to it comes from WhatsApp only
+            return ["stored_file", "fetch_status", "fetch_note", "withdrawn_at", "changes"]
         if under_review(obj.company):
             return [*(f.name for f in Document._meta.fields if f.name != "file"), "stored_file"]
         return self.readonly_fields

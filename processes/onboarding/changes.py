@@ -7,25 +7,46 @@ what the company has now. Nothing here writes to the customer but what a text wo
 """
 from django.utils.translation import gettext as _
 
-from approvals import services as approvals
+from django.db import transaction
+from django.db.models import Q
+from django.utils.translation import gettext as _
+
 from approvals.holds import register_approval_hold
-from approvals.selectors import approvals_open_of_run
-from durable import clock, selectors, services
-from durable.errors import RunFinished, RunNotFound
+from durable import clock, selectors
+from durable.errors import RunNotFound
 from processes.onboarding.cnpj import cnpj_digits, cnpj_find
 from processes.onboarding.findings import finding, kind_name
-from processes.onboarding.models import Company, Document
-from processes.onboarding.services import company_for_sender, customer_text_read
+from processes.onboarding.models import Company, Document, DocumentKind
+from processes.onboarding.relabel import DOCUMENT_CHECK, actor, cases_told, document_relabel, label, run_told
+from processes.onboarding.services import DOCUMENT_TYPES, company_for_sender, customer_text_read, legal_name_in
 from processes.onboarding.steps import validate_documents_by_rules
 from processes.onboarding.validation import guess_kind
-from processes.onboarding.workflow import DOCUMENTS_SIGNAL
 from processes.whatsapp.models import InboundMessage, InboundStatus
-from processes.whatsapp.selectors import changed_message_id, edit_text
+from processes.whatsapp.selectors import CHANGE_TYPES, changed_message_id, edit_text
+from processes.whatsapp.services import inbound_process
 
-EDIT, REVOKE = "edit", "revoke"
-CHANGE_TYPES = {EDIT, REVOKE}
-DOCUMENT_TYPES = {"document", "image"}
-DOCUMENT_CHECK = "document changed"
+EDIT, REVOKE = CHANGE_TYPES
+
+
+# What an edit or a deletion that came before its original waits for.
+WAITS = "applied when the original arrives (an operator sees it meanwhile)"
+
+
+def changes_waiting_for(wamid: str):
+    """Edits and deletions kept because they named ``wamid`` before it arrived."""
+    return InboundMessage.objects.filter(status=InboundStatus.UNMATCHED, message_type__in=CHANGE_TYPES).filter(
+        Q(payload__message__edit__original_message_id=wamid) | Q(payload__message__revoke__original_message_id=wamid))
+
+
+def changes_waiting_replay(wamid: str) -> int:
+    """Route again, in the order they were sent, the edits and deletions that named ``wamid``
+    before it arrived (WhatsApp may deliver a change first): run once the original's routing
+    has committed, so they find it with its company and document. How many."""
+    waiting = list(changes_waiting_for(wamid).order_by("sent_at", "pk").values_list("pk", flat=True))
+    for pk in waiting:
+        InboundMessage.objects.filter(pk=pk, status=InboundStatus.UNMATCHED).update(status=InboundStatus.RECEIVED)
+        inbound_process(pk)
+    return len(waiting)
 
 
 def original_id_of(message: InboundMessage) -> str:
@@ -40,6 +61,7 @@ def onboarding_route_change(message: InboundMessage) -> tuple[str, str, Company 
     sender's company. One naming a message we never received (or not yet: WhatsApp may
     deliver it first) is kept for an operator."""
     if message.message_type not in CHANGE_TYPES:
+        transaction.on_commit(lambda: changes_waiting_replay(message.wamid), robust=True)
         return None
     what = "an edit" if message.message_type == EDIT else "a deletion"
     if not message.sender_wa_id and not message.sender_user_id:
@@ -49,9 +71,9 @@ def onboarding_route_change(message: InboundMessage) -> tuple[str, str, Company 
     if not original_id:
         return InboundStatus.UNMATCHED, f"{what} naming no original message: kept for an operator", company
     original = InboundMessage.objects.filter(wamid=original_id).first()
-    if original is None:
-        return (InboundStatus.UNMATCHED, f"{what} of message {original_id}, which we have not received: "
-                "kept for an operator (applied by nobody)", company)
+    if original is None or original.status == InboundStatus.RECEIVED:
+        return (InboundStatus.UNMATCHED, f"{what} of message {original_id}, which we have not received (or not "
+                f"routed) yet: {WAITS}", company)
     if company is None or original.company_id != company.pk:
         return (InboundStatus.UNMATCHED, f"{what} of message {original_id}, which is not this sender's: "
                 "kept for an operator", company)
@@ -76,7 +98,8 @@ def onboarding_route_change(message: InboundMessage) -> tuple[str, str, Company 
 def text_edit(company: Company, original: InboundMessage, message: InboundMessage) -> tuple[str, str, Company]:
     """An edited text is read again as the customer's text (a CNPJ, a legal name), as a new
     text would be, but never as a withdrawal or a status request. A CNPJ that would replace a
-    valid one already recorded is not taken: an operator decides."""
+    valid one already recorded is not taken: an operator decides. A legal name the original
+    gave is corrected by its edit (the open case is re-checked)."""
     text = edit_text(message)
     cnpj = cnpj_find(text)
     if cnpj and company.cnpj and cnpj_digits(cnpj) != cnpj_digits(company.cnpj):
@@ -85,74 +108,53 @@ def text_edit(company: Company, original: InboundMessage, message: InboundMessag
     run = _current_run(company)
     if run is None:
         return InboundStatus.KEPT, f"an edit of text {original.wamid}: no onboarding to read it", company
-    note = customer_text_read(company, text, message_id=message.wamid, run=run, actor=_actor(message))
+    gave = legal_name_in(_text_of(original), answering=True)
+    note = customer_text_read(company, text, message_id=message.wamid, run=run, actor=actor(message),
+                              correcting=gave if gave and gave == company.legal_name else "")
     return InboundStatus.KEPT, f"an edit of text {original.wamid}: read again, {note}", company
+
+
+def _text_of(message: InboundMessage) -> str:
+    text = (message.payload.get("message") or {}).get("text")
+    return str(text.get("body") or "") if isinstance(text, dict) else ""
 
 
 def document_caption_edit(document: Document, original: InboundMessage,
                           message: InboundMessage) -> tuple[str, str, Company]:
-    """The caption names the document: the new one re-classifies it (recorded in its
-    ``changes``); when the kind changes, the reviewer of an open case is told and the run
-    validates again."""
+    """The caption names the document: a new caption that names a kind re-classifies it (one
+    that names none, "(frente)", keeps the kind it has, however it got it). Edits apply in the
+    order the customer made them: an older one arriving late changes nothing."""
     caption = edit_text(message)[:500]
-    before = document.kind
-    after = guess_kind(message_type=original.message_type, file_name=document.file_name, caption=caption)
+    last = max((change.get("sent_at") or "" for change in document.changes), default="")
+    if message.sent_at and last and message.sent_at.isoformat() < last:
+        return (InboundStatus.KEPT, f"an edit of {original.wamid} older than the last change applied: "
+                "nothing changed", document.company)
     document.caption = caption
-    document.changes = [*document.changes, {"change": "caption", "at": clock.now().isoformat(),
-                                            "message_id": message.wamid, "caption": caption,
-                                            "from": str(before), "to": str(after)}]
-    document.kind = after
-    document.save(update_fields=["caption", "changes", "kind"])
-    if after == before:
-        return InboundStatus.KEPT, f"the caption of {original.wamid} was edited: still {after}", document.company
-    note = f"the caption of {original.wamid} was edited: {before} -> {after}"
-    note += _cases_told(document, finding(DOCUMENT_CHECK, "document_relabelled", label=_label(document),
-                                          kind=str(after), was=str(before)), message)
-    return InboundStatus.PROCESSED, note + _run_told(document, message), document.company
+    document.save(update_fields=["caption"])
+    named = guess_kind(message_type="document", caption=caption)
+    kind = document.kind if named == DocumentKind.UNKNOWN else named
+    note = document_relabel(document, kind, message=message, change={"change": "caption", "caption": caption})
+    status = InboundStatus.PROCESSED if kind != document.changes[-1]["from"] else InboundStatus.KEPT
+    return status, f"the caption of {original.wamid} was edited: {note}", document.company
 
 
 def document_withdraw(document: Document, message: InboundMessage) -> tuple[str, str, Company]:
     """The customer deleted the message that carried a document: it stays on file, marked,
     and no longer counts; an open case gets a finding and the run validates again, so it asks
-    for the document again."""
+    for the document again. After the application ended, an operator is told."""
     now = clock.now()
     document.withdrawn_at = now
-    document.changes = [*document.changes, {"change": "deleted", "at": now.isoformat(), "message_id": message.wamid}]
+    document.changes = [*document.changes, {"change": "deleted", "at": now.isoformat(), "message_id": message.wamid,
+                                            "sent_at": message.sent_at.isoformat() if message.sent_at else None}]
     document.save(update_fields=["withdrawn_at", "changes"])
     note = f"the customer deleted {document.message_id}: {document.kind} {document.pk} no longer counts"
-    note += _cases_told(document, finding(DOCUMENT_CHECK, "document_withdrawn", label=_label(document),
-                                          kind=str(document.kind)), message)
-    return InboundStatus.PROCESSED, note + _run_told(document, message), document.company
-
-
-def _actor(message: InboundMessage) -> str:
-    return f"whatsapp:{message.sender_wa_id or message.sender_user_id}"
-
-
-def _label(document: Document) -> str:
-    return document.file_name or document.media_id
-
-
-def _cases_told(document: Document, what: dict, message: InboundMessage) -> str:
-    cases = list(approvals_open_of_run(document.company.run_id))
-    for case in cases:
-        approvals.approval_finding_add(case.pk, actor=_actor(message), finding=what,
-                                       reason=f"WhatsApp message {message.wamid}")
-    return ", a finding on case " + ", ".join(f"#{case.pk}" for case in cases) if cases else ""
-
-
-def _run_told(document: Document, message: InboundMessage) -> str:
-    """The run hears of the changed document as one more ``documents_received`` (keyed by the
-    change's own message id), so it validates again at its next batch: a run waiting for
-    documents answers at once; one in review takes it when the case comes back."""
-    run_id = document.company.run_id
-    try:
-        services.signal_send(run_id, DOCUMENTS_SIGNAL, {"message_id": message.wamid, "document_id": document.pk,
-                                                        "kind": document.kind},
-                             dedupe_key=message.wamid, actor=_actor(message), audit={"message_id": message.wamid})
-    except (RunFinished, RunNotFound) as exc:
-        return f" (onboarding {run_id} has ended: {exc})"
-    return f", documents_received -> {run_id}"
+    note += cases_told(document, finding(DOCUMENT_CHECK, "document_withdrawn", label=label(document),
+                                         kind=str(document.kind)), message)
+    run = _current_run(document.company)
+    note += run_told(document, message)
+    if run is None or run.is_finished:   # nothing will ask again: someone must know
+        return InboundStatus.UNMATCHED, note + ": the application has ended, for an operator", document.company
+    return InboundStatus.PROCESSED, note, document.company
 
 
 def _current_run(company: Company):

@@ -63,7 +63,13 @@ def number_change_apply(message: InboundMessage, company: Company | None) -> tup
         return (InboundStatus.UNMATCHED, f"a number change from {company.wa_id} to {new}, but {new} is company "
                 f"{holder.customer_id}'s ({holder.get_status_display()}): not merged, kept for an operator", company)
     company.former_wa_id, company.wa_id = company.wa_id or "", new
-    company.save(update_fields=["former_wa_id", "wa_id", "updated_at"])
+    changed = ["former_wa_id", "wa_id"]
+    # A new number comes with a new user id (Meta's notice names it): taken unless another has it.
+    user_id = new_user_id_of(notice_of(message))
+    if user_id and user_id != company.user_id and not Company.objects.filter(user_id=user_id).exists():
+        company.former_user_id, company.user_id = company.user_id or "", user_id
+        changed += ["former_user_id", "user_id"]
+    company.save(update_fields=[*changed, "updated_at"])
     note = f"number changed from {company.former_wa_id or '(none)'} to {new}: replies go to {new}"
     reason = f"WhatsApp reports the customer changed number from {company.former_wa_id or '(none)'} to {new}"
     if company_cases_recheck(company, actor=ACTOR, reason=reason):
@@ -74,8 +80,11 @@ def number_change_apply(message: InboundMessage, company: Company | None) -> tup
 def new_user_id_of(notice: dict) -> str:
     """The business-scoped user id the customer has now, or "" when the notice gives none that
     could be one (ids are stored whole or not at all)."""
-    user_id = notice.get("user_id")
-    return user_id if isinstance(user_id, str) and 0 < len(user_id) <= 128 and user_id.isprintable() else ""
+    return _user_id(notice.get("user_id"))
+
+
+def _user_id(value) -> str:
+    return value if isinstance(value, str) and 0 < len(value) <= 128 and value.isprintable() else ""
 
 
 def user_id_change_apply(message: InboundMessage, company: Company | None) -> tuple[str, str, Company | None]:
@@ -83,9 +92,12 @@ def user_id_change_apply(message: InboundMessage, company: Company | None) -> tu
     old one, or by the number) takes it, the old one kept as ``former_user_id``, so messages
     carrying it join their application; a case open now is re-checked. Two companies are
     never merged: when the new id is already another company's, an operator decides."""
-    old, new = message.sender_user_id, new_user_id_of(notice_of(message))
+    notice = notice_of(message)
+    old, new = _user_id(notice.get("previous_user_id")) or message.sender_user_id, new_user_id_of(notice)
     if not new:
         return InboundStatus.UNMATCHED, "a user id change naming no new user id: kept for an operator", company
+    if company is None and old:   # Meta's notice carries no phone: the company is the old id's
+        company = Company.objects.select_for_update().filter(user_id=old).first()
     if company is None:
         return (InboundStatus.UNMATCHED, f"a user id change from {old or message.sender_wa_id} to {new}, but no "
                 "company has that identity: kept for an operator", None)

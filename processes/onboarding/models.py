@@ -81,6 +81,9 @@ class Company(models.Model):
             models.CheckConstraint(condition=Q(wa_id__isnull=False) | Q(user_id__isnull=False),
                                    name="company_has_a_whatsapp_identity"),
         ]
+        # Every message's sender is looked up by its user id among the former ones too.
+        indexes = [models.Index(fields=["former_user_id"], name="company_former_user_id",
+                                condition=~Q(former_user_id=""))]
 
     def __str__(self):
         return self.name or self.cnpj or self.wa_id or self.user_id or self.customer_id

@@ -14,6 +14,7 @@ from processes.onboarding import admission, identity, options
 from processes.onboarding.cnpj import CANDIDATE as CNPJ_CANDIDATE, cnpj_find
 from processes.onboarding.models import Company, CompanyStatus, Document, DocumentKind
 from processes.onboarding.recheck import company_cases_recheck
+from processes.onboarding.relabel import document_relabel
 from processes.onboarding.status import STATUS_WORDS, status_answer
 from processes.onboarding.steps import KIND_NAMES_PT
 from processes.onboarding.validation import guess_kind
@@ -163,22 +164,21 @@ def _answer(company: Company, message: InboundMessage, body: str) -> None:
 
 
 def document_kind_choose(document: Document, kind: str, *, message: InboundMessage) -> str:
-    """The customer said which document a file is: its kind is set, and the run gets the
-    document again (``documents_received``, keyed by the reply) so it validates it as that
-    kind and stops asking for it. A note."""
+    """The customer said which document a file is: its kind is set the way an edited caption
+    sets it (recorded on the document, the reviewer of an open case told, the run given the
+    document again so it validates it as that kind). Not for a document the customer deleted,
+    nor once the application has ended. A note."""
     company = document.company
-    document.kind = kind
-    document.save(update_fields=["kind"])
-    _answer(company, message, f"Certo: registramos o arquivo como {KIND_NAMES_PT[kind]}.")
+    if document.withdrawn_at is not None:
+        return f"document {document.pk} was deleted by the customer; nothing changed"
     try:
-        services.signal_send(company.run_id, DOCUMENTS_SIGNAL,
-                             {"message_id": message.wamid, "document_id": document.pk, "kind": kind},
-                             dedupe_key=f"kind:{document.pk}:{message.wamid}",
-                             actor=f"whatsapp:{message.sender_wa_id or message.sender_user_id}",
-                             audit={"message_id": message.wamid})
-    except (RunFinished, RunNotFound) as exc:
-        return f"document {document.pk} is now {kind}; no run waits for it ({exc})"
-    return f"document {document.pk} is now {kind}, {DOCUMENTS_SIGNAL} -> {company.run_id}"
+        if selectors.run_get(company.run_id).is_finished:
+            return f"onboarding {company.run_id} has ended; document {document.pk} not changed"
+    except RunNotFound:
+        return f"no onboarding for document {document.pk}; nothing changed"
+    note = document_relabel(document, kind, message=message, change={"change": "chosen"})
+    _answer(company, message, f"Certo: registramos o arquivo como {KIND_NAMES_PT[kind]}.")
+    return f"document {document.pk}: {note}"
 
 
 def document_kind_ask(document: Document, company: Company, *, file_name: str = "") -> None:
@@ -200,7 +200,9 @@ def company_for_sender(*, wa_id: str = "", user_id: str = "", profile_name: str 
     if wa_id:
         query |= Q(wa_id=wa_id)
     if user_id:
-        query |= Q(user_id=user_id)
+        # A message sent before a user id change and delivered after it still joins the
+        # company (user ids are never given to someone else; a former number may be).
+        query |= Q(user_id=user_id) | Q(former_user_id=user_id)
     if not query:
         return None
     company = Company.objects.select_for_update().filter(query).order_by("pk").first()
@@ -271,22 +273,32 @@ def company_cnpj_from_text(company: Company, text: str) -> str:
     return cnpj
 
 
-def company_legal_name_from_text(company: Company, text: str, *, message_id: str) -> str:
-    """Record the legal name the customer writes: the first text after being asked for it, or
-    any text that says so ("razão social: ..."), which also corrects an earlier answer (the
-    open case is then re-checked, so approvals given on the old name no longer count). A
-    greeting, a thanks or a question is not a name, and a CNPJ in the same text is not part
-    of it. The customer hears what was recorded, once per message."""
+def legal_name_in(text: str, *, answering: bool) -> str:
+    """The legal name a text gives: one it says it gives ("razão social: ..."), or, when it
+    ``answering`` our question, the text itself; "" for none. A greeting, a thanks or a question
+    is not a name, and a CNPJ in the same text is not part of it."""
     name = " ".join(CNPJ_CANDIDATE.sub(" ", str(text or "")).split())
     said = LEGAL_NAME_PREFIX.match(name)
     if said:
         name = name[said.end():]
-    elif company.legal_name or company.legal_name_asked_at is None or "cnpj" in name.casefold() \
-            or CNPJ_CANDIDATE.search(str(text or "")):
-        return ""   # not asked, already answered, or a text about the CNPJ
+    elif not answering or "cnpj" in name.casefold() or CNPJ_CANDIDATE.search(str(text or "")):
+        return ""   # not an answer, or a text about the CNPJ
     name = name.strip(" .,:;-")
-    if (sum(ch.isalpha() for ch in name) < 3 or len(name) > 200 or name.endswith("?")
-            or _one_word(name) in NOT_A_NAME or name == company.legal_name):
+    if sum(ch.isalpha() for ch in name) < 3 or len(name) > 200 or name.endswith("?") or _one_word(name) in NOT_A_NAME:
+        return ""
+    return name
+
+
+def company_legal_name_from_text(company: Company, text: str, *, message_id: str, correcting: str = "") -> str:
+    """Record the legal name the customer writes: the first text after being asked for it, or
+    any text that says so ("razão social: ..."), which also corrects an earlier answer (the
+    open case is then re-checked, so approvals given on the old name no longer count); an edit
+    of the answer (``correcting``: the name it gave, still the company's) corrects it too. The
+    customer hears what was recorded, once per message."""
+    answering = company.legal_name_asked_at is not None and (
+        not company.legal_name or (correcting and company.legal_name == correcting))
+    name = legal_name_in(text, answering=bool(answering))
+    if not name or name == company.legal_name:
         return ""
     company.legal_name = name
     company.save(update_fields=["legal_name", "updated_at"])
@@ -296,13 +308,14 @@ def company_legal_name_from_text(company: Company, text: str, *, message_id: str
     return name
 
 
-def customer_text_read(company: Company, text: str, *, message_id: str, run, actor: str) -> str:
+def customer_text_read(company: Company, text: str, *, message_id: str, run, actor: str,
+                       correcting: str = "") -> str:
     """Record what a customer's text gives: the first valid CNPJ (the run hears it as
     ``cnpj_received``, keyed by the message) and the legal name; a case open now is re-checked
     at once, not only at the next review round. ``run`` is the company's current run. A note."""
     cnpj = company_cnpj_from_text(company, text)
     note = f"CNPJ {cnpj} recorded" if cnpj else "no workflow waits for text"
-    if legal_name := company_legal_name_from_text(company, text, message_id=message_id):
+    if legal_name := company_legal_name_from_text(company, text, message_id=message_id, correcting=correcting):
         note = (f"{note}, " if cnpj else "") + f"legal name {legal_name!r} recorded"
         if company_cases_recheck(company, actor=actor, reason="the customer wrote the legal name during the review"):
             note += ", open case re-checked"

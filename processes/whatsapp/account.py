@@ -76,10 +76,17 @@ def _template_locked(name: str, language: str) -> WhatsAppTemplate:
     return WhatsAppTemplate.objects.select_for_update().get(name=name, language=language)
 
 
-def account_event_record(value: dict, *, account_id, occurred_at: datetime | None, delivery=None) -> str:
-    """Keep an account event whole, once (a redelivery, however batched, is the same row)."""
-    event = _code(value.get("event"), "event", max_length=64).upper()
-    detail = storable(value)
+def account_event_record(value: dict, *, account_id, occurred_at: datetime | None, delivery=None,
+                         field: str = ACCOUNT_FIELD) -> str:
+    """Keep an account event whole, once (a redelivery, however batched, is the same row). A
+    change of another ``field`` (a number's quality, account alerts, ...) is kept the same way,
+    its event the field's name (and its own ``event``, if it has one), for an operator."""
+    if field == ACCOUNT_FIELD:
+        event = _code(value.get("event"), "event", max_length=64).upper()
+    else:
+        own = value.get("event") if isinstance(value.get("event"), str) and value.get("event").strip() else ""
+        event = safe_text(f"{field}:{own.strip()}" if own else field)[:64]
+    detail = storable(value if field == ACCOUNT_FIELD else {"field": field, **value})
     account = safe_text(str(account_id or ""))[:64]
     fingerprint = hashlib.sha256(json.dumps(
         [account, occurred_at.isoformat() if occurred_at else None, detail],
@@ -95,9 +102,10 @@ def account_event_record(value: dict, *, account_id, occurred_at: datetime | Non
 
 
 def change_apply(field: str, value: dict, *, account_id, occurred_at: datetime | None, delivery=None) -> str:
-    if field == ACCOUNT_FIELD:
-        return account_event_record(value, account_id=account_id, occurred_at=occurred_at, delivery=delivery)
-    return template_change_apply(field, value, occurred_at=occurred_at)
+    if field in TEMPLATE_FIELDS:
+        return template_change_apply(field, value, occurred_at=occurred_at)
+    return account_event_record(value, account_id=account_id, occurred_at=occurred_at, delivery=delivery,
+                                field=field)
 
 
 # --- reads: health, metrics, the startup check ---
@@ -111,6 +119,12 @@ def templates_blocked() -> list[WhatsAppTemplate]:
     pairs = templates.configured_pairs()
     return [row for row in WhatsAppTemplate.objects.filter(status__in=templates.BLOCKING_STATUSES)
             if (row.name, row.language) in pairs]
+
+
+def templates_unconfirmed() -> list[tuple[str, str]]:
+    """Configured (name, language) pairs Meta never reported approved (no row, or another status)."""
+    approved = set(WhatsAppTemplate.objects.filter(status="APPROVED").values_list("name", "language"))
+    return sorted(pair for pair in templates.configured_pairs() if pair not in approved)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from django.core import checks
 from django.db import DatabaseError
 
 from processes.whatsapp import templates
-from processes.whatsapp.account import templates_blocked
+from processes.whatsapp.account import templates_blocked, templates_unconfirmed
 
 
 def check_templates(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
@@ -40,12 +40,19 @@ def check_templates(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
 
 
 def check_template_statuses(app_configs=None, databases=None, **kwargs) -> list[checks.CheckMessage]:
-    """System check (with the database): a configured template Meta rejected, paused or disabled."""
+    """System check (with the database): a configured template Meta rejected, paused or
+    disabled; and one Meta never reported approved, which may not exist at Meta at all (Meta
+    reports a template's status when it changes: an approved template of an older deployment
+    has no row until then, hence a warning, never an error)."""
     try:
         blocked = templates_blocked()
+        unconfirmed = templates_unconfirmed()
     except DatabaseError:   # migrate checks before it creates the tables
         return []
-    return [checks.Warning(f"WhatsApp template {row.name} ({row.language}) is {row.status}"
+    return [checks.Warning(f"WhatsApp template {name} ({language}) has no approval recorded from Meta",
+                           hint="make sure it exists and is approved in WhatsApp Manager, or name another in "
+                                "WHATSAPP_TEMPLATE_<PURPOSE>; a template Meta does not know fails every send",
+                           id="processes.W203") for name, language in unconfirmed] + [checks.Warning(f"WhatsApp template {row.name} ({row.language}) is {row.status}"
                            + (f": {row.reason}" if row.reason else ""),
                            hint="messages of its purpose outside the 24-hour window will fail; "
                                 "fix the template in WhatsApp Manager or configure another",

@@ -13,6 +13,8 @@ from processes.whatsapp.models import InboundMessage, OutboundMessage
 OPTION_REPLY_TYPES = ("button_reply", "list_reply")
 # A typed answer ("1", "Confirmar") counts for the latest question only while it is this fresh.
 TYPED_ANSWER_WINDOW_HOURS = 24
+# Two open questions sent within this many seconds of each other: a typed "1" answers neither.
+AMBIGUOUS_WITHIN_SECONDS = 600
 
 
 @dataclass
@@ -56,15 +58,27 @@ def option_reply(message: InboundMessage, *, company) -> OptionReply | None:
 
 
 def option_typed(message: InboundMessage, text: str, *, company) -> OptionReply | None:
-    """A text that answers the latest question of ours, still open and fresh, by its number
-    ("1") or its option's title typed ("Confirmar"); None otherwise."""
-    question = _questions_to(company, message).order_by("-created_at", "-pk").first()
-    if question is None or question.answered_at is not None \
-            or (clock.now() - question.created_at).total_seconds() > TYPED_ANSWER_WINDOW_HOURS * 3600:
+    """A text that answers a question of ours, still open and fresh, by its number ("1") or
+    its option's title typed ("Confirmar"); None otherwise. The question is the one the text
+    replies to (its ``context``, a swipe-reply), else the only open one: when two open
+    questions were sent close together ("Qual documento é este?", then the missing documents,
+    with the same titles), a bare "1" could answer either, and nothing is guessed."""
+    now = clock.now()
+    fresh = [question for question in _questions_to(company, message).filter(answered_at__isnull=True)
+             .order_by("-created_at", "-pk")[:10]
+             if (now - question.created_at).total_seconds() <= TYPED_ANSWER_WINDOW_HOURS * 3600]
+    context = ((message.payload or {}).get("message") or {}).get("context")
+    replied_to = str(context.get("id") or "") if isinstance(context, dict) else ""
+    if replied_to:
+        fresh = [question for question in fresh if question.provider_message_id == replied_to]
+    elif len(fresh) > 1 and option_ids(fresh[0]) != option_ids(fresh[1]) \
+            and (fresh[0].created_at - fresh[1].created_at).total_seconds() < AMBIGUOUS_WITHIN_SECONDS:
+        return None   # (the same options twice is one question sent again, as text)
+    if not fresh:
         return None
-    items = question.options.get("items") or []
+    question = fresh[0]
     typed = _plain(text)
-    for number, item in enumerate(items, start=1):
+    for number, item in enumerate(question.options.get("items") or [], start=1):
         if typed in (str(number), _plain(item["title"])):
             return OptionReply(id=item["id"], title=item["title"], question=question, typed=True)
     return None

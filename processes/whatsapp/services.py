@@ -53,6 +53,8 @@ from processes.whatsapp.selectors import last_inbound_at
 log = logging.getLogger(__name__)
 
 SUPPORTED_TYPES = {"text", "document", "image"}
+# The change field of customers' messages and our messages' statuses.
+MESSAGES_FIELD = "messages"
 CUSTOMER_SERVICE_WINDOW = timedelta(hours=24)
 
 
@@ -117,6 +119,13 @@ def webhook_parts(payload):
                 kind = "account" if change["field"] == account.ACCOUNT_FIELD else "template"
                 yield Part(kind, f"{where}.value", value, "", metadata={
                     "field": change["field"], "account_id": entry.get("id"), "time": entry.get("time")})
+                continue
+            if change.get("field") != MESSAGES_FIELD and "messages" not in value and "statuses" not in value:
+                # A field we do not act on (a number's quality, account alerts, calls, a user's
+                # preferences...): kept whole as an account event, never dropped unseen.
+                yield Part("account", f"{where}.value", value, "", metadata={
+                    "field": str(change.get("field") or "(no field)"), "account_id": entry.get("id"),
+                    "time": entry.get("time")})
                 continue
             metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
             contacts = value.get("contacts") if isinstance(value.get("contacts"), list) else []
@@ -501,7 +510,8 @@ def message_resend_as_text(message: OutboundMessage) -> OutboundMessage:
     buttons, list_ = options_from_dict(message.options)
     return message_send(idempotency_key=f"{message.idempotency_key}:as-text"[:255], body=message.body,
                         company=message.company, to_wa_id=message.to_wa_id, to_user_id=message.to_user_id,
-                        buttons=buttons, list_=list_, as_text=True)
+                        buttons=buttons, list_=list_, as_text=True, purpose=message.purpose,
+                        parameters={item["name"]: item["text"] for item in message.template_parameters or []})
 
 
 STATUS_FIELDS = ["status_history", "status", "status_updated_at", "error"]

@@ -47,7 +47,19 @@ class Template:
         if missing:
             raise TemplateParameterMissing(f"template {self.name!r} ({self.purpose}) needs "
                                            f"{', '.join(missing)}")
-        return [(name, str(given[name])) for name in self.parameters]
+        return [(name, template_text(given[name])) for name in self.parameters]
+
+
+# Meta refuses a template's text parameter with a line break, a tab or more than four spaces
+# in a row (error 132018), and caps its length: a reviewer's message has all of these.
+PARAMETER_MAX = 1000
+
+
+def template_text(value) -> str:
+    """A template parameter as Meta takes it: whitespace runs collapsed to one space, cut to
+    PARAMETER_MAX characters (with an ellipsis)."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= PARAMETER_MAX else text[:PARAMETER_MAX - 1] + "…"
 
 
 def language_code(language: str) -> str:

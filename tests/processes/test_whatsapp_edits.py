@@ -165,9 +165,83 @@ def test_a_deletion_of_a_message_we_never_received_is_kept_for_an_operator(custo
     assert not Document.objects.filter(withdrawn_at__isnull=False).exists()
 
 
-def test_an_edit_arriving_before_its_original_is_kept_for_an_operator_and_starts_nothing(signed_post):
-    signed_post(whatsapp_webhook(edit("wamid.EDIT-EARLY", HELLO, text=f"CNPJ {CNPJ}")))
-
-    kept = InboundMessage.objects.get()
-    assert kept.status == InboundStatus.UNMATCHED and HELLO["id"] in kept.note
+def test_an_edit_arriving_before_its_original_starts_nothing_and_applies_once_the_original_arrives(
+        signed_post, customer):
+    signed_post(whatsapp_webhook(edit("wamid.EDIT-EARLY", HELLO_BAD_CNPJ, text=f"CNPJ {CNPJ}")))
+    early = InboundMessage.objects.get()
+    assert early.status == InboundStatus.UNMATCHED and HELLO_BAD_CNPJ["id"] in early.note
     assert not Company.objects.exists()
+
+    customer(HELLO_BAD_CNPJ)
+
+    assert company().cnpj == CNPJ
+    assert InboundMessage.objects.get(wamid="wamid.EDIT-EARLY").status == InboundStatus.KEPT
+
+
+def test_a_deletion_arriving_before_its_document_withdraws_it_once_it_arrives(customer, signed_post):
+    customer(HELLO)
+    signed_post(whatsapp_webhook(revoke("wamid.REVOKE-EARLY", CONTRACT["id"])))
+
+    customer(CONTRACT, ADDRESS, SELFIE)
+
+    assert Document.objects.get(message_id=CONTRACT["id"]).withdrawn_at is not None
+    assert last_ask() == "Ainda falta: contrato social."
+    assert not ApprovalRequest.objects.exists()
+
+
+def test_an_edit_of_the_legal_name_answer_corrects_it_and_re_checks_the_case(customer):
+    for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+    answer = whatsapp_message("wamid.NAME", wa_id=PHONE, text="Floricultura Jardm Ltda")
+    customer(answer)
+    assert company().legal_name == "Floricultura Jardm Ltda"
+
+    customer(edit("wamid.EDIT-NAME", answer, text="Floricultura Jardim Ltda"))
+
+    assert company().legal_name == "Floricultura Jardim Ltda"
+    assert open_case(run.id).summary["legal_name_given"] == "Floricultura Jardim Ltda"
+
+
+def test_an_edit_of_another_text_does_not_replace_the_legal_name(customer):
+    for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
+        customer(message)
+    customer(whatsapp_message("wamid.NAME", wa_id=PHONE, text="Floricultura Jardim Ltda"))
+
+    customer(edit("wamid.EDIT-HELLO", HELLO, text="Oi, é a Padaria do Zé"))
+
+    assert company().legal_name == "Floricultura Jardim Ltda"
+
+
+def test_a_caption_edit_that_names_no_document_keeps_the_kind_the_file_has(customer):
+    customer(HELLO)
+    customer(CONTRACT, ADDRESS)   # the address by its caption
+
+    customer(edit("wamid.EDIT-ADDRESS", ADDRESS, caption="(frente)"))
+
+    address = Document.objects.get(message_id=ADDRESS["id"])
+    assert (address.kind, address.caption) == (DocumentKind.ADDRESS, "(frente)")
+
+
+def test_an_older_caption_edit_arriving_after_a_newer_one_changes_nothing(customer):
+    customer(HELLO)
+    customer(CONTRACT, PHOTO)
+    newer = {**edit("wamid.EDIT-2", PHOTO, caption="comprovante de endereço"), "timestamp": "1767225800"}
+    older = {**edit("wamid.EDIT-1", PHOTO, caption="contrato social"), "timestamp": "1767225750"}
+
+    customer(newer)
+    customer(older)
+
+    assert Document.objects.get(message_id=PHOTO["id"]).kind == DocumentKind.ADDRESS
+    assert "older than the last change" in InboundMessage.objects.get(wamid="wamid.EDIT-1").note
+
+
+def test_a_document_deleted_after_the_application_ended_is_for_an_operator(customer, ana):
+    for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
+        run = customer(message)
+    decide(ana, run.id, "reject", reason="Documentos ilegíveis")
+
+    customer(revoke("wamid.REVOKE-LATE", CONTRACT["id"]))
+
+    late = InboundMessage.objects.get(wamid="wamid.REVOKE-LATE")
+    assert late.status == InboundStatus.UNMATCHED and "ended" in late.note
+    assert late in inbound_needing_attention()

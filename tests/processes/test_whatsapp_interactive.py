@@ -5,7 +5,9 @@ import json
 
 import pytest
 
+from approvals.models import ApprovalRequest
 from durable.models import RunStatus
+from processes.onboarding.options import kind_question as kind_options
 from processes.onboarding.models import Company, CompanyStatus, Document, DocumentKind
 from processes.onboarding.services import CONTINUE_TEXT
 from processes.whatsapp.backends import ListRow, OptionList, ReplyButton
@@ -190,6 +192,61 @@ def test_choosing_the_kind_from_the_list_counts_the_file_and_the_run_stops_askin
     assert scan.kind == DocumentKind.ADDRESS
     assert company.status == CompanyStatus.IN_REVIEW
     assert OutboundMessage.objects.filter(idempotency_key__endswith=":under-review:1").exists()
+
+
+def test_a_kind_chosen_during_the_review_is_recorded_and_told_to_the_reviewer(in_review, customer):
+    scan = Document.objects.create(company=Company.objects.get(), media_id="SCAN", file_name="scan.pdf",
+                                   message_id="wamid.SCAN-OLD", kind=DocumentKind.UNKNOWN)
+    body, choices = kind_options(scan)
+    question = message_send(company=scan.company, body=body, idempotency_key="kind:q", list_=choices)
+
+    customer(tap("wamid.KIND", f"kind:{scan.pk}:proof_of_address", "Comprovante de endereço", question=question,
+                 list_reply=True))
+
+    scan.refresh_from_db()
+    assert scan.changes[-1]["change"] == "chosen" and scan.changes[-1]["to"] == DocumentKind.ADDRESS
+    case = ApprovalRequest.objects.get(run_id=in_review.id, status="pending")
+    assert case.summary["findings"][-1]["code"] == "document_relabelled"
+
+
+def test_a_kind_chosen_for_a_deleted_document_changes_nothing(customer):
+    customer(HELLO)
+    customer(UNNAMED)
+    scan = Document.objects.get(file_name="scan.pdf")
+    Document.objects.filter(pk=scan.pk).update(withdrawn_at=Company.objects.get().created_at)
+
+    customer(tap("wamid.KIND", f"kind:{scan.pk}:proof_of_address", "Comprovante de endereço",
+                 question=kind_question(scan), list_reply=True))
+
+    scan.refresh_from_db()
+    assert scan.kind == DocumentKind.UNKNOWN and "deleted" in InboundMessage.objects.get(wamid="wamid.KIND").note
+
+
+def test_a_number_typed_when_two_different_questions_are_open_answers_neither(customer):
+    customer(HELLO)
+    customer(CONTRACT)           # the ask offers the missing documents as a list
+    customer(UNNAMED)            # and a file of unknown kind gets "Qual documento é este?"
+    scan = Document.objects.get(file_name="scan.pdf")
+
+    customer(says("wamid.TYPED", "1"))
+
+    scan.refresh_from_db()
+    assert scan.kind == DocumentKind.UNKNOWN
+    assert not OutboundMessage.objects.filter(idempotency_key="option:wamid.TYPED").exists()
+
+
+def test_a_number_typed_as_a_reply_to_one_question_answers_that_one(customer):
+    customer(HELLO)
+    customer(CONTRACT)
+    customer(UNNAMED)
+    scan = Document.objects.get(file_name="scan.pdf")
+    typed = {**says("wamid.TYPED", "2"), "context": {"from": "551130000000",
+                                                      "id": kind_question(scan).provider_message_id}}
+
+    customer(typed)
+
+    scan.refresh_from_db()
+    assert scan.kind == DocumentKind.ADDRESS
 
 
 def test_a_forged_kind_naming_another_companys_document_changes_nothing(customer):

@@ -254,7 +254,33 @@ def test_the_configured_templates_pass_the_system_check():
 def test_the_system_check_warns_of_a_configured_template_meta_rejected(signed_post):
     signed_post(template_status("REJECTED", name="onboarding_greeting"))
 
-    assert [w.id for w in check_template_statuses()] == ["processes.W202"]
+    assert [w.id for w in check_template_statuses() if w.id == "processes.W202"] == ["processes.W202"]
+
+
+def test_the_system_check_warns_of_a_configured_template_meta_never_reported_approved(signed_post):
+    signed_post(template_status("APPROVED", name="onboarding_greeting"))
+
+    unconfirmed = [w.msg for w in check_template_statuses() if w.id == "processes.W203"]
+
+    assert "WhatsApp template invoice_reminder (pt_BR) has no approval recorded from Meta" in unconfirmed
+    assert not any("onboarding_greeting" in message for message in unconfirmed)
+
+
+def test_a_deployment_names_its_own_template_for_a_purpose(monkeypatch):
+    monkeypatch.setenv("WHATSAPP_TEMPLATE_BILLING_REMINDER", "lembrete_fatura_v2")
+
+    from config.settings import whatsapp_template
+
+    assert whatsapp_template("billing_reminder", "invoice_reminder", ["number"])["name"] == "lembrete_fatura_v2"
+
+
+def test_a_reviewers_message_with_line_breaks_goes_out_as_one_line_meta_accepts(cloud_api, clock):
+    message_send(to_wa_id="5511955554448", body="Precisamos de mais documentos.", idempotency_key="more:2",
+                 purpose="decision_more_documents",
+                 parameters={"request": "Envie o contrato.\n\nE o comprovante\t de     endereço."})
+
+    parameters = cloud_api.json_bodies("POST", MESSAGES)[0]["template"]["components"][0]["parameters"]
+    assert parameters == [{"type": "text", "text": "Envie o contrato. E o comprovante de endereço."}]
 
 
 @pytest.mark.parametrize("model", [WhatsAppTemplate, AccountEvent])
@@ -290,3 +316,19 @@ def test_a_rejection_a_day_after_the_customers_last_message_goes_out_as_the_reje
     sent = OutboundMessage.objects.get(idempotency_key=f"{in_review.id}:rejected")
     assert (sent.purpose, sent.template_name, sent.template_parameters) == (
         "decision_rejected", "onboarding_rejected", [])
+
+
+def test_a_change_of_a_field_we_do_not_act_on_is_kept_as_an_account_event_not_dropped(signed_post):
+    signed_post(change("phone_number_quality_update", {
+        "display_phone_number": "551130000000", "event": "FLAGGED", "current_limit": "TIER_1K"}))
+
+    event = AccountEvent.objects.get()
+    assert event.event == "phone_number_quality_update:FLAGGED"
+    assert event.detail["field"] == "phone_number_quality_update" and event.detail["current_limit"] == "TIER_1K"
+    assert "account phone_number_quality_update:FLAGGED" in WebhookDelivery.objects.get().outcome
+
+
+def test_a_change_of_an_unknown_field_with_no_event_is_kept_under_the_fields_name(signed_post):
+    signed_post(change("user_preferences", {"contacts": [], "user_preferences": [{"value": "stop"}]}))
+
+    assert AccountEvent.objects.get().event == "user_preferences"

@@ -8,25 +8,14 @@ scan (the newest ``COUNT_CAP`` matches are browsable: a narrower filter finds ol
 Small tables, and SQLite unfiltered, count exactly, as Django does.
 """
 from django.core.paginator import Paginator
-from django.db import connections
 from django.utils.functional import cached_property
+
+from durable.sql import table_estimate
 
 # Below this many rows (by the estimate) an exact count is cheap: counted, not estimated.
 ESTIMATE_ABOVE = 100_000
 # A filtered list counts at most this many of its rows.
 COUNT_CAP = 10_000
-
-
-def table_estimate(queryset) -> int | None:
-    """The planner's row estimate of the queryset's table, or None where there is none."""
-    connection = connections[queryset.db]
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)",
-                       [queryset.model._meta.db_table])
-        row = cursor.fetchone()
-    return int(row[0]) if row and row[0] is not None and row[0] >= 0 else None
 
 
 class EstimatedCountPaginator(Paginator):
