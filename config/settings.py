@@ -117,7 +117,7 @@ def postgresql_statements() -> dict:
 
     The engine sends the same few statements for every step, so PostgreSQL parses each once
     per connection instead of once per call, and replans it only while a custom plan pays
-    (its plan_cache_mode); measured in docs/benchmarks.md.
+    (its plan_cache_mode); measured in benchmarks/results/2026-12-02-afternoon-peers.md.
     A pooler in transaction mode (PgBouncer without max_prepared_statements) cannot keep
     a prepared statement between transactions: DATABASE_PREPARED_STATEMENTS=off for it.
     """

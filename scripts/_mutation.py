@@ -43,7 +43,7 @@ ALSO_COPY = ["config", "processes", "approvals", "templates", "locale", "durable
 # subprocesses), so two mutmut children would create and drop it under each other and
 # kill mutants that changed nothing. One child also keeps the shared machine usable.
 CHILDREN = 1
-EQUIVALENT_LIST = ROOT / "docs" / "testing.md"  # lines "- `mutant name`: why it is equivalent"
+EQUIVALENT_LIST = ROOT / "docs" / "mutation-equivalents.md"  # lines "- `mutant name`: why it is equivalent"
 
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 
@@ -218,7 +218,7 @@ def report(names: list[str], statuses: dict[str, str], min_score: float | None, 
     score = 100.0 * totals[1] / counted if counted else 100.0
     print(f"{'all':<24}{totals[0]:>8}{totals[1]:>8}{totals[2]:>9}{totals[3]:>7}{score:>7.1f}%")
     unchecked = [n for n in names if statuses.get(n, "not checked") == "not checked"]
-    print("(score: killed / (mutants - equivalent); equivalent mutants are listed in docs/testing.md)")
+    print("(score: killed / (mutants - equivalent); equivalent mutants are listed in docs/mutation-equivalents.md)")
     if unchecked:
         print(f"({len(unchecked)} selected mutants not checked yet: not counted)")
     if survivors:
