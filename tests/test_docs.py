@@ -8,7 +8,8 @@ import pytest
 from django.core.management import get_commands, load_command_class
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *ROOT.glob("*.md")])
+PAGES = sorted([*ROOT.glob("*.md"), *(ROOT / "docs").rglob("*.md"), *(ROOT / "benchmarks").rglob("*.md"),
+                *(ROOT / "durable").glob("*.md"), *(ROOT / "examples").rglob("*.md")])
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"```.*?```", re.DOTALL)
 MANAGE = re.compile(r"manage\.py\s+([^`|\n]*)")
