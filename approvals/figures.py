@@ -1,13 +1,15 @@
 """The supervisor dashboard's figures, read from the database: one source for the page and /metrics.
 
-Reads only. Percentiles are computed here (nearest rank) rather than in SQL, so SQLite and
-PostgreSQL give the same answer; the number of cases decided in a few weeks is small.
+Reads only. Percentiles are the nearest rank: PostgreSQL's percentile_disc there, the same
+rule in Python on SQLite, so both give the same answer.
 """
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
+from datetime import timezone as dt_timezone
 
+from django.db import connection
 from django.db.models import Case, CharField, Count, F, Value, When
 from django.utils.formats import date_format, get_format
 from django.utils.translation import gettext_lazy as _
@@ -137,19 +139,40 @@ def percentile(values: list[float], fraction: float) -> float | None:
 
 
 def weekly_time_to_decision(now: datetime | None = None, weeks: int = WEEKS) -> list[Week]:
-    """Time from opening to decision, p50 and p90, per ISO week (Monday) of the decision,
-    for the last ``weeks`` weeks, oldest first; a week with no decision has no percentiles."""
+    """Time from opening to decision, p50 and p90, per ISO week (Monday, UTC) of the decision,
+    for the last ``weeks`` weeks, oldest first; a week with no decision has no percentiles.
+    On PostgreSQL the database computes them (percentile_disc is the nearest rank): read into
+    Python, 200,000 decisions took the dashboard 4.7 s (benchmarks/pages.py)."""
     now = now or clock.now()
     this_monday = now.date() - timedelta(days=now.weekday())
     first = this_monday - timedelta(weeks=weeks - 1)
-    durations: dict[date, list[float]] = {first + timedelta(weeks=n): [] for n in range(weeks)}
-    decided = ApprovalRequest.objects.filter(status__in=DECIDED_STATUSES, closed_at__date__gte=first)
+    since = datetime.combine(first, time.min, tzinfo=dt_timezone.utc)
+    decided = ApprovalRequest.objects.filter(status__in=DECIDED_STATUSES, closed_at__gte=since)
+    found = _weekly_in_sql(decided) if connection.vendor == "postgresql" else _weekly_in_python(decided)
+    return [found.get(first + timedelta(weeks=n), Week(first + timedelta(weeks=n), 0, None, None))
+            for n in range(weeks)]
+
+
+def _weekly_in_python(decided) -> dict[date, Week]:
+    durations: dict[date, list[float]] = {}
     for created_at, closed_at in decided.values_list("created_at", "closed_at"):
-        monday = closed_at.date() - timedelta(days=closed_at.weekday())
-        if monday in durations:
-            durations[monday].append((closed_at - created_at).total_seconds())
-    return [Week(start, len(values), percentile(values, 0.5), percentile(values, 0.9))
-            for start, values in sorted(durations.items())]
+        closed = closed_at.astimezone(dt_timezone.utc)
+        durations.setdefault(closed.date() - timedelta(days=closed.weekday()), []).append(
+            (closed_at - created_at).total_seconds())
+    return {start: Week(start, len(values), percentile(values, 0.5), percentile(values, 0.9))
+            for start, values in durations.items()}
+
+
+def _weekly_in_sql(decided) -> dict[date, Week]:
+    seconds = "EXTRACT(EPOCH FROM (closed_at - created_at))"
+    query, params = decided.order_by().values("pk").query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT date_trunc('week', closed_at AT TIME ZONE 'UTC')::date, count(*), "
+            f"percentile_disc(0.5) WITHIN GROUP (ORDER BY {seconds}), "
+            f"percentile_disc(0.9) WITHIN GROUP (ORDER BY {seconds}) "
+            f"FROM {ApprovalRequest._meta.db_table} WHERE id IN ({query}) GROUP BY 1", params)
+        return {start: Week(start, count, float(p50), float(p90)) for start, count, p50, p90 in cursor.fetchall()}
 
 
 def day_and_month(day: date) -> str:

@@ -88,7 +88,9 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
         ordering = ["due_at", "id"]
         verbose_name = _("approval request")
         verbose_name_plural = _("approval requests")
-        indexes = [models.Index(fields=["status", "due_at"], name="approvals_open_due")]
+        indexes = [models.Index(fields=["status", "due_at"], name="approvals_open_due"),
+                   # The archive, latest decision first (a page without a sort of every closed case).
+                   models.Index(fields=["closed_at", "id"], name="approvals_closed")]
         permissions = [
             ("decide_approvalrequest", "Can claim and decide approval requests (compliance reviewer)"),
         ]

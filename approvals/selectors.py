@@ -3,7 +3,8 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Value, When
+from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce
 
 from approvals.errors import ApprovalNotFound
 from approvals.models import (CLOSED_STATUSES, OPEN_STATUSES, ApprovalDecision, ApprovalRequest, ApprovalStatus,
@@ -13,9 +14,13 @@ from durable.selectors import run_journal
 
 
 def _with_counts(cases: QuerySet) -> QuerySet:
+    """Each case with its number of approvals, counted for the page's cases only: a join and
+    GROUP BY would count the votes of every closed case before the page is cut (1.4 s an
+    archive page with 200,000 decided cases, benchmarks/pages.py)."""
     # Not the run: it may have moved to durable's archive (panels ask durable for it).
-    return cases.select_related("assignee").annotate(
-        approvals=Count("decisions", filter=Q(decisions__outcome=Outcome.APPROVE)))
+    approvals = (ApprovalDecision.objects.filter(request=OuterRef("pk"), outcome=Outcome.APPROVE).order_by()
+                 .values("request").annotate(n=Count("pk")).values("n"))
+    return cases.select_related("assignee").annotate(approvals=Coalesce(Subquery(approvals), 0))
 
 
 def _search(cases: QuerySet, query: str) -> QuerySet:
