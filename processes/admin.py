@@ -395,7 +395,7 @@ class OutboundMessageAdmin(ProcessWrittenAdmin):
 
     @admin.display(description=gettext_lazy("purpose"), ordering="purpose")
     def purpose_cell(self, message):
-        return data(message.purpose) if message.purpose else "-"
+        return message.get_purpose_display() if message.purpose else "-"
 
     @admin.display(description=gettext_lazy("template parameters"))
     def template_parameters_block(self, message):

@@ -43,6 +43,20 @@ class InboundMessage(models.Model):
             "id": self.wamid, "sender": self.sender_wa_id or self.sender_user_id}
 
 
+class MessagePurpose(models.TextChoices):
+    """What an outbound message is for (processes/whatsapp/templates.py, PURPOSES): the
+    template it goes out as outside the 24-hour window."""
+
+    GENERIC = "generic", pgettext_lazy("message purpose", "Other")
+    GREETING = "greeting", pgettext_lazy("message purpose", "Greeting")
+    DOCUMENTS_REQUEST = "documents_request", pgettext_lazy("message purpose", "Documents request")
+    DOCUMENT_REMINDER = "document_reminder", pgettext_lazy("message purpose", "Documents reminder")
+    DECISION_APPROVED = "decision_approved", pgettext_lazy("message purpose", "Decision: approved")
+    DECISION_REJECTED = "decision_rejected", pgettext_lazy("message purpose", "Decision: rejected")
+    DECISION_MORE_DOCUMENTS = "decision_more_documents", pgettext_lazy("message purpose", "Decision: more documents")
+    BILLING_REMINDER = "billing_reminder", pgettext_lazy("message purpose", "Billing reminder")
+
+
 class OutboundStatus(models.TextChoices):
     QUEUED = "queued", _("queued")
     SENT = "sent", _("sent")
@@ -77,7 +91,7 @@ class OutboundMessage(models.Model):
     template_language = models.CharField(_("template language"), max_length=16, blank=True)
     template_parameters = models.JSONField(_("template parameters"), default=list, blank=True,
                                            help_text=_("the parameters sent, in the template's order"))
-    purpose = models.CharField(_("purpose"), max_length=32, blank=True,
+    purpose = models.CharField(_("purpose"), max_length=32, blank=True, choices=MessagePurpose.choices,
                                help_text=_("what the message is for; names its template"))
     backend = models.CharField(_("sending backend"), max_length=32)
     provider_message_id = models.CharField(_("provider's message id"), max_length=128, null=True, blank=True,

@@ -332,3 +332,10 @@ def test_a_change_of_an_unknown_field_with_no_event_is_kept_under_the_fields_nam
     signed_post(change("user_preferences", {"contacts": [], "user_preferences": [{"value": "stop"}]}))
 
     assert AccountEvent.objects.get().event == "user_preferences"
+
+
+def test_every_purpose_a_process_sends_for_has_a_label_for_the_admin():
+    from processes.whatsapp.models import MessagePurpose
+    from processes.whatsapp.templates import PURPOSES
+
+    assert set(MessagePurpose.values) == set(PURPOSES)
