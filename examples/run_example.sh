@@ -42,6 +42,13 @@ case "$engine" in
   *) echo "run_example: FAILED: durable imported from $engine, not the installed wheel" >&2; exit 1 ;;
 esac
 
+# The core alone: what follows must work without any extra's packages.
+extras="$("$py" -c 'import importlib.util as u; print(*[m for m in ("celery", "rest_framework", "drf_spectacular", "prometheus_client") if u.find_spec(m)])')"
+if [ -n "$extras" ]; then
+  echo "run_example: FAILED: the core wheel pulled in an extra's packages: $extras" >&2
+  exit 1
+fi
+
 set -x
 "$py" manage.py check
 "$py" manage.py migrate --noinput -v 0
@@ -49,5 +56,5 @@ set -x
 "$py" -m hello.check_run greeting:ada waiting
 "$py" manage.py durable signal greeting:ada approved --payload '{"reviewer": "Grace"}' --dedupe-key review-1
 "$py" -m hello.check_run greeting:ada completed "Hello, Ada! (approved by Grace)"
-set +x
-echo "--- the example's run completed on the installed wheel"
+{ set +x; } 2>/dev/null
+echo "--- the example's run completed on the installed wheel (no Celery, no DRF installed)"
