@@ -14,6 +14,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("DURABLE_VAR_DIR", BASE_DIR / "var"))
+# The engine's names for them: its default files under var/, paths in its warnings from the root.
+DURABLE_VAR_DIR = VAR_DIR
+DURABLE_BASE_DIR = BASE_DIR
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -208,8 +211,9 @@ SPECTACULAR_SETTINGS = {
 }
 # The API refuses larger request bodies (413) and larger signal payloads or run input (400).
 DURABLE_API_MAX_PAYLOAD_BYTES = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_BYTES", str(64 * 1024)))
-# /metrics answers a staff session or "Authorization: Bearer $METRICS_TOKEN" (empty: staff only).
-METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+# /metrics answers a staff session or "Authorization: Bearer $DURABLE_METRICS_TOKEN" (empty:
+# staff only). The environment's METRICS_TOKEN, the name it had before, is still read.
+DURABLE_METRICS_TOKEN = os.environ.get("DURABLE_METRICS_TOKEN", os.environ.get("METRICS_TOKEN", ""))
 
 # --- Celery: the broker only carries "advance run X"; the database is the truth. ---
 # Empty means unset, as for DATABASE_URL. The host is a placeholder the filesystem transport
@@ -478,7 +482,7 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["config.throttling.TokenClientThro
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"token": os.environ.get("API_TOKEN_THROTTLE_RATE", "1200/min")}
 # API tokens (manage.py durable token create|list|revoke) are stored as digests, scoped read or
 # operate, and expire after this many days unless created with --days (docs/api.md).
-API_TOKEN_DAYS = int(os.environ.get("API_TOKEN_DAYS", "90"))
+DURABLE_API_TOKEN_DAYS = int(os.environ.get("DURABLE_API_TOKEN_DAYS", os.environ.get("API_TOKEN_DAYS", "90")))
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = ["drf_spectacular.hooks.postprocess_schema_enums",
                                                 "config.throttling.document_throttling",
                                                 "durable.surfaces.openapi.blank_text_is_one_alternative"]

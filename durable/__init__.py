@@ -5,6 +5,8 @@ resolved lazily, because Django imports this package before its models are ready
 """
 import importlib
 
+__version__ = "0.1.0"
+
 _EXPORTS = {
     "workflow": "durable.runtime.workflow",
     "Retry": "durable.runtime.retry",

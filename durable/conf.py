@@ -1,9 +1,21 @@
-"""The engine's settings, read at call time so tests can override them."""
+"""The engine's settings, read at call time so tests can override them.
+
+Every setting is ``DURABLE_*``; a few are also read under the name they had before the
+engine was a package of its own (``METRICS_TOKEN``, ``API_TOKEN_DAYS``, ``VAR_DIR``,
+``BASE_DIR``), when the ``DURABLE_`` name is not set.
+"""
 import hashlib
 import hmac
 from pathlib import Path
 
 from django.conf import settings
+
+
+def _setting(name: str, *, legacy: str, default):
+    """``name`` if the project sets it, else ``legacy``, else ``default``."""
+    if hasattr(settings, name):
+        return getattr(settings, name)
+    return getattr(settings, legacy, default)
 
 
 def lease_seconds() -> float:
@@ -92,7 +104,23 @@ def limit_patience_seconds() -> float:
 
 def api_token_days() -> int:
     """How long a new API token is valid unless its creator says otherwise."""
-    return int(getattr(settings, "API_TOKEN_DAYS", 90))
+    return int(_setting("DURABLE_API_TOKEN_DAYS", legacy="API_TOKEN_DAYS", default=90))
+
+
+def metrics_token() -> str:
+    """The bearer token that reads /metrics without a staff session (empty: staff only)."""
+    return str(_setting("DURABLE_METRICS_TOKEN", legacy="METRICS_TOKEN", default="") or "")
+
+
+def var_dir() -> Path:
+    """Where the engine keeps files of its own by default (the audit heads)."""
+    return Path(_setting("DURABLE_VAR_DIR", legacy="VAR_DIR", default="var"))
+
+
+def base_dir() -> Path | None:
+    """The project's root: a determinism warning shows a file's path relative to it."""
+    value = _setting("DURABLE_BASE_DIR", legacy="BASE_DIR", default=None)
+    return Path(value) if value else None
 
 
 def audit_key() -> bytes:
@@ -114,4 +142,4 @@ def audit_heads_sink() -> str:
 def audit_heads_file() -> str:
     """Where the default sink appends the heads: a path outside the database."""
     return str(getattr(settings, "DURABLE_AUDIT_HEADS_FILE", "")
-               or Path(getattr(settings, "VAR_DIR", "var")) / "audit" / "heads.jsonl")
+               or var_dir() / "audit" / "heads.jsonl")

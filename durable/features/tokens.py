@@ -32,7 +32,7 @@ def digest(secret: str) -> str:
 
 
 def token_create(user: AbstractBaseUser, *, scope: str, days: int | None = None, name: str = "") -> IssuedToken:
-    """A new token for ``user``, valid for ``days`` (API_TOKEN_DAYS unless given).
+    """A new token for ``user``, valid for ``days`` (DURABLE_API_TOKEN_DAYS unless given).
 
     The token never grants more than its user's permissions: a read token of an operator
     only reads, an operate token of a viewer still only reads.

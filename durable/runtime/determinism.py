@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
 
-from django.conf import settings
+from durable import conf
 
 ALLOW_MARKER = "durable: allow"
 
@@ -103,9 +103,12 @@ def rule_for(qualified: str, *, has_arguments: bool = False) -> Rule | None:
 
 
 def display_path(filename: str) -> str:
+    root = conf.base_dir()
+    if root is None:
+        return filename
     try:
-        return str(Path(filename).resolve().relative_to(Path(settings.BASE_DIR).resolve()))
-    except (ValueError, AttributeError):
+        return str(Path(filename).resolve().relative_to(root.resolve()))
+    except ValueError:
         return filename
 
 

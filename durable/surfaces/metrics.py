@@ -9,13 +9,12 @@ web and workers share (the ``durable`` cache alias, falling back to ``default``)
 import hmac
 import logging
 
-from django.conf import settings
 from django.db.models import Count, Min, Sum
 from django.http import HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from durable import clock
+from durable import clock, conf
 from durable.runtime.sweep import last_sweep
 from durable.models import ACTIVE_STATUSES, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
 
@@ -113,7 +112,7 @@ def render() -> bytes:
 
 
 def _bearer_token_ok(request) -> bool:
-    expected = getattr(settings, "METRICS_TOKEN", "") or ""
+    expected = conf.metrics_token()
     header = request.headers.get("Authorization", "")
     if not expected or not header.startswith("Bearer "):
         return False
@@ -121,7 +120,7 @@ def _bearer_token_ok(request) -> bool:
 
 
 def metrics_view(request):
-    """GET /metrics: for a staff session, or ``Authorization: Bearer $METRICS_TOKEN``."""
+    """GET /metrics: for a staff session, or ``Authorization: Bearer <DURABLE_METRICS_TOKEN>``."""
     user = getattr(request, "user", None)
     if not (_bearer_token_ok(request) or (user is not None and user.is_active and user.is_staff)):
         if user is not None and user.is_authenticated:

@@ -20,7 +20,7 @@ HOUR = timedelta(hours=1)
 
 @pytest.fixture
 def scrape(client, settings):
-    settings.METRICS_TOKEN = TOKEN
+    settings.DURABLE_METRICS_TOKEN = TOKEN
 
     def get() -> dict:
         response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")

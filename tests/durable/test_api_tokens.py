@@ -53,7 +53,7 @@ def test_a_token_works_until_it_expires(operator, clock):
 
 
 def test_a_new_token_expires_after_api_token_days_unless_told_otherwise(operator, clock, settings):
-    settings.API_TOKEN_DAYS = 7
+    settings.DURABLE_API_TOKEN_DAYS = 7
 
     token = token_create(operator, scope="read").token
 

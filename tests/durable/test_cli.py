@@ -169,3 +169,25 @@ def test_an_unknown_run_makes_the_process_exit_non_zero():
 
     assert result.returncode == 1
     assert "no run with id 'no:such-run'" in result.stderr
+
+
+@pytest.fixture
+def without_the_api_extra(monkeypatch):
+    """As if djangorestframework and drf-spectacular were not installed (the core wheel alone)."""
+    from durable.management.commands import durable as command
+
+    real_import = command.importlib.import_module
+
+    def import_module(name, *args):
+        if name == "durable.surfaces.cli.status":
+            raise ModuleNotFoundError("No module named 'drf_spectacular'", name="drf_spectacular")
+        return real_import(name, *args)
+
+    monkeypatch.setattr(command.importlib, "import_module", import_module)
+
+
+def test_a_subcommand_that_needs_an_extra_says_which_and_the_others_still_work(without_the_api_extra, waiting_run):
+    with pytest.raises(CommandError, match=r"django-durable-flows\[api\]"):
+        durable("status", waiting_run.id)
+
+    assert waiting_run.id in durable("list")

@@ -20,7 +20,7 @@ TOKEN = "scrape-secret-for-tests"
 
 @pytest.fixture
 def scrape(client, settings):
-    settings.METRICS_TOKEN = TOKEN
+    settings.DURABLE_METRICS_TOKEN = TOKEN
 
     def get() -> dict:
         response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
@@ -32,7 +32,7 @@ def scrape(client, settings):
 
 
 def test_metrics_need_a_token_or_a_staff_login(client, settings):
-    settings.METRICS_TOKEN = TOKEN
+    settings.DURABLE_METRICS_TOKEN = TOKEN
     clerk = User.objects.create_user("clerk", password="pw-unused-123")
     admin = User.objects.create_user("admin", password="pw-unused-123", is_staff=True)
 
@@ -48,7 +48,7 @@ def test_metrics_need_a_token_or_a_staff_login(client, settings):
 
 
 def test_an_empty_token_setting_never_matches(client, settings):
-    settings.METRICS_TOKEN = ""
+    settings.DURABLE_METRICS_TOKEN = ""
 
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
 

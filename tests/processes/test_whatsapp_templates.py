@@ -60,7 +60,7 @@ def sweep_just_ran():
 
 @pytest.fixture
 def scrape(client, settings):
-    settings.METRICS_TOKEN = "scrape-secret-for-tests"
+    settings.DURABLE_METRICS_TOKEN = "scrape-secret-for-tests"
 
     def get() -> dict:
         response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-secret-for-tests")

@@ -1,4 +1,5 @@
 """``python manage.py durable <subcommand>``: operate runs from a shell, over the services."""
+import argparse
 import importlib
 import sys
 
@@ -6,6 +7,21 @@ from django.core.management.base import BaseCommand, CommandError
 
 from durable.surfaces.cli import SUBCOMMANDS
 from durable.errors import DurableError
+
+# The optional packages a subcommand may need, and the extra of django-durable-flows that
+# installs each: without it the subcommand is listed, and says what to install.
+EXTRAS = {"rest_framework": "api", "drf_spectacular": "api", "prometheus_client": "api", "celery": "celery"}
+
+
+def _subcommand(module_path: str):
+    """The subcommand's module, or the extra it needs when an optional package is missing."""
+    try:
+        return importlib.import_module(module_path), None
+    except ModuleNotFoundError as error:
+        extra = EXTRAS.get((error.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        return None, f"needs the {extra!r} extra: pip install 'django-durable-flows[{extra}]'"
 
 
 class Command(BaseCommand):
@@ -15,11 +31,17 @@ class Command(BaseCommand):
         commands = parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND")
         commands.required = True
         for name, module_path in SUBCOMMANDS.items():
-            module = importlib.import_module(module_path)
+            module, missing = _subcommand(module_path)
+            if module is None:
+                unavailable = commands.add_parser(name, help=f"({missing})", description=missing)
+                unavailable.add_argument("ignored", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+                continue
             module.add_arguments(commands.add_parser(name, help=module.help, description=module.help))
 
     def handle(self, *args, **options):
-        module = importlib.import_module(SUBCOMMANDS[options["subcommand"]])
+        module, missing = _subcommand(SUBCOMMANDS[options["subcommand"]])
+        if module is None:
+            raise CommandError(f"durable {options['subcommand']} {missing}", returncode=2)
         try:
             code = module.handle(options, self.stdout)
         except DurableError as error:

@@ -19,7 +19,7 @@ def add_arguments(parser):
     create.add_argument("username")
     create.add_argument("--scope", required=True, choices=TokenScope.values,
                         help="read: GET, HEAD, OPTIONS only; operate: also start, signal, cancel, retry, ...")
-    create.add_argument("--days", type=int, default=None, help="valid for this many days (default API_TOKEN_DAYS)")
+    create.add_argument("--days", type=int, default=None, help="valid for this many days (default DURABLE_API_TOKEN_DAYS)")
     create.add_argument("--name", default="", help="what the token is for, e.g. erp-sync")
     actions.add_parser("list", help="every token: id, prefix, user, scope, dates and state (never a secret)")
     revoke = actions.add_parser("revoke", help="refuse a token from now on")
