@@ -5,8 +5,6 @@ The message changed stays as it was received (the conversation shows what change
 hears of a changed document as one more ``documents_received``, so its next validation counts
 what the company has now. Nothing here writes to the customer but what a text would.
 """
-from django.utils.translation import gettext as _
-
 from django.db import transaction
 from django.db.models import Q
 from django.utils.translation import gettext as _
@@ -17,12 +15,13 @@ from durable.errors import RunNotFound
 from processes.onboarding.cnpj import cnpj_digits, cnpj_find
 from processes.onboarding.findings import finding, kind_name
 from processes.onboarding.models import Company, Document, DocumentKind
-from processes.onboarding.relabel import DOCUMENT_CHECK, actor, cases_told, document_relabel, label, run_told
+from processes.onboarding.relabel import (DOCUMENT_CHECK, actor, cases_told, change_record, document_relabel, label,
+                                          run_told)
 from processes.onboarding.services import DOCUMENT_TYPES, company_for_sender, customer_text_read, legal_name_in
 from processes.onboarding.steps import validate_documents_by_rules
 from processes.onboarding.validation import guess_kind
-from processes.whatsapp.models import InboundMessage, InboundStatus
-from processes.whatsapp.selectors import CHANGE_TYPES, changed_message_id, edit_text
+from processes.whatsapp.models import CHANGE_TYPES, InboundMessage, InboundStatus
+from processes.whatsapp.selectors import changed_message_id, edit_text, text_body
 from processes.whatsapp.services import inbound_process
 
 EDIT, REVOKE = CHANGE_TYPES
@@ -108,15 +107,10 @@ def text_edit(company: Company, original: InboundMessage, message: InboundMessag
     run = _current_run(company)
     if run is None:
         return InboundStatus.KEPT, f"an edit of text {original.wamid}: no onboarding to read it", company
-    gave = legal_name_in(_text_of(original), answering=True)
+    gave = legal_name_in(text_body(original), answering=True)
     note = customer_text_read(company, text, message_id=message.wamid, run=run, actor=actor(message),
                               correcting=gave if gave and gave == company.legal_name else "")
     return InboundStatus.KEPT, f"an edit of text {original.wamid}: read again, {note}", company
-
-
-def _text_of(message: InboundMessage) -> str:
-    text = (message.payload.get("message") or {}).get("text")
-    return str(text.get("body") or "") if isinstance(text, dict) else ""
 
 
 def document_caption_edit(document: Document, original: InboundMessage,
@@ -130,11 +124,10 @@ def document_caption_edit(document: Document, original: InboundMessage,
         return (InboundStatus.KEPT, f"an edit of {original.wamid} older than the last change applied: "
                 "nothing changed", document.company)
     document.caption = caption
-    document.save(update_fields=["caption"])
     named = guess_kind(message_type="document", caption=caption)
     kind = document.kind if named == DocumentKind.UNKNOWN else named
-    note = document_relabel(document, kind, message=message, change={"change": "caption", "caption": caption})
-    status = InboundStatus.PROCESSED if kind != document.changes[-1]["from"] else InboundStatus.KEPT
+    relabelled, note = document_relabel(document, kind, message=message, change="caption", caption=caption)
+    status = InboundStatus.PROCESSED if relabelled else InboundStatus.KEPT
     return status, f"the caption of {original.wamid} was edited: {note}", document.company
 
 
@@ -142,19 +135,16 @@ def document_withdraw(document: Document, message: InboundMessage) -> tuple[str,
     """The customer deleted the message that carried a document: it stays on file, marked,
     and no longer counts; an open case gets a finding and the run validates again, so it asks
     for the document again. After the application ended, an operator is told."""
-    now = clock.now()
-    document.withdrawn_at = now
-    document.changes = [*document.changes, {"change": "deleted", "at": now.isoformat(), "message_id": message.wamid,
-                                            "sent_at": message.sent_at.isoformat() if message.sent_at else None}]
+    document.withdrawn_at = clock.now()
+    change_record(document, message, change="deleted")
     document.save(update_fields=["withdrawn_at", "changes"])
     note = f"the customer deleted {document.message_id}: {document.kind} {document.pk} no longer counts"
     note += cases_told(document, finding(DOCUMENT_CHECK, "document_withdrawn", label=label(document),
                                          kind=str(document.kind)), message)
-    run = _current_run(document.company)
-    note += run_told(document, message)
-    if run is None or run.is_finished:   # nothing will ask again: someone must know
-        return InboundStatus.UNMATCHED, note + ": the application has ended, for an operator", document.company
-    return InboundStatus.PROCESSED, note, document.company
+    heard, told = run_told(document, message)
+    if not heard:   # nothing will ask for it again: someone must know
+        return InboundStatus.UNMATCHED, note + told + ": the application has ended, for an operator", document.company
+    return InboundStatus.PROCESSED, note + told, document.company
 
 
 def _current_run(company: Company):

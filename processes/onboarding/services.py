@@ -2,7 +2,6 @@
 its run, and turn a document message into a ``documents_received`` signal."""
 import logging
 import re
-import unicodedata
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -20,7 +19,8 @@ from processes.onboarding.steps import KIND_NAMES_PT
 from processes.onboarding.validation import guess_kind
 from processes.onboarding.workflow import CNPJ_SIGNAL, DOCUMENTS_SIGNAL
 from processes.whatsapp.models import InboundMessage, InboundStatus
-from processes.whatsapp.replies import OptionReply, option_ids, option_reply, option_typed
+from processes.whatsapp.replies import OptionReply, option_ids, option_reply, option_typed, plain
+from processes.whatsapp.selectors import text_body
 from processes.whatsapp.services import message_send, question_answer
 
 log = logging.getLogger(__name__)
@@ -56,25 +56,20 @@ NOT_A_NAME = {"oi", "ola", "ok", "okay", "obrigado", "obrigada", "sim", "nao", "
 RESTARTABLE = {CompanyStatus.WITHDRAWN, CompanyStatus.CLOSED}
 
 
-def _one_word(text: str) -> str:
-    plain = unicodedata.normalize("NFKD", str(text or "")).encode("ascii", "ignore").decode()
-    return plain.strip().strip(".!?¡¿ ").casefold()
-
-
 def is_withdrawal(text: str) -> bool:
-    return _one_word(text) in WITHDRAWAL_WORDS
+    return plain(text) in WITHDRAWAL_WORDS
 
 
 def may_mean_withdrawal(text: str) -> bool:
     """A sentence with a withdrawal word in it ("desisto, cancelar") but not the word alone, and
     no "não": the customer is asked to confirm, never withdrawn on a guess."""
-    words = set(re.findall(r"[a-z]+", _one_word(text)))
+    words = set(re.findall(r"[a-z]+", plain(text)))
     return bool(words & (WITHDRAWAL_WORDS | MAYBE_WITHDRAWAL_WORDS)) and not words & {"nao", "not", "don"} \
         and not is_withdrawal(text)
 
 
 def is_status_request(text: str) -> bool:
-    return _one_word(text) in STATUS_WORDS
+    return plain(text) in STATUS_WORDS
 
 
 def onboarding_status_reply(company: Company, *, message_id: str) -> str:
@@ -176,7 +171,7 @@ def document_kind_choose(document: Document, kind: str, *, message: InboundMessa
             return f"onboarding {company.run_id} has ended; document {document.pk} not changed"
     except RunNotFound:
         return f"no onboarding for document {document.pk}; nothing changed"
-    note = document_relabel(document, kind, message=message, change={"change": "chosen"})
+    _, note = document_relabel(document, kind, message=message, change="chosen")
     _answer(company, message, f"Certo: registramos o arquivo como {KIND_NAMES_PT[kind]}.")
     return f"document {document.pk}: {note}"
 
@@ -284,7 +279,7 @@ def legal_name_in(text: str, *, answering: bool) -> str:
     elif not answering or "cnpj" in name.casefold() or CNPJ_CANDIDATE.search(str(text or "")):
         return ""   # not an answer, or a text about the CNPJ
     name = name.strip(" .,:;-")
-    if sum(ch.isalpha() for ch in name) < 3 or len(name) > 200 or name.endswith("?") or _one_word(name) in NOT_A_NAME:
+    if sum(ch.isalpha() for ch in name) < 3 or len(name) > 200 or name.endswith("?") or plain(name) in NOT_A_NAME:
         return ""
     return name
 
@@ -330,11 +325,6 @@ def customer_text_read(company: Company, text: str, *, message_id: str, run, act
     return note
 
 
-def _text_body(message: InboundMessage) -> str:
-    text = message.payload["message"].get("text")
-    return str(text.get("body") or "") if isinstance(text, dict) else ""
-
-
 def onboarding_start(company: Company, *, actor: str, audit: dict | None = None):
     """Start the company's onboarding run; idempotent on its id ``onboarding:<customer id>``."""
     return services.run_start("onboarding", company.customer_id, id=company.run_id, actor=actor,
@@ -372,18 +362,18 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
     chosen = option_reply(message, company=known)
     if chosen is not None and known is not None:
         return (*option_route(message, chosen, known), known)
-    if message.message_type == "text" and is_withdrawal(_text_body(message)):
+    if message.message_type == "text" and is_withdrawal(text_body(message)):
         if known is None:
             return InboundStatus.KEPT, "withdrawal from an unknown sender: nothing to cancel", None
         return InboundStatus.KEPT, onboarding_withdraw(known, message_id=message.wamid), known
-    if message.message_type == "text" and is_status_request(_text_body(message)) and known is not None:
+    if message.message_type == "text" and is_status_request(text_body(message)) and known is not None:
         return InboundStatus.PROCESSED, onboarding_status_reply(known, message_id=message.wamid), known
     if message.message_type not in READABLE_TYPES and known is not None:
         return (*_unread_answer(message, known), known)
     if message.message_type == "text" and known is not None \
-            and (typed := option_typed(message, _text_body(message), company=known)):
+            and (typed := option_typed(message, text_body(message), company=known)):
         return (*option_route(message, typed, known), known)
-    if message.message_type == "text" and known is not None and may_mean_withdrawal(_text_body(message)):
+    if message.message_type == "text" and known is not None and may_mean_withdrawal(text_body(message)):
         transaction.on_commit(lambda: message_send(idempotency_key=f"confirm-withdrawal:{message.wamid}",
                                                    body=WITHDRAWAL_CONFIRM_TEXT, buttons=options.WITHDRAWAL_BUTTONS,
                                                    company=known), robust=True)
@@ -408,7 +398,7 @@ def onboarding_route_message(message: InboundMessage) -> tuple[str, str, Company
         status = InboundStatus.KEPT if message.message_type in QUIET_TYPES or chosen else InboundStatus.UNSUPPORTED
         return status, f"{message.message_type!r}, a first message: {run.id} started, its greeting answers", company
     if message.message_type == "text":
-        note = customer_text_read(company, _text_body(message), message_id=message.wamid, run=run,
+        note = customer_text_read(company, text_body(message), message_id=message.wamid, run=run,
                                   actor=f"whatsapp:{wa_id or user_id}")
         return InboundStatus.KEPT, f"text message: stored, {note}", company
     body = message.payload["message"].get(message.message_type)

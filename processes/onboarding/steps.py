@@ -185,8 +185,10 @@ def set_status(customer_id: str, status: str, reason: str = "") -> str:
     return status
 
 
-# A notice's purpose, from its key's last part: the journaled arguments stay as they were.
-NOTICE_PURPOSES = {"welcome": "decision_approved", "rejected": "decision_rejected"}
+# The last part of a decision notice's key (the workflow writes ``<run id>:<it>``); the notice's
+# purpose is read from it, so the journaled arguments stay as they were.
+APPROVED_NOTICE, REJECTED_NOTICE = "welcome", "rejected"
+NOTICE_PURPOSES = {APPROVED_NOTICE: "decision_approved", REJECTED_NOTICE: "decision_rejected"}
 
 
 def notify(customer_id: str, body: str, idempotency_key: str) -> str:

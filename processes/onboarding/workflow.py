@@ -122,7 +122,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
             workflow.step(steps.set_status, customer_id, CompanyStatus.REJECTED, decision.reason,
                           atomic=True)
             workflow.step(steps.notify, customer_id, with_message(REJECTED_TEXT, decision),
-                          idempotency_key=f"{workflow.id}:rejected", limit=SEND, priority=progress.priority)
+                          idempotency_key=f"{workflow.id}:{steps.REJECTED_NOTICE}", limit=SEND, priority=progress.priority)
             publish_stage(progress, "rejected")
             return "rejected"
         # Compliance wants more: tell the customer what, then back to the documents loop.
@@ -140,7 +140,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
     number = workflow.step(steps.create_account, customer_id, ", ".join(decision.by),
                            idempotency_key=workflow.id, atomic=True)
     workflow.step(steps.notify, customer_id, with_message(f"Conta PJ aberta: {number}.", decision),
-                  idempotency_key=f"{workflow.id}:welcome", limit=SEND, priority=progress.priority)
+                  idempotency_key=f"{workflow.id}:{steps.APPROVED_NOTICE}", limit=SEND, priority=progress.priority)
     publish_stage(progress, "approved", account=number)
     return number
 

@@ -1,12 +1,11 @@
-"""What Meta says of our templates and our business account: kept from their webhooks, read
-by health, the metrics and the startup check.
+"""What Meta says of our templates and our business account, kept from its webhooks (the
+reads, for health, the metrics and the startup check, are in ``selectors``).
 
 Each attribute of a template (status, quality, category) moves only forward in Meta's time:
 webhooks arrive out of order, and an older APPROVED must never hide a newer REJECTED.
 """
 import hashlib
 import json
-from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -27,8 +26,6 @@ _TEMPLATE_UPDATES = {
     "message_template_quality_update": ("quality", "new_quality_score", "quality_at"),
     "template_category_update": ("category", "new_category", "category_at"),
 }
-# A ban in one of these states stops the account; REINSTATE lifts it.
-BAN_STATES = {"DISABLE", "SCHEDULE_FOR_DISABLE"}
 
 
 class ChangeRefused(ValueError):
@@ -106,58 +103,3 @@ def change_apply(field: str, value: dict, *, account_id, occurred_at: datetime |
         return template_change_apply(field, value, occurred_at=occurred_at)
     return account_event_record(value, account_id=account_id, occurred_at=occurred_at, delivery=delivery,
                                 field=field)
-
-
-# --- reads: health, metrics, the startup check ---
-
-def known_templates() -> list[WhatsAppTemplate]:
-    return list(WhatsAppTemplate.objects.all())
-
-
-def templates_blocked() -> list[WhatsAppTemplate]:
-    """Configured templates Meta rejected, paused or disabled: their messages cannot go out."""
-    pairs = templates.configured_pairs()
-    return [row for row in WhatsAppTemplate.objects.filter(status__in=templates.BLOCKING_STATUSES)
-            if (row.name, row.language) in pairs]
-
-
-def templates_unconfirmed() -> list[tuple[str, str]]:
-    """Configured (name, language) pairs Meta never reported approved (no row, or another status)."""
-    approved = set(WhatsAppTemplate.objects.filter(status="APPROVED").values_list("name", "language"))
-    return sorted(pair for pair in templates.configured_pairs() if pair not in approved)
-
-
-@dataclass(frozen=True)
-class AccountState:
-    restricted: bool
-    disabled: bool
-    detail: str
-
-
-def account_state() -> AccountState:
-    """Whether the business account is restricted or disabled now, from its latest events:
-    a restriction holds until its expiration (or a later restriction event without it); a
-    ban until a later REINSTATE."""
-    now = clock.now()
-    restricted, disabled, detail = False, False, []
-    restriction = AccountEvent.objects.filter(event="ACCOUNT_RESTRICTION").order_by("-occurred_at", "-pk").first()
-    if restriction is not None:
-        info = restriction.detail.get("restriction_info") or []
-        active = [item for item in info if isinstance(item, dict) and _still_holds(item.get("expiration"), now)]
-        if active:
-            restricted = True
-            detail.append("restricted: " + ", ".join(str(item.get("restriction_type", "?")) for item in active))
-    ban = AccountEvent.objects.filter(event="DISABLED_UPDATE").order_by("-occurred_at", "-pk").first()
-    if ban is not None:
-        state = str((ban.detail.get("ban_info") or {}).get("waba_ban_state", "")).upper()
-        if state in BAN_STATES:
-            disabled = True
-            detail.append(f"disabled: {state}")
-    return AccountState(restricted=restricted, disabled=disabled, detail="; ".join(detail))
-
-
-def _still_holds(expiration, now: datetime) -> bool:
-    try:
-        return int(expiration) > now.timestamp()
-    except (TypeError, ValueError):
-        return True   # no expiration: holds until Meta says otherwise

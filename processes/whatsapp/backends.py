@@ -182,8 +182,8 @@ class Outgoing:
 
 
 def interactive_check(outgoing: Outgoing) -> None:
-    """Refuse, before anything is sent, options the Cloud API would refuse: a ValueError
-    saying which limit."""
+    """Refuse options the Cloud API would refuse: a ValueError saying which limit. Called by
+    ``message_send`` before the message is stored, so no backend is handed one."""
     if outgoing.buttons and outgoing.list_ is not None:
         raise ValueError("a message has reply buttons or a list, not both")
     if not outgoing.titles:
@@ -223,7 +223,6 @@ class ConsoleBackend:
     name = "console"
 
     def send(self, outgoing: Outgoing, *, idempotency_key: str) -> str:
-        interactive_check(outgoing)
         mode = (f"template {outgoing.template_name} ({outgoing.template_language}) "
                 f"{[text for _name, text in outgoing.template_parameters]}" if outgoing.template_name else
                 ("buttons" if outgoing.buttons else "list") if outgoing.interactive else "text")
@@ -282,7 +281,6 @@ class CloudAPIBackend:
             raise ProviderError(f"cannot reach {url}: {exc}") from None
 
     def send(self, outgoing: Outgoing, *, idempotency_key: str) -> str:
-        interactive_check(outgoing)
         message = {"messaging_product": "whatsapp", "recipient_type": "individual"}
         if outgoing.to_wa_id:
             message["to"] = outgoing.to_wa_id

@@ -3,8 +3,9 @@ stopped (with the database)."""
 from django.core import checks
 from django.db import DatabaseError
 
+from processes import conf
 from processes.whatsapp import templates
-from processes.whatsapp.account import templates_blocked, templates_unconfirmed
+from processes.whatsapp.selectors import templates_blocked, templates_unconfirmed
 
 
 def check_templates(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
@@ -46,13 +47,18 @@ def check_template_statuses(app_configs=None, databases=None, **kwargs) -> list[
     has no row until then, hence a warning, never an error)."""
     try:
         blocked = templates_blocked()
-        unconfirmed = templates_unconfirmed()
+        # Only where messages go to Meta: the console backend (development, the demo) sends none.
+        unconfirmed = templates_unconfirmed() if conf.setting("WHATSAPP_BACKEND", "console") == "cloud_api" else []
     except DatabaseError:   # migrate checks before it creates the tables
         return []
-    return [checks.Warning(f"WhatsApp template {name} ({language}) has no approval recorded from Meta",
-                           hint="make sure it exists and is approved in WhatsApp Manager, or name another in "
-                                "WHATSAPP_TEMPLATE_<PURPOSE>; a template Meta does not know fails every send",
-                           id="processes.W203") for name, language in unconfirmed] + [checks.Warning(f"WhatsApp template {row.name} ({row.language}) is {row.status}"
+    problems = []
+    if unconfirmed:
+        listed = ", ".join(f"{name} ({language})" for name, language in unconfirmed)
+        problems.append(checks.Warning(
+            f"WhatsApp templates with no approval recorded from Meta: {listed}",
+            hint="make sure each exists and is approved in WhatsApp Manager, or name another in "
+                 "WHATSAPP_TEMPLATE_<PURPOSE>; a template Meta does not know fails every send", id="processes.W203"))
+    return problems + [checks.Warning(f"WhatsApp template {row.name} ({row.language}) is {row.status}"
                            + (f": {row.reason}" if row.reason else ""),
                            hint="messages of its purpose outside the 24-hour window will fail; "
                                 "fix the template in WhatsApp Manager or configure another",

@@ -2,10 +2,10 @@
 an account Meta restricted or disabled, mean messages outside the 24-hour window fail."""
 from durable.surfaces.health import Check
 from processes.whatsapp import templates
-from processes.whatsapp.account import account_state, templates_blocked
+from processes.whatsapp.selectors import account_state, templates_blocked
 
 
-def check_templates() -> Check:
+def templates_health() -> Check:
     blocked = templates_blocked()
     if blocked:
         return Check("whatsapp templates", False, "; ".join(
@@ -15,7 +15,7 @@ def check_templates() -> Check:
                                              "none rejected, paused or disabled")
 
 
-def check_account() -> Check:
+def account_health() -> Check:
     state = account_state()
     if state.restricted or state.disabled:
         return Check("whatsapp account", False, state.detail)
@@ -23,4 +23,4 @@ def check_account() -> Check:
 
 
 def whatsapp_health() -> list[Check]:
-    return [check_templates(), check_account()]
+    return [templates_health(), account_health()]

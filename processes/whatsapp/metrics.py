@@ -3,7 +3,7 @@
 from prometheus_client.core import GaugeMetricFamily
 
 from processes.whatsapp import templates
-from processes.whatsapp.account import account_state, known_templates
+from processes.whatsapp.selectors import account_state, known_templates
 
 
 class WhatsAppCollector:

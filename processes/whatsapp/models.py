@@ -14,6 +14,10 @@ class InboundStatus(models.TextChoices):
     FAILED = "failed", _("Failed (see note; process again from the admin)")
 
 
+# A customer's change to a message already sent (``edit``, ``revoke``): it names the message it changes.
+CHANGE_TYPES = ("edit", "revoke")
+
+
 class InboundMessage(models.Model):
     """One message as the provider sent it, unique on its id so redeliveries are no-ops."""
 
@@ -36,7 +40,11 @@ class InboundMessage(models.Model):
         verbose_name = _("inbound WhatsApp message")
         verbose_name_plural = _("inbound WhatsApp messages")
         ordering = ["-received_at"]
-        indexes = [models.Index(fields=["status", "received_at"])]
+        indexes = [models.Index(fields=["status", "received_at"]),
+                   # Each message routed asks for the edits and deletions that named it before it
+                   # arrived: those few rows, not every message kept for an operator.
+                   models.Index(fields=["received_at"], name="inbound_changes_waiting",
+                                condition=models.Q(status=InboundStatus.UNMATCHED, message_type__in=CHANGE_TYPES))]
 
     def __str__(self):
         return gettext("message %(id)s from %(sender)s") % {

@@ -77,9 +77,9 @@ def option_typed(message: InboundMessage, text: str, *, company) -> OptionReply 
     if not fresh:
         return None
     question = fresh[0]
-    typed = _plain(text)
+    typed = plain(text)
     for number, item in enumerate(question.options.get("items") or [], start=1):
-        if typed in (str(number), _plain(item["title"])):
+        if typed in (str(number), plain(item["title"])):
             return OptionReply(id=item["id"], title=item["title"], question=question, typed=True)
     return None
 
@@ -101,6 +101,8 @@ def _questions_to(company, message: InboundMessage):
     return questions.filter(who)
 
 
-def _plain(text: str) -> str:
-    plain = unicodedata.normalize("NFKD", str(text or "")).encode("ascii", "ignore").decode()
-    return " ".join(plain.split()).strip(".!?¡¿ ").casefold()
+def plain(text: str) -> str:
+    """A customer's short answer as words compare: accents, case, runs of spaces and the end
+    punctuation dropped ("Desistír!" is "desistir", "bom  dia." is "bom dia")."""
+    ascii_text = unicodedata.normalize("NFKD", str(text or "")).encode("ascii", "ignore").decode()
+    return " ".join(ascii_text.split()).strip(".!?¡¿ ").casefold()

@@ -5,7 +5,10 @@ from datetime import datetime
 from django.db.models import Max, Q, QuerySet
 from django.utils.translation import gettext_lazy as _
 
-from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage, OutboundStatus
+from durable import clock
+from processes.whatsapp import templates
+from processes.whatsapp.models import (CHANGE_TYPES, AccountEvent, InboundMessage, InboundStatus, OutboundMessage,
+                                       OutboundStatus, WhatsAppTemplate)
 
 
 def last_inbound_at(*, wa_id: str = "", user_id: str = "") -> datetime | None:
@@ -32,8 +35,6 @@ KIND_LABELS = {"document": _("document"), "image": _("image"), "audio": _("audio
                "reaction": _("reaction"), "system": _("notice from WhatsApp"),
                "interactive": _("chose"), "button": _("chose"),
                "edit": _("edit of a message not shown here"), "revoke": _("deletion of a message not shown here")}
-# A customer's change to a message already sent: it names the message it changes.
-CHANGE_TYPES = ("edit", "revoke")
 
 
 @dataclass
@@ -60,6 +61,12 @@ class ConversationLine:
     @property
     def status_label(self) -> str:
         return str(OutboundStatus(self.status).label) if self.status in OutboundStatus.values else self.status
+
+
+def text_body(message: InboundMessage) -> str:
+    """A text message's body ("" for any other message, or a text of the wrong shape)."""
+    text = ((message.payload or {}).get("message") or {}).get("text")
+    return str(text.get("body") or "") if message.message_type == "text" and isinstance(text, dict) else ""
 
 
 def _inbound_text(message: InboundMessage) -> str:
@@ -123,3 +130,61 @@ def conversation_for(company) -> list[ConversationLine]:
                   item["title"] for item in (m.options or {}).get("items") or []]))
               for m in OutboundMessage.objects.filter(company=company)]
     return [line for *_, line in sorted(lines, key=lambda item: item[:3])]
+
+
+# --- what Meta says of our templates and account: health, the metrics, the startup check ---
+
+# A ban in one of these states stops the account; REINSTATE lifts it.
+BAN_STATES = {"DISABLE", "SCHEDULE_FOR_DISABLE"}
+
+def known_templates() -> list[WhatsAppTemplate]:
+    return list(WhatsAppTemplate.objects.all())
+
+
+def templates_blocked() -> list[WhatsAppTemplate]:
+    """Configured templates Meta rejected, paused or disabled: their messages cannot go out."""
+    pairs = templates.configured_pairs()
+    return [row for row in WhatsAppTemplate.objects.filter(status__in=templates.BLOCKING_STATUSES)
+            if (row.name, row.language) in pairs]
+
+
+def templates_unconfirmed() -> list[tuple[str, str]]:
+    """Configured (name, language) pairs Meta never reported approved (no row, or another status)."""
+    approved = set(WhatsAppTemplate.objects.filter(status="APPROVED").values_list("name", "language"))
+    return sorted(pair for pair in templates.configured_pairs() if pair not in approved)
+
+
+@dataclass(frozen=True)
+class AccountState:
+    restricted: bool
+    disabled: bool
+    detail: str
+
+
+def account_state() -> AccountState:
+    """Whether the business account is restricted or disabled now, from its latest events:
+    a restriction holds until its expiration (or a later restriction event without it); a
+    ban until a later REINSTATE."""
+    now = clock.now()
+    restricted, disabled, detail = False, False, []
+    restriction = AccountEvent.objects.filter(event="ACCOUNT_RESTRICTION").order_by("-occurred_at", "-pk").first()
+    if restriction is not None:
+        info = restriction.detail.get("restriction_info") or []
+        active = [item for item in info if isinstance(item, dict) and _still_holds(item.get("expiration"), now)]
+        if active:
+            restricted = True
+            detail.append("restricted: " + ", ".join(str(item.get("restriction_type", "?")) for item in active))
+    ban = AccountEvent.objects.filter(event="DISABLED_UPDATE").order_by("-occurred_at", "-pk").first()
+    if ban is not None:
+        state = str((ban.detail.get("ban_info") or {}).get("waba_ban_state", "")).upper()
+        if state in BAN_STATES:
+            disabled = True
+            detail.append(f"disabled: {state}")
+    return AccountState(restricted=restricted, disabled=disabled, detail="; ".join(detail))
+
+
+def _still_holds(expiration, now: datetime) -> bool:
+    try:
+        return int(expiration) > now.timestamp()
+    except (TypeError, ValueError):
+        return True   # no expiration: holds until Meta says otherwise

@@ -7,20 +7,22 @@ language and the parameters it takes, from what the sending step provides.
 from dataclasses import dataclass
 
 from processes import conf
+from processes.whatsapp.models import MessagePurpose
 
-GENERIC = "generic"
-# Every purpose a process sends for, and the parameters its sender provides (``body``, the
-# message's whole text, always is). A template may take any of them, in its own order.
-PURPOSES = {
-    GENERIC: ("body",),
-    "greeting": ("body",),
-    "documents_request": ("body", "missing"),
-    "document_reminder": ("body",),
-    "decision_approved": ("body", "account"),
-    "decision_rejected": ("body",),
-    "decision_more_documents": ("body", "request"),
-    "billing_reminder": ("body", "number", "invoice", "amount", "due_date"),
-}
+GENERIC = MessagePurpose.GENERIC.value
+# Every purpose a process sends for (the choices of ``OutboundMessage.purpose``), and the
+# parameters its sender provides (``body``, the message's whole text, always is). A
+# template may take any of them, in its own order.
+PURPOSES = {purpose.value: parameters for purpose, parameters in {
+    MessagePurpose.GENERIC: ("body",),
+    MessagePurpose.GREETING: ("body",),
+    MessagePurpose.DOCUMENTS_REQUEST: ("body", "missing"),
+    MessagePurpose.DOCUMENT_REMINDER: ("body",),
+    MessagePurpose.DECISION_APPROVED: ("body", "account"),
+    MessagePurpose.DECISION_REJECTED: ("body",),
+    MessagePurpose.DECISION_MORE_DOCUMENTS: ("body", "request"),
+    MessagePurpose.BILLING_REMINDER: ("body", "number", "invoice", "amount", "due_date"),
+}.items()}
 # The template statuses Meta reports that stop a template from being sent.
 BLOCKING_STATUSES = {"REJECTED", "PAUSED", "DISABLED"}
 

@@ -2,10 +2,7 @@
 case posts real-shaped Cloud API payloads through the signed webhook, as the provider would,
 and the webhook only stores them (``WHATSAPP_INTAKE = "celery"``): a worker reads, routes and
 advances, as in production (issue 40, done-when)."""
-import io
-
 import pytest
-from django.core.management import call_command
 
 from approvals.models import ApprovalRequest
 from approvals.services import approval_decide
@@ -18,6 +15,7 @@ from processes.whatsapp.models import OutboundMessage
 from tests.processes.conftest import (
     ADDRESS, CNPJ, CONTRACT, HELLO, PHONE, SELFIE, document, whatsapp_message, whatsapp_webhook,
 )
+from tests.processes.test_whatsapp_templates import health
 from tests.workers import celery_processes, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -164,11 +162,3 @@ def test_a_template_rejection_posted_by_meta_fails_the_health_check(workers, sig
     assert code == 1
     assert "FAIL whatsapp templates: invoice_reminder (pt_BR) is REJECTED: INCORRECT_CATEGORY" in out
 
-
-def health() -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("durable", "health", stdout=out)
-    except SystemExit as exit:
-        return exit.code, out.getvalue()
-    return 0, out.getvalue()

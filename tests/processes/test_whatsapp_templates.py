@@ -257,13 +257,20 @@ def test_the_system_check_warns_of_a_configured_template_meta_rejected(signed_po
     assert [w.id for w in check_template_statuses() if w.id == "processes.W202"] == ["processes.W202"]
 
 
-def test_the_system_check_warns_of_a_configured_template_meta_never_reported_approved(signed_post):
+def test_the_system_check_warns_of_a_configured_template_meta_never_reported_approved(signed_post, settings):
+    settings.WHATSAPP_BACKEND = "cloud_api"
     signed_post(template_status("APPROVED", name="onboarding_greeting"))
 
-    unconfirmed = [w.msg for w in check_template_statuses() if w.id == "processes.W203"]
+    [unconfirmed] = [w.msg for w in check_template_statuses() if w.id == "processes.W203"]
 
-    assert "WhatsApp template invoice_reminder (pt_BR) has no approval recorded from Meta" in unconfirmed
-    assert not any("onboarding_greeting" in message for message in unconfirmed)
+    assert unconfirmed.startswith("WhatsApp templates with no approval recorded from Meta: ")
+    assert "invoice_reminder (pt_BR)" in unconfirmed and "onboarding_greeting" not in unconfirmed
+
+
+def test_a_deployment_that_sends_nothing_to_meta_is_not_warned_of_its_templates(settings):
+    settings.WHATSAPP_BACKEND = "console"
+
+    assert [w for w in check_template_statuses() if w.id == "processes.W203"] == []
 
 
 def test_a_deployment_names_its_own_template_for_a_purpose(monkeypatch):
