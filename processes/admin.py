@@ -12,12 +12,15 @@ from django.db.models import Q
 from django.db.models.functions import Length
 from django.http import Http404
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from durable import clock
 from durable.surfaces.admin import data, json_block, label, run_link
+from durable.templatetags.durable_admin import stamp
+from processes.onboarding.findings import kind_name
 from processes.billing import admin_actions as billing_admin
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.billing.services import invoice_issue
@@ -121,6 +124,18 @@ class CompanyAdmin(admin.ModelAdmin):
                                   reason="the CNPJ was changed in the admin")
 
 
+def change_said(change: dict) -> str:
+    """One change a customer made to a document on WhatsApp, in the reader's language."""
+    kinds = {"was": kind_name(change.get("from", "")), "kind": kind_name(change.get("to", ""))}
+    if change.get("change") == "deleted":
+        return _("deleted by the customer")
+    if change.get("change") == "caption":
+        return _("caption edited by the customer: %(was)s → %(kind)s") % kinds
+    if change.get("change") == "chosen":
+        return _("chosen by the customer from the list: %(was)s → %(kind)s") % kinds
+    return str(change.get("change", "?"))
+
+
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
     """The stored file is served by ``file_view`` (needs the view permission on documents) and
@@ -129,21 +144,32 @@ class DocumentAdmin(admin.ModelAdmin):
     list_display = ["company", "kind", "file_name", "mime_type", "size", "fetch_status", "created_at"]
     list_filter = ["kind", "fetch_status", "mime_type"]
     search_fields = ["company__customer_id", "company__name", "file_name", "media_id", "message_id"]
-    exclude = ["file"]
     # What WhatsApp delivered (whose, which media, its type, size, hash, name, message) is a
     # fact: never edited here, so neither evidence nor segregation of duties can be rewritten
     # by staff. The kind and the caption a person may correct until a case opens.
+    exclude = ["file", "changes"]   # shown as changes_cell: what the customer did, in the reader's language
     readonly_fields = ["company", "media_id", "mime_type", "sha256", "file_name", "size", "message_id",
-                       "stored_file", "fetch_status", "fetch_note", "withdrawn_at", "changes"]
+                       "stored_file", "fetch_status", "fetch_note", "withdrawn_at", "changes_cell"]
 
     def get_readonly_fields(self, request, obj=None):
         """Evidence once a case opened: every field read-only (add a new document instead).
         A document added here is written once, whole; what it received is fixed from then on."""
         if obj is None:   # what the customer later did to it comes from WhatsApp only
-            return ["stored_file", "fetch_status", "fetch_note", "withdrawn_at", "changes"]
+            return ["stored_file", "fetch_status", "fetch_note", "withdrawn_at", "changes_cell"]
         if under_review(obj.company):
-            return [*(f.name for f in Document._meta.fields if f.name != "file"), "stored_file"]
+            return [*(f.name for f in Document._meta.fields if f.name not in self.exclude), "stored_file",
+                    "changes_cell"]
         return self.readonly_fields
+
+    @admin.display(description=gettext_lazy("changes on WhatsApp"))
+    def changes_cell(self, document):
+        """Each change the customer made to the document on WhatsApp, oldest first: the stored
+        ``changes`` read out, never shown as JSON."""
+        if not document.changes:
+            return "-"
+        return format_html_join("", "<div>{} <span class=\"quiet\">({}, <span translate=\"no\">{}</span>)</span></div>",
+                                ((change_said(change), stamp(parse_datetime(change.get("at") or "")) or "?",
+                                  change.get("message_id", "")) for change in document.changes))
 
     def has_delete_permission(self, request, obj=None):
         return not (obj is not None and under_review(obj.company)) and super().has_delete_permission(request, obj)
