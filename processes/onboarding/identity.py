@@ -126,6 +126,6 @@ def identity_change_record(message: InboundMessage, company: Company | None) -> 
         return InboundStatus.UNMATCHED, "an identity change with no open case: kept for an operator", company
     for case in cases:
         approvals.approval_finding_add(case.pk, actor=ACTOR, finding=finding(IDENTITY_CHECK, "identity_changed"),
-                                       reason=f"WhatsApp notice {message.wamid}")
+                                       reason=message.wamid)   # an id: the finding says what happened
     return InboundStatus.KEPT, "an identity change: a finding on case " + ", ".join(
         f"#{case.pk}" for case in cases), company

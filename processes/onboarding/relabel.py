@@ -47,7 +47,7 @@ def cases_told(document: Document, what: dict, message: InboundMessage) -> str:
     cases = list(approvals_open_of_run(document.company.run_id))
     for case in cases:
         approvals.approval_finding_add(case.pk, actor=actor(message), finding=what,
-                                       reason=f"WhatsApp message {message.wamid}")
+                                       reason=message.wamid)   # an id: the finding says what happened
     return ", a finding on case " + ", ".join(f"#{case.pk}" for case in cases) if cases else ""
 
 

@@ -15,6 +15,9 @@ from tests.approvals.conftest import make_user, start_case
 from tests.approvals.test_browser import onboarding_waiting_for_compliance, open_page  # noqa: F401
 from tests.browser import browser, page_check  # noqa: F401 (a fixture)
 from tests.languages import strings_of_the_other_language, visible_text
+from processes.whatsapp.models import OutboundMessage
+from processes.whatsapp.services import inbound_process, webhook_receive
+from tests.processes.conftest import ADDRESS, CNPJ, HELLO, PHONE, whatsapp_message, whatsapp_webhook
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -30,12 +33,33 @@ def workbench():
     ReviewerPreference.objects.create(user=ana, language="pt-br", updated_at=clock.now())  # Portuguese first
     make_user("bruno", reviewer=True)
     onboarding = onboarding_waiting_for_compliance()
+    customer_changes_during_the_review()
     services.approval_claim(onboarding.pk, actor=ana)
     start_case("globex", risk="high")
     closed = start_case("initech")
     services.approval_decide(closed.pk, actor=ana, outcome="reject", reason="CNPJ inativo na Receita")
     return {"queue": "/approvals/", "case": f"/approvals/{onboarding.pk}/", "mine": "/approvals/mine/",
             "archive": "/approvals/archive/"}
+
+
+def customer_changes_during_the_review():
+    """What a customer does on WhatsApp while the case is open, as the case page shows it: the
+    greeting edited, the proof of address deleted (a finding, a hold, the document marked), a
+    sentence that may mean a withdrawal answered with buttons, and "Continuar" tapped."""
+    def deliver(message):
+        for message_id in webhook_receive(whatsapp_webhook(message)).new_message_ids:
+            inbound_process(message_id)
+
+    deliver({"from": PHONE, "id": "wamid.EDIT-HELLO", "timestamp": "1767225700", "type": "edit",
+             "edit": {"original_message_id": HELLO["id"], "message": {
+                 "type": "text", "text": {"body": f"Oi, é a Padaria Boa Massa, CNPJ {CNPJ}"}}}})
+    deliver({"from": PHONE, "id": "wamid.REVOKE-ADDRESS", "timestamp": "1767225710", "type": "revoke",
+             "revoke": {"original_message_id": ADDRESS["id"]}})
+    deliver(whatsapp_message("wamid.MAYBE", wa_id=PHONE, text="desisto, quero cancelar"))
+    question = OutboundMessage.objects.get(idempotency_key="confirm-withdrawal:wamid.MAYBE")
+    deliver({"from": PHONE, "id": "wamid.TAP", "timestamp": "1767225720", "type": "interactive",
+             "context": {"from": "551130000000", "id": question.provider_message_id},
+             "interactive": {"type": "button_reply", "button_reply": {"id": "withdraw:continue", "title": "Continuar"}}})
 
 
 @pytest.mark.parametrize("language", ["pt-br", "en"])
