@@ -5,7 +5,6 @@ The message changed stays as it was received (the conversation shows what change
 hears of a changed document as one more ``documents_received``, so its next validation counts
 what the company has now. Nothing here writes to the customer but what a text would.
 """
-from django.db import transaction
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
@@ -37,11 +36,14 @@ def changes_waiting_for(wamid: str):
         Q(payload__message__edit__original_message_id=wamid) | Q(payload__message__revoke__original_message_id=wamid))
 
 
-def changes_waiting_replay(wamid: str) -> int:
-    """Route again, in the order they were sent, the edits and deletions that named ``wamid``
-    before it arrived (WhatsApp may deliver a change first): run once the original's routing
-    has committed, so they find it with its company and document. How many."""
-    waiting = list(changes_waiting_for(wamid).order_by("sent_at", "pk").values_list("pk", flat=True))
+def changes_waiting_replay(original: InboundMessage) -> int:
+    """Route again, in the order they were sent, the edits and deletions that named the
+    ``original`` before it arrived (WhatsApp may deliver a change first): called once its
+    routing is saved, in the same transaction (``routing.register_after_routed``), so they
+    find it with its company and document, and a crash loses neither. How many."""
+    if original.message_type in CHANGE_TYPES:
+        return 0
+    waiting = list(changes_waiting_for(original.wamid).order_by("sent_at", "pk").values_list("pk", flat=True))
     for pk in waiting:
         InboundMessage.objects.filter(pk=pk, status=InboundStatus.UNMATCHED).update(status=InboundStatus.RECEIVED)
         inbound_process(pk)
@@ -60,7 +62,6 @@ def onboarding_route_change(message: InboundMessage) -> tuple[str, str, Company 
     sender's company. One naming a message we never received (or not yet: WhatsApp may
     deliver it first) is kept for an operator."""
     if message.message_type not in CHANGE_TYPES:
-        transaction.on_commit(lambda: changes_waiting_replay(message.wamid), robust=True)
         return None
     what = "an edit" if message.message_type == EDIT else "a deletion"
     if not message.sender_wa_id and not message.sender_user_id:

@@ -10,6 +10,9 @@ from collections.abc import Callable
 Router = Callable[[object], "tuple[str, str, object] | None"]
 
 _routers: list[Router] = []
+# Called with each message once its routing is saved, in the same transaction: what waited
+# for that message (an edit that came before it) is routed with it, or not at all.
+_after_routed: list = []
 
 
 class NoRouter(LookupError):
@@ -25,6 +28,16 @@ def register_inbound_router(router: Router) -> Router:
 def unregister_inbound_router(router: Router) -> None:
     if router in _routers:
         _routers.remove(router)
+
+
+def register_after_routed(hook) -> None:
+    if hook not in _after_routed:
+        _after_routed.append(hook)
+
+
+def routed(message) -> None:
+    for hook in _after_routed:
+        hook(message)
 
 
 def route(message) -> tuple[str, str, object]:

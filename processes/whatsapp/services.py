@@ -433,6 +433,7 @@ def inbound_process(message_id: int) -> InboundMessage:
             message.status, message.note, message.company = status, note, company
             message.processed_at = clock.now()
             message.save(update_fields=["status", "note", "company", "processed_at"])
+            routing.routed(message)
             return message
     except Exception as exc:
         log.exception("inbound message %s could not be routed", message_id)

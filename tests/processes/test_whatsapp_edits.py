@@ -2,6 +2,7 @@
 edited text is read again, an edited caption re-classifies its document, a deleted document
 no longer counts and is asked for again."""
 import pytest
+from django.db import transaction
 
 from approvals.errors import ApprovalHeld
 from approvals.models import ApprovalRequest
@@ -11,6 +12,7 @@ from durable.testing import drive
 from processes.onboarding.models import Company, Document, DocumentKind
 from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
 from processes.whatsapp.selectors import inbound_needing_attention
+from processes.whatsapp.services import inbound_process, webhook_receive
 from tests.processes.conftest import (
     ADDRESS, CNPJ, CONTRACT, HELLO, NEW_CONTRACT, PHONE, SELFIE, document, whatsapp_message, whatsapp_webhook,
 )
@@ -245,3 +247,15 @@ def test_a_document_deleted_after_the_application_ended_is_for_an_operator(custo
     late = InboundMessage.objects.get(wamid="wamid.REVOKE-LATE")
     assert late.status == InboundStatus.UNMATCHED and "ended" in late.note
     assert late in inbound_needing_attention()
+
+
+def test_an_early_edit_is_applied_in_the_transaction_that_routes_its_original(signed_post):
+    """Not after its commit: a worker killed between the two would leave the edit unapplied."""
+    signed_post(whatsapp_webhook(edit("wamid.EDIT-EARLY", HELLO_BAD_CNPJ, text=f"CNPJ {CNPJ}")))
+
+    with transaction.atomic():
+        for message_id in webhook_receive(whatsapp_webhook(HELLO_BAD_CNPJ)).new_message_ids:
+            inbound_process(message_id)
+        applied_before_commit = (company().cnpj, InboundMessage.objects.get(wamid="wamid.EDIT-EARLY").status)
+
+    assert applied_before_commit == (CNPJ, InboundStatus.KEPT)
