@@ -1,7 +1,7 @@
 """A minimal Django project on the installed engine: SQLite, no broker, no Celery.
 
-Runs advance in the process that starts or signals them (``hello.inline``), so the
-example needs no worker; a real project sets ``DURABLE_DISPATCHER = "celery"``.
+Runs advance in the process that starts or signals them (``DURABLE_DISPATCHER = "inline"``),
+so the example needs no worker; a real project sets ``DURABLE_DISPATCHER = "celery"``.
 """
 import os
 from pathlib import Path
@@ -60,7 +60,7 @@ TIME_ZONE = "UTC"
 STATIC_URL = "static/"
 
 # The engine's settings (durable/README.md lists them all).
-DURABLE_DISPATCHER = "hello.inline.advance_now"
+DURABLE_DISPATCHER = "inline"
 # hello/workflows.py is found by the app registry (every installed app's workflows module);
 # DURABLE_WORKFLOW_MODULES lists workflow modules anywhere else.
 DURABLE_VAR_DIR = BASE_DIR / "var"
