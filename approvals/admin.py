@@ -5,6 +5,7 @@ cancel, calls approval_cancel so it is audited like every other change. What a p
 a person wrote (titles, reasons, names) is shown as data, never translated; codes (an
 audit action, a status) are shown by their translated label.
 """
+
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -13,7 +14,13 @@ from django.utils.translation import gettext_lazy, ngettext
 from approvals import services
 from durable.surfaces.admin import ReadOnlyAdmin, data, json_block, register_run_links, run_link
 from approvals.errors import ApprovalError
-from approvals.models import AUDIT_ACTIONS, ApprovalAudit, ApprovalDecision, ApprovalRequest, ApprovalStatus
+from approvals.models import (
+    AUDIT_ACTIONS,
+    ApprovalAudit,
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalStatus,
+)
 
 
 def status_label(code: str) -> str:
@@ -75,24 +82,61 @@ class AuditRows:
 
 class AuditInline(AuditRows, ReadOnlyInline):
     model = ApprovalAudit
-    fields = ["created_at", "actor_cell", "action_label", "from_label", "to_label", "reason_cell", "ip",
-              "user_agent_cell", "path_cell"]
+    fields = [
+        "created_at",
+        "actor_cell",
+        "action_label",
+        "from_label",
+        "to_label",
+        "reason_cell",
+        "ip",
+        "user_agent_cell",
+        "path_cell",
+    ]
     readonly_fields = fields
 
 
 @admin.register(ApprovalRequest)
 class ApprovalRequestAdmin(admin.ModelAdmin):
-    list_display = ["id", "title_cell", "workflow", "risk", "status", "due_at", "assignee", "closed_by_cell"]
+    list_display = [
+        "id",
+        "title_cell",
+        "workflow",
+        "risk",
+        "status",
+        "due_at",
+        "assignee",
+        "closed_by_cell",
+    ]
     list_filter = ["status", "risk", "workflow_name", "candidate_groups"]
     search_fields = ["title", "subject_id", "run__id", "closed_by"]
     date_hierarchy = "created_at"
     inlines = [DecisionInline, AuditInline]
     actions = ["cancel_selected"]
     # Routing is the workflow's, changed only by reopening the case: read-only here too.
-    fields = ["run_cell", "workflow", "signal", "idempotency_key_cell", "title_cell", "summary_json",
-              "subject_type_cell", "subject_cell", "risk", "required_approvals", "status", "due_at",
-              "candidate_groups", "follow_up_at", "assignee", "claimed_at", "outcome", "closed_at",
-              "closed_by_cell", "created_at", "updated_at"]
+    fields = [
+        "run_cell",
+        "workflow",
+        "signal",
+        "idempotency_key_cell",
+        "title_cell",
+        "summary_json",
+        "subject_type_cell",
+        "subject_cell",
+        "risk",
+        "required_approvals",
+        "status",
+        "due_at",
+        "candidate_groups",
+        "follow_up_at",
+        "assignee",
+        "claimed_at",
+        "outcome",
+        "closed_at",
+        "closed_by_cell",
+        "created_at",
+        "updated_at",
+    ]
     readonly_fields = fields
 
     def has_add_permission(self, request):
@@ -137,20 +181,28 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def closed_by_cell(self, case):
         return data(case.closed_by)
 
-    @admin.action(description=gettext_lazy("Cancel selected open requests (no signal is sent)"),
-                  permissions=["change"])
+    @admin.action(
+        description=gettext_lazy("Cancel selected open requests (no signal is sent)"),
+        permissions=["change"],
+    )
     def cancel_selected(self, request, queryset):
         cancelled = 0
         for case in queryset:
             try:
-                services.approval_cancel(case.pk, actor=f"admin:{request.user.get_username()}",
-                                         reason="cancelled in the admin",
-                                         meta=services.RequestMeta.from_http(request))
+                services.approval_cancel(
+                    case.pk,
+                    actor=f"admin:{request.user.get_username()}",
+                    reason="cancelled in the admin",
+                    meta=services.RequestMeta.from_http(request),
+                )
                 cancelled += 1
             except ApprovalError as exc:
                 self.message_user(request, str(exc), messages.WARNING)
-        self.message_user(request, ngettext("%(count)d request cancelled.", "%(count)d requests cancelled.",
-                                            cancelled) % {"count": cancelled})
+        self.message_user(
+            request,
+            ngettext("%(count)d request cancelled.", "%(count)d requests cancelled.", cancelled)
+            % {"count": cancelled},
+        )
 
 
 class CaseActionFilter(admin.SimpleListFilter):
@@ -166,11 +218,30 @@ class CaseActionFilter(admin.SimpleListFilter):
 
 @admin.register(ApprovalAudit)
 class ApprovalAuditAdmin(AuditRows, ReadOnlyAdmin):
-    list_display = ["created_at", "request", "actor_cell", "action_label", "from_label", "to_label", "ip"]
+    list_display = [
+        "created_at",
+        "request",
+        "actor_cell",
+        "action_label",
+        "from_label",
+        "to_label",
+        "ip",
+    ]
     list_filter = [CaseActionFilter]
     search_fields = ["actor", "request__title", "request__id"]
-    fields = ["created_at", "request", "actor_cell", "action_label", "from_label", "to_label", "reason_cell",
-              "ip", "user_agent_cell", "path_cell", "detail_json"]
+    fields = [
+        "created_at",
+        "request",
+        "actor_cell",
+        "action_label",
+        "from_label",
+        "to_label",
+        "reason_cell",
+        "ip",
+        "user_agent_cell",
+        "path_cell",
+        "detail_json",
+    ]
     readonly_fields = fields
 
     @admin.display(description=gettext_lazy("detail"))
@@ -183,6 +254,11 @@ def run_cases(run, request) -> list[tuple[str, str]]:
     """From a run's admin page back to its compliance cases' reviewer pages (for reviewers)."""
     if not services.is_reviewer(request.user):
         return []
-    return [(_("Compliance case #%(id)s (%(status)s)") % {"id": case.pk, "status": case.get_status_display()},
-             reverse("approval_case", args=[case.pk]))
-            for case in run.approval_requests.order_by("id")]
+    return [
+        (
+            _("Compliance case #%(id)s (%(status)s)")
+            % {"id": case.pk, "status": case.get_status_display()},
+            reverse("approval_case", args=[case.pk]),
+        )
+        for case in run.approval_requests.order_by("id")
+    ]

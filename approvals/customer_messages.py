@@ -8,6 +8,7 @@ the customers' language (``APPROVALS_CUSTOMER_LANGUAGE``, Brazilian Portuguese),
 decision stores exactly the text sent. Standard reasons (the internal rationale) are offered
 the same way, in the reviewer's language (``register_reasons``).
 """
+
 from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _, gettext_noop
@@ -22,7 +23,7 @@ class StandardTexts:
 
     def __init__(self, refusal: str):
         self._texts: dict[str, dict[str, dict[str, object]]] = {}
-        self.refusal = refusal   # said when a key is not offered with the outcome
+        self.refusal = refusal  # said when a key is not offered with the outcome
 
     def register(self, workflow_name: str, texts: dict[str, dict[str, object]]) -> None:
         for outcome, choices in texts.items():
@@ -30,8 +31,10 @@ class StandardTexts:
 
     def choices(self, workflow_name: str) -> dict[str, list[tuple[str, str]]]:
         """{outcome: [(key, text in the reader's language)]} for the decision form."""
-        return {outcome: [(key, str(text)) for key, text in choices.items()]
-                for outcome, choices in self._texts.get(workflow_name, {}).items()}
+        return {
+            outcome: [(key, str(text)) for key, text in choices.items()]
+            for outcome, choices in self._texts.get(workflow_name, {}).items()
+        }
 
     def text(self, workflow_name: str, outcome: str, key: str):
         text = self._texts.get(workflow_name, {}).get(outcome, {}).get(key)
@@ -40,11 +43,17 @@ class StandardTexts:
         return text
 
 
-MESSAGES = StandardTexts(gettext_noop("The message %(key)s is not one this process sends when the outcome is "
-                                      "%(outcome)s."))
+MESSAGES = StandardTexts(
+    gettext_noop(
+        "The message %(key)s is not one this process sends when the outcome is %(outcome)s."
+    )
+)
 # The reviewer's reason (internal): standard rationales a team agrees on.
-REASONS = StandardTexts(gettext_noop("The reason %(key)s is not one this process offers when the outcome is "
-                                     "%(outcome)s."))
+REASONS = StandardTexts(
+    gettext_noop(
+        "The reason %(key)s is not one this process offers when the outcome is %(outcome)s."
+    )
+)
 register_customer_messages, customer_message_choices = MESSAGES.register, MESSAGES.choices
 register_reasons, reason_choices = REASONS.register, REASONS.choices
 
@@ -57,7 +66,9 @@ def _joined(first: str, free: str, separator: str) -> str:
     return separator.join(part for part in (first, (free or "").strip()) if part)
 
 
-def customer_message_compose(workflow_name: str, outcome: str, key: str = "", free: str = "") -> str:
+def customer_message_compose(
+    workflow_name: str, outcome: str, key: str = "", free: str = ""
+) -> str:
     """The message as the customer reads it: the standard text ``key`` (for ``outcome``) in the
     customers' language, then the reviewer's free line. InvalidOutcome for a key the process
     does not offer with this outcome, or a message over MESSAGE_MAX."""
@@ -67,7 +78,10 @@ def customer_message_compose(workflow_name: str, outcome: str, key: str = "", fr
             standard = str(MESSAGES.text(workflow_name, outcome, key))
     message = _joined(standard, free, " ")
     if len(message) > MESSAGE_MAX:
-        raise InvalidOutcome(_("The message to the customer is longer than %(max)s characters.") % {"max": MESSAGE_MAX})
+        raise InvalidOutcome(
+            _("The message to the customer is longer than %(max)s characters.")
+            % {"max": MESSAGE_MAX}
+        )
     return message
 
 

@@ -5,6 +5,7 @@ case on purpose, so nobody mistakes it for an onboarding case without documents:
 customer asks for a higher daily PIX limit, compliance decides, the limit is raised.
 Routed like onboarding: low and medium risk to kyc (and kyc-senior), high to kyc-senior.
 """
+
 from decimal import Decimal, InvalidOperation
 
 from django.utils import formats
@@ -24,14 +25,29 @@ def raise_limit(customer: str, limit: int, idempotency_key: str) -> str:
 
 
 @workflow(name=DEMO_WORKFLOW, version=1)
-def limit_increase(customer: str, current: int, requested: int, risk: str = "low",
-                   findings: list | None = None, deadline_days: float = 3, why: str = "") -> str:
+def limit_increase(
+    customer: str,
+    current: int,
+    requested: int,
+    risk: str = "low",
+    findings: list | None = None,
+    deadline_days: float = 3,
+    why: str = "",
+) -> str:
     decision = request_approval(
         title=f"Raise the daily PIX limit of {customer} from R$ {current:,} to R$ {requested:,}",
-        summary={"customer": customer, "current_daily_limit": current, "requested_daily_limit": requested,
-                 "customer_says": why, "findings": findings or []},
-        subject=("customer", customer), risk=risk, timeout=days(deadline_days),
-        candidate_groups=ROUTES[risk])
+        summary={
+            "customer": customer,
+            "current_daily_limit": current,
+            "requested_daily_limit": requested,
+            "customer_says": why,
+            "findings": findings or [],
+        },
+        subject=("customer", customer),
+        risk=risk,
+        timeout=days(deadline_days),
+        candidate_groups=ROUTES[risk],
+    )
     if decision is None:
         return "expired"
     if decision.approved:
@@ -54,16 +70,20 @@ def title_shown(case) -> str:
     if not isinstance(summary.get("current_daily_limit"), int):
         return case.title
     return _("Raise the daily PIX limit of %(customer)s from %(current)s to %(requested)s") % {
-        "customer": summary.get("customer", ""), "current": money(summary["current_daily_limit"]),
-        "requested": money(summary.get("requested_daily_limit"))}
+        "customer": summary.get("customer", ""),
+        "current": money(summary["current_daily_limit"]),
+        "requested": money(summary.get("requested_daily_limit")),
+    }
 
 
 def summary_rows(case) -> list[tuple[str, object]]:
     summary = case.summary or {}
-    return [(_("Customer"), summary.get("customer")),
-            (_("Current daily limit"), money(summary.get("current_daily_limit", ""))),
-            (_("Requested daily limit"), money(summary.get("requested_daily_limit", ""))),
-            (_("The customer says"), summary.get("customer_says"))]
+    return [
+        (_("Customer"), summary.get("customer")),
+        (_("Current daily limit"), money(summary.get("current_daily_limit", ""))),
+        (_("Requested daily limit"), money(summary.get("requested_daily_limit", ""))),
+        (_("The customer says"), summary.get("customer_says")),
+    ]
 
 
 register_workflow_label(DEMO_WORKFLOW, gettext_lazy("PIX limit increase"))

@@ -6,6 +6,7 @@ case's subject and evidence (a company and its documents, say) come from the res
 process registers, and their changes from the admin's log. Approvals never imports a
 process.
 """
+
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
@@ -21,9 +22,12 @@ from durable.selectors import run_actors
 # out: runs are started by customers' messages and schedules, not by a reviewer's hand.
 # A reviewer's own decision signal is recorded as "reviewer:<name>", never as the bare
 # username, so deciding an earlier case of the same run does not count here.
-RUN_ACTIONS = {"retry": gettext_lazy("retried this case's run"), "wake": gettext_lazy("woke this case's run"),
-               "signal": gettext_lazy("signalled this case's run"),
-               "cancel": gettext_lazy("cancelled this case's run")}
+RUN_ACTIONS = {
+    "retry": gettext_lazy("retried this case's run"),
+    "wake": gettext_lazy("woke this case's run"),
+    "signal": gettext_lazy("signalled this case's run"),
+    "cancel": gettext_lazy("cancelled this case's run"),
+}
 
 # The rows a case is about: one (its subject) or several (the subject and its evidence).
 SubjectFn = Callable[["ApprovalRequest"], "models.Model | list[models.Model] | None"]  # noqa: F821
@@ -50,23 +54,37 @@ class PriorAction:
 def prior_actions(case, user) -> list[PriorAction]:
     """What ``user`` did to this case's run or subject that bars them from approving it, oldest first."""
     username = user.get_username()
-    found = [PriorAction(str(RUN_ACTIONS[event.action]), event.at)
-             for event in run_actors(case.run_id, actions=tuple(RUN_ACTIONS)) if event.actor == username]
+    found = [
+        PriorAction(str(RUN_ACTIONS[event.action]), event.at)
+        for event in run_actors(case.run_id, actions=tuple(RUN_ACTIONS))
+        if event.actor == username
+    ]
     resolve = _subjects.get(case.workflow_name)
     rows = resolve(case) if resolve is not None else None
     by_model: dict[type, dict[str, models.Model]] = {}
-    for row in ([] if rows is None else rows if isinstance(rows, (list, tuple)) else [rows]):
+    for row in [] if rows is None else rows if isinstance(rows, (list, tuple)) else [rows]:
         by_model.setdefault(type(row), {})[str(row.pk)] = row
-    for model, rows_by_pk in by_model.items():   # one query per model, however many rows
+    for model, rows_by_pk in by_model.items():  # one query per model, however many rows
         changes = LogEntry.objects.filter(
-            user_id=user.pk, content_type=ContentType.objects.get_for_model(model),
-            object_id__in=list(rows_by_pk), action_flag__in=[ADDITION, CHANGE]).order_by("action_time", "id")
+            user_id=user.pk,
+            content_type=ContentType.objects.get_for_model(model),
+            object_id__in=list(rows_by_pk),
+            action_flag__in=[ADDITION, CHANGE],
+        ).order_by("action_time", "id")
         for entry in changes:
             row = rows_by_pk[entry.object_id]
             label = f"{row._meta.verbose_name} {row}"
-            found.append(PriorAction((_("added %(what)s in the admin") if entry.action_flag == ADDITION
-                                      else _("changed %(what)s in the admin")) % {"what": label},
-                                     entry.action_time))
+            found.append(
+                PriorAction(
+                    (
+                        _("added %(what)s in the admin")
+                        if entry.action_flag == ADDITION
+                        else _("changed %(what)s in the admin")
+                    )
+                    % {"what": label},
+                    entry.action_time,
+                )
+            )
     return sorted(found, key=lambda action: action.at)
 
 
@@ -74,11 +92,16 @@ def conflict_message(case, actions: list[PriorAction]) -> str:
     """The refusal, naming the latest earlier action (and how many others there were)."""
     latest = actions[-1]
     others = len(actions) - 1
-    more = ngettext(" (and %(count)s other action)", " (and %(count)s other actions)", others) % {
-        "count": others} if others else ""
+    more = (
+        ngettext(" (and %(count)s other action)", " (and %(count)s other actions)", others)
+        % {"count": others}
+        if others
+        else ""
+    )
     when = latest.at.astimezone(timezone.utc)
-    return _("You %(what)s at %(when)s%(more)s; case #%(id)s needs a reviewer who did not act on it.") % {
-        "what": latest.what, "when": f"{when:%Y-%m-%d %H:%M} UTC", "more": more, "id": case.pk}
+    return _(
+        "You %(what)s at %(when)s%(more)s; case #%(id)s needs a reviewer who did not act on it."
+    ) % {"what": latest.what, "when": f"{when:%Y-%m-%d %H:%M} UTC", "more": more, "id": case.pk}
 
 
 def approval_conflict(case, user) -> str:

@@ -3,6 +3,7 @@
 Reads only. Percentiles are the nearest rank: PostgreSQL's percentile_disc there, the same
 rule in Python on SQLite, so both give the same answer.
 """
+
 import math
 import re
 from dataclasses import dataclass, field
@@ -14,14 +15,24 @@ from django.db.models import Case, CharField, Count, F, Value, When
 from django.utils.formats import date_format, get_format
 from django.utils.translation import gettext_lazy as _
 
-from approvals.models import (DECIDED_STATUSES, OPEN_STATUSES, ApprovalDecision, ApprovalRequest, ApprovalStatus,
-                              Outcome)
+from approvals.models import (
+    DECIDED_STATUSES,
+    OPEN_STATUSES,
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalStatus,
+    Outcome,
+)
 from approvals.selectors import sla_age, stale_claim_age
 from durable import clock
 
 # (label for the page, Prometheus label, upper bound of the age in hours; None: no bound)
-AGE_BUCKETS = [(_("under 4 h"), "lt_4h", 4), (_("4 to 24 h"), "4h_24h", 24),
-               (_("1 to 3 days"), "1d_3d", 72), (_("over 3 days"), "gt_3d", None)]
+AGE_BUCKETS = [
+    (_("under 4 h"), "lt_4h", 4),
+    (_("4 to 24 h"), "4h_24h", 24),
+    (_("1 to 3 days"), "1d_3d", 72),
+    (_("over 3 days"), "gt_3d", None),
+]
 ANY_GROUP = "(any reviewer)"
 WEEKS = 8
 
@@ -29,7 +40,7 @@ WEEKS = 8
 @dataclass
 class BacklogRow:
     group: str
-    counts: list[int]              # one per AGE_BUCKETS entry
+    counts: list[int]  # one per AGE_BUCKETS entry
     past_sla: int = 0
 
     @property
@@ -41,7 +52,7 @@ class BacklogRow:
 class Week:
     start: date
     decided: int
-    p50: float | None              # seconds from opening to decision
+    p50: float | None  # seconds from opening to decision
     p90: float | None
 
     @property
@@ -82,7 +93,9 @@ def _groups_of(case_ids) -> dict[int, list[str]]:
 def backlog(now: datetime | None = None) -> list[BacklogRow]:
     """Open cases by candidate group and age (a case routed to two groups counts in both)."""
     now = now or clock.now()
-    cases = list(ApprovalRequest.objects.filter(status__in=OPEN_STATUSES).values_list("pk", "created_at"))
+    cases = list(
+        ApprovalRequest.objects.filter(status__in=OPEN_STATUSES).values_list("pk", "created_at")
+    )
     groups = _groups_of([pk for pk, _created in cases])
     rows: dict[str, BacklogRow] = {}
     for pk, created_at in cases:
@@ -97,13 +110,18 @@ def backlog(now: datetime | None = None) -> list[BacklogRow]:
 def past_sla(now: datetime | None = None):
     """Open cases older than APPROVALS_SLA_HOURS, oldest first."""
     now = now or clock.now()
-    return list(ApprovalRequest.objects.filter(status__in=OPEN_STATUSES, created_at__lte=now - sla_age())
-                .select_related("assignee").order_by("created_at", "id"))
+    return list(
+        ApprovalRequest.objects.filter(status__in=OPEN_STATUSES, created_at__lte=now - sla_age())
+        .select_related("assignee")
+        .order_by("created_at", "id")
+    )
 
 
 def stale_claims(now: datetime | None = None) -> int:
     now = now or clock.now()
-    return ApprovalRequest.objects.filter(status="claimed", claimed_at__lte=now - stale_claim_age()).count()
+    return ApprovalRequest.objects.filter(
+        status="claimed", claimed_at__lte=now - stale_claim_age()
+    ).count()
 
 
 # The tally's column for votes on cases whose process ended before acting on them: counted
@@ -118,14 +136,25 @@ def decisions_per_reviewer(*, superseded_apart: bool = True) -> list[ReviewerTal
     tallies: dict[str, ReviewerTally] = {}
     column = F("outcome")
     if superseded_apart:
-        column = Case(When(request__status=SUPERSEDED, then=Value(SUPERSEDED)), default=F("outcome"),
-                      output_field=CharField())
-    rows = (ApprovalDecision.objects.order_by().annotate(column=column).values("reviewer__username", "column")
-            .annotate(n=Count("id")))
+        column = Case(
+            When(request__status=SUPERSEDED, then=Value(SUPERSEDED)),
+            default=F("outcome"),
+            output_field=CharField(),
+        )
+    rows = (
+        ApprovalDecision.objects.order_by()
+        .annotate(column=column)
+        .values("reviewer__username", "column")
+        .annotate(n=Count("id"))
+    )
     for row in rows:
-        tally = tallies.setdefault(row["reviewer__username"], ReviewerTally(
-            row["reviewer__username"], dict.fromkeys([*Outcome.values, *([SUPERSEDED] if superseded_apart else [])],
-                                                     0)))
+        tally = tallies.setdefault(
+            row["reviewer__username"],
+            ReviewerTally(
+                row["reviewer__username"],
+                dict.fromkeys([*Outcome.values, *([SUPERSEDED] if superseded_apart else [])], 0),
+            ),
+        )
         tally.by_outcome[row["column"]] = row["n"]
     return sorted(tallies.values(), key=lambda tally: (-tally.total, tally.reviewer))
 
@@ -148,9 +177,13 @@ def weekly_time_to_decision(now: datetime | None = None, weeks: int = WEEKS) -> 
     first = this_monday - timedelta(weeks=weeks - 1)
     since = datetime.combine(first, time.min, tzinfo=dt_timezone.utc)
     decided = ApprovalRequest.objects.filter(status__in=DECIDED_STATUSES, closed_at__gte=since)
-    found = _weekly_in_sql(decided) if connection.vendor == "postgresql" else _weekly_in_python(decided)
-    return [found.get(first + timedelta(weeks=n), Week(first + timedelta(weeks=n), 0, None, None))
-            for n in range(weeks)]
+    found = (
+        _weekly_in_sql(decided) if connection.vendor == "postgresql" else _weekly_in_python(decided)
+    )
+    return [
+        found.get(first + timedelta(weeks=n), Week(first + timedelta(weeks=n), 0, None, None))
+        for n in range(weeks)
+    ]
 
 
 def _weekly_in_python(decided) -> dict[date, Week]:
@@ -158,9 +191,12 @@ def _weekly_in_python(decided) -> dict[date, Week]:
     for created_at, closed_at in decided.values_list("created_at", "closed_at"):
         closed = closed_at.astimezone(dt_timezone.utc)
         durations.setdefault(closed.date() - timedelta(days=closed.weekday()), []).append(
-            (closed_at - created_at).total_seconds())
-    return {start: Week(start, len(values), percentile(values, 0.5), percentile(values, 0.9))
-            for start, values in durations.items()}
+            (closed_at - created_at).total_seconds()
+        )
+    return {
+        start: Week(start, len(values), percentile(values, 0.5), percentile(values, 0.9))
+        for start, values in durations.items()
+    }
 
 
 def _weekly_in_sql(decided) -> dict[date, Week]:
@@ -171,14 +207,21 @@ def _weekly_in_sql(decided) -> dict[date, Week]:
             f"SELECT date_trunc('week', closed_at AT TIME ZONE 'UTC')::date, count(*), "
             f"percentile_disc(0.5) WITHIN GROUP (ORDER BY {seconds}), "
             f"percentile_disc(0.9) WITHIN GROUP (ORDER BY {seconds}) "
-            f"FROM {ApprovalRequest._meta.db_table} WHERE id IN ({query}) GROUP BY 1", params)
-        return {start: Week(start, count, float(p50), float(p90)) for start, count, p50, p90 in cursor.fetchall()}
+            f"FROM {ApprovalRequest._meta.db_table} WHERE id IN ({query}) GROUP BY 1",
+            params,
+        )
+        return {
+            start: Week(start, count, float(p50), float(p90))
+            for start, count, p50, p90 in cursor.fetchall()
+        }
 
 
 def day_and_month(day: date) -> str:
     """A day as the reader writes it, without the year (19/10 in pt-BR, 10/19 in English): the
     chart's labels agree with the dates of the table beneath it."""
-    pattern = re.sub(r"[^A-Za-z]*[Yy][^A-Za-z]*$|^[Yy][^A-Za-z]*", "", get_format("SHORT_DATE_FORMAT"))
+    pattern = re.sub(
+        r"[^A-Za-z]*[Yy][^A-Za-z]*$|^[Yy][^A-Za-z]*", "", get_format("SHORT_DATE_FORMAT")
+    )
     return date_format(day, pattern)
 
 
@@ -194,12 +237,32 @@ def chart(weeks: list[Week], *, width: int = 640, height: int = 220) -> dict:
         for offset, (kind, value) in enumerate((("p50", week.p50), ("p90", week.p90))):
             hours = (value or 0) / 3600
             bar_height = plot_height * hours / peak
-            bars.append({"kind": kind, "x": round(left + index * slot + slot / 6 + offset * bar, 1),
-                         "y": round(top + plot_height - bar_height, 1), "width": round(bar, 1),
-                         "height": round(bar_height, 1), "hours": round(hours, 1), "week": week.start})
-    labels = [{"x": round(left + index * slot + slot / 2, 1), "text": day_and_month(week.start)}
-              for index, week in enumerate(weeks)]
-    ticks = [{"y": round(top + plot_height - plot_height * n / 4, 1), "text": f"{peak * n / 4:.0f} h"}
-             for n in range(5)]
-    return {"width": width, "height": height, "bars": bars, "labels": labels, "ticks": ticks,
-            "axis_x": left, "axis_y": top + plot_height, "label_y": height - 8}
+            bars.append(
+                {
+                    "kind": kind,
+                    "x": round(left + index * slot + slot / 6 + offset * bar, 1),
+                    "y": round(top + plot_height - bar_height, 1),
+                    "width": round(bar, 1),
+                    "height": round(bar_height, 1),
+                    "hours": round(hours, 1),
+                    "week": week.start,
+                }
+            )
+    labels = [
+        {"x": round(left + index * slot + slot / 2, 1), "text": day_and_month(week.start)}
+        for index, week in enumerate(weeks)
+    ]
+    ticks = [
+        {"y": round(top + plot_height - plot_height * n / 4, 1), "text": f"{peak * n / 4:.0f} h"}
+        for n in range(5)
+    ]
+    return {
+        "width": width,
+        "height": height,
+        "bars": bars,
+        "labels": labels,
+        "ticks": ticks,
+        "axis_x": left,
+        "axis_y": top + plot_height,
+        "label_y": height - 8,
+    }

@@ -6,6 +6,7 @@ page disables Approve and shows them, and ``approval_decide`` refuses an approva
 and "more documents" stay possible). A hold function that raises holds the case too: an
 approval must not go through on a check that could not run.
 """
+
 import logging
 from dataclasses import dataclass
 from typing import Callable
@@ -59,7 +60,9 @@ def holds_on(case) -> list[Hold]:
             reasons = tuple(str(reason) for reason in hold(case) or [])
         except Exception:
             log.exception("approval hold %r failed for approval request %s", hold, case.pk)
-            reasons = (_("the check %(name)s could not run") % {"name": getattr(hold, "__name__", hold)},)
+            reasons = (
+                _("the check %(name)s could not run") % {"name": getattr(hold, "__name__", hold)},
+            )
         if reasons:
             found.append(Hold(name, reasons, name in _overridable))
     return found
@@ -67,7 +70,11 @@ def holds_on(case) -> list[Hold]:
 
 def overrides_of(case) -> set[str]:
     """The holds a supervisor overrode on this case (its audit rows say so)."""
-    return {name for row in case.audit.filter(action="override_hold") for name in row.detail.get("holds", [])}
+    return {
+        name
+        for row in case.audit.filter(action="override_hold")
+        for name in row.detail.get("holds", [])
+    }
 
 
 def holds_for(case) -> list[str]:

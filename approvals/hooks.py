@@ -1,4 +1,5 @@
 """Signals approvals sends to the processes that open cases (approvals never imports a process)."""
+
 from django.dispatch import Signal
 
 # Sent in the transaction that opened a case, with ``case`` (the new ApprovalRequest): a

@@ -6,6 +6,7 @@ whatever their laptop's locale says, and switches to English per user (approvals
 .reviewer_language_set), so two colleagues on one case always read the same labels unless
 one of them chose otherwise.
 """
+
 import zoneinfo
 
 from django.conf import settings
@@ -28,8 +29,11 @@ class UserLanguageMiddleware:
     def language_for(self, request) -> str:
         user = getattr(request, "user", None)
         stored = reviewer_language(user) if user is not None and user.is_authenticated else None
-        return (supported(stored) or supported(request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME))
-                or settings.LANGUAGE_CODE)
+        return (
+            supported(stored)
+            or supported(request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME))
+            or settings.LANGUAGE_CODE
+        )
 
     def __call__(self, request):
         language = self.language_for(request)

@@ -4,6 +4,7 @@ Status changes go through django-fsm transitions (the field is protected); saves
 conditional on the status the row had when it was loaded (ConcurrentTransitionMixin), so
 two reviewers racing on one case can never both move it.
 """
+
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
@@ -29,7 +30,12 @@ class ApprovalStatus(models.TextChoices):
 
 OPEN_STATUSES = (ApprovalStatus.PENDING, ApprovalStatus.CLAIMED)
 DECIDED_STATUSES = (ApprovalStatus.APPROVED, ApprovalStatus.REJECTED, ApprovalStatus.RETURNED)
-CLOSED_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.EXPIRED, ApprovalStatus.CANCELLED, ApprovalStatus.SUPERSEDED)
+CLOSED_STATUSES = (
+    *DECIDED_STATUSES,
+    ApprovalStatus.EXPIRED,
+    ApprovalStatus.CANCELLED,
+    ApprovalStatus.SUPERSEDED,
+)
 # Reviewers took a decision on it (the process may not have acted on it): what an evidence pack is about.
 WITH_DECISION_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.SUPERSEDED)
 
@@ -52,8 +58,13 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
     # No database constraint: a case outlives its run's move to the archive (durable archive
     # keeps approval rows in place; the run is then read from durable's archive). The ORM
     # still refuses to delete a run with cases (PROTECT).
-    run = models.ForeignKey("durable.WorkflowRun", verbose_name=_("run"), on_delete=models.PROTECT, related_name="approval_requests",
-                            db_constraint=False)
+    run = models.ForeignKey(
+        "durable.WorkflowRun",
+        verbose_name=_("run"),
+        on_delete=models.PROTECT,
+        related_name="approval_requests",
+        db_constraint=False,
+    )
     # Copied from the run so case panels and filters need no join.
     workflow_name = models.CharField(_("workflow"), max_length=200, db_index=True)
     signal_name = models.CharField(_("signal"), max_length=255)
@@ -66,33 +77,57 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
     subject_id = models.CharField(_("subject"), max_length=255, blank=True, default="")
     risk = models.CharField(_("risk"), max_length=8, choices=Risk.choices, default=Risk.LOW)
     required_approvals = models.PositiveSmallIntegerField(_("approvals required"), default=1)
-    status = FSMField(_("status"), max_length=16, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING,
-                      protected=True, db_index=True)
+    status = FSMField(
+        _("status"),
+        max_length=16,
+        choices=ApprovalStatus.choices,
+        default=ApprovalStatus.PENDING,
+        protected=True,
+        db_index=True,
+    )
     due_at = models.DateTimeField(_("due at"), db_index=True)
     # Routing: only members of one of these groups may see, open and take the case. None
     # named means any compliance reviewer (cases opened before routing existed).
-    candidate_groups = models.ManyToManyField(Group, blank=True, related_name="approval_requests",
-                                              verbose_name=_("candidate groups"))
+    candidate_groups = models.ManyToManyField(
+        Group, blank=True, related_name="approval_requests", verbose_name=_("candidate groups")
+    )
     # Hidden from the queue until then ("waiting for the customer's bank letter").
     follow_up_at = models.DateTimeField(_("follow-up date"), null=True, blank=True)
-    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("assigned to"), null=True, blank=True,
-                                 on_delete=models.PROTECT, related_name="approval_requests_claimed")
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("assigned to"),
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="approval_requests_claimed",
+    )
     claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)
-    outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome.choices, blank=True, default="")
+    outcome = models.CharField(
+        _("outcome"), max_length=16, choices=Outcome.choices, blank=True, default=""
+    )
     closed_at = models.DateTimeField(_("closed at"), null=True, blank=True)
     closed_by = models.CharField(_("closed by"), max_length=255, blank=True, default="")
-    created_at = models.DateTimeField(_("created at"), )
-    updated_at = models.DateTimeField(_("updated at"), )
+    created_at = models.DateTimeField(
+        _("created at"),
+    )
+    updated_at = models.DateTimeField(
+        _("updated at"),
+    )
 
     class Meta:
         ordering = ["due_at", "id"]
         verbose_name = _("approval request")
         verbose_name_plural = _("approval requests")
-        indexes = [models.Index(fields=["status", "due_at"], name="approvals_open_due"),
-                   # The archive, latest decision first (a page without a sort of every closed case).
-                   models.Index(fields=["closed_at", "id"], name="approvals_closed")]
+        indexes = [
+            models.Index(fields=["status", "due_at"], name="approvals_open_due"),
+            # The archive, latest decision first (a page without a sort of every closed case).
+            models.Index(fields=["closed_at", "id"], name="approvals_closed"),
+        ]
         permissions = [
-            ("decide_approvalrequest", "Can claim and decide approval requests (compliance reviewer)"),
+            (
+                "decide_approvalrequest",
+                "Can claim and decide approval requests (compliance reviewer)",
+            ),
         ]
 
     def __str__(self):
@@ -140,8 +175,11 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
     def cancel(self):
         pass
 
-    @transition(field=status, source=[ApprovalStatus.APPROVED, ApprovalStatus.REJECTED],
-                target=ApprovalStatus.SUPERSEDED)
+    @transition(
+        field=status,
+        source=[ApprovalStatus.APPROVED, ApprovalStatus.REJECTED],
+        target=ApprovalStatus.SUPERSEDED,
+    )
     def supersede(self):
         pass
 
@@ -149,15 +187,23 @@ class ApprovalRequest(ConcurrentTransitionMixin, models.Model):
 class ApprovalDecision(models.Model):
     """One reviewer's vote. A high-risk case needs two approvals from two different people."""
 
-    request = models.ForeignKey(ApprovalRequest, verbose_name=_("case"), on_delete=models.CASCADE, related_name="decisions")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("reviewer"), on_delete=models.PROTECT,
-                                 related_name="approval_decisions")
+    request = models.ForeignKey(
+        ApprovalRequest, verbose_name=_("case"), on_delete=models.CASCADE, related_name="decisions"
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("reviewer"),
+        on_delete=models.PROTECT,
+        related_name="approval_decisions",
+    )
     outcome = models.CharField(_("outcome"), max_length=16, choices=Outcome.choices)
     # The compliance rationale: internal, audited, never sent to the customer.
     reason = models.TextField(_("rationale"), blank=True, default="")
     # What the process sent the customer with the outcome (approvals/customer_messages.py).
     customer_message = models.TextField(_("message to the customer"), blank=True, default="")
-    created_at = models.DateTimeField(_("created at"), )
+    created_at = models.DateTimeField(
+        _("created at"),
+    )
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -165,7 +211,9 @@ class ApprovalDecision(models.Model):
         verbose_name_plural = _("approval decisions")
         constraints = [
             # Four eyes in the schema too: one vote per reviewer per case.
-            models.UniqueConstraint(fields=["request", "reviewer"], name="approvals_one_vote_per_reviewer"),
+            models.UniqueConstraint(
+                fields=["request", "reviewer"], name="approvals_one_vote_per_reviewer"
+            ),
         ]
 
     def __str__(self):
@@ -190,9 +238,18 @@ class CaseAction(models.TextChoices):
     UNCLAIM = "unclaim", pgettext_lazy("audit action", "unclaimed by a supervisor")
     EXTEND_DEADLINE = "extend_deadline", pgettext_lazy("audit action", "deadline extended")
     FOLLOW_UP = "follow_up", pgettext_lazy("audit action", "follow-up date set")
-    SUPERSEDE = "supersede", pgettext_lazy("audit action", "superseded: the process ended before acting on it")
-    OVERRIDE_HOLD = "override_hold", pgettext_lazy("audit action", "hold overridden by a supervisor")
-    EVIDENCE_DOWNLOADED = "evidence_downloaded", pgettext_lazy("audit action", "evidence pack downloaded")
+    SUPERSEDE = (
+        "supersede",
+        pgettext_lazy("audit action", "superseded: the process ended before acting on it"),
+    )
+    OVERRIDE_HOLD = (
+        "override_hold",
+        pgettext_lazy("audit action", "hold overridden by a supervisor"),
+    )
+    EVIDENCE_DOWNLOADED = (
+        "evidence_downloaded",
+        pgettext_lazy("audit action", "evidence pack downloaded"),
+    )
     NOTE = "note", pgettext_lazy("audit action", "internal note")
     FINDING = "finding", pgettext_lazy("audit action", "finding added")
 
@@ -209,10 +266,22 @@ class ApprovalAudit(ChainedAudit):
     """
 
     chain_parent = "request"
-    chained_fields = ("actor", "action", "from_status", "to_status", "reason", "ip", "user_agent", "path",
-                      "detail", "created_at")
+    chained_fields = (
+        "actor",
+        "action",
+        "from_status",
+        "to_status",
+        "reason",
+        "ip",
+        "user_agent",
+        "path",
+        "detail",
+        "created_at",
+    )
 
-    request = models.ForeignKey(ApprovalRequest, verbose_name=_("case"), on_delete=models.PROTECT, related_name="audit")
+    request = models.ForeignKey(
+        ApprovalRequest, verbose_name=_("case"), on_delete=models.PROTECT, related_name="audit"
+    )
     actor = models.CharField(_("actor"), max_length=255)
     action = models.CharField(_("action"), max_length=32)
     from_status = models.CharField(_("from status"), max_length=16, blank=True, default="")
@@ -222,14 +291,20 @@ class ApprovalAudit(ChainedAudit):
     user_agent = models.CharField(_("browser"), max_length=500, blank=True, default="")
     path = models.CharField(_("path"), max_length=500, blank=True, default="")
     detail = models.JSONField(_("detail"), default=dict, blank=True)
-    created_at = models.DateTimeField(_("when"), )
+    created_at = models.DateTimeField(
+        _("when"),
+    )
 
     class Meta:
         ordering = ["created_at", "id"]
         verbose_name = _("approval audit row")
         verbose_name_plural = _("approval audit trail")
         indexes = [models.Index(fields=["request", "created_at"], name="approvals_audit_request")]
-        constraints = [models.UniqueConstraint(fields=["request", "chain_seq"], name="approvals_audit_chain_seq")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["request", "chain_seq"], name="approvals_audit_chain_seq"
+            )
+        ]
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} #{self.request_id}"
@@ -239,10 +314,16 @@ class ReviewerPreference(models.Model):
     """A person's language for the reviewer UI and the admin, kept with the user rather than in
     one browser's cookie: the choice follows them from the laptop to the phone."""
 
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE,
-                                related_name="reviewer_preference")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("user"),
+        on_delete=models.CASCADE,
+        related_name="reviewer_preference",
+    )
     language = models.CharField(_("language"), max_length=10)
-    updated_at = models.DateTimeField(_("updated at"), )
+    updated_at = models.DateTimeField(
+        _("updated at"),
+    )
 
     class Meta:
         verbose_name = _("reviewer preference")

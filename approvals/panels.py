@@ -8,6 +8,7 @@ panel that raises is shown as "unavailable" rather than taking the case page dow
 A process also names its steps and signals for people (``register_timeline_labels``):
 the timeline reads "Case prepared for review", not ``describe_for_review``.
 """
+
 import logging
 from dataclasses import dataclass, field
 from typing import Callable
@@ -68,24 +69,33 @@ APPROVAL_LABELS = {
     "read_decision": _("Decision read"),
     "expire_approval_request": _("Case expired"),
 }
-KIND_LABELS = {"step": pgettext_lazy("journal kind", "step"), "signal": pgettext_lazy("journal kind", "signal"),
-               "sleep": pgettext_lazy("journal kind", "timer"), "drain": pgettext_lazy("journal kind", "signal"),
-               "now": pgettext_lazy("journal kind", "clock"), "uuid4": pgettext_lazy("journal kind", "identifier"),
-               "random": pgettext_lazy("journal kind", "random value"),
-               "patch": pgettext_lazy("journal kind", "version marker")}
-STATUS_LABELS = {"completed": pgettext_lazy("journal status", "done"),
-                 "failed": pgettext_lazy("journal status", "failed"),
-                 "waiting": pgettext_lazy("journal status", "waiting"),
-                 "retrying": pgettext_lazy("journal status", "retrying"),
-                 "started": pgettext_lazy("journal status", "running"),
-                 "cancelled": pgettext_lazy("journal status", "cancelled")}
-RUN_STATUS_LABELS = {"pending": pgettext_lazy("run status", "pending"),
-                     "running": pgettext_lazy("run status", "running"),
-                     "waiting": pgettext_lazy("run status", "waiting"),
-                     "completed": pgettext_lazy("run status", "completed"),
-                     "failed": pgettext_lazy("run status", "failed"),
-                     "cancelled": pgettext_lazy("run status", "cancelled"),
-                     "blocked": pgettext_lazy("run status", "blocked")}
+KIND_LABELS = {
+    "step": pgettext_lazy("journal kind", "step"),
+    "signal": pgettext_lazy("journal kind", "signal"),
+    "sleep": pgettext_lazy("journal kind", "timer"),
+    "drain": pgettext_lazy("journal kind", "signal"),
+    "now": pgettext_lazy("journal kind", "clock"),
+    "uuid4": pgettext_lazy("journal kind", "identifier"),
+    "random": pgettext_lazy("journal kind", "random value"),
+    "patch": pgettext_lazy("journal kind", "version marker"),
+}
+STATUS_LABELS = {
+    "completed": pgettext_lazy("journal status", "done"),
+    "failed": pgettext_lazy("journal status", "failed"),
+    "waiting": pgettext_lazy("journal status", "waiting"),
+    "retrying": pgettext_lazy("journal status", "retrying"),
+    "started": pgettext_lazy("journal status", "running"),
+    "cancelled": pgettext_lazy("journal status", "cancelled"),
+}
+RUN_STATUS_LABELS = {
+    "pending": pgettext_lazy("run status", "pending"),
+    "running": pgettext_lazy("run status", "running"),
+    "waiting": pgettext_lazy("run status", "waiting"),
+    "completed": pgettext_lazy("run status", "completed"),
+    "failed": pgettext_lazy("run status", "failed"),
+    "cancelled": pgettext_lazy("run status", "cancelled"),
+    "blocked": pgettext_lazy("run status", "blocked"),
+}
 
 
 def register_timeline_labels(workflow_name: str, labels: dict[str, str]) -> None:
@@ -139,6 +149,8 @@ def register_workflow_label(workflow_name: str, label) -> None:
 def workflow_label(workflow_name: str) -> str:
     label = _workflow_labels.get(workflow_name)
     return str(label) if label else workflow_name
+
+
 _titles: dict[str, Callable] = {}
 
 
@@ -154,7 +166,7 @@ def title_for(case) -> str:
         return case.title
     try:
         return fn(case) or case.title
-    except Exception:   # a summary of an unexpected shape: the recorded title
+    except Exception:  # a summary of an unexpected shape: the recorded title
         log.exception("case title for %s failed", case.pk)
         return case.title
 
@@ -168,23 +180,48 @@ def register_summary(workflow_name: str, fn: Callable) -> None:
 
 def summary_section(case) -> list[Section]:
     if case.workflow_name in _summaries:
-        facts = [(label, value) for label, value in _summaries[case.workflow_name](case)
-                 if value not in ("", None, [], {})]
-        return [Section(_("Summary"), "approvals/panels/summary.html", {"facts": facts, "case": case,
-                                                                        "translated": True}, key="summary")]
-    facts = [(key.replace("_", " "), value) for key, value in (case.summary or {}).items()
-             if key not in FINDINGS_KEYS and value not in ("", None, [], {})]   # nothing said: no row
-    return [Section(_("Summary"), "approvals/panels/summary.html", {"facts": facts, "case": case},
-                    key="summary")]
+        facts = [
+            (label, value)
+            for label, value in _summaries[case.workflow_name](case)
+            if value not in ("", None, [], {})
+        ]
+        return [
+            Section(
+                _("Summary"),
+                "approvals/panels/summary.html",
+                {"facts": facts, "case": case, "translated": True},
+                key="summary",
+            )
+        ]
+    facts = [
+        (key.replace("_", " "), value)
+        for key, value in (case.summary or {}).items()
+        if key not in FINDINGS_KEYS and value not in ("", None, [], {})
+    ]  # nothing said: no row
+    return [
+        Section(
+            _("Summary"),
+            "approvals/panels/summary.html",
+            {"facts": facts, "case": case},
+            key="summary",
+        )
+    ]
 
 
 def _finding(item) -> dict:
     """One finding as {"check", "result", "detail"}: whatever shape a validator recorded, a line
     a reviewer can read (a check name, its result, and the rest as "key: value" pairs)."""
     if isinstance(item, dict):
-        rest = {key: value for key, value in item.items() if key not in ("check", "result", *FINDING_CODE_KEYS)}
-        return {"check": str(item.get("check", "")).replace("_", " "), "result": item.get("result", ""),
-                "detail": [(key.replace("_", " "), value) for key, value in rest.items()]}
+        rest = {
+            key: value
+            for key, value in item.items()
+            if key not in ("check", "result", *FINDING_CODE_KEYS)
+        }
+        return {
+            "check": str(item.get("check", "")).replace("_", " "),
+            "result": item.get("result", ""),
+            "detail": [(key.replace("_", " "), value) for key, value in rest.items()],
+        }
     return {"check": "", "result": item, "detail": []}
 
 
@@ -198,13 +235,22 @@ def findings_section(case) -> list[Section]:
     elif not isinstance(findings, list):
         findings = [findings]
     reader = _finding_readers.get(case.workflow_name)
-    if reader:   # each read once; None folds a finding away (one the summary already says)
-        findings = [read for read in (reader(item) if isinstance(item, dict) else item for item in findings)
-                    if read is not None]
+    if reader:  # each read once; None folds a finding away (one the summary already says)
+        findings = [
+            read
+            for read in (reader(item) if isinstance(item, dict) else item for item in findings)
+            if read is not None
+        ]
     if not findings:
         return []
-    return [Section(_("Validator findings"), "approvals/panels/findings.html",
-                    {"findings": [_finding(item) for item in findings]}, key="validator-findings")]
+    return [
+        Section(
+            _("Validator findings"),
+            "approvals/panels/findings.html",
+            {"findings": [_finding(item) for item in findings]},
+            key="validator-findings",
+        )
+    ]
 
 
 # The engine's own bookkeeping (version markers, search attributes, recorded clock readings
@@ -217,11 +263,20 @@ def timeline_rows(case) -> list[TimelineRow]:
     the engine's bookkeeping folded away."""
     from approvals.selectors import approval_timeline
 
-    return [TimelineRow(position=entry.position, kind=str(KIND_LABELS.get(entry.kind, entry.kind)),
-                        name=entry.name, label=timeline_label(case.workflow_name, entry.name),
-                        status=entry.status, status_label=str(STATUS_LABELS.get(entry.status, entry.status)),
-                        attempt=entry.attempt, at=entry.updated_at)
-            for entry in approval_timeline(case) if entry.kind not in ENGINE_KINDS]
+    return [
+        TimelineRow(
+            position=entry.position,
+            kind=str(KIND_LABELS.get(entry.kind, entry.kind)),
+            name=entry.name,
+            label=timeline_label(case.workflow_name, entry.name),
+            status=entry.status,
+            status_label=str(STATUS_LABELS.get(entry.status, entry.status)),
+            attempt=entry.attempt,
+            at=entry.updated_at,
+        )
+        for entry in approval_timeline(case)
+        if entry.kind not in ENGINE_KINDS
+    ]
 
 
 def waiting_shown(workflow_name: str, waiting_for: str) -> str:
@@ -230,7 +285,9 @@ def waiting_shown(workflow_name: str, waiting_for: str) -> str:
     if not waiting_for:
         return ""
     if waiting_for.startswith("signal:"):
-        return " / ".join(timeline_label(workflow_name, n) for n in waiting_for.removeprefix("signal:").split("|"))
+        return " / ".join(
+            timeline_label(workflow_name, n) for n in waiting_for.removeprefix("signal:").split("|")
+        )
     if waiting_for == "sleep":
         return str(_("a timer"))
     if waiting_for.startswith("limit:"):
@@ -242,10 +299,19 @@ def waiting_shown(workflow_name: str, waiting_for: str) -> str:
 
 def timeline_section(case) -> list[Section]:
     run = run_or_archived(case.run_id)
-    return [Section(_("Process timeline"), "approvals/panels/timeline.html",
-                    {"entries": timeline_rows(case), "run": run,
-                     "waiting": waiting_shown(case.workflow_name, getattr(run, "waiting_for", "") or ""),
-                     "run_status": str(RUN_STATUS_LABELS.get(run.status, run.status))}, key="process-timeline")]
+    return [
+        Section(
+            _("Process timeline"),
+            "approvals/panels/timeline.html",
+            {
+                "entries": timeline_rows(case),
+                "run": run,
+                "waiting": waiting_shown(case.workflow_name, getattr(run, "waiting_for", "") or ""),
+                "run_status": str(RUN_STATUS_LABELS.get(run.status, run.status)),
+            },
+            key="process-timeline",
+        )
+    ]
 
 
 def _safe(panel: PanelFn, case) -> list[Section]:
@@ -254,7 +320,9 @@ def _safe(panel: PanelFn, case) -> list[Section]:
     except Exception:
         log.exception("case panel %r failed for approval request %s", panel, case.pk)
         name = getattr(panel, "__name__", repr(panel))
-        return [Section(name.replace("_", " "), "approvals/panels/unavailable.html", {"panel": name})]
+        return [
+            Section(name.replace("_", " "), "approvals/panels/unavailable.html", {"panel": name})
+        ]
 
 
 def sections_for(case) -> list[Section]:

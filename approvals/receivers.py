@@ -1,5 +1,6 @@
 """Keeps cases in step with their runs: a cancelled process leaves no case open in the queue,
 and no approval or rejection on record that it never acted on."""
+
 from django.dispatch import receiver
 
 from approvals import services
@@ -17,7 +18,10 @@ def cancel_cases_of_cancelled_run(sender, run_id: str, reason: str, actor: str, 
     # An approval or a rejection the run never took: the cancel won the race, and nothing was
     # done with the decision. One it took may have had effects (an account opened before an
     # operator's hard cancel): it stays as decided.
-    decided = set(ApprovalRequest.objects.filter(run_id=run_id, status__in=[
-        ApprovalStatus.APPROVED, ApprovalStatus.REJECTED]).values_list("pk", flat=True))
+    decided = set(
+        ApprovalRequest.objects.filter(
+            run_id=run_id, status__in=[ApprovalStatus.APPROVED, ApprovalStatus.REJECTED]
+        ).values_list("pk", flat=True)
+    )
     for case_id in sorted(decided - decisions_taken(run_id)) if decided else []:
         services.approval_supersede(case_id, actor=actor, reason=why)

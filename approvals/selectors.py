@@ -1,14 +1,33 @@
 """Reads on approval requests for the reviewer UI, the admin and tests."""
+
 from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 
 from approvals.errors import ApprovalNotFound
-from approvals.models import (CLOSED_STATUSES, OPEN_STATUSES, ApprovalDecision, ApprovalRequest, ApprovalStatus,
-                              Outcome, Risk)
+from approvals.models import (
+    CLOSED_STATUSES,
+    OPEN_STATUSES,
+    ApprovalDecision,
+    ApprovalRequest,
+    ApprovalStatus,
+    Outcome,
+    Risk,
+)
 from durable import clock
 from durable.selectors import run_journal
 
@@ -18,8 +37,13 @@ def _with_counts(cases: QuerySet) -> QuerySet:
     GROUP BY would count the votes of every closed case before the page is cut (1.4 s an
     archive page with 200,000 decided cases, benchmarks/pages.py)."""
     # Not the run: it may have moved to durable's archive (panels ask durable for it).
-    approvals = (ApprovalDecision.objects.filter(request=OuterRef("pk"), outcome=Outcome.APPROVE).order_by()
-                 .values("request").annotate(n=Count("pk")).values("n"))
+    approvals = (
+        ApprovalDecision.objects.filter(request=OuterRef("pk"), outcome=Outcome.APPROVE)
+        .order_by()
+        .values("request")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
     return cases.select_related("assignee").annotate(approvals=Coalesce(Subquery(approvals), 0))
 
 
@@ -27,8 +51,13 @@ def _search(cases: QuerySet, query: str) -> QuerySet:
     query = (query or "").strip()
     if not query:
         return cases
-    match = (Q(title__icontains=query) | Q(subject_id__icontains=query) | Q(run__id__icontains=query)
-             | Q(closed_by__icontains=query) | Q(workflow_name__icontains=query))
+    match = (
+        Q(title__icontains=query)
+        | Q(subject_id__icontains=query)
+        | Q(run__id__icontains=query)
+        | Q(closed_by__icontains=query)
+        | Q(workflow_name__icontains=query)
+    )
     if query.lstrip("#").isdigit():
         match |= Q(pk=int(query.lstrip("#")))
     return cases.filter(match)
@@ -36,13 +65,15 @@ def _search(cases: QuerySet, query: str) -> QuerySet:
 
 SORTS = {
     "deadline": ("due_at", "id"),
-    "risk": ("risk_rank", "due_at", "id"),   # high first
-    "age": ("created_at", "id"),             # oldest first
+    "risk": ("risk_rank", "due_at", "id"),  # high first
+    "age": ("created_at", "id"),  # oldest first
 }
 
 
 def _routes():
-    return ApprovalRequest.candidate_groups.through.objects.filter(approvalrequest_id=OuterRef("pk"))
+    return ApprovalRequest.candidate_groups.through.objects.filter(
+        approvalrequest_id=OuterRef("pk")
+    )
 
 
 def routed_to(cases: QuerySet, user) -> QuerySet:
@@ -51,15 +82,31 @@ def routed_to(cases: QuerySet, user) -> QuerySet:
 
 
 def _sorted(cases: QuerySet, sort: str) -> QuerySet:
-    cases = cases.annotate(risk_rank=Case(When(risk=Risk.HIGH, then=Value(0)), When(risk=Risk.MEDIUM, then=Value(1)),
-                                          default=Value(2), output_field=IntegerField()))
+    cases = cases.annotate(
+        risk_rank=Case(
+            When(risk=Risk.HIGH, then=Value(0)),
+            When(risk=Risk.MEDIUM, then=Value(1)),
+            default=Value(2),
+            output_field=IntegerField(),
+        )
+    )
     return cases.order_by(*SORTS.get(sort, SORTS["deadline"]))
 
 
-def approvals_open_for(user, *, risk: str = "", workflow_name: str = "", status: str = "",
-                       overdue: bool = False, query: str = "", assignee: str = "", group: str = "",
-                       sort: str = "deadline", following_up: bool = False,
-                       every_group: bool = False) -> QuerySet:
+def approvals_open_for(
+    user,
+    *,
+    risk: str = "",
+    workflow_name: str = "",
+    status: str = "",
+    overdue: bool = False,
+    query: str = "",
+    assignee: str = "",
+    group: str = "",
+    sort: str = "deadline",
+    following_up: bool = False,
+    every_group: bool = False,
+) -> QuerySet:
     """Open cases this reviewer can act on, soonest deadline first (or ``sort``: risk, age).
 
     Only cases routed to the reviewer's groups (``every_group``: all, for a supervisor). Cases the reviewer already approved
@@ -68,7 +115,9 @@ def approvals_open_for(user, *, risk: str = "", workflow_name: str = "", status:
     ``assignee`` is "me", "none" or a username; ``group`` a candidate group's name.
     """
     now = clock.now()
-    cases = ApprovalRequest.objects.filter(status__in=OPEN_STATUSES).exclude(decisions__reviewer=user)
+    cases = ApprovalRequest.objects.filter(status__in=OPEN_STATUSES).exclude(
+        decisions__reviewer=user
+    )
     if not every_group:
         cases = routed_to(cases, user)
     if following_up:
@@ -141,20 +190,34 @@ def approval_audit(case: ApprovalRequest):
 
 
 def approval_workflow_names() -> list[str]:
-    return list(ApprovalRequest.objects.filter(status__in=OPEN_STATUSES)
-                .order_by("workflow_name").values_list("workflow_name", flat=True).distinct())
+    return list(
+        ApprovalRequest.objects.filter(status__in=OPEN_STATUSES)
+        .order_by("workflow_name")
+        .values_list("workflow_name", flat=True)
+        .distinct()
+    )
 
 
 def approval_group_names() -> list[str]:
     """Groups open cases are routed to, for the queue's filter."""
     through = ApprovalRequest.candidate_groups.through.objects
-    return sorted(set(through.filter(approvalrequest__status__in=OPEN_STATUSES)
-                      .values_list("group__name", flat=True)))
+    return sorted(
+        set(
+            through.filter(approvalrequest__status__in=OPEN_STATUSES).values_list(
+                "group__name", flat=True
+            )
+        )
+    )
 
 
 def approval_assignee_names() -> list[str]:
-    return sorted(set(ApprovalRequest.objects.filter(status=ApprovalStatus.CLAIMED)
-                      .values_list("assignee__username", flat=True)))
+    return sorted(
+        set(
+            ApprovalRequest.objects.filter(status=ApprovalStatus.CLAIMED).values_list(
+                "assignee__username", flat=True
+            )
+        )
+    )
 
 
 def stale_claim_age() -> timedelta:
@@ -170,13 +233,17 @@ def approvals_claimed() -> QuerySet:
     held longer than APPROVALS_STALE_CLAIM_HOURS)."""
     stale_before = clock.now() - stale_claim_age()
     cases = ApprovalRequest.objects.filter(status=ApprovalStatus.CLAIMED).annotate(
-        stale=Case(When(claimed_at__lte=stale_before, then=Value(True)), default=Value(False)))
+        stale=Case(When(claimed_at__lte=stale_before, then=Value(True)), default=Value(False))
+    )
     return _with_counts(cases).order_by("claimed_at", "id")
 
 
 def approval_is_stale(case: ApprovalRequest) -> bool:
-    return bool(case.status == ApprovalStatus.CLAIMED and case.claimed_at
-                and case.claimed_at <= clock.now() - stale_claim_age())
+    return bool(
+        case.status == ApprovalStatus.CLAIMED
+        and case.claimed_at
+        and case.claimed_at <= clock.now() - stale_claim_age()
+    )
 
 
 def approval_eligible_reviewers(case: ApprovalRequest):
@@ -188,7 +255,9 @@ def approval_eligible_reviewers(case: ApprovalRequest):
     groups = list(case.candidate_groups.all())
     if groups:
         users = users.filter(pk__in=get_user_model().objects.filter(groups__in=groups).values("pk"))
-    users = users.exclude(pk__in=ApprovalDecision.objects.filter(request=case).values("reviewer_id"))
+    users = users.exclude(
+        pk__in=ApprovalDecision.objects.filter(request=case).values("reviewer_id")
+    )
     if case.assignee_id:
         users = users.exclude(pk=case.assignee_id)
     return list(users.distinct().order_by("username"))
@@ -203,4 +272,8 @@ def reviewer_language(user) -> str | None:
     """The language this user chose for the UI, or None (the project's default applies)."""
     from approvals.models import ReviewerPreference
 
-    return ReviewerPreference.objects.filter(user_id=user.pk).values_list("language", flat=True).first()
+    return (
+        ReviewerPreference.objects.filter(user_id=user.pk)
+        .values_list("language", flat=True)
+        .first()
+    )

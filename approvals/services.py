@@ -6,6 +6,7 @@ its audit row in one transaction. A final decision also sends the run's signal i
 transaction, under a dedupe key per case: a decision and the signal that resumes the
 run commit together or not at all, and a case can never produce two signals.
 """
+
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -84,17 +85,21 @@ class RequestMeta:
 
     @classmethod
     def from_http(cls, request) -> "RequestMeta":
-        return cls(ip=request.META.get("REMOTE_ADDR") or None,
-                   user_agent=request.META.get("HTTP_USER_AGENT", "")[:500],
-                   path=request.get_full_path()[:500])
+        return cls(
+            ip=request.META.get("REMOTE_ADDR") or None,
+            user_agent=request.META.get("HTTP_USER_AGENT", "")[:500],
+            path=request.get_full_path()[:500],
+        )
 
 
 def compliance_group_ensure() -> Group:
     """The reviewers' group with the decide permission (also created by a data migration)."""
     content_type = ContentType.objects.get_for_model(ApprovalRequest)
     permission, _ = Permission.objects.get_or_create(
-        content_type=content_type, codename="decide_approvalrequest",
-        defaults={"name": "Can claim and decide approval requests (compliance reviewer)"})
+        content_type=content_type,
+        codename="decide_approvalrequest",
+        defaults={"name": "Can claim and decide approval requests (compliance reviewer)"},
+    )
     group, _ = Group.objects.get_or_create(name=COMPLIANCE_GROUP)
     group.permissions.add(permission)
     return group
@@ -106,26 +111,41 @@ def is_reviewer(user) -> bool:
     Membership decides, not ``has_perm`` alone: a superuser passes every permission check,
     and an operator must never be one of a case's four eyes by being an operator.
     """
-    return bool(user and user.is_authenticated and user.is_active
-                and user.groups.filter(name=COMPLIANCE_GROUP).exists() and user.has_perm(DECIDE_PERMISSION))
+    return bool(
+        user
+        and user.is_authenticated
+        and user.is_active
+        and user.groups.filter(name=COMPLIANCE_GROUP).exists()
+        and user.has_perm(DECIDE_PERMISSION)
+    )
 
 
 def _require_reviewer(user) -> None:
     if not is_reviewer(user):
-        raise NotAllowed(_("Only members of the compliance group may act on approval requests "
-                           "(being a superuser or an operator is not enough)."))
+        raise NotAllowed(
+            _(
+                "Only members of the compliance group may act on approval requests "
+                "(being a superuser or an operator is not enough)."
+            )
+        )
 
 
 def is_supervisor(user) -> bool:
     """An active member of the supervisors' group (membership, never superuser status)."""
-    return bool(user and user.is_authenticated and user.is_active
-                and user.groups.filter(name=SUPERVISOR_GROUP).exists())
+    return bool(
+        user
+        and user.is_authenticated
+        and user.is_active
+        and user.groups.filter(name=SUPERVISOR_GROUP).exists()
+    )
 
 
 def _require_supervisor(user) -> None:
     if not is_supervisor(user):
-        raise NotAllowed(_("Only members of the %(group)s group may reassign, unclaim or extend cases.")
-                         % {"group": SUPERVISOR_GROUP})
+        raise NotAllowed(
+            _("Only members of the %(group)s group may reassign, unclaim or extend cases.")
+            % {"group": SUPERVISOR_GROUP}
+        )
 
 
 def case_group_names(case: ApprovalRequest) -> list[str]:
@@ -147,8 +167,12 @@ def may_open(case: ApprovalRequest, user) -> bool:
 
 def is_auditor(user) -> bool:
     """An active member of the auditors' group (membership, never superuser status)."""
-    return bool(user and user.is_authenticated and user.is_active
-                and user.groups.filter(name=AUDITOR_GROUP).exists())
+    return bool(
+        user
+        and user.is_authenticated
+        and user.is_active
+        and user.groups.filter(name=AUDITOR_GROUP).exists()
+    )
 
 
 def may_take_evidence(case: ApprovalRequest, user) -> bool:
@@ -159,16 +183,26 @@ def may_take_evidence(case: ApprovalRequest, user) -> bool:
 def _require_eligible(case: ApprovalRequest, user) -> None:
     _require_reviewer(user)
     if not may_take(case, user):
-        raise NotEligible(_("Case #%(case)s is routed to %(groups)s; you are in none of them.")
-                          % {"case": case.pk, "groups": ", ".join(case_group_names(case))})
+        raise NotEligible(
+            _("Case #%(case)s is routed to %(groups)s; you are in none of them.")
+            % {"case": case.pk, "groups": ", ".join(case_group_names(case))}
+        )
 
 
 def _revocation(case: ApprovalRequest, username: str) -> ApprovalAudit | None:
     """The supervisor's unclaim or reassignment that took ``username``'s claim, unless they
     claimed the case again since."""
-    taken = (case.audit.filter(action__in=("unclaim", "reassign"), detail__from=username)
-             .order_by("-chain_seq").first())
-    if taken is None or case.audit.filter(action=CaseAction.CLAIM, actor=username, chain_seq__gt=taken.chain_seq).exists():
+    taken = (
+        case.audit.filter(action__in=("unclaim", "reassign"), detail__from=username)
+        .order_by("-chain_seq")
+        .first()
+    )
+    if (
+        taken is None
+        or case.audit.filter(
+            action=CaseAction.CLAIM, actor=username, chain_seq__gt=taken.chain_seq
+        ).exists()
+    ):
         return None
     return taken
 
@@ -177,24 +211,56 @@ def _refuse_if_revoked(case: ApprovalRequest, username: str) -> None:
     taken = _revocation(case, username)
     if taken is None:
         return
-    values = {"case": case.pk, "who": taken.actor, "when": f"{taken.created_at:%Y-%m-%d %H:%M} UTC",
-              "reason": taken.reason, "to": taken.detail.get("to") or ""}
+    values = {
+        "case": case.pk,
+        "who": taken.actor,
+        "when": f"{taken.created_at:%Y-%m-%d %H:%M} UTC",
+        "reason": taken.reason,
+        "to": taken.detail.get("to") or "",
+    }
     if taken.action == "reassign":
-        message = _("Your claim on case #%(case)s was reassigned to %(to)s by %(who)s at %(when)s "
-                    "(%(reason)s); your decision was not recorded.") % values
+        message = (
+            _(
+                "Your claim on case #%(case)s was reassigned to %(to)s by %(who)s at %(when)s "
+                "(%(reason)s); your decision was not recorded."
+            )
+            % values
+        )
     else:
-        message = _("Your claim on case #%(case)s was released by %(who)s at %(when)s (%(reason)s); "
-                    "your decision was not recorded. Claim the case again to decide it.") % values
+        message = (
+            _(
+                "Your claim on case #%(case)s was released by %(who)s at %(when)s (%(reason)s); "
+                "your decision was not recorded. Claim the case again to decide it."
+            )
+            % values
+        )
     raise ClaimRevoked(message)
 
 
-def _audit(case: ApprovalRequest, action: str, actor: str, from_status: str, *, reason: str = "",
-           meta: RequestMeta | None = None, detail: dict | None = None) -> ApprovalAudit:
+def _audit(
+    case: ApprovalRequest,
+    action: str,
+    actor: str,
+    from_status: str,
+    *,
+    reason: str = "",
+    meta: RequestMeta | None = None,
+    detail: dict | None = None,
+) -> ApprovalAudit:
     meta = meta or RequestMeta()
     return ApprovalAudit.objects.create(
-        request=case, actor=actor, action=str(action), from_status=from_status, to_status=case.status,
-        reason=reason, ip=meta.ip, user_agent=meta.user_agent, path=meta.path,
-        detail=detail or {}, created_at=clock.now())
+        request=case,
+        actor=actor,
+        action=str(action),
+        from_status=from_status,
+        to_status=case.status,
+        reason=reason,
+        ip=meta.ip,
+        user_agent=meta.user_agent,
+        path=meta.path,
+        detail=detail or {},
+        created_at=clock.now(),
+    )
 
 
 def approval_lock(request_id: int) -> ApprovalRequest:
@@ -217,12 +283,19 @@ def closed_message(case: ApprovalRequest) -> str:
     messages = {
         ApprovalStatus.APPROVED: _("Case #%(id)s was already approved by %(by)s at %(when)s."),
         ApprovalStatus.REJECTED: _("Case #%(id)s was already rejected by %(by)s at %(when)s."),
-        ApprovalStatus.RETURNED: _("Case #%(id)s was already sent back for more documents by %(by)s at %(when)s."),
+        ApprovalStatus.RETURNED: _(
+            "Case #%(id)s was already sent back for more documents by %(by)s at %(when)s."
+        ),
         ApprovalStatus.CANCELLED: _("Case #%(id)s was already cancelled by %(by)s at %(when)s."),
-        ApprovalStatus.SUPERSEDED: _("Case #%(id)s's process was cancelled by %(by)s at %(when)s, before it "
-                                     "acted on the decision."),
+        ApprovalStatus.SUPERSEDED: _(
+            "Case #%(id)s's process was cancelled by %(by)s at %(when)s, before it "
+            "acted on the decision."
+        ),
     }
-    return messages.get(case.status, _("Case #%(id)s was already closed by %(by)s at %(when)s.")) % values
+    return (
+        messages.get(case.status, _("Case #%(id)s was already closed by %(by)s at %(when)s."))
+        % values
+    )
 
 
 def _refuse_if_closed(case: ApprovalRequest) -> None:
@@ -239,16 +312,22 @@ def _save(case: ApprovalRequest, fields: list[str]) -> None:
         fresh = ApprovalRequest.objects.get(pk=case.pk)
         if fresh.status in CLOSED_STATUSES:
             raise AlreadyClosed(closed_message(fresh)) from None
-        raise ClaimedByOther(_("Case #%(id)s changed while you were acting on it; reload it.")
-                             % {"id": case.pk}) from None
+        raise ClaimedByOther(
+            _("Case #%(id)s changed while you were acting on it; reload it.") % {"id": case.pk}
+        ) from None
 
 
 def _claimed_by(case: ApprovalRequest) -> str:
-    return _("Case #%(id)s is claimed by %(user)s.") % {"id": case.pk, "user": case.assignee.get_username()}
+    return _("Case #%(id)s is claimed by %(user)s.") % {
+        "id": case.pk,
+        "user": case.assignee.get_username(),
+    }
 
 
 def _four_eyes(case: ApprovalRequest) -> str:
-    return _("You already approved case #%(id)s; a second reviewer must decide it.") % {"id": case.pk}
+    return _("You already approved case #%(id)s; a second reviewer must decide it.") % {
+        "id": case.pk
+    }
 
 
 def reviewer_language_set(user, language: str) -> ReviewerPreference:
@@ -257,18 +336,30 @@ def reviewer_language_set(user, language: str) -> ReviewerPreference:
     Not audited: a display preference, not an action on a case.
     """
     if language not in dict(settings.LANGUAGES):
-        raise ValueError(f"language must be one of {[code for code, _name in settings.LANGUAGES]}, got {language!r}")
+        raise ValueError(
+            f"language must be one of {[code for code, _name in settings.LANGUAGES]}, got {language!r}"
+        )
     preference, _created = ReviewerPreference.objects.update_or_create(
-        user=user, defaults={"language": language, "updated_at": clock.now()})
+        user=user, defaults={"language": language, "updated_at": clock.now()}
+    )
     return preference
 
 
-def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: str, title: str,
-                            due_at: datetime, summary: dict | None = None, subject_type: str = "",
-                            subject_id: str = "", risk: str = Risk.LOW,
-                            required_approvals: int | None = None,
-                            candidate_groups: list[str] | None = None,
-                            actor: str) -> ApprovalRequest:
+def approval_request_create(
+    *,
+    run_id: str,
+    signal_name: str,
+    idempotency_key: str,
+    title: str,
+    due_at: datetime,
+    summary: dict | None = None,
+    subject_type: str = "",
+    subject_id: str = "",
+    risk: str = Risk.LOW,
+    required_approvals: int | None = None,
+    candidate_groups: list[str] | None = None,
+    actor: str,
+) -> ApprovalRequest:
     """Open a case for a waiting run, routed to ``candidate_groups`` (names; any reviewer if none).
 
     Idempotent on ``idempotency_key``: the workflow step that calls this may run twice
@@ -289,18 +380,45 @@ def approval_request_create(*, run_id: str, signal_name: str, idempotency_key: s
     try:
         with transaction.atomic():
             case = ApprovalRequest.objects.create(
-                run=run, workflow_name=run.workflow_name, signal_name=signal_name,
-                idempotency_key=idempotency_key, title=title[:300], summary=summary or {},
-                subject_type=subject_type, subject_id=subject_id, risk=risk,
-                required_approvals=required_approvals, due_at=due_at, created_at=now, updated_at=now)
+                run=run,
+                workflow_name=run.workflow_name,
+                signal_name=signal_name,
+                idempotency_key=idempotency_key,
+                title=title[:300],
+                summary=summary or {},
+                subject_type=subject_type,
+                subject_id=subject_id,
+                risk=risk,
+                required_approvals=required_approvals,
+                due_at=due_at,
+                created_at=now,
+                updated_at=now,
+            )
             groups = sorted(set(candidate_groups or []))
             if groups:
-                case.candidate_groups.set([Group.objects.get_or_create(name=name)[0] for name in groups])
-            _audit(case, CaseAction.CREATE, actor, "", detail={"risk": risk, "required_approvals": required_approvals,
-                                                      "due_at": due_at.isoformat(), "candidate_groups": groups})
+                case.candidate_groups.set(
+                    [Group.objects.get_or_create(name=name)[0] for name in groups]
+                )
+            _audit(
+                case,
+                CaseAction.CREATE,
+                actor,
+                "",
+                detail={
+                    "risk": risk,
+                    "required_approvals": required_approvals,
+                    "due_at": due_at.isoformat(),
+                    "candidate_groups": groups,
+                },
+            )
             for receiver, error in case_opened.send_robust(sender=ApprovalRequest, case=case):
-                if error is not None:   # the case still opens; a hold keeps stale data from approval
-                    log.error("case_opened receiver %r failed for case %s", receiver, case.pk, exc_info=error)
+                if error is not None:  # the case still opens; a hold keeps stale data from approval
+                    log.error(
+                        "case_opened receiver %r failed for case %s",
+                        receiver,
+                        case.pk,
+                        exc_info=error,
+                    )
     except IntegrityError:
         existing = ApprovalRequest.objects.filter(idempotency_key=idempotency_key).first()
         if existing is None:
@@ -313,9 +431,17 @@ def _default_approvals(risk: str) -> int:
     return 2 if risk == Risk.HIGH else 1
 
 
-def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, risk: str,
-                     reason: str, candidate_groups: list[str] | None = None,
-                     meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_recheck(
+    request_id: int,
+    *,
+    actor: str,
+    title: str,
+    summary: dict,
+    risk: str,
+    reason: str,
+    candidate_groups: list[str] | None = None,
+    meta: RequestMeta | None = None,
+) -> ApprovalRequest:
     """Bring an open case up to date after its process re-ran its check on changed data
     (a CNPJ written during the review): new title, summary, risk and, when given, routing.
 
@@ -329,30 +455,58 @@ def approval_recheck(request_id: int, *, actor: str, title: str, summary: dict, 
     with transaction.atomic():
         case = approval_lock(request_id)
         _refuse_if_closed(case)
-        before = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
-                  "cnpj": case.summary.get("cnpj"), "whatsapp": case.summary.get("whatsapp"),
-                  "candidate_groups": case_group_names(case)}
-        votes = case.decisions.select_related("reviewer")   # an open case holds approvals only
+        before = {
+            "title": case.title,
+            "risk": case.risk,
+            "required_approvals": case.required_approvals,
+            "cnpj": case.summary.get("cnpj"),
+            "whatsapp": case.summary.get("whatsapp"),
+            "candidate_groups": case_group_names(case),
+        }
+        votes = case.decisions.select_related("reviewer")  # an open case holds approvals only
         voided = [vote.reviewer.get_username() for vote in votes]
         votes.delete()
-        if case.required_approvals == _default_approvals(case.risk):   # not set by hand at opening
+        if case.required_approvals == _default_approvals(case.risk):  # not set by hand at opening
             case.required_approvals = _default_approvals(risk)
         case.title, case.summary, case.risk = title[:300], summary, risk
         _save(case, ["title", "summary", "risk", "required_approvals"])
         if candidate_groups is not None:
-            case.candidate_groups.set([Group.objects.get_or_create(name=name)[0]
-                                       for name in sorted(set(candidate_groups))])
-        after = {"title": case.title, "risk": case.risk, "required_approvals": case.required_approvals,
-                 "cnpj": case.summary.get("cnpj"), "whatsapp": case.summary.get("whatsapp"),
-                 "candidate_groups": case_group_names(case)}
-        _audit(case, CaseAction.RECHECK, actor, case.status, reason=reason, meta=meta,
-               detail={"changed": {name: [before[name], after[name]] for name in before
-                                   if before[name] != after[name]},
-                       "voided_approvals": voided})
+            case.candidate_groups.set(
+                [
+                    Group.objects.get_or_create(name=name)[0]
+                    for name in sorted(set(candidate_groups))
+                ]
+            )
+        after = {
+            "title": case.title,
+            "risk": case.risk,
+            "required_approvals": case.required_approvals,
+            "cnpj": case.summary.get("cnpj"),
+            "whatsapp": case.summary.get("whatsapp"),
+            "candidate_groups": case_group_names(case),
+        }
+        _audit(
+            case,
+            CaseAction.RECHECK,
+            actor,
+            case.status,
+            reason=reason,
+            meta=meta,
+            detail={
+                "changed": {
+                    name: [before[name], after[name]]
+                    for name in before
+                    if before[name] != after[name]
+                },
+                "voided_approvals": voided,
+            },
+        )
     return case
 
 
-def approval_finding_add(request_id: int, *, actor: str, finding: dict, reason: str) -> ApprovalRequest:
+def approval_finding_add(
+    request_id: int, *, actor: str, finding: dict, reason: str
+) -> ApprovalRequest:
     """Add what the process learnt about an open case's subject to its findings (an identity
     WhatsApp reports changed): the reviewer reads it with the others, and the audit row says
     when it came. Nothing else changes: risk, routing and approvals already given stay."""
@@ -361,7 +515,9 @@ def approval_finding_add(request_id: int, *, actor: str, finding: dict, reason: 
         _refuse_if_closed(case)
         case.summary = {**case.summary, "findings": [*case.summary.get("findings", []), finding]}
         _save(case, ["summary"])
-        _audit(case, CaseAction.FINDING, actor, case.status, reason=reason, detail={"finding": finding})
+        _audit(
+            case, CaseAction.FINDING, actor, case.status, reason=reason, detail={"finding": finding}
+        )
     return case
 
 
@@ -394,8 +550,10 @@ def approval_release(request_id: int, *, actor, meta: RequestMeta | None = None)
         if case.status == ApprovalStatus.PENDING:
             return case
         if case.assignee_id != actor.pk:
-            raise ClaimedByOther(_("Case #%(id)s is claimed by %(user)s; only they can release it.")
-                                 % {"id": case.pk, "user": case.assignee.get_username()})
+            raise ClaimedByOther(
+                _("Case #%(id)s is claimed by %(user)s; only they can release it.")
+                % {"id": case.pk, "user": case.assignee.get_username()}
+            )
         from_status = case.status
         case.release()
         case.assignee, case.claimed_at = None, None
@@ -419,8 +577,15 @@ def decision_payload(case: ApprovalRequest) -> dict:
     }
 
 
-def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "", customer_message: str | None = None,
-                    meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_decide(
+    request_id: int,
+    *,
+    actor,
+    outcome: str,
+    reason: str = "",
+    customer_message: str | None = None,
+    meta: RequestMeta | None = None,
+) -> ApprovalRequest:
     """Record a reviewer's decision; the final one closes the case and signals its run.
 
     A high-risk case needs ``required_approvals`` approvals from different reviewers; one
@@ -439,16 +604,24 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "", c
     reason = (reason or "").strip()
     if outcome != Outcome.APPROVE and not reason:
         raise ReasonRequired(
-            _("Give a reason to reject: compliance and the auditors read it; the customer does not.")
-            if outcome == Outcome.REJECT else
-            _("Give a reason to ask for more documents: compliance and the auditors read it; the customer does not."))
+            _(
+                "Give a reason to reject: compliance and the auditors read it; the customer does not."
+            )
+            if outcome == Outcome.REJECT
+            else _(
+                "Give a reason to ask for more documents: compliance and the auditors read it; the customer does not."
+            )
+        )
     if customer_message is None:
         customer_message = reason if outcome == Outcome.MORE_DOCUMENTS else ""
     customer_message = customer_message.strip()
     if outcome == Outcome.MORE_DOCUMENTS and not customer_message:
         raise ReasonRequired(_("Tell the customer what to send: choose a message or write one."))
     if len(customer_message) > MESSAGE_MAX:
-        raise InvalidOutcome(_("The message to the customer is longer than %(max)s characters.") % {"max": MESSAGE_MAX})
+        raise InvalidOutcome(
+            _("The message to the customer is longer than %(max)s characters.")
+            % {"max": MESSAGE_MAX}
+        )
     with transaction.atomic():
         case = approval_lock(request_id)
         _require_eligible(case, actor)
@@ -459,16 +632,24 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "", c
             raise ClaimedByOther(_claimed_by(case))
         if case.decisions.filter(reviewer=actor).exists():
             raise FourEyes(_four_eyes(case))
-        conflict = approval_conflict(case, actor)   # whatever the outcome: a decision is a decision
+        conflict = approval_conflict(case, actor)  # whatever the outcome: a decision is a decision
         if conflict:
             raise SegregationOfDuties(conflict)
         held = holds_for(case) if outcome == Outcome.APPROVE else []
         if held:
-            raise ApprovalHeld(_("Case #%(id)s cannot be approved yet: %(holds)s.")
-                               % {"id": case.pk, "holds": "; ".join(held)})
+            raise ApprovalHeld(
+                _("Case #%(id)s cannot be approved yet: %(holds)s.")
+                % {"id": case.pk, "holds": "; ".join(held)}
+            )
         now = clock.now()
-        ApprovalDecision.objects.create(request=case, reviewer=actor, outcome=outcome, reason=reason,
-                                        customer_message=customer_message, created_at=now)
+        ApprovalDecision.objects.create(
+            request=case,
+            reviewer=actor,
+            outcome=outcome,
+            reason=reason,
+            customer_message=customer_message,
+            created_at=now,
+        )
         from_status = case.status
         username = actor.get_username()
         approvals = case.decisions.filter(outcome=Outcome.APPROVE).count()
@@ -478,26 +659,53 @@ def approval_decide(request_id: int, *, actor, outcome: str, reason: str = "", c
                 case.release()
             case.assignee, case.claimed_at = None, None
             _save(case, ["assignee", "claimed_at"])
-            _audit(case, CaseAction.APPROVE, username, from_status, reason=reason, meta=meta,
-                   detail={"approvals": approvals, "required": case.required_approvals})
+            _audit(
+                case,
+                CaseAction.APPROVE,
+                username,
+                from_status,
+                reason=reason,
+                meta=meta,
+                detail={"approvals": approvals, "required": case.required_approvals},
+            )
             return case
-        {Outcome.APPROVE: case.approve, Outcome.REJECT: case.reject,
-         Outcome.MORE_DOCUMENTS: case.send_back}[outcome]()
+        {
+            Outcome.APPROVE: case.approve,
+            Outcome.REJECT: case.reject,
+            Outcome.MORE_DOCUMENTS: case.send_back,
+        }[outcome]()
         voters = case.decisions.filter(outcome=outcome).select_related("reviewer")
         case.outcome, case.closed_at = outcome, now
         case.closed_by = ", ".join(vote.reviewer.get_username() for vote in voters)[:255]
         _save(case, ["outcome", "closed_at", "closed_by"])
-        _audit(case, outcome, username, from_status, reason=reason, meta=meta,
-               detail={"approvals": approvals, "required": case.required_approvals,
-                       **({"customer_message": customer_message} if customer_message else {})})
+        _audit(
+            case,
+            outcome,
+            username,
+            from_status,
+            reason=reason,
+            meta=meta,
+            detail={
+                "approvals": approvals,
+                "required": case.required_approvals,
+                **({"customer_message": customer_message} if customer_message else {}),
+            },
+        )
         try:
             durable_services.signal_send(
-                case.run_id, case.signal_name, decision_payload(case),
-                dedupe_key=f"{SIGNAL_KEY_PREFIX}{case.pk}", reserved_by=SIGNAL_KEY_OWNER,
-                actor=f"reviewer:{username}", audit={"approval_request": case.pk, "ip": (meta or RequestMeta()).ip})
+                case.run_id,
+                case.signal_name,
+                decision_payload(case),
+                dedupe_key=f"{SIGNAL_KEY_PREFIX}{case.pk}",
+                reserved_by=SIGNAL_KEY_OWNER,
+                actor=f"reviewer:{username}",
+                audit={"approval_request": case.pk, "ip": (meta or RequestMeta()).ip},
+            )
         except RunFinished as exc:
-            raise RunEnded(_("Case #%(id)s cannot be decided: its process has ended (%(error)s).")
-                           % {"id": case.pk, "error": exc}) from exc
+            raise RunEnded(
+                _("Case #%(id)s cannot be decided: its process has ended (%(error)s).")
+                % {"id": case.pk, "error": exc}
+            ) from exc
     return case
 
 
@@ -516,8 +724,9 @@ def approval_expire(request_id: int, *, actor: str) -> ApprovalRequest:
     return case
 
 
-def approval_cancel(request_id: int, *, actor: str, reason: str = "",
-                    meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_cancel(
+    request_id: int, *, actor: str, reason: str = "", meta: RequestMeta | None = None
+) -> ApprovalRequest:
     """Withdraw an open case (the process was cancelled, or an operator closes it). No signal."""
     with transaction.atomic():
         case = approval_lock(request_id)
@@ -530,8 +739,9 @@ def approval_cancel(request_id: int, *, actor: str, reason: str = "",
     return case
 
 
-def approval_supersede(request_id: int, *, actor: str, reason: str = "",
-                       meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_supersede(
+    request_id: int, *, actor: str, reason: str = "", meta: RequestMeta | None = None
+) -> ApprovalRequest:
     """An approved or rejected case whose process ended before it acted on the decision (the
     customer withdrew, an operator cancelled the run): it is marked superseded, so no record
     counts an approval that opened nothing. Its decisions stay, as they were given."""
@@ -547,15 +757,19 @@ def approval_supersede(request_id: int, *, actor: str, reason: str = "",
 
 # --- The supervisor's actions: every one needs a reason and names from whom and to whom. ---
 
+
 def _require_reason(reason: str, what: str) -> str:
     reason = (reason or "").strip()
     if not reason:
-        raise ReasonRequired(_("Give a reason to %(what)s: it goes into the case's audit trail.") % {"what": what})
+        raise ReasonRequired(
+            _("Give a reason to %(what)s: it goes into the case's audit trail.") % {"what": what}
+        )
     return reason
 
 
-def approval_reassign(request_id: int, *, actor, to_user, reason: str,
-                      meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_reassign(
+    request_id: int, *, actor, to_user, reason: str, meta: RequestMeta | None = None
+) -> ApprovalRequest:
     """Hand a case to another eligible reviewer (claimed by them from now on).
 
     The previous holder's decision, sent from a page opened before this, is refused with
@@ -568,21 +782,34 @@ def approval_reassign(request_id: int, *, actor, to_user, reason: str,
         _refuse_if_closed(case)
         _require_eligible(case, to_user)
         if case.decisions.filter(reviewer=to_user).exists():
-            raise FourEyes(_("%(user)s already approved case #%(case)s; a different reviewer must decide it.")
-                           % {"user": to_user.get_username(), "case": case.pk})
+            raise FourEyes(
+                _("%(user)s already approved case #%(case)s; a different reviewer must decide it.")
+                % {"user": to_user.get_username(), "case": case.pk}
+            )
         if case.assignee_id == to_user.pk:
-            raise ClaimedByOther(_("Case #%(case)s is already claimed by %(user)s.")
-                                 % {"case": case.pk, "user": to_user.get_username()})
+            raise ClaimedByOther(
+                _("Case #%(case)s is already claimed by %(user)s.")
+                % {"case": case.pk, "user": to_user.get_username()}
+            )
         from_status, previous = case.status, case.assignee.get_username() if case.assignee else ""
         case.reassign()
         case.assignee, case.claimed_at = to_user, clock.now()
         _save(case, ["assignee", "claimed_at"])
-        _audit(case, CaseAction.REASSIGN, actor.get_username(), from_status, reason=reason, meta=meta,
-               detail={"from": previous, "to": to_user.get_username()})
+        _audit(
+            case,
+            CaseAction.REASSIGN,
+            actor.get_username(),
+            from_status,
+            reason=reason,
+            meta=meta,
+            detail={"from": previous, "to": to_user.get_username()},
+        )
     return case
 
 
-def approval_unclaim(request_id: int, *, actor, reason: str, meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_unclaim(
+    request_id: int, *, actor, reason: str, meta: RequestMeta | None = None
+) -> ApprovalRequest:
     """Put a claimed case (a stale claim, say) back in the queue, whoever holds it."""
     reason = _require_reason(reason, _("release someone's claim"))
     with transaction.atomic():
@@ -595,8 +822,15 @@ def approval_unclaim(request_id: int, *, actor, reason: str, meta: RequestMeta |
         case.release()
         case.assignee, case.claimed_at = None, None
         _save(case, ["assignee", "claimed_at"])
-        _audit(case, CaseAction.UNCLAIM, actor.get_username(), from_status, reason=reason, meta=meta,
-               detail={"from": previous, "to": ""})
+        _audit(
+            case,
+            CaseAction.UNCLAIM,
+            actor.get_username(),
+            from_status,
+            reason=reason,
+            meta=meta,
+            detail={"from": previous, "to": ""},
+        )
     return case
 
 
@@ -606,8 +840,9 @@ def _refuse_beyond_the_window(when: datetime, message: str) -> None:
         raise InvalidDate(message % {"latest": f"{latest:%Y-%m-%d %H:%M}"})
 
 
-def approval_hold_override(request_id: int, *, actor, reason: str,
-                           meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_hold_override(
+    request_id: int, *, actor, reason: str, meta: RequestMeta | None = None
+) -> ApprovalRequest:
     """A supervisor lifts the overridable holds on one open case (the process says which may
     be: onboarding's "no valid CNPJ"), with a reason, audited with what they said. The
     other holds stay; reviewers still decide, and the four-eyes rules still apply."""
@@ -618,15 +853,27 @@ def approval_hold_override(request_id: int, *, actor, reason: str,
         _refuse_if_closed(case)
         lifted = [hold for hold in holds_on(case) if hold.overridable]
         if not lifted:
-            raise NotAllowed(_("Case #%(id)s has no hold a supervisor may override.") % {"id": case.pk})
-        _audit(case, CaseAction.OVERRIDE_HOLD, actor.get_username(), case.status, reason=reason, meta=meta,
-               detail={"holds": [hold.name for hold in lifted],
-                       "said": [reason for hold in lifted for reason in hold.reasons]})
+            raise NotAllowed(
+                _("Case #%(id)s has no hold a supervisor may override.") % {"id": case.pk}
+            )
+        _audit(
+            case,
+            CaseAction.OVERRIDE_HOLD,
+            actor.get_username(),
+            case.status,
+            reason=reason,
+            meta=meta,
+            detail={
+                "holds": [hold.name for hold in lifted],
+                "said": [reason for hold in lifted for reason in hold.reasons],
+            },
+        )
     return case
 
 
-def approval_extend_deadline(request_id: int, *, actor, due_at: datetime, reason: str,
-                             meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_extend_deadline(
+    request_id: int, *, actor, due_at: datetime, reason: str, meta: RequestMeta | None = None
+) -> ApprovalRequest:
     """Move a case's deadline later, and tell its run so that its wait honours the new one.
 
     The signal carries nothing the workflow trusts: request_approval re-reads the case's
@@ -638,31 +885,56 @@ def approval_extend_deadline(request_id: int, *, actor, due_at: datetime, reason
         _require_supervisor(actor)
         _refuse_if_closed(case)
         if due_at is None or due_at <= case.due_at:
-            raise InvalidDate(_("The new deadline must be later than the current one (%(due)s UTC).")
-                              % {"due": f"{case.due_at:%Y-%m-%d %H:%M}"})
-        if due_at <= clock.now():   # an overdue case's new deadline: later than the old one is not enough
+            raise InvalidDate(
+                _("The new deadline must be later than the current one (%(due)s UTC).")
+                % {"due": f"{case.due_at:%Y-%m-%d %H:%M}"}
+            )
+        if (
+            due_at <= clock.now()
+        ):  # an overdue case's new deadline: later than the old one is not enough
             raise InvalidDate(_("The new deadline must be in the future."))
-        _refuse_beyond_the_window(due_at, _("The new deadline must be within a year, by %(latest)s UTC."))
+        _refuse_beyond_the_window(
+            due_at, _("The new deadline must be within a year, by %(latest)s UTC.")
+        )
         previous = case.due_at
         case.due_at = due_at
         _save(case, ["due_at"])
         username = actor.get_username()
-        _audit(case, CaseAction.EXTEND_DEADLINE, username, case.status, reason=reason, meta=meta,
-               detail={"from": previous.isoformat(), "to": due_at.isoformat()})
+        _audit(
+            case,
+            CaseAction.EXTEND_DEADLINE,
+            username,
+            case.status,
+            reason=reason,
+            meta=meta,
+            detail={"from": previous.isoformat(), "to": due_at.isoformat()},
+        )
         try:
             durable_services.signal_send(
-                case.run_id, case.signal_name, {"request_id": case.pk, DEADLINE_EXTENDED: due_at.isoformat()},
+                case.run_id,
+                case.signal_name,
+                {"request_id": case.pk, DEADLINE_EXTENDED: due_at.isoformat()},
                 dedupe_key=f"{SIGNAL_KEY_PREFIX}{case.pk}:deadline:{due_at.isoformat()}",
-                reserved_by=SIGNAL_KEY_OWNER, actor=f"supervisor:{username}",
-                audit={"approval_request": case.pk, "ip": (meta or RequestMeta()).ip})
+                reserved_by=SIGNAL_KEY_OWNER,
+                actor=f"supervisor:{username}",
+                audit={"approval_request": case.pk, "ip": (meta or RequestMeta()).ip},
+            )
         except RunFinished as exc:
-            raise RunEnded(_("Case #%(case)s cannot be extended: its process has ended (%(error)s).")
-                           % {"case": case.pk, "error": exc}) from exc
+            raise RunEnded(
+                _("Case #%(case)s cannot be extended: its process has ended (%(error)s).")
+                % {"case": case.pk, "error": exc}
+            ) from exc
     return case
 
 
-def approval_follow_up(request_id: int, *, actor, until: datetime | None, reason: str = "",
-                       meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_follow_up(
+    request_id: int,
+    *,
+    actor,
+    until: datetime | None,
+    reason: str = "",
+    meta: RequestMeta | None = None,
+) -> ApprovalRequest:
     """Hide a case from the queue until ``until`` (None shows it again). The deadline stays.
 
     For a reviewer who may take the case, or a supervisor.
@@ -676,20 +948,33 @@ def approval_follow_up(request_id: int, *, actor, until: datetime | None, reason
             reason = _require_reason(reason, _("set a follow-up date"))
             if until <= clock.now():
                 raise InvalidDate(_("The follow-up date must be in the future."))
-            _refuse_beyond_the_window(until, _("The follow-up date must be within a year, by %(latest)s UTC."))
+            _refuse_beyond_the_window(
+                until, _("The follow-up date must be within a year, by %(latest)s UTC.")
+            )
         previous = case.follow_up_at
         case.follow_up_at = until
         _save(case, ["follow_up_at"])
-        _audit(case, CaseAction.FOLLOW_UP, actor.get_username(), case.status, reason=(reason or "").strip(), meta=meta,
-               detail={"from": previous.isoformat() if previous else None,
-                       "until": until.isoformat() if until else None})
+        _audit(
+            case,
+            CaseAction.FOLLOW_UP,
+            actor.get_username(),
+            case.status,
+            reason=(reason or "").strip(),
+            meta=meta,
+            detail={
+                "from": previous.isoformat() if previous else None,
+                "until": until.isoformat() if until else None,
+            },
+        )
     return case
 
 
 NOTE_MAX = 2000
 
 
-def approval_note_add(request_id: int, *, actor, text: str, meta: RequestMeta | None = None) -> ApprovalRequest:
+def approval_note_add(
+    request_id: int, *, actor, text: str, meta: RequestMeta | None = None
+) -> ApprovalRequest:
     """An internal note between reviewers on a case, open or decided: an audit row of its
     own (who, when, the text), never sent to the customer. For whoever may open the case."""
     text = (text or "").strip()
@@ -700,13 +985,16 @@ def approval_note_add(request_id: int, *, actor, text: str, meta: RequestMeta | 
     with transaction.atomic():
         case = approval_lock(request_id)
         if not may_open(case, actor):
-            raise NotEligible(_("Only those who may open case #%(id)s may write on it.") % {"id": case.pk})
+            raise NotEligible(
+                _("Only those who may open case #%(id)s may write on it.") % {"id": case.pk}
+            )
         _audit(case, CaseAction.NOTE, actor.get_username(), case.status, reason=text, meta=meta)
     return case
 
 
-def approval_evidence_take(request_id: int, *, actor: str, via: str,
-                           meta: RequestMeta | None = None) -> EvidencePack:
+def approval_evidence_take(
+    request_id: int, *, actor: str, via: str, meta: RequestMeta | None = None
+) -> EvidencePack:
     """Build the evidence pack of a decided case and record in its trail who took it.
 
     The row holds what the pack cannot hold about itself: its manifest's SHA-256, and the head
@@ -718,7 +1006,18 @@ def approval_evidence_take(request_id: int, *, actor: str, via: str,
         if case is None:
             raise ApprovalNotFound(f"no approval request #{request_id}")
         pack = evidence_pack(case, taken_by=actor, via=via)
-        _audit(case, CaseAction.EVIDENCE_DOWNLOADED, actor, case.status, meta=meta,
-               detail={"manifest_sha256": pack.manifest_sha256, "head": pack.head, "audit_rows": pack.audit_rows,
-                       "bytes": len(pack.content), "via": via})
+        _audit(
+            case,
+            CaseAction.EVIDENCE_DOWNLOADED,
+            actor,
+            case.status,
+            meta=meta,
+            detail={
+                "manifest_sha256": pack.manifest_sha256,
+                "head": pack.head,
+                "audit_rows": pack.audit_rows,
+                "bytes": len(pack.content),
+                "via": via,
+            },
+        )
     return pack

@@ -2,6 +2,7 @@
 
 Runs inside a workflow body, so no I/O here except through journaled steps.
 """
+
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -20,12 +21,12 @@ class Decision:
     """A closed case as the workflow sees it (the payload of the decision signal)."""
 
     approved: bool
-    outcome: str                      # "approve", "reject" or "more_documents"
+    outcome: str  # "approve", "reject" or "more_documents"
     by: list[str] = field(default_factory=list)
-    reason: str = ""                  # the compliance rationale: internal, never for the customer
+    reason: str = ""  # the compliance rationale: internal, never for the customer
     decided_at: datetime | None = None
     request_id: int | None = None
-    customer_message: str = ""        # what to tell the customer with the outcome ("" in older journals)
+    customer_message: str = ""  # what to tell the customer with the outcome ("" in older journals)
 
     @property
     def wants_more_documents(self) -> bool:
@@ -57,18 +58,36 @@ def _subject(subject) -> tuple[str, str]:
     return (subject_type, subject_id) if sep else ("", text)
 
 
-def open_approval_request(run_id: str, signal_name: str, title: str, summary: dict, subject_type: str,
-                          subject_id: str, risk: str, timeout_seconds: float,
-                          required_approvals: int | None, idempotency_key: str,
-                          candidate_groups: list[str] | None = None) -> Ticket:
+def open_approval_request(
+    run_id: str,
+    signal_name: str,
+    title: str,
+    summary: dict,
+    subject_type: str,
+    subject_id: str,
+    risk: str,
+    timeout_seconds: float,
+    required_approvals: int | None,
+    idempotency_key: str,
+    candidate_groups: list[str] | None = None,
+) -> Ticket:
     """Step: open the case in the transaction that journals the step (exactly once)."""
     from approvals import services
 
     case = services.approval_request_create(
-        run_id=run_id, signal_name=signal_name, idempotency_key=idempotency_key, title=title,
-        summary=summary, subject_type=subject_type, subject_id=subject_id, risk=risk,
-        required_approvals=required_approvals, due_at=clock.now() + timedelta(seconds=timeout_seconds),
-        candidate_groups=candidate_groups, actor=services.SYSTEM)  # the process itself
+        run_id=run_id,
+        signal_name=signal_name,
+        idempotency_key=idempotency_key,
+        title=title,
+        summary=summary,
+        subject_type=subject_type,
+        subject_id=subject_id,
+        risk=risk,
+        required_approvals=required_approvals,
+        due_at=clock.now() + timedelta(seconds=timeout_seconds),
+        candidate_groups=candidate_groups,
+        actor=services.SYSTEM,
+    )  # the process itself
     return Ticket(request_id=case.pk, due_at=case.due_at)
 
 
@@ -93,7 +112,9 @@ def decisions_taken(run_id: str) -> set[int]:
     taken = set()
     for step in step_results(run_id, [read_decision.__name__, expire_approval_request.__name__]):
         result = step.result if isinstance(step.result, dict) else {}
-        decision = result.get("decision") if step.name == expire_approval_request.__name__ else result
+        decision = (
+            result.get("decision") if step.name == expire_approval_request.__name__ else result
+        )
         if isinstance(decision, dict) and decision.get("request_id") is not None:
             taken.add(decision["request_id"])
     return taken
@@ -113,7 +134,9 @@ def expire_approval_request(request_id: int, extensible: bool = False) -> Expiry
     from approvals.models import DECIDED_STATUSES, OPEN_STATUSES
 
     if extensible:
-        case = services.approval_lock(request_id)  # the run, then the case: the order every writer takes
+        case = services.approval_lock(
+            request_id
+        )  # the run, then the case: the order every writer takes
         if case.status in OPEN_STATUSES and case.due_at > clock.now():
             return Expiry(expired=False, due_at=case.due_at)
     case = services.approval_expire(request_id, actor="system (deadline)")
@@ -124,11 +147,18 @@ def expire_approval_request(request_id: int, extensible: bool = False) -> Expiry
     return Expiry(expired=True)
 
 
-def request_approval(*, title: str, summary: dict | None = None, subject=None, risk: str = "low",
-                     timeout=days(3), signal_name: str = DEFAULT_SIGNAL,
-                     required_approvals: int | None = None,
-                     idempotency_key: str | None = None,
-                     candidate_groups: list[str] | None = None) -> Decision | None:
+def request_approval(
+    *,
+    title: str,
+    summary: dict | None = None,
+    subject=None,
+    risk: str = "low",
+    timeout=days(3),
+    signal_name: str = DEFAULT_SIGNAL,
+    required_approvals: int | None = None,
+    idempotency_key: str | None = None,
+    candidate_groups: list[str] | None = None,
+) -> Decision | None:
     """Open a case for compliance, wait for its decision until ``timeout``, and return it.
 
     ``None`` means nobody decided in time (the case is marked expired), so the caller can
@@ -142,10 +172,21 @@ def request_approval(*, title: str, summary: dict | None = None, subject=None, r
     timeout = as_timedelta(timeout)
     subject_type, subject_id = _subject(subject)
     groups = sorted(set(candidate_groups or []))
-    ticket = workflow.step(open_approval_request, workflow.id, signal_name, title, summary or {},
-                           subject_type, subject_id, risk, timeout.total_seconds(), required_approvals,
-                           atomic=True, idempotency_key=idempotency_key,
-                           **({"candidate_groups": groups} if groups else {}))
+    ticket = workflow.step(
+        open_approval_request,
+        workflow.id,
+        signal_name,
+        title,
+        summary or {},
+        subject_type,
+        subject_id,
+        risk,
+        timeout.total_seconds(),
+        required_approvals,
+        atomic=True,
+        idempotency_key=idempotency_key,
+        **({"candidate_groups": groups} if groups else {}),
+    )
     signal = workflow.wait_for_signal(signal_name, timeout=timeout)
     while True:
         while signal is not None:
@@ -160,12 +201,15 @@ def request_approval(*, title: str, summary: dict | None = None, subject=None, r
             remaining = max(due_at - workflow.now(), timedelta(0))
             signal = workflow.wait_for_signal(signal_name, timeout=remaining)
         extensible = workflow.patched(EXTENSIBLE_DEADLINES)
-        expiry = workflow.step(expire_approval_request, ticket.request_id, *([True] if extensible else []),
-                               atomic=True)
+        expiry = workflow.step(
+            expire_approval_request, ticket.request_id, *([True] if extensible else []), atomic=True
+        )
         if expiry.due_at is None:
             break
         # Extended in the instant the wait timed out: wait for the new deadline.
-        signal = workflow.wait_for_signal(signal_name, timeout=max(expiry.due_at - workflow.now(), timedelta(0)))
+        signal = workflow.wait_for_signal(
+            signal_name, timeout=max(expiry.due_at - workflow.now(), timedelta(0))
+        )
     if expiry.expired:
         return None
     # Decided in the instant before the deadline: its signal is waiting; consume it so a

@@ -1,6 +1,7 @@
 """Loaded into a bench worker (``-I benchmarks.hops``) by benchmarks/resume_hops.py: the time of
 each hop of an advance, and of each sweep tick, one line each in var/hops/<pid>.txt. Never
 loaded otherwise."""
+
 import os
 import time
 from pathlib import Path
@@ -58,4 +59,3 @@ def _wrap_the_store(**kwargs):
         return result
 
     live.claim, live.LiveStore.load, live.LiveStore.pending_signals = claimed, loaded, signals
-

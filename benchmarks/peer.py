@@ -1,4 +1,5 @@
 """The peer's process seen from our bench: DBOS in its own virtualenv, driven by JSON lines."""
+
 import json
 import os
 import signal
@@ -12,10 +13,21 @@ class Peer:
     """DBOS in its own virtualenv and processes (benchmarks/peers/dbos_bench.py), driven by JSON lines."""
 
     def __init__(self, python: str, url: str, workers: int):
-        self.proc = subprocess.Popen([python, str(ROOT / "benchmarks" / "peers" / "dbos_bench.py"),
-                                      "--database-url", url, "--workers", str(workers)],
-                                     cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [
+                python,
+                str(ROOT / "benchmarks" / "peers" / "dbos_bench.py"),
+                "--database-url",
+                url,
+                "--workers",
+                str(workers),
+            ],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         hello = self._read()
         self.worker_pids = hello["pids"]
 

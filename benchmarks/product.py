@@ -16,6 +16,7 @@ worker and beat, the Cloud API backend pointed at a fake Graph API that records 
    time to drain. Progress is printed every 15 s; the figures at the end, and in
    benchmarks/results/product-<time>.json. Exit status 1 if a greeting is missing.
 """
+
 import argparse
 import hashlib
 import hmac
@@ -78,18 +79,25 @@ class FakeGraphApi:
     """``POST /<phone-number-id>/messages`` answered as Meta does; each send recorded with its time."""
 
     def __init__(self):
-        self.sends: list[tuple[float, str, str]] = []   # (time, recipient, first words)
+        self.sends: list[tuple[float, str, str]] = []  # (time, recipient, first words)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                body = json.loads(
+                    self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}"
+                )
                 text = (body.get("text") or {}).get("body", "")
                 fake.sends.append((time.time(), str(body.get("to", "")), text[:40]))
-                answer = json.dumps({"messaging_product": "whatsapp", "contacts": [{"wa_id": body.get("to")}],
-                                     "messages": [{"id": f"wamid.BENCH.{secrets.token_hex(8)}"}]}).encode()
+                answer = json.dumps(
+                    {
+                        "messaging_product": "whatsapp",
+                        "contacts": [{"wa_id": body.get("to")}],
+                        "messages": [{"id": f"wamid.BENCH.{secrets.token_hex(8)}"}],
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
@@ -102,7 +110,9 @@ class FakeGraphApi:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        ).start()
 
     def greeted(self) -> dict[str, float]:
         """Each recipient's first send (the greeting) and when it arrived."""
@@ -121,12 +131,31 @@ class Stack:
 
     def start(self, name: str, command: list[str]):
         log = open(self.log_dir / f"{name}.log", "wb")
-        self.procs[name] = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ), start_new_session=True,
-                                            stdout=log, stderr=subprocess.STDOUT)
+        self.procs[name] = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=dict(os.environ),
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
 
     def start_web(self):
-        self.start("web", [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", str(GUNICORN_WORKERS),
-                           "--bind", f"127.0.0.1:{self.web_port}", "--log-level", "warning"])
+        self.start(
+            "web",
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi",
+                "--workers",
+                str(GUNICORN_WORKERS),
+                "--bind",
+                f"127.0.0.1:{self.web_port}",
+                "--log-level",
+                "warning",
+            ],
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -164,12 +193,34 @@ class Stack:
 
 
 def delivery(wa_id: str, n: int) -> bytes:
-    message = {"from": wa_id, "id": f"wamid.SOAK.{n}.{secrets.token_hex(4)}", "timestamp": str(int(time.time())),
-               "type": "text", "text": {"body": "Oi, quero abrir uma conta PJ"}}
-    return json.dumps({"object": "whatsapp_business_account", "entry": [{"id": "BENCH", "changes": [{
-        "field": "messages", "value": {"messaging_product": "whatsapp", "metadata": {"phone_number_id": "BENCH"},
-                                       "contacts": [{"profile": {"name": f"Cliente {n}"}, "wa_id": wa_id}],
-                                       "messages": [message]}}]}]}).encode()
+    message = {
+        "from": wa_id,
+        "id": f"wamid.SOAK.{n}.{secrets.token_hex(4)}",
+        "timestamp": str(int(time.time())),
+        "type": "text",
+        "text": {"body": "Oi, quero abrir uma conta PJ"},
+    }
+    return json.dumps(
+        {
+            "object": "whatsapp_business_account",
+            "entry": [
+                {
+                    "id": "BENCH",
+                    "changes": [
+                        {
+                            "field": "messages",
+                            "value": {
+                                "messaging_product": "whatsapp",
+                                "metadata": {"phone_number_id": "BENCH"},
+                                "contacts": [{"profile": {"name": f"Cliente {n}"}, "wa_id": wa_id}],
+                                "messages": [message],
+                            },
+                        }
+                    ],
+                }
+            ],
+        }
+    ).encode()
 
 
 class Poster:
@@ -178,14 +229,18 @@ class Poster:
     def __init__(self, url: str):
         self.url = url
         self.secret = os.environ["WHATSAPP_APP_SECRET"].encode()
-        self.answers: list[tuple[float, int, float]] = []   # (sent at, status, seconds)
+        self.answers: list[tuple[float, int, float]] = []  # (sent at, status, seconds)
         self.lock = threading.Lock()
 
     def post(self, wa_id: str, n: int):
         body = delivery(wa_id, n)
         signature = "sha256=" + hmac.new(self.secret, body, hashlib.sha256).hexdigest()
-        request = urllib.request.Request(self.url, data=body, method="POST", headers={
-            "Content-Type": "application/json", "X-Hub-Signature-256": signature})
+        request = urllib.request.Request(
+            self.url,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "X-Hub-Signature-256": signature},
+        )
         began = time.time()
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
@@ -220,19 +275,31 @@ def webhook_capacity(poster: Poster, seconds: float, first: int) -> dict:
     took = time.monotonic() - began
     latencies = [s for _, status, s in poster.answers if status == 200]
     rate = len(latencies) / took
-    return {"deliveries": len(poster.answers), "errors": sum(1 for _, status, _ in poster.answers if status != 200),
-            "per_second": rate, "per_gunicorn_worker_per_second": rate / GUNICORN_WORKERS,
-            "p50_ms": pct(latencies, 50) * 1000, "p99_ms": pct(latencies, 99) * 1000, "numbers": count[0] - first}
+    return {
+        "deliveries": len(poster.answers),
+        "errors": sum(1 for _, status, _ in poster.answers if status != 200),
+        "per_second": rate,
+        "per_gunicorn_worker_per_second": rate / GUNICORN_WORKERS,
+        "p50_ms": pct(latencies, 50) * 1000,
+        "p99_ms": pct(latencies, 99) * 1000,
+        "numbers": count[0] - first,
+    }
 
 
 def backlog() -> int:
     """Deliveries stored by the webhook and not yet processed by a worker."""
-    connection.close()   # a fresh connection each poll: the bench outlives idle timeouts
+    connection.close()  # a fresh connection each poll: the bench outlives idle timeouts
     return WebhookDelivery.objects.filter(processed_at__isnull=True).count()
 
 
-def soak(poster: Poster, fake: FakeGraphApi, rate: float, load_seconds: float, idle_seconds: float,
-         first: int) -> dict:
+def soak(
+    poster: Poster,
+    fake: FakeGraphApi,
+    rate: float,
+    load_seconds: float,
+    idle_seconds: float,
+    first: int,
+) -> dict:
     expected: set[str] = set()
     pool = ThreadPoolExecutor(max_workers=64)
     began = time.time()
@@ -244,9 +311,11 @@ def soak(poster: Poster, fake: FakeGraphApi, rate: float, load_seconds: float, i
     def progress(phase: str):
         greeted = fake.greeted()
         unprocessed = backlog()
-        print(f"[soak] {time.time() - began:5.0f} s {phase}: {len(expected)} offered, "
-              f"{sum(1 for to in expected if to in greeted)} greeted, {unprocessed} deliveries not yet processed",
-              flush=True)
+        print(
+            f"[soak] {time.time() - began:5.0f} s {phase}: {len(expected)} offered, "
+            f"{sum(1 for to in expected if to in greeted)} greeted, {unprocessed} deliveries not yet processed",
+            flush=True,
+        )
 
     start_mono = time.monotonic()
     while time.monotonic() < stop_at:
@@ -281,14 +350,20 @@ def soak(poster: Poster, fake: FakeGraphApi, rate: float, load_seconds: float, i
     last_greeting = max(mine.values()) if mine else load_ended
     greet_times = sorted(mine.values())
     return {
-        "rate_offered": rate, "load_seconds": load_seconds, "idle_seconds": idle_seconds,
-        "offered": len(expected), "answered_200": len(latencies),
+        "rate_offered": rate,
+        "load_seconds": load_seconds,
+        "idle_seconds": idle_seconds,
+        "offered": len(expected),
+        "answered_200": len(latencies),
         "errors": sum(1 for _, status, _ in answers if status != 200),
         "webhook_p50_ms": pct(latencies, 50) * 1000 if latencies else None,
         "webhook_p99_ms": pct(latencies, 99) * 1000 if latencies else None,
-        "greeted": len(mine), "greeted_during_load": during_load,
+        "greeted": len(mine),
+        "greeted_during_load": during_load,
         "greeting_rate_during_load": during_load / load_seconds,
-        "greeting_rate_overall": (len(mine) - 1) / (greet_times[-1] - greet_times[0]) if len(mine) > 1 else None,
+        "greeting_rate_overall": (len(mine) - 1) / (greet_times[-1] - greet_times[0])
+        if len(mine) > 1
+        else None,
         "sends_per_greeted": len(sends_to) / max(len(mine), 1),
         "drain_seconds_after_load": last_greeting - load_ended,
         "all_greeted": len(mine) == len(expected),
@@ -297,24 +372,37 @@ def soak(poster: Poster, fake: FakeGraphApi, rate: float, load_seconds: float, i
 
 
 def health() -> str:
-    return subprocess.run([sys.executable, "manage.py", "durable", "health"], cwd=ROOT, env=dict(os.environ),
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        [sys.executable, "manage.py", "durable", "health"],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--product", action="store_true", help="(how scripts/bench routes here)")
-    parser.add_argument("--soak", action="store_true", help="the full soak: 20 minutes of load, 20 idle")
-    parser.add_argument("--rate", type=float, default=30.0, help="deliveries offered per second during the load")
+    parser.add_argument(
+        "--soak", action="store_true", help="the full soak: 20 minutes of load, 20 idle"
+    )
+    parser.add_argument(
+        "--rate", type=float, default=30.0, help="deliveries offered per second during the load"
+    )
     parser.add_argument("--load-minutes", type=float, default=None, help="20 with --soak, else 2")
     parser.add_argument("--idle-minutes", type=float, default=None, help="20 with --soak, else 5")
-    parser.add_argument("--capacity-seconds", type=float, default=5.0,
-                        help="the closed-loop trial of the webhook (its conversations are greeted before the soak)")
+    parser.add_argument(
+        "--capacity-seconds",
+        type=float,
+        default=5.0,
+        help="the closed-loop trial of the webhook (its conversations are greeted before the soak)",
+    )
     options = parser.parse_args()
     load_minutes = options.load_minutes or (20.0 if options.soak else 2.0)
     idle_minutes = options.idle_minutes or (20.0 if options.soak else 5.0)
 
-    with connection.cursor() as cursor:   # a clean database: the schema dropped, migrated again
+    with connection.cursor() as cursor:  # a clean database: the schema dropped, migrated again
         cursor.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
     connection.close()
     call_command("migrate", verbosity=0)
@@ -326,31 +414,55 @@ def main() -> int:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     stack = Stack(port)
-    results = {"when": datetime.now(timezone.utc).isoformat(), "cores": os.cpu_count(),
-               "stack": {"gunicorn_sync_workers": GUNICORN_WORKERS, "default_worker_processes": WORKER_CONCURRENCY,
-                         "whatsapp_send_rate": int(os.environ.get("WHATSAPP_SEND_RATE", "20"))}}
+    results = {
+        "when": datetime.now(timezone.utc).isoformat(),
+        "cores": os.cpu_count(),
+        "stack": {
+            "gunicorn_sync_workers": GUNICORN_WORKERS,
+            "default_worker_processes": WORKER_CONCURRENCY,
+            "whatsapp_send_rate": int(os.environ.get("WHATSAPP_SEND_RATE", "20")),
+        },
+    }
     try:
         stack.start_web()
         poster = Poster(f"http://127.0.0.1:{port}/api/webhooks/whatsapp/")
-        print(f"webhook capacity: {GUNICORN_WORKERS} clients, closed loop, {options.capacity_seconds:.0f} s, "
-              "no Celery worker yet (each delivery is stored for one) ...", flush=True)
-        results["webhook_capacity"] = capacity = webhook_capacity(poster, options.capacity_seconds, 0)
-        print(f"  {capacity['per_second']:.0f} deliveries/s ({capacity['per_gunicorn_worker_per_second']:.0f} per "
-              f"gunicorn worker), p50 {capacity['p50_ms']:.0f} ms, p99 {capacity['p99_ms']:.0f} ms, "
-              f"{capacity['errors']} errors", flush=True)
+        print(
+            f"webhook capacity: {GUNICORN_WORKERS} clients, closed loop, {options.capacity_seconds:.0f} s, "
+            "no Celery worker yet (each delivery is stored for one) ...",
+            flush=True,
+        )
+        results["webhook_capacity"] = capacity = webhook_capacity(
+            poster, options.capacity_seconds, 0
+        )
+        print(
+            f"  {capacity['per_second']:.0f} deliveries/s ({capacity['per_gunicorn_worker_per_second']:.0f} per "
+            f"gunicorn worker), p50 {capacity['p50_ms']:.0f} ms, p99 {capacity['p99_ms']:.0f} ms, "
+            f"{capacity['errors']} errors",
+            flush=True,
+        )
         stack.start_workers()
         began, numbers = time.monotonic(), {f"5521{n:09d}" for n in range(capacity["numbers"])}
         while not numbers <= fake.greeted().keys():
             if time.monotonic() - began > 900:
-                raise RuntimeError("the capacity trial's conversations were not all greeted in 15 minutes")
+                raise RuntimeError(
+                    "the capacity trial's conversations were not all greeted in 15 minutes"
+                )
             time.sleep(1)
-        results["webhook_capacity"]["greeted_after_workers_started_s"] = took = time.monotonic() - began
-        print(f"  its {len(numbers)} conversations greeted {took:.0f} s after the workers started", flush=True)
-        print(f"soak: {options.rate:.0f}/s for {load_minutes:g} min, then up to {idle_minutes:g} min idle ...",
-              flush=True)
+        results["webhook_capacity"]["greeted_after_workers_started_s"] = took = (
+            time.monotonic() - began
+        )
+        print(
+            f"  its {len(numbers)} conversations greeted {took:.0f} s after the workers started",
+            flush=True,
+        )
+        print(
+            f"soak: {options.rate:.0f}/s for {load_minutes:g} min, then up to {idle_minutes:g} min idle ...",
+            flush=True,
+        )
         soak_poster = Poster(poster.url)
-        results["soak"] = figures = soak(soak_poster, fake, options.rate, load_minutes * 60, idle_minutes * 60,
-                                         first=1_000_000)
+        results["soak"] = figures = soak(
+            soak_poster, fake, options.rate, load_minutes * 60, idle_minutes * 60, first=1_000_000
+        )
         results["health_after"] = health()
     finally:
         stack.stop()

@@ -7,6 +7,7 @@ spent in (self), the same grouped by package, and the functions it was spent und
 (inclusive, counted once per stack; frames under which nearly every sample sits, such as
 the worker's entry point, are left out).
 """
+
 import argparse
 import re
 from collections import Counter
@@ -22,7 +23,7 @@ def frame_name(frame: str) -> str:
 
 def package(frame: str) -> str:
     """'advance (durable/runtime/executor.py)' -> 'durable'; the standard library is 'stdlib'."""
-    inner = frame[frame.rfind("(") + 1:]
+    inner = frame[frame.rfind("(") + 1 :]
     return inner.split("/")[0] if "/" in inner and not inner.startswith("/") else "stdlib"
 
 

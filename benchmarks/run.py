@@ -7,6 +7,7 @@ median of several trials, taken in turn with the floor or peer it is compared wi
 (A B A B ...), so that both see the same machine. Nothing here is asserted: targets are
 reported as met, missed or unstable.
 """
+
 import argparse
 import json
 import os
@@ -64,34 +65,69 @@ class Processes:
         self.worker_proc = None
         # As production runs them (docs/operations.md): the default queue and the takeover
         # lane on the measured processes, the sweep on its own solo worker.
-        self._start(["worker", "-Q", "celery,durable-takeover", "--concurrency", str(concurrency),
-                     "--without-gossip", "--without-mingle", "--without-heartbeat", "-I", "benchmarks.tasks",
-                     "--loglevel", "WARNING"])
+        self._start(
+            [
+                "worker",
+                "-Q",
+                "celery,durable-takeover",
+                "--concurrency",
+                str(concurrency),
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-I",
+                "benchmarks.tasks",
+                "--loglevel",
+                "WARNING",
+            ]
+        )
         measured = self.worker_proc
-        self._start(["worker", "-Q", "durable-sweep", "--pool", "solo", "--without-gossip", "--without-mingle",
-                     "--without-heartbeat", "--loglevel", "WARNING", "--hostname", "sweep@%h"])
+        self._start(
+            [
+                "worker",
+                "-Q",
+                "durable-sweep",
+                "--pool",
+                "solo",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--loglevel",
+                "WARNING",
+                "--hostname",
+                "sweep@%h",
+            ]
+        )
         self.worker_proc = measured
 
     def beat(self):
         self._start(["beat", "--loglevel", "WARNING", "--schedule", "/tmp/durable-bench-beat"])
 
     def _start(self, args):
-        proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "config", *args], cwd=ROOT,
-                                env=self.env, start_new_session=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", *args],
+            cwd=ROOT,
+            env=self.env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self.procs.append(proc)
         if args[0] == "worker":
             self.worker_proc = proc
 
     def worker_children(self) -> list[int]:
         """The pids of the worker's pool processes (the ones that run tasks)."""
-        out = subprocess.run(["pgrep", "-P", str(self.worker_proc.pid)], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["pgrep", "-P", str(self.worker_proc.pid)], capture_output=True, text=True
+        ).stdout
         return [int(pid) for pid in out.split()]
 
     def wait_ready(self):
         # A worker is ready when it answers: push a no-op chain through it.
         deadline = time.monotonic() + 60
         from benchmarks.tasks import chain_last
+
         BROKER.delete("bench:chains_done")
         chain_last.delay(0)
         while not BROKER.get("bench:chains_done"):
@@ -102,7 +138,9 @@ class Processes:
     def rss_mib(self) -> float:
         total = 0
         for proc in self.procs:
-            pids = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+            pids = subprocess.run(
+                ["pgrep", "-g", str(proc.pid)], capture_output=True, text=True
+            ).stdout.split()
             for pid in pids:
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
@@ -135,7 +173,9 @@ class Processes:
 
 def reset_database():
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE durable_auditevent, durable_signal, durable_journalentry, durable_workflowrun CASCADE")
+        cursor.execute(
+            "TRUNCATE durable_auditevent, durable_signal, durable_journalentry, durable_workflowrun CASCADE"
+        )
 
 
 def wait_until(predicate, timeout=300, interval=0.01):
@@ -154,9 +194,12 @@ def bench_floor_insert(n: int) -> float:
     import psycopg
 
     s = connection.settings_dict
-    with psycopg.connect(host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"],
-                         dbname=s["NAME"]) as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial primary key, v int, payload jsonb)")
+    with psycopg.connect(
+        host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"], dbname=s["NAME"]
+    ) as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS bench_floor (id bigserial primary key, v int, payload jsonb)"
+        )
         conn.commit()
         started = time.perf_counter()
         for i in range(n):
@@ -196,7 +239,10 @@ def bench_chain_floor(n: int, k: int, procs: "Processes") -> float:
     def fill():
         BROKER.delete("bench:chains_done")
         for i in range(n):
-            chain(*[chain_step.s(i) if j == 0 else chain_step.s() for j in range(k - 1)], chain_last.s()).delay()
+            chain(
+                *[chain_step.s(i) if j == 0 else chain_step.s() for j in range(k - 1)],
+                chain_last.s(),
+            ).delay()
         return lambda: int(BROKER.get("bench:chains_done") or 0) >= n
 
     return n / filled("chain", n, procs.pause, procs.resume, fill)
@@ -214,7 +260,9 @@ def bench_durable_throughput(n: int, k: int, procs: "Processes") -> float:
 
 
 def bench_dbos_queue(n: int, k: int, peer: Peer) -> float:
-    peer.call("reset")  # TRUNCATE while the workers run: a stopped one could hold a lock it waits for
+    peer.call(
+        "reset"
+    )  # TRUNCATE while the workers run: a stopped one could hold a lock it waits for
 
     def fill():
         prefix = peer.call("enqueue", runs=n, steps=k)["prefix"]
@@ -247,8 +295,10 @@ def bench_per_step(steps: int) -> dict:
     finally:
         settings.DURABLE_DISPATCHER = "celery"
     assert WorkflowRun.objects.get(pk=many.id).status == RunStatus.COMPLETED
-    return {"ms_per_step": (t_many - t_empty) / steps * 1000,
-            "sql_per_step": (len(q1) - len(q0)) / steps}
+    return {
+        "ms_per_step": (t_many - t_empty) / steps * 1000,
+        "sql_per_step": (len(q1) - len(q0)) / steps,
+    }
 
 
 # --- 3. signal to resume ---------------------------------------------------------------
@@ -261,7 +311,9 @@ def bench_signal_resume(samples: int, prefix: str) -> tuple[list[float], list[fl
     with transaction.atomic():
         for run_id in ids:
             services.run_start("bench_signal", id=run_id, actor="bench")
-    wait_until(lambda: WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.WAITING).count() == samples)
+    wait_until(
+        lambda: WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.WAITING).count() == samples
+    )
     sent, send_ms = {}, []
     for run_id in ids:
         started = time.perf_counter()
@@ -269,8 +321,16 @@ def bench_signal_resume(samples: int, prefix: str) -> tuple[list[float], list[fl
         send_ms.append((time.perf_counter() - started) * 1000)
         sent[run_id] = datetime.now(timezone.utc)
         time.sleep(0.02)
-    wait_until(lambda: WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.COMPLETED).count() == samples)
-    resumed = dict(JournalEntry.objects.filter(run_id__in=ids, kind=EntryKind.SIGNAL).values_list("run_id", "updated_at"))
+    wait_until(
+        lambda: (
+            WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.COMPLETED).count() == samples
+        )
+    )
+    resumed = dict(
+        JournalEntry.objects.filter(run_id__in=ids, kind=EntryKind.SIGNAL).values_list(
+            "run_id", "updated_at"
+        )
+    )
     return [(resumed[r] - sent[r]).total_seconds() * 1000 for r in ids], send_ms
 
 
@@ -284,30 +344,53 @@ def create_idle_runs(count: int):
 
     now = datetime.now(timezone.utc)
     deadline = now + timedelta(days=7)
-    template = WorkflowRun(id="idle:0", workflow_name="bench_idle", input={"args": [], "kwargs": {}},
-                           wake_at=deadline, waiting_for="signal:never", created_at=now, updated_at=now)
+    template = WorkflowRun(
+        id="idle:0",
+        workflow_name="bench_idle",
+        input={"args": [], "kwargs": {}},
+        wake_at=deadline,
+        waiting_for="signal:never",
+        created_at=now,
+        updated_at=now,
+    )
     template.__dict__["status"] = RunStatus.WAITING
     WorkflowRun.objects.bulk_create([template])
-    JournalEntry.objects.create(run_id=template.id, position=0, kind="signal", name="never", status="waiting",
-                                wake_at=deadline, created_at=now, updated_at=now)
+    JournalEntry.objects.create(
+        run_id=template.id,
+        position=0,
+        kind="signal",
+        name="never",
+        status="waiting",
+        wake_at=deadline,
+        created_at=now,
+        updated_at=now,
+    )
     run_columns = [f.column for f in WorkflowRun._meta.concrete_fields if f.column != "id"]
-    entry_columns = [f.column for f in JournalEntry._meta.concrete_fields if f.column not in ("id", "run_id")]
+    entry_columns = [
+        f.column for f in JournalEntry._meta.concrete_fields if f.column not in ("id", "run_id")
+    ]
     batch = 200_000
     with connection.cursor() as cursor:
         for start in range(1, count, batch):
             series = f"generate_series({start}, {min(start + batch, count) - 1}) AS g"
-            cursor.execute(f"INSERT INTO durable_workflowrun (id, {', '.join(run_columns)}) "
-                           f"SELECT 'idle:' || g, {', '.join('t.' + c for c in run_columns)} "
-                           f"FROM durable_workflowrun t, {series} WHERE t.id = 'idle:0'")
-            cursor.execute(f"INSERT INTO durable_journalentry (run_id, {', '.join(entry_columns)}) "
-                           f"SELECT 'idle:' || g, {', '.join('t.' + c for c in entry_columns)} "
-                           f"FROM durable_journalentry t, {series} WHERE t.run_id = 'idle:0'")
+            cursor.execute(
+                f"INSERT INTO durable_workflowrun (id, {', '.join(run_columns)}) "
+                f"SELECT 'idle:' || g, {', '.join('t.' + c for c in run_columns)} "
+                f"FROM durable_workflowrun t, {series} WHERE t.id = 'idle:0'"
+            )
+            cursor.execute(
+                f"INSERT INTO durable_journalentry (run_id, {', '.join(entry_columns)}) "
+                f"SELECT 'idle:' || g, {', '.join('t.' + c for c in entry_columns)} "
+                f"FROM durable_journalentry t, {series} WHERE t.run_id = 'idle:0'"
+            )
         # Measure the steady state, not the minutes right after a bulk load: vacuum, analyze
         # and flush the load's WAL before timing anything.
         cursor.execute("VACUUM ANALYZE durable_workflowrun")
         cursor.execute("VACUUM ANALYZE durable_journalentry")
         cursor.execute("CHECKPOINT")
-        cursor.execute("SELECT count(*) FROM durable_workflowrun WHERE status = %s", [RunStatus.WAITING])
+        cursor.execute(
+            "SELECT count(*) FROM durable_workflowrun WHERE status = %s", [RunStatus.WAITING]
+        )
         assert cursor.fetchone()[0] == count
 
 
@@ -326,9 +409,11 @@ class LoadedTables:
     def __init__(self):
         self.swapped_in = False
         with connection.cursor() as cursor:
-            cursor.execute("SELECT c.conrelid::regclass::text, a.attname, pg_get_constraintdef(c.oid) "
-                           "FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
-                           "WHERE c.contype = 'f' AND c.confrelid = 'durable_workflowrun'::regclass")
+            cursor.execute(
+                "SELECT c.conrelid::regclass::text, a.attname, pg_get_constraintdef(c.oid) "
+                "FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
+                "WHERE c.contype = 'f' AND c.confrelid = 'durable_workflowrun'::regclass"
+            )
             self.referring = cursor.fetchall()  # (table, its run column, the foreign key)
         self.tables = ["durable_workflowrun", *(table for table, _, _ in self.referring)]
 
@@ -338,7 +423,9 @@ class LoadedTables:
                 cursor.execute(f"DROP TABLE IF EXISTS {table}_loaded CASCADE")
                 cursor.execute(f"CREATE TABLE {table}_loaded (LIKE {table} INCLUDING ALL)")
             for table, _, definition in self.referring:
-                loaded = definition.replace("REFERENCES durable_workflowrun(", "REFERENCES durable_workflowrun_loaded(")
+                loaded = definition.replace(
+                    "REFERENCES durable_workflowrun(", "REFERENCES durable_workflowrun_loaded("
+                )
                 assert loaded != definition, definition
                 cursor.execute(f"ALTER TABLE {table}_loaded ADD {loaded}")
         self.swap()
@@ -400,7 +487,9 @@ def idle_trials(options, n_idle: int, samples: int) -> dict:
         prefix = f"sig-idle-{secrets.token_hex(4)}"
         loaded.swap()
         try:
-            assert WorkflowRun.objects.filter(pk="idle:0").exists(), "the loaded set is not in place"
+            assert WorkflowRun.objects.filter(pk="idle:0").exists(), (
+                "the loaded set is not in place"
+            )
             resume, _ = bench_signal_resume(part, prefix)
             ticks = sweep_tick_durations(10)
             loaded.forget([f"{prefix}:{i}" for i in range(part)])
@@ -410,8 +499,12 @@ def idle_trials(options, n_idle: int, samples: int) -> dict:
 
     try:
         loaded.create(n_idle)
-        taken = alternate({"empty": empty_part, "loaded": loaded_part}, options.trials, options.rounds,
-                          combine=pooled_parts)
+        taken = alternate(
+            {"empty": empty_part, "loaded": loaded_part},
+            options.trials,
+            options.rounds,
+            combine=pooled_parts,
+        )
         loaded.swap()
         bytes_per_run = database_bytes_per_run(n_idle)
         loaded.swap()
@@ -421,12 +514,21 @@ def idle_trials(options, n_idle: int, samples: int) -> dict:
     idle = [pct(t["resume"], 50) for t in taken["loaded"]]
     ticks = [t["tick_ms"] for t in taken["loaded"]]
     pooled = [v for t in taken["loaded"] for v in t["resume"]]
-    return {"runs": n_idle, "samples_per_trial": part * options.rounds, "rounds": options.rounds,
-            "sweep_tick": {"p50_ms": statistics.median(v for t in ticks for v in t), "max_ms": max(v for t in ticks for v in t),
-                           "trials_p50_ms": [statistics.median(t) for t in ticks]},
-            "resume_ms": {"p50": pct(pooled, 50), "p95": pct(pooled, 95), "p99": pct(pooled, 99)},
-            "resume_p50_ms": summary(idle), "empty_resume_p50_ms": summary(empty),
-            "resume_vs_empty": ratio(idle, empty), "bytes_per_run": bytes_per_run}
+    return {
+        "runs": n_idle,
+        "samples_per_trial": part * options.rounds,
+        "rounds": options.rounds,
+        "sweep_tick": {
+            "p50_ms": statistics.median(v for t in ticks for v in t),
+            "max_ms": max(v for t in ticks for v in t),
+            "trials_p50_ms": [statistics.median(t) for t in ticks],
+        },
+        "resume_ms": {"p50": pct(pooled, 50), "p95": pct(pooled, 95), "p99": pct(pooled, 99)},
+        "resume_p50_ms": summary(idle),
+        "empty_resume_p50_ms": summary(empty),
+        "resume_vs_empty": ratio(idle, empty),
+        "bytes_per_run": bytes_per_run,
+    }
 
 
 def sweep_tick_durations(ticks: int) -> list[float]:
@@ -450,19 +552,31 @@ def bench_timer_lateness(count: int, rng) -> list[float]:
     ids = [f"timer:{i}" for i in range(count)]
     with transaction.atomic():
         for run_id in ids:
-            services.run_start("bench_timer", round(rng.uniform(1.0, 4.0), 3), id=run_id, actor="bench")
-    wait_until(lambda: WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.COMPLETED).count() == count,
-               timeout=120)
-    woke = dict(JournalEntry.objects.filter(run_id__in=ids, kind=EntryKind.STEP).values_list("run_id", "created_at"))
-    due = dict(JournalEntry.objects.filter(run_id__in=ids, kind=EntryKind.SLEEP).values_list("run_id", "wake_at"))
+            services.run_start(
+                "bench_timer", round(rng.uniform(1.0, 4.0), 3), id=run_id, actor="bench"
+            )
+    wait_until(
+        lambda: WorkflowRun.objects.filter(pk__in=ids, status=RunStatus.COMPLETED).count() == count,
+        timeout=120,
+    )
+    woke = dict(
+        JournalEntry.objects.filter(run_id__in=ids, kind=EntryKind.STEP).values_list(
+            "run_id", "created_at"
+        )
+    )
+    due = dict(
+        JournalEntry.objects.filter(run_id__in=ids, kind=EntryKind.SLEEP).values_list(
+            "run_id", "wake_at"
+        )
+    )
     return [(woke[r] - due[r]).total_seconds() for r in ids]
-
-
 
 
 def database_bytes_per_run(count: int) -> float:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_total_relation_size('durable_workflowrun') + pg_total_relation_size('durable_journalentry')")
+        cursor.execute(
+            "SELECT pg_total_relation_size('durable_workflowrun') + pg_total_relation_size('durable_journalentry')"
+        )
         return cursor.fetchone()[0] / count
 
 
@@ -490,6 +604,7 @@ class Turns:
                 self.peer.pause()
             self.procs.resume()
             return measure(*args)
+
         return measured
 
     def peers(self, measure):
@@ -497,6 +612,7 @@ class Turns:
             self.procs.pause()
             self.peer.resume()
             return measure(*args)
+
         return measured
 
     def end(self):
@@ -525,7 +641,10 @@ def alternate(measures: dict, count: int, rounds: int = 1, combine=None) -> dict
         for trial in parts:
             for name, measure in measures.items():
                 trial[name].append(measure())
-    return {name: [combine(trial[name]) if combine else trial[name][0] for trial in parts] for name in measures}
+    return {
+        name: [combine(trial[name]) if combine else trial[name][0] for trial in parts]
+        for name in measures
+    }
 
 
 def pooled_parts(parts: list[dict]) -> dict:
@@ -538,6 +657,7 @@ def sized(rate_of, seconds: float, smallest: int = 30, largest: int = 50_000) ->
     (which also warm the workers, the connections and PostgreSQL's caches): one of
     ``smallest`` runs, whose rate the start and the tail of a part pull down (the parts it
     sized took 0.7-0.9 of their second), then one of half the size it gives."""
+
     def clamp(n: float) -> int:
         return max(smallest, min(largest, int(n)))
 
@@ -554,19 +674,30 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
     peer = start_peer(peer_python, workers) if peer_python else None
     turns = Turns(procs, peer)
     try:
-        measures = {"chain": turns.ours(lambda n: bench_chain_floor(n, 3, procs)),
-                    "ours": turns.ours(lambda n: bench_durable_throughput(n, 3, procs))}
+        measures = {
+            "chain": turns.ours(lambda n: bench_chain_floor(n, 3, procs)),
+            "ours": turns.ours(lambda n: bench_durable_throughput(n, 3, procs)),
+        }
         if peer:
-            measures["dbos_direct"] = turns.peers(lambda n: n / peer.call("direct", runs=n, steps=3)["seconds"])
+            measures["dbos_direct"] = turns.peers(
+                lambda n: n / peer.call("direct", runs=n, steps=3)["seconds"]
+            )
             measures["dbos_queue"] = turns.peers(lambda n: bench_dbos_queue(n, 3, peer))
         # The main layout's ratios are the targets: its parts are twice as long, so that a
         # spell of the shared host weighs half as much in each (1-second parts spread 18-20%).
         seconds = options.trial_seconds / options.rounds * (2 if workers == options.workers else 1)
         sizes = {name: sized(measure, seconds) for name, measure in measures.items()}
-        print(f"  {workers} worker processes, runs per part ({options.rounds} parts a trial): {sizes}", flush=True)
+        print(
+            f"  {workers} worker processes, runs per part ({options.rounds} parts a trial): {sizes}",
+            flush=True,
+        )
         FILL.clear()  # the producer's cost in the trials, not in the sizing ones
-        taken = alternate({name: (lambda m=measure, n=sizes[name]: m(n)) for name, measure in measures.items()},
-                          options.trials, options.rounds, combine=report.rate_of_parts)
+        taken = alternate(
+            {name: (lambda m=measure, n=sizes[name]: m(n)) for name, measure in measures.items()},
+            options.trials,
+            options.rounds,
+            combine=report.rate_of_parts,
+        )
         fill = {name: summary(values) for name, values in FILL.items()}
         if options.profile and workers == options.workers:
             profile_throughput(procs, peer, sizes, turns)
@@ -596,11 +727,17 @@ def per_step_trials(options, n_steps: int, peer: Peer | None, turns: Turns) -> d
     if peer:
         # A DBOS step costs several of ours: a quarter of the steps keeps its part about as
         # long as ours (the figure is ms per step, minus a workflow of none, either way).
-        measures["dbos"] = turns.peers(lambda: peer.call("per_step", steps=max(part // 4, 20))["ms_per_step"])
+        measures["dbos"] = turns.peers(
+            lambda: peer.call("per_step", steps=max(part // 4, 20))["ms_per_step"]
+        )
     taken = alternate(measures, options.trials, options.rounds, combine=statistics.fmean)
     turns.end()
-    result = {"floor_ms": summary(taken["floor"]), "ours_ms": summary(taken["ours"]), "sql_per_step": max(sql),
-              "over_floor_ms": summary([o - f for o, f in zip(taken["ours"], taken["floor"])])}
+    result = {
+        "floor_ms": summary(taken["floor"]),
+        "ours_ms": summary(taken["ours"]),
+        "sql_per_step": max(sql),
+        "over_floor_ms": summary([o - f for o, f in zip(taken["ours"], taken["floor"])]),
+    }
     if peer:
         result["dbos_ms"] = summary(taken["dbos"])
         result["ours_vs_dbos"] = ratio(taken["ours"], taken["dbos"])
@@ -621,11 +758,17 @@ def signal_trials(options, n_signals: int, peer: Peer | None, turns: Turns) -> d
         measured = peer.call("signal", samples=max(part // 2, 25))
         return {"dbos": measured["resume_ms"], "dbos_send": measured["send_ms"]}
 
-    taken = alternate({"ours": turns.ours(ours), "dbos": turns.peers(dbos)} if peer else {"ours": ours},
-                      options.trials, options.rounds, combine=pooled_parts)
+    taken = alternate(
+        {"ours": turns.ours(ours), "dbos": turns.peers(dbos)} if peer else {"ours": ours},
+        options.trials,
+        options.rounds,
+        combine=pooled_parts,
+    )
     turns.end()
     # Each side's trials as {figure: [that trial's latencies]}: one list of trials per figure.
-    samples = {name: [trial[name] for trial in trials] for trials in taken.values() for name in trials[0]}
+    samples = {
+        name: [trial[name] for trial in trials] for trials in taken.values() for name in trials[0]
+    }
 
     def per_trial(name, q):
         return [pct(trial, q) for trial in samples[name]]
@@ -634,18 +777,27 @@ def signal_trials(options, n_signals: int, peer: Peer | None, turns: Turns) -> d
         values = [v for trial in samples[name] for v in trial]
         return {"p50": pct(values, 50), "p95": pct(values, 95), "p99": pct(values, 99)}
 
-    result = {"ours_p50": summary(per_trial("ours", 50)), "ours_p99": summary(per_trial("ours", 99)),
-              "send_p50": summary(per_trial("send", 50)),
-              "ours_p99_over_p50": ratio(per_trial("ours", 99), per_trial("ours", 50)),
-              "ours_percentiles": pooled("ours"), "send_percentiles": pooled("send")}
+    result = {
+        "ours_p50": summary(per_trial("ours", 50)),
+        "ours_p99": summary(per_trial("ours", 99)),
+        "send_p50": summary(per_trial("send", 50)),
+        "ours_p99_over_p50": ratio(per_trial("ours", 99), per_trial("ours", 50)),
+        "ours_percentiles": pooled("ours"),
+        "send_percentiles": pooled("send"),
+    }
     if peer:
-        result.update({
-            "dbos_resume_p50": summary(per_trial("dbos", 50)), "dbos_resume_p99": summary(per_trial("dbos", 99)),
-            "dbos_send_p50": summary(per_trial("dbos_send", 50)),
-            "resume_p50_vs_dbos": ratio(per_trial("ours", 50), per_trial("dbos", 50)),
-            "resume_p99_vs_dbos": ratio(per_trial("ours", 99), per_trial("dbos", 99)),
-            "send_p50_vs_dbos": ratio(per_trial("send", 50), per_trial("dbos_send", 50)),
-            "dbos_percentiles": pooled("dbos"), "dbos_send_percentiles": pooled("dbos_send")})
+        result.update(
+            {
+                "dbos_resume_p50": summary(per_trial("dbos", 50)),
+                "dbos_resume_p99": summary(per_trial("dbos", 99)),
+                "dbos_send_p50": summary(per_trial("dbos_send", 50)),
+                "resume_p50_vs_dbos": ratio(per_trial("ours", 50), per_trial("dbos", 50)),
+                "resume_p99_vs_dbos": ratio(per_trial("ours", 99), per_trial("dbos", 99)),
+                "send_p50_vs_dbos": ratio(per_trial("send", 50), per_trial("dbos_send", 50)),
+                "dbos_percentiles": pooled("dbos"),
+                "dbos_send_percentiles": pooled("dbos_send"),
+            }
+        )
     return result
 
 
@@ -663,9 +815,25 @@ def profile_throughput(procs: Processes, peer: Peer | None, sizes: dict, turns: 
         spies = []
         for name, pid in targets.items():
             for fmt, suffix in (("flamegraph", "svg"), ("raw", "txt")):
-                spies.append(subprocess.Popen([str(py_spy), "record", "--pid", str(pid), "--rate", "200", "--nonblocking",
-                                               "--format", fmt, "-o", str(out / f"{name}.{suffix}")],
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                spies.append(
+                    subprocess.Popen(
+                        [
+                            str(py_spy),
+                            "record",
+                            "--pid",
+                            str(pid),
+                            "--rate",
+                            "200",
+                            "--nonblocking",
+                            "--format",
+                            fmt,
+                            "-o",
+                            str(out / f"{name}.{suffix}"),
+                        ],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
         time.sleep(1.0)  # py-spy attaches
         run()
         for spy in spies:
@@ -674,13 +842,20 @@ def profile_throughput(procs: Processes, peer: Peer | None, sizes: dict, turns: 
             spy.wait(30)
 
     n = sizes["ours"] * 2
-    record({"ours-worker": procs.worker_children()[0], "ours-producer": os.getpid()},
-           turns.ours(lambda: bench_durable_throughput(n, 3, procs)))
+    record(
+        {"ours-worker": procs.worker_children()[0], "ours-producer": os.getpid()},
+        turns.ours(lambda: bench_durable_throughput(n, 3, procs)),
+    )
     if peer:
-        record({"dbos-worker": peer.worker_pids[0]},
-               turns.peers(lambda: peer.call("direct", runs=sizes["dbos_direct"] * 2, steps=3)))
+        record(
+            {"dbos-worker": peer.worker_pids[0]},
+            turns.peers(lambda: peer.call("direct", runs=sizes["dbos_direct"] * 2, steps=3)),
+        )
     turns.end()
-    print(f"  profiles in {out.relative_to(ROOT)}/ (summarize with benchmarks/profile_top.py)", flush=True)
+    print(
+        f"  profiles in {out.relative_to(ROOT)}/ (summarize with benchmarks/profile_top.py)",
+        flush=True,
+    )
 
 
 def main():
@@ -688,13 +863,25 @@ def main():
 
     parser = argparse.ArgumentParser(description="Durable engine benchmarks")
     parser.add_argument("--quick", action="store_true", help="a smoke run: fewer, shorter trials")
-    parser.add_argument("--peers", action="store_true", help="measure DBOS beside us (needs ./scripts/bench)")
-    parser.add_argument("--profile", action="store_true", help="py-spy a worker and the producer during throughput")
+    parser.add_argument(
+        "--peers", action="store_true", help="measure DBOS beside us (needs ./scripts/bench)"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="py-spy a worker and the producer during throughput"
+    )
     parser.add_argument("--workers", type=int, default=2, help="the layout of the main figures")
-    parser.add_argument("--layouts", default="1,2,4", help="worker processes to measure throughput with")
-    parser.add_argument("--trials", type=int, default=None, help="trials per figure (5; 3 with --quick)")
-    parser.add_argument("--rounds", type=int, default=None,
-                        help="parts of a trial, interleaved with the other sides' parts (8; 1 with --quick)")
+    parser.add_argument(
+        "--layouts", default="1,2,4", help="worker processes to measure throughput with"
+    )
+    parser.add_argument(
+        "--trials", type=int, default=None, help="trials per figure (5; 3 with --quick)"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="parts of a trial, interleaved with the other sides' parts (8; 1 with --quick)",
+    )
     parser.add_argument("--idle-runs", type=int, default=None)
     options = parser.parse_args()
     options.trials = options.trials or (3 if options.quick else 5)
@@ -714,16 +901,29 @@ def main():
     drop_stale_loaded_tables()
     call_command("migrate", verbosity=0)
     reset_database()
-    results = {"machine": {"cores": os.cpu_count(), "load_average": os.getloadavg()},
-               "when": datetime.now(timezone.utc).isoformat(), "workers": options.workers, "quick": options.quick,
-               "trials": options.trials, "trial_seconds": options.trial_seconds, "rounds": options.rounds, "peers": bool(peer_python),
-               "layouts": {}}
+    results = {
+        "machine": {"cores": os.cpu_count(), "load_average": os.getloadavg()},
+        "when": datetime.now(timezone.utc).isoformat(),
+        "workers": options.workers,
+        "quick": options.quick,
+        "trials": options.trials,
+        "trial_seconds": options.trial_seconds,
+        "rounds": options.rounds,
+        "peers": bool(peer_python),
+        "layouts": {},
+    }
     procs = Processes()
     try:
-        print("throughput: plain Celery chain, ours" + (", DBOS direct and queue" if peer_python else "")
-              + f", {options.trials} trials each in turn ...", flush=True)
+        print(
+            "throughput: plain Celery chain, ours"
+            + (", DBOS direct and queue" if peer_python else "")
+            + f", {options.trials} trials each in turn ...",
+            flush=True,
+        )
         for workers in layouts:
-            results["layouts"][str(workers)] = throughput_layout(workers, options, procs, peer_python)
+            results["layouts"][str(workers)] = throughput_layout(
+                workers, options, procs, peer_python
+            )
 
         procs.stop()
         procs.worker(options.workers)
@@ -731,10 +931,18 @@ def main():
         procs.wait_ready()
         peer = start_peer(peer_python, options.workers) if peer_python else None
         try:
-            print("per step: bare insert+commit, ours" + (", DBOS" if peer else "") + " ...", flush=True)
+            print(
+                "per step: bare insert+commit, ours" + (", DBOS" if peer else "") + " ...",
+                flush=True,
+            )
             turns = Turns(procs, peer)
             results["per_step"] = per_step_trials(options, n_steps, peer, turns)
-            print("signal to resume and the sender's call" + (", DBOS send -> recv" if peer else "") + " ...", flush=True)
+            print(
+                "signal to resume and the sender's call"
+                + (", DBOS send -> recv" if peer else "")
+                + " ...",
+                flush=True,
+            )
             results["signal"] = signal_trials(options, n_signals, peer, turns)
         finally:
             if peer:
@@ -746,7 +954,10 @@ def main():
         late = bench_timer_lateness(n_timers, rng)
         results["timer_lateness_s"] = {"p50": pct(late, 50), "p99": pct(late, 99)}
 
-        print(f"idle scale: {options.trials} trials of {n_idle} waiting runs against the empty database ...", flush=True)
+        print(
+            f"idle scale: {options.trials} trials of {n_idle} waiting runs against the empty database ...",
+            flush=True,
+        )
         results["idle"] = idle_trials(options, n_idle, n_idle_signals)
         results["worker_rss_mib"] = procs.rss_mib()
         results["machine"]["load_average_after"] = os.getloadavg()

@@ -7,6 +7,7 @@ Same database and Redis as benchmarks/run.py (durable_bench, db 9; DATABASE_URL 
 CELERY_BROKER_URL override them). No worker runs: the runs wait in the database and only
 the sender is timed. Prints the p50 of each part, in milliseconds.
 """
+
 import argparse
 import statistics
 import sys
@@ -48,8 +49,13 @@ def timed(call) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--samples", type=int, default=300)
-    parser.add_argument("--profile", type=int, metavar="N", default=0,
-                        help="then cProfile as many whole calls more and print the top N frames by cumulative time")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        metavar="N",
+        default=0,
+        help="then cProfile as many whole calls more and print the top N frames by cumulative time",
+    )
     options = parser.parse_args()
     call_command("migrate", verbosity=0)
     reset_database()
@@ -77,7 +83,9 @@ def main() -> None:
         else:
             settings.DURABLE_DISPATCHER = "none"
             with connection.execute_wrapper(timing):
-                tx_only.append(timed(lambda: services.signal_send(run_id, "go", {"n": 1}, actor="bench")))
+                tx_only.append(
+                    timed(lambda: services.signal_send(run_id, "go", {"n": 1}, actor="bench"))
+                )
     settings.DURABLE_DISPATCHER = "celery"
     BROKER.flushdb()
 
@@ -113,7 +121,9 @@ def profile(options) -> None:
     BROKER.flushdb()
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(options.profile)
-    print(f"\ncProfile of {options.samples} whole calls, top {options.profile} frames by cumulative time:")
+    print(
+        f"\ncProfile of {options.samples} whole calls, top {options.profile} frames by cumulative time:"
+    )
     print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-6000:])
 
 

@@ -1,4 +1,5 @@
 """The floor: a plain Celery chain of K tasks, no durability; the last one counts in Redis."""
+
 import os
 
 import redis

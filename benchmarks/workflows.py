@@ -1,4 +1,5 @@
 """Workflows measured by the benchmarks: trivial steps, so the engine's cost is what shows."""
+
 from durable import workflow
 
 

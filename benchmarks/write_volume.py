@@ -8,6 +8,7 @@ statement shows here exactly (the leaner indexes of migration 0010 were measured
 Same database as benchmarks/run.py (durable_bench; DATABASE_URL overrides it); no worker
 runs: everything is advanced in-process. Its tables are emptied before and after.
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -52,7 +53,9 @@ def main() -> None:
                 services.run_start("bench_signal", id=run_id, actor="bench")
         for run_id in ids:
             executor.advance(run_id)  # to its wait
-        per_send = wal_bytes(lambda: [services.signal_send(r, "go", {"n": 1}, actor="bench") for r in ids]) / len(ids)
+        per_send = wal_bytes(
+            lambda: [services.signal_send(r, "go", {"n": 1}, actor="bench") for r in ids]
+        ) / len(ids)
         per_resume = wal_bytes(lambda: [executor.advance(r) for r in ids]) / len(ids)
 
         reset_database()

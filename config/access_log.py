@@ -1,4 +1,5 @@
 """gunicorn's logger for this project (gunicorn.conf.py names it): its lines without secrets."""
+
 from gunicorn.glogging import Logger
 
 from config.log_filters import SecretsScrubbed
@@ -10,7 +11,7 @@ class ScrubbedLogger(Logger):
     in the error log ("Error handling request <uri>")."""
 
     def setup(self, cfg):
-        super().setup(cfg)   # also run on every reload (SIGHUP): add the filter once
+        super().setup(cfg)  # also run on every reload (SIGHUP): add the filter once
         for log in (self.error_log, self.access_log):
             if not any(isinstance(existing, SecretsScrubbed) for existing in log.filters):
                 log.addFilter(SecretsScrubbed())

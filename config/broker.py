@@ -5,6 +5,7 @@ half-written and crash on the JSON. Here a message is written under a name the r
 ignores and renamed into the queue when complete; a reader claims a file by renaming it
 into its own folder on the same filesystem, so exactly one worker gets each message.
 """
+
 import os
 import uuid
 
@@ -63,7 +64,8 @@ class RedisChannel(redis_transport.Channel):
     def _connparams(self, asynchronous=False):
         if self.connection.client is None:
             raise redis_transport.redis.exceptions.ConnectionError(
-                "the broker connection was already closed")
+                "the broker connection was already closed"
+            )
         return super()._connparams(asynchronous=asynchronous)
 
 

@@ -1,4 +1,5 @@
 """The Celery app: transport for "advance run X" messages and the beat sweep."""
+
 import os
 
 from celery import Celery

@@ -10,6 +10,7 @@ input against its schema (schemathesis tests that) and answers in its own format
 JSON string is a 400 ``invalid``, in a path part a 404 (durable.surfaces.api); the webhooks
 store what they can (processes.webhooks).
 """
+
 import re
 
 from django.http import HttpResponseBadRequest
@@ -38,5 +39,7 @@ class ControlCharacterGuard:
         where = _offending(request)
         if where is None:
             return self.get_response(request)
-        return HttpResponseBadRequest(f"{where} contains a control character (such as NUL), which no "
-                                      "field accepts.", content_type="text/plain; charset=utf-8")
+        return HttpResponseBadRequest(
+            f"{where} contains a control character (such as NUL), which no field accepts.",
+            content_type="text/plain; charset=utf-8",
+        )

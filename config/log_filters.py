@@ -1,4 +1,5 @@
 """Logging filters of the project's own (the engine's are in durable/runtime/logging.py)."""
+
 import logging
 import re
 
@@ -33,7 +34,7 @@ class SecretsScrubbed(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:   # a record whose arguments do not fit: logging reports it, not us
+        except Exception:  # a record whose arguments do not fit: logging reports it, not us
             return True
         scrubbed = scrub(message)
         if scrubbed != message:

@@ -1,4 +1,5 @@
 """The client's address as far as we can trust it: REMOTE_ADDR, or the hop our own proxies saw."""
+
 from django.conf import settings
 
 
@@ -10,7 +11,11 @@ def client_ip(request) -> str:
     """
     count = settings.TRUSTED_PROXY_COUNT
     if count:
-        hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+        hops = [
+            hop.strip()
+            for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")
+            if hop.strip()
+        ]
         if len(hops) >= count:
             return hops[-count]
     return request.META.get("REMOTE_ADDR", "")

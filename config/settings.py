@@ -3,6 +3,7 @@
 Defaults: SQLite (WAL, IMMEDIATE transactions) and Celery's filesystem transport, both
 under ./var. Production and CI set DATABASE_URL and CELERY_BROKER_URL.
 """
+
 import json
 import os
 from datetime import timedelta
@@ -60,7 +61,8 @@ if not SECRET_KEY:
         # A key generated on each host would break sessions and signed links across hosts.
         raise ImproperlyConfigured(
             "SECRET_KEY is not set. Production needs one key shared by every web host and worker "
-            "(see docs/operations.md: the environment file); for local use set DEBUG=1 (scripts/run does).")
+            "(see docs/operations.md: the environment file); for local use set DEBUG=1 (scripts/run does)."
+        )
     SECRET_KEY = dev_secret_key(VAR_DIR / "secret_key")
 private_dir(VAR_DIR)
 
@@ -132,9 +134,14 @@ def postgresql_statements() -> dict:
 def database_from_env() -> dict:
     url = os.environ.get("DATABASE_URL")
     if url:
-        database = dj_database_url.parse(url, conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60")))
+        database = dj_database_url.parse(
+            url, conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60"))
+        )
         if database["ENGINE"] == "django.db.backends.postgresql":
-            return {**database, "OPTIONS": {**database.get("OPTIONS", {}), **postgresql_statements()}}
+            return {
+                **database,
+                "OPTIONS": {**database.get("OPTIONS", {}), **postgresql_statements()},
+            }
         if database["ENGINE"] != "django.db.backends.sqlite3":
             return database
         database["CONN_MAX_AGE"] = 0
@@ -151,7 +158,9 @@ def database_from_env() -> dict:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         },
         # Tests share the file with worker subprocesses, so it cannot be in memory.
-        "TEST": {"NAME": str(Path(database["NAME"]).with_name("test_" + Path(database["NAME"]).name))},
+        "TEST": {
+            "NAME": str(Path(database["NAME"]).with_name("test_" + Path(database["NAME"]).name))
+        },
     }
 
 
@@ -198,16 +207,20 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    "SERVE_AUTHENTICATION": ["durable.surfaces.tokens.ApiTokenAuthentication",
-                             "rest_framework.authentication.SessionAuthentication"],
+    "SERVE_AUTHENTICATION": [
+        "durable.surfaces.tokens.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"RunStatusEnum": "durable.models.RunStatus",
-                            "EntryStatusEnum": "durable.models.EntryStatus",
-                            "BulkActionEnum": "durable.features.bulk.ACTIONS",
-                            "InvoiceOperationStatusEnum": "processes.billing.api.OPERATION_STATUSES"},
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "durable.models.RunStatus",
+        "EntryStatusEnum": "durable.models.EntryStatus",
+        "BulkActionEnum": "durable.features.bulk.ACTIONS",
+        "InvoiceOperationStatusEnum": "processes.billing.api.OPERATION_STATUSES",
+    },
 }
 # The API refuses larger request bodies (413) and larger signal payloads or run input (400).
 DURABLE_API_MAX_PAYLOAD_BYTES = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_BYTES", str(64 * 1024)))
@@ -223,15 +236,23 @@ BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", VAR_DIR / "broker"))
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 if CELERY_BROKER_URL.startswith("filesystem"):
     # One folder is both the way in and the way out, so producers and workers share a queue.
-    _folders = {"data_folder_in": "queue", "data_folder_out": "queue",
-                "processed_folder": "processed", "control_folder": "control"}
-    CELERY_BROKER_TRANSPORT_OPTIONS = {key: str(BROKER_DIR / name) for key, name in _folders.items()}
+    _folders = {
+        "data_folder_in": "queue",
+        "data_folder_out": "queue",
+        "processed_folder": "processed",
+        "control_folder": "control",
+    }
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        key: str(BROKER_DIR / name) for key, name in _folders.items()
+    }
     CELERY_BROKER_TRANSPORT_OPTIONS.update(polling_interval=0.05)
     CELERY_BROKER_TRANSPORT = "config.broker:Transport"  # atomic writes, see config/broker.py
     for _folder in set(_folders.values()):
         (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
 if CELERY_BROKER_URL.startswith("redis://"):
-    CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"  # survives a Redis restart, see config/broker.py
+    CELERY_BROKER_TRANSPORT = (
+        "config.broker:RedisTransport"  # survives a Redis restart, see config/broker.py
+    )
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -256,8 +277,10 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery"
 DURABLE_TAKEOVER_QUEUE = "durable-takeover"
 DURABLE_SWEEP_QUEUE = "durable-sweep"
 # Each as Celery declares a queue it creates itself: a direct exchange and routing key of its name.
-CELERY_TASK_QUEUES = [Queue(name, Exchange(name), routing_key=name)
-                      for name in (CELERY_TASK_DEFAULT_QUEUE, DURABLE_TAKEOVER_QUEUE, DURABLE_SWEEP_QUEUE)]
+CELERY_TASK_QUEUES = [
+    Queue(name, Exchange(name), routing_key=name)
+    for name in (CELERY_TASK_DEFAULT_QUEUE, DURABLE_TAKEOVER_QUEUE, DURABLE_SWEEP_QUEUE)
+]
 CELERY_TASK_ROUTES = {"durable.sweep": {"queue": DURABLE_SWEEP_QUEUE}}
 
 # --- The durable engine. ---
@@ -276,18 +299,27 @@ DURABLE_CANCEL_CLEANUP_SECONDS = float(os.environ.get("DURABLE_CANCEL_CLEANUP_SE
 # Retention: beat's durable.retention archives runs that finished longer ago than this
 # (e.g. "90d"), at most max_runs per pass; "export" is a directory for gzip JSON Lines
 # instead of the archive tables. Off (None) unless DURABLE_RETENTION_FINISHED_BEFORE is set.
-DURABLE_RETENTION = ({"finished_before": os.environ["DURABLE_RETENTION_FINISHED_BEFORE"],
-                      "export": os.environ.get("DURABLE_RETENTION_EXPORT_DIR") or None,
-                      "batch_size": int(os.environ.get("DURABLE_RETENTION_BATCH_SIZE", "500")),
-                      "max_runs": int(os.environ.get("DURABLE_RETENTION_MAX_RUNS", "50000"))}
-                     if os.environ.get("DURABLE_RETENTION_FINISHED_BEFORE") else None)
+DURABLE_RETENTION = (
+    {
+        "finished_before": os.environ["DURABLE_RETENTION_FINISHED_BEFORE"],
+        "export": os.environ.get("DURABLE_RETENTION_EXPORT_DIR") or None,
+        "batch_size": int(os.environ.get("DURABLE_RETENTION_BATCH_SIZE", "500")),
+        "max_runs": int(os.environ.get("DURABLE_RETENTION_MAX_RUNS", "50000")),
+    }
+    if os.environ.get("DURABLE_RETENTION_FINISHED_BEFORE")
+    else None
+)
 # The audit chains' seal key (durable/chain.py), kept out of the database. Unset, it is derived
 # from SECRET_KEY (check --deploy warns). Beat appends the chains' heads every
 # DURABLE_AUDIT_HEADS_INTERVAL_SECONDS through the sink, by default to the file below;
 # ``durable audit verify --against`` reads them back (docs/operations.md, "Audit trail").
 DURABLE_AUDIT_KEY = os.environ.get("DURABLE_AUDIT_KEY", "")
-DURABLE_AUDIT_HEADS_SINK = os.environ.get("DURABLE_AUDIT_HEADS_SINK", "durable.features.audit_heads.FileSink")
-DURABLE_AUDIT_HEADS_FILE = os.environ.get("DURABLE_AUDIT_HEADS_FILE", "") or str(VAR_DIR / "audit" / "heads.jsonl")
+DURABLE_AUDIT_HEADS_SINK = os.environ.get(
+    "DURABLE_AUDIT_HEADS_SINK", "durable.features.audit_heads.FileSink"
+)
+DURABLE_AUDIT_HEADS_FILE = os.environ.get("DURABLE_AUDIT_HEADS_FILE", "") or str(
+    VAR_DIR / "audit" / "heads.jsonl"
+)
 # Calls that break replay (clock, random, network, queries) raise inside workflow bodies.
 # It patches the standard library process-wide, so only tests turn it on by default.
 DURABLE_STRICT = env_bool("DURABLE_STRICT", False)
@@ -296,25 +328,40 @@ DURABLE_STRICT = env_bool("DURABLE_STRICT", False)
 # there for /metrics. Redis when the broker is Redis, else a folder under var/.
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "durable": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-                "LOCATION": str(VAR_DIR / "cache")},
+    "durable": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(VAR_DIR / "cache"),
+    },
 }
 if CELERY_BROKER_URL.startswith("redis"):
-    CACHES["durable"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                         "LOCATION": CELERY_BROKER_URL, "KEY_PREFIX": "durable"}
+    CACHES["durable"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CELERY_BROKER_URL,
+        "KEY_PREFIX": "durable",
+    }
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {
-        "format": "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s pos=%(position)s] %(message)s"}},
+    "formatters": {
+        "plain": {
+            "format": "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s pos=%(position)s] %(message)s"
+        }
+    },
     # Stamps run_id and position from the replay context on every record (durable/runtime/logging.py).
-    "filters": {"run_context": {"()": "durable.runtime.logging.RunContextFilter"},
-                "refused_in_one_line": {"()": "config.log_filters.RefusedInOneLine"},
-                "secrets_scrubbed": {"()": "config.log_filters.SecretsScrubbed"}},
+    "filters": {
+        "run_context": {"()": "durable.runtime.logging.RunContextFilter"},
+        "refused_in_one_line": {"()": "config.log_filters.RefusedInOneLine"},
+        "secrets_scrubbed": {"()": "config.log_filters.SecretsScrubbed"},
+    },
     # No line shows a secret sent in a URL (the WhatsApp verify token): config/log_filters.py.
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain",
-                             "filters": ["run_context", "secrets_scrubbed"]}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["run_context", "secrets_scrubbed"],
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         # Django's own console handler (DEBUG only) would print each django.* record a
@@ -331,6 +378,7 @@ LOGGING = {
         "celery.beat": {"level": "WARNING"},
     },
 }
+
 
 # --- processes: WhatsApp, payments, document checks, reconciliation (docs/processes.md). ---
 # Secrets come from the environment; the dev values below apply only when DEBUG is on
@@ -356,21 +404,32 @@ WHATSAPP_TEMPLATE_LANGUAGE = os.environ.get("WHATSAPP_TEMPLATE_LANGUAGE", "pt_BR
 def whatsapp_template(purpose: str, name: str, parameters: list[str]) -> dict:
     """A purpose's template; ``WHATSAPP_TEMPLATE_<PURPOSE>`` names another (the name as
     approved in WhatsApp Manager), so a deployment maps each purpose without a code change."""
-    return {"name": os.environ.get(f"WHATSAPP_TEMPLATE_{purpose.upper()}", name),
-            "language": WHATSAPP_TEMPLATE_LANGUAGE, "parameters": parameters}
+    return {
+        "name": os.environ.get(f"WHATSAPP_TEMPLATE_{purpose.upper()}", name),
+        "language": WHATSAPP_TEMPLATE_LANGUAGE,
+        "parameters": parameters,
+    }
 
 
 WHATSAPP_TEMPLATES = {
-    "generic": {"name": os.environ.get("WHATSAPP_TEMPLATE_NAME", "account_update"),
-                "language": WHATSAPP_TEMPLATE_LANGUAGE, "parameters": ["body"]},
+    "generic": {
+        "name": os.environ.get("WHATSAPP_TEMPLATE_NAME", "account_update"),
+        "language": WHATSAPP_TEMPLATE_LANGUAGE,
+        "parameters": ["body"],
+    },
     "greeting": whatsapp_template("greeting", "onboarding_greeting", []),
-    "documents_request": whatsapp_template("documents_request", "onboarding_documents_request", ["missing"]),
+    "documents_request": whatsapp_template(
+        "documents_request", "onboarding_documents_request", ["missing"]
+    ),
     "document_reminder": whatsapp_template("document_reminder", "onboarding_document_reminder", []),
     "decision_approved": whatsapp_template("decision_approved", "onboarding_approved", ["account"]),
     "decision_rejected": whatsapp_template("decision_rejected", "onboarding_rejected", []),
-    "decision_more_documents": whatsapp_template("decision_more_documents", "onboarding_more_documents", ["request"]),
-    "billing_reminder": whatsapp_template("billing_reminder", "invoice_reminder",
-                                          ["number", "invoice", "amount", "due_date"]),
+    "decision_more_documents": whatsapp_template(
+        "decision_more_documents", "onboarding_more_documents", ["request"]
+    ),
+    "billing_reminder": whatsapp_template(
+        "billing_reminder", "invoice_reminder", ["number", "invoice", "amount", "due_date"]
+    ),
 }
 # Messages a second the Cloud API takes from our number, across all workers (durable.limit).
 WHATSAPP_SEND_RATE = int(os.environ.get("WHATSAPP_SEND_RATE", "20"))
@@ -382,17 +441,23 @@ PAYMENTS_WEBHOOK_SECRET = dev_secret("PAYMENTS_WEBHOOK_SECRET", "dev-payments-se
 DOCUMENT_CHECKER = os.environ.get("DOCUMENT_CHECKER", "rules")  # rules | llm
 DOCUMENT_MAX_BYTES = int(os.environ.get("DOCUMENT_MAX_BYTES", str(10 * 1024 * 1024)))
 # A round of documents closes once the customer has sent nothing for this long (docs/processes.md).
-ONBOARDING_DOCUMENTS_QUIET_SECONDS = float(os.environ.get("ONBOARDING_DOCUMENTS_QUIET_SECONDS", "30"))
+ONBOARDING_DOCUMENTS_QUIET_SECONDS = float(
+    os.environ.get("ONBOARDING_DOCUMENTS_QUIET_SECONDS", "30")
+)
 # New customers arrive at a bounded rate (processes/onboarding/admission.py): over a cap a
 # first message is held, not lost, and routed again by the beat's sweep once there is room.
 ONBOARDING_NEW_SENDERS_PER_HOUR = int(os.environ.get("ONBOARDING_NEW_SENDERS_PER_HOUR", "120"))
-ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY = int(os.environ.get("ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY", "3"))
+ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY = int(
+    os.environ.get("ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY", "3")
+)
 # With the documents complete and no valid CNPJ, the customer is asked once and given this long.
 ONBOARDING_CNPJ_WAIT_SECONDS = float(os.environ.get("ONBOARDING_CNPJ_WAIT_SECONDS", "86400"))
 # The CNPJ registry (processes/onboarding/registry.py): the fake by default, whose table
 # (a JSON object: {"<14 digits>": {"legal_name": ..., "status": "BAIXADA"}}) may come from
 # the environment; HttpRegistry with an https ONBOARDING_CNPJ_REGISTRY_URL in production.
-ONBOARDING_CNPJ_REGISTRY = os.environ.get("ONBOARDING_CNPJ_REGISTRY", "processes.onboarding.registry.FakeRegistry")
+ONBOARDING_CNPJ_REGISTRY = os.environ.get(
+    "ONBOARDING_CNPJ_REGISTRY", "processes.onboarding.registry.FakeRegistry"
+)
 ONBOARDING_CNPJ_REGISTRY_URL = os.environ.get("ONBOARDING_CNPJ_REGISTRY_URL", "")
 ONBOARDING_FAKE_REGISTRY = json.loads(os.environ.get("ONBOARDING_FAKE_REGISTRY", "") or "{}")
 # The reviewer workbench (docs/approvals.md): a claim older than this is flagged as stale
@@ -409,12 +474,16 @@ DURABLE_API_MAX_PAYLOAD_DEPTH = int(os.environ.get("DURABLE_API_MAX_PAYLOAD_DEPT
 LLM_API_BASE_URL = os.environ.get("LLM_API_BASE_URL", "")
 LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
 LLM_MODEL = os.environ.get("LLM_MODEL", "")
-LLM_CONCURRENCY = int(os.environ.get("LLM_CONCURRENCY", "4"))  # document checks at once, all workers
+LLM_CONCURRENCY = int(
+    os.environ.get("LLM_CONCURRENCY", "4")
+)  # document checks at once, all workers
 RECONCILIATION_CLOSING_TIME = os.environ.get("RECONCILIATION_CLOSING_TIME", "06:00")
 RECONCILIATION_BANK_CLIENT = os.environ.get(
-    "RECONCILIATION_BANK_CLIENT", "processes.reconciliation.clients.FakeBank")
+    "RECONCILIATION_BANK_CLIENT", "processes.reconciliation.clients.FakeBank"
+)
 RECONCILIATION_LEDGER_CLIENT = os.environ.get(
-    "RECONCILIATION_LEDGER_CLIENT", "processes.reconciliation.clients.DatabaseLedger")
+    "RECONCILIATION_LEDGER_CLIENT", "processes.reconciliation.clients.DatabaseLedger"
+)
 
 # =========================================================================================
 # Production hardening (docs/operations.md): HTTPS, cookies, proxy, static files, uploads,
@@ -424,9 +493,14 @@ RECONCILIATION_LEDGER_CLIENT = os.environ.get(
 SECURE_HTTPS = env_bool("SECURE_HTTPS", False)
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", SECURE_HTTPS)
 # Only behind a proxy that sets this header on every request (and drops a client's own).
-SECURE_PROXY_SSL_HEADER = ((os.environ["SECURE_PROXY_SSL_HEADER"], "https")
-                           if os.environ.get("SECURE_PROXY_SSL_HEADER") else None)
-SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600 if SECURE_HTTPS else 0)))
+SECURE_PROXY_SSL_HEADER = (
+    (os.environ["SECURE_PROXY_SSL_HEADER"], "https")
+    if os.environ.get("SECURE_PROXY_SSL_HEADER")
+    else None
+)
+SECURE_HSTS_SECONDS = int(
+    os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600 if SECURE_HTTPS else 0))
+)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_HTTPS)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HTTPS)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_HTTPS)
@@ -440,12 +514,20 @@ SESSION_EXPIRE_AT_BROWSER_CLOSE = env_bool("SESSION_EXPIRE_AT_BROWSER_CLOSE", Tr
 # Content-Security-Policy on every response (django-csp): scripts, styles, images, fetches and
 # forms from this origin only, no inline script or style, no plugin, never framed. The app's
 # own pages, the admin and the API docs pass it (tests/config/test_content_security_policy.py).
-CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
-    "default-src": ["'self'"], "script-src": ["'self'"], "style-src": ["'self'"],
-    "img-src": ["'self'", "data:"], "font-src": ["'self'"], "connect-src": ["'self'"],
-    "object-src": ["'none'"], "base-uri": ["'self'"], "form-action": ["'self'"],
-    "frame-ancestors": ["'none'"],
-}}
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 # How many proxies in front append to X-Forwarded-For; 0 trusts REMOTE_ADDR only (config/proxy.py).
 TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
 
@@ -457,8 +539,10 @@ FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 
 # Static files: collected into STATIC_ROOT and served, compressed, by the web process.
 private_dir(STATIC_ROOT)
-MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
-                  "whitenoise.middleware.WhiteNoiseMiddleware")
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -468,21 +552,32 @@ STORAGES = {
 # address after AXES_FAILURE_LIMIT failures, for AXES_COOLOFF_MINUTES; listed in the admin.
 INSTALLED_APPS.append("axes")
 MIDDLEWARE.append("axes.middleware.AxesMiddleware")
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("AXES_COOLOFF_MINUTES", "15")))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "config.proxy.client_ip"
-LOGGING["loggers"]["axes"] = {"level": "WARNING"}  # lockouts still log; its start-up banner does not
+LOGGING["loggers"]["axes"] = {
+    "level": "WARNING"
+}  # lockouts still log; its start-up banner does not
 
 # API clients that authenticate with a token are throttled per token owner (config/throttling.py);
 # people in the browser and the signed webhooks are not.
 REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["config.throttling.TokenClientThrottle"]
-REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {"token": os.environ.get("API_TOKEN_THROTTLE_RATE", "1200/min")}
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] = {
+    "token": os.environ.get("API_TOKEN_THROTTLE_RATE", "1200/min")
+}
 # API tokens (manage.py durable token create|list|revoke) are stored as digests, scoped read or
 # operate, and expire after this many days unless created with --days (docs/api.md).
-DURABLE_API_TOKEN_DAYS = int(os.environ.get("DURABLE_API_TOKEN_DAYS", os.environ.get("API_TOKEN_DAYS", "90")))
-SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = ["drf_spectacular.hooks.postprocess_schema_enums",
-                                                "config.throttling.document_throttling",
-                                                "durable.surfaces.openapi.blank_text_is_one_alternative"]
+DURABLE_API_TOKEN_DAYS = int(
+    os.environ.get("DURABLE_API_TOKEN_DAYS", os.environ.get("API_TOKEN_DAYS", "90"))
+)
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
+    "drf_spectacular.hooks.postprocess_schema_enums",
+    "config.throttling.document_throttling",
+    "durable.surfaces.openapi.blank_text_is_one_alternative",
+]

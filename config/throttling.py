@@ -1,4 +1,5 @@
 """API throttling: token-authenticated clients only, counted in the cache web and workers share."""
+
 import time
 
 from django.core.cache import caches
@@ -21,7 +22,9 @@ class TokenClientThrottle(SimpleRateThrottle):
         super().__init__()
 
     def get_rate(self):
-        return api_settings.DEFAULT_THROTTLE_RATES[self.scope]   # read now, so a settings change applies
+        return api_settings.DEFAULT_THROTTLE_RATES[
+            self.scope
+        ]  # read now, so a settings change applies
 
     def timer(self) -> float:
         # DRF keeps ``timer = time.time`` as a class attribute; when strict mode has wrapped
@@ -40,9 +43,14 @@ def document_throttling(result, generator, request, public):
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             if any("tokenAuth" in requirement for requirement in operation.get("security", [])):
-                operation["responses"].setdefault("429", {
-                    "description": "Too many requests for this token (API_TOKEN_THROTTLE_RATE); "
-                                   "the Retry-After header says when to try again.",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-                })
+                operation["responses"].setdefault(
+                    "429",
+                    {
+                        "description": "Too many requests for this token (API_TOKEN_THROTTLE_RATE); "
+                        "the Retry-After header says when to try again.",
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
+                        },
+                    },
+                )
     return result

@@ -1,4 +1,5 @@
 """Root URLs: each app mounts its own."""
+
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView

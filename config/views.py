@@ -1,4 +1,5 @@
 """Project-level HTTP that belongs to no app."""
+
 from pathlib import Path
 
 from django.http import HttpResponse

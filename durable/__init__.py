@@ -3,6 +3,7 @@
 Import the public API from here: ``from durable import workflow, days, Retry``. Names are
 resolved lazily, because Django imports this package before its models are ready.
 """
+
 import importlib
 
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 
 Also registers the determinism system check and, in strict mode, the runtime guards.
 """
+
 import importlib
 
 from django.apps import AppConfig

@@ -17,6 +17,7 @@ with a key kept outside the database (``conf.audit_key``): a chain re-hashed wit
 does not verify. A chain cut at its end, or emptied, still verifies on its own; the heads
 exported outside the database (durable.features.audit_heads) show that.
 """
+
 import hashlib
 import hmac
 import json
@@ -82,12 +83,16 @@ class ChainedAudit(models.Model):
             last = None
             if not first_in_chain:
                 if not parent_locked:
-                    list(parent_field.related_model._base_manager.select_for_update()
-                         .filter(pk=parent_id).values_list("pk"))
+                    list(
+                        parent_field.related_model._base_manager.select_for_update()
+                        .filter(pk=parent_id)
+                        .values_list("pk")
+                    )
                 last = sql.last_link(type(self), parent_field.column, parent_id)
             self.chain_seq, self.prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS)
-            self.row_hash = row_digest(self, self.prev_hash, parent=self.chain_parent,
-                                       fields=self.chained_fields)
+            self.row_hash = row_digest(
+                self, self.prev_hash, parent=self.chain_parent, fields=self.chained_fields
+            )
             self.row_mac = seal(self.row_hash)
             if args or kwargs or self.pk is not None:
                 super().save(*args, **kwargs)
@@ -133,7 +138,9 @@ def row_body(row, *, parent: str, fields: tuple[str, ...]) -> str:
 def values_body(values: list) -> str:
     """A row's body from its chained values ([chain_seq, parent id, *fields], as ``row_body``
     reads them): what a copy of a chain outside the database is checked with."""
-    return json.dumps(values, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return json.dumps(
+        values, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False
+    )
 
 
 def link_digest(prev_hash: str, body: str) -> str:
@@ -155,8 +162,10 @@ def seal_sql(expression: str) -> tuple[str, list]:
     key = conf.audit_key()
     key = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
     inner, outer = bytes(b ^ 0x36 for b in key), bytes(b ^ 0x5C for b in key)
-    return (f"encode(sha256(%s::bytea || sha256(%s::bytea || convert_to({expression}, 'UTF8'))), 'hex')",
-            [outer, inner])
+    return (
+        f"encode(sha256(%s::bytea || sha256(%s::bytea || convert_to({expression}, 'UTF8'))), 'hex')",
+        [outer, inner],
+    )
 
 
 def body_around(row, holes: list[str], *, parent: str, fields: tuple[str, ...]) -> list[str]:
@@ -169,7 +178,9 @@ def body_around(row, holes: list[str], *, parent: str, fields: tuple[str, ...]) 
     for hole in holes:
         piece, found, rest = rest.partition(json.dumps(hole))
         if not found:
-            raise ValueError(f"{hole!r} is not among the row's chained values, after the holes before it")
+            raise ValueError(
+                f"{hole!r} is not among the row's chained values, after the holes before it"
+            )
         pieces.append(piece)
     return [*pieces, rest]
 
@@ -179,6 +190,7 @@ def chained_models() -> list[type[ChainedAudit]]:
 
 
 # --- migrations: fill the chain of rows written before it existed, then lock the table ---
+
 
 def backfill_operation(label: str, *, parent: str, fields: tuple[str, ...]) -> RunPython:
     """Chain the rows already in the table, in the order they were written (created_at, id)."""
@@ -192,7 +204,8 @@ def backfill_operation(label: str, *, parent: str, fields: tuple[str, ...]) -> R
             row.chain_seq, row.prev_hash = seq + 1, prev
             row.row_hash = row_digest(row, prev, parent=parent, fields=fields)
             model._base_manager.filter(pk=row.pk).update(
-                chain_seq=row.chain_seq, prev_hash=row.prev_hash, row_hash=row.row_hash)
+                chain_seq=row.chain_seq, prev_hash=row.prev_hash, row_hash=row.row_hash
+            )
             heads[getattr(row, parent_attname)] = (row.chain_seq, row.row_hash)
 
     return RunPython(backfill, RunPython.noop)
@@ -213,7 +226,9 @@ def seal_operation(*labels: str) -> RunPython:
                 expression, params = seal_sql("row_hash")
                 schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
                 schema_editor.execute(f'ALTER TABLE "{table}" DISABLE TRIGGER {name}')
-                schema_editor.execute(f"UPDATE \"{table}\" SET row_mac = {expression} WHERE row_mac = ''", params)
+                schema_editor.execute(
+                    f"UPDATE \"{table}\" SET row_mac = {expression} WHERE row_mac = ''", params
+                )
                 schema_editor.execute(f'ALTER TABLE "{table}" ENABLE TRIGGER {name}')
                 continue
             if connection.vendor == "sqlite":
@@ -221,7 +236,9 @@ def seal_operation(*labels: str) -> RunPython:
             key = conf.audit_key()
             for row in model._base_manager.filter(row_mac="").only("pk", "row_hash").iterator():
                 model._base_manager.filter(pk=row.pk).update(row_mac=seal(row.row_hash, key))
-            for statement in trigger_sql(connection.vendor, table) if connection.vendor == "sqlite" else []:
+            for statement in (
+                trigger_sql(connection.vendor, table) if connection.vendor == "sqlite" else []
+            ):
                 schema_editor.execute(statement, params=None)
 
     return RunPython(seal_rows, RunPython.noop)
@@ -264,13 +281,16 @@ def trigger_sql(vendor: str, table: str) -> list[str]:
             f"FOR EACH ROW EXECUTE FUNCTION durable_refuse_audit_change()",
         ]
     if vendor == "sqlite":
-        return [f"DROP TRIGGER IF EXISTS {name}",
-                f'CREATE TRIGGER {name} BEFORE UPDATE ON "{table}" '
-                f"BEGIN SELECT RAISE(ABORT, 'audit rows are append-only: UPDATE refused'); END"]
+        return [
+            f"DROP TRIGGER IF EXISTS {name}",
+            f'CREATE TRIGGER {name} BEFORE UPDATE ON "{table}" '
+            f"BEGIN SELECT RAISE(ABORT, 'audit rows are append-only: UPDATE refused'); END",
+        ]
     return []
 
 
 # --- verification: ``manage.py durable audit verify`` ---
+
 
 @dataclass(frozen=True)
 class Broken:
@@ -305,7 +325,9 @@ class ChainReport:
     guard: str = ""
     head_digest: str = ""
     broken: Broken | None = None
-    unmatched: dict[str, Head] = field(default_factory=dict)  # exported chains this table does not hold
+    unmatched: dict[str, Head] = field(
+        default_factory=dict
+    )  # exported chains this table does not hold
 
 
 def trigger_state(model) -> str:
@@ -314,12 +336,16 @@ def trigger_state(model) -> str:
     connection = connections[router.db_for_write(model)]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT tgenabled FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
-                           [name, f'"{table}"'])
+            cursor.execute(
+                "SELECT tgenabled FROM pg_trigger WHERE tgname = %s AND tgrelid = %s::regclass",
+                [name, f'"{table}"'],
+            )
             found = cursor.fetchone()
             return "missing" if found is None else ("disabled" if found[0] == "D" else "enabled")
         if connection.vendor == "sqlite":
-            cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = %s", [name])
+            cursor.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = %s", [name]
+            )
             return "enabled" if cursor.fetchone() else "missing"
     return "none on this database"
 
@@ -343,9 +369,14 @@ def verify(model, *, expected: dict[str, Head] | None = None) -> ChainReport:
         want = expected.get(chain_id)
         if want is None or want.seq <= last_seq:
             return None
-        return Broken(report.table, chain_id, want.seq, None,
-                      f"the heads exported at {want.at} reach seq {want.seq}, the chain ends at seq {last_seq} "
-                      f"(rows cut from its end)")
+        return Broken(
+            report.table,
+            chain_id,
+            want.seq,
+            None,
+            f"the heads exported at {want.at} reach seq {want.seq}, the chain ends at seq {last_seq} "
+            f"(rows cut from its end)",
+        )
 
     key = conf.audit_key()
     rows = model._base_manager.order_by(parent_attname, "chain_seq", "pk").iterator(chunk_size=2000)
@@ -367,11 +398,15 @@ def verify(model, *, expected: dict[str, Head] | None = None) -> ChainReport:
             problem = f"expected seq {expected_seq}, found {row.chain_seq} (a row is missing or was inserted)"
         elif row.prev_hash != prev_hash:
             problem = "its previous-hash does not match the row before it"
-        elif row.row_hash != row_digest(row, row.prev_hash, parent=model.chain_parent, fields=model.chained_fields):
+        elif row.row_hash != row_digest(
+            row, row.prev_hash, parent=model.chain_parent, fields=model.chained_fields
+        ):
             problem = "its content does not match its hash (the row was altered)"
         elif not hmac.compare_digest(row.row_mac, seal(row.row_hash, key)):
-            problem = ("its seal does not match its hash (hashed again without the audit key, "
-                       "or the key is not the one it was written with)")
+            problem = (
+                "its seal does not match its hash (hashed again without the audit key, "
+                "or the key is not the one it was written with)"
+            )
         elif want is not None and want.seq == row.chain_seq and want.row_hash != row.row_hash:
             problem = f"its hash is not the one exported at {want.at} (the chain was rewritten)"
         if problem:
@@ -381,6 +416,8 @@ def verify(model, *, expected: dict[str, Head] | None = None) -> ChainReport:
     if chain is not None:
         heads.update(f"{chain}={prev_hash}\n".encode())
         report.broken = cut(chain, expected_seq - 1)
-    report.unmatched = {chain_id: head for chain_id, head in expected.items() if chain_id not in seen}
+    report.unmatched = {
+        chain_id: head for chain_id, head in expected.items() if chain_id not in seen
+    }
     report.head_digest = heads.hexdigest()
     return report

@@ -4,6 +4,7 @@ Every deadline, lease and timer in durable/ reads ``clock.now()``, never the sys
 directly. A fake clock is a context variable: it affects the code that installed it (and
 what that code calls), never another thread, a worker, or a concurrent test.
 """
+
 import contextvars
 import threading
 import time
@@ -12,8 +13,9 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-_fake: contextvars.ContextVar["FakeClock | None"] = contextvars.ContextVar("durable_fake_clock",
-                                                                          default=None)
+_fake: contextvars.ContextVar["FakeClock | None"] = contextvars.ContextVar(
+    "durable_fake_clock", default=None
+)
 
 
 class FakeClock:

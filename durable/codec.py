@@ -6,6 +6,7 @@ signal's declared type); without a hint, objects come back as ``AttrDict`` so bo
 ``result["ok"]`` and ``result.ok`` read. No class is ever imported by a name found in
 the data: payloads from webhooks go through this code too.
 """
+
 import dataclasses
 import datetime as dt
 import decimal

@@ -4,6 +4,7 @@ Every setting is ``DURABLE_*``; a few are also read under the name they had befo
 engine was a package of its own (``METRICS_TOKEN``, ``API_TOKEN_DAYS``, ``VAR_DIR``,
 ``BASE_DIR``), when the ``DURABLE_`` name is not set.
 """
+
 import hashlib
 import hmac
 from pathlib import Path
@@ -44,8 +45,13 @@ def workflow_modules() -> list[str]:
 
 def sweep_lookahead_seconds() -> float:
     """Timers due within this many seconds are sent now, with a countdown (one tick)."""
-    return float(getattr(settings, "DURABLE_SWEEP_LOOKAHEAD_SECONDS",
-                         getattr(settings, "DURABLE_SWEEP_INTERVAL_SECONDS", 1)))
+    return float(
+        getattr(
+            settings,
+            "DURABLE_SWEEP_LOOKAHEAD_SECONDS",
+            getattr(settings, "DURABLE_SWEEP_INTERVAL_SECONDS", 1),
+        )
+    )
 
 
 def crash_loop_limit() -> int:
@@ -82,8 +88,11 @@ def bulk_confirm_seconds() -> int:
 
 def default_queue() -> str:
     """The Celery queue of advances that ask for none: Celery's own default unless set."""
-    return str(getattr(settings, "DURABLE_DEFAULT_QUEUE", "")
-               or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "") or "celery")
+    return str(
+        getattr(settings, "DURABLE_DEFAULT_QUEUE", "")
+        or getattr(settings, "CELERY_TASK_DEFAULT_QUEUE", "")
+        or "celery"
+    )
 
 
 def sweep_queue() -> str:
@@ -141,5 +150,6 @@ def audit_heads_sink() -> str:
 
 def audit_heads_file() -> str:
     """Where the default sink appends the heads: a path outside the database."""
-    return str(getattr(settings, "DURABLE_AUDIT_HEADS_FILE", "")
-               or var_dir() / "audit" / "heads.jsonl")
+    return str(
+        getattr(settings, "DURABLE_AUDIT_HEADS_FILE", "") or var_dir() / "audit" / "heads.jsonl"
+    )

@@ -4,6 +4,7 @@
 Kept apart from ``durable.features.history`` (the replay) so that the archive, which writes these
 documents, and the replay, which reads archived ones, need not import each other.
 """
+
 import gzip
 import json
 from dataclasses import dataclass, field
@@ -53,10 +54,17 @@ def iso(value) -> str | None:
 def entry_json(entry) -> dict:
     """A journal entry (live or archived) as the document holds it."""
     return {
-        "position": entry.position, "kind": entry.kind, "name": entry.name, "status": entry.status,
-        "result": entry.result, "error": entry.error, "attempt": entry.attempt,
-        "idempotency_key": entry.idempotency_key, "wake_at": iso(entry.wake_at),
-        "started_at": iso(entry.started_at), "created_at": iso(entry.created_at),
+        "position": entry.position,
+        "kind": entry.kind,
+        "name": entry.name,
+        "status": entry.status,
+        "result": entry.result,
+        "error": entry.error,
+        "attempt": entry.attempt,
+        "idempotency_key": entry.idempotency_key,
+        "wake_at": iso(entry.wake_at),
+        "started_at": iso(entry.started_at),
+        "created_at": iso(entry.created_at),
     }
 
 
@@ -66,21 +74,34 @@ def history_parse(document: dict, *, source: str = "") -> History:
         raise ValueError(f"not a {FORMAT} document")
     try:
         run = document["run"]
-        recorded = RecordedRun(id=run["id"], workflow_name=run["workflow_name"],
-                               workflow_version=int(run["workflow_version"]), input=run["input"],
-                               status=run.get("status", ""), result=run.get("result"),
-                               error=run.get("error"))
+        recorded = RecordedRun(
+            id=run["id"],
+            workflow_name=run["workflow_name"],
+            workflow_version=int(run["workflow_version"]),
+            input=run["input"],
+            status=run.get("status", ""),
+            result=run.get("result"),
+            error=run.get("error"),
+        )
         journal = {}
         for item in document["journal"]:
             entry = RecordedEntry(
-                position=int(item["position"]), kind=item["kind"], name=item["name"],
-                status=item["status"], result=item.get("result"), error=item.get("error"),
-                attempt=int(item.get("attempt", 0)), idempotency_key=item.get("idempotency_key", ""),
-                wake_at=item.get("wake_at"))
+                position=int(item["position"]),
+                kind=item["kind"],
+                name=item["name"],
+                status=item["status"],
+                result=item.get("result"),
+                error=item.get("error"),
+                attempt=int(item.get("attempt", 0)),
+                idempotency_key=item.get("idempotency_key", ""),
+                wake_at=item.get("wake_at"),
+            )
             journal[entry.position] = entry
     except (KeyError, TypeError) as exc:
         raise ValueError(f"malformed history: missing or invalid {exc}") from None
-    return History(run=recorded, journal=journal, signals=document.get("signals", []), source=source)
+    return History(
+        run=recorded, journal=journal, signals=document.get("signals", []), source=source
+    )
 
 
 def export_file_documents(path: str | Path):

@@ -1,4 +1,5 @@
 """Readable durations for deadlines and sleeps: ``days(7)`` reads like the business rule."""
+
 from datetime import timedelta
 
 
@@ -39,7 +40,9 @@ def parse_age(text: str) -> timedelta:
     try:
         amount = float(number)
     except ValueError:
-        raise ValueError(f"{text!r} is not a duration: write e.g. 90d, 12h, 2w, 30m or 45s") from None
+        raise ValueError(
+            f"{text!r} is not a duration: write e.g. 90d, 12h, 2w, 30m or 45s"
+        ) from None
     if not amount >= 0 or amount == float("inf"):
         raise ValueError(f"{text!r} is not a duration: it must be a finite number, 0 or more")
     return timedelta(seconds=amount * _UNITS[unit])

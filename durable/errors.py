@@ -106,7 +106,9 @@ class StepFailed(Exception):
         self.error_type = error_type
         self.message = message
         self.attempts = attempts
-        super().__init__(f"step {step_name!r} failed after {attempts} attempt(s): {error_type}: {message}")
+        super().__init__(
+            f"step {step_name!r} failed after {attempts} attempt(s): {error_type}: {message}"
+        )
 
 
 class Cancelled(Exception):
@@ -174,8 +176,11 @@ class JournalMismatch(Divergence):
         self.found = found
         self.expected = expected
         recorded = f"{expected.kind} {expected.name!r}" if expected is not None else "nothing more"
-        super().__init__(message or f"journal mismatch at position {position}: the code asks for "
-                                    f"{found} but the journal recorded {recorded}")
+        super().__init__(
+            message
+            or f"journal mismatch at position {position}: the code asks for "
+            f"{found} but the journal recorded {recorded}"
+        )
 
 
 class CrashLoop(Divergence):

@@ -2,6 +2,7 @@
 
 Named hooks, not signals, so they are not mistaken for a workflow's signals.
 """
+
 from django.dispatch import Signal
 
 # Sent inside run_cancel's transaction (receivers' writes commit or roll back with it):

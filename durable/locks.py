@@ -5,6 +5,7 @@ On PostgreSQL ``pg_advisory_xact_lock(namespace, key)``, released at commit or r
 the namespace keeps one caller's locks apart from another's. SQLite needs no statement: its
 IMMEDIATE transactions (config/settings.py) hold the database's write lock from BEGIN.
 """
+
 import hashlib
 
 from django.db import connection
@@ -16,5 +17,7 @@ def advisory_xact_lock(namespace: int, *parts: str) -> None:
         return
     digest = hashlib.blake2b("\0".join(parts).encode(), digest_size=4).digest()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)",
-                       [namespace, int.from_bytes(digest, "big", signed=True)])
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s, %s)",
+            [namespace, int.from_bytes(digest, "big", signed=True)],
+        )

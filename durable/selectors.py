@@ -1,4 +1,5 @@
 """Reads on runs for views, the admin, the API and tests."""
+
 import math
 from datetime import datetime
 from functools import reduce
@@ -16,8 +17,18 @@ from durable.documents import PARTIAL, export_file_documents
 from durable.errors import InvalidFork, RunNotFound, WorkflowNotFound
 from durable.runtime import forks, registry
 from durable.runtime.store import live
-from durable.models import (ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun, ArchivedSignal, AuditEvent,
-                            EntryKind, EntryStatus, JournalEntry, Signal, WorkflowRun)
+from durable.models import (
+    ArchivedAuditEvent,
+    ArchivedJournalEntry,
+    ArchivedRun,
+    ArchivedSignal,
+    AuditEvent,
+    EntryKind,
+    EntryStatus,
+    JournalEntry,
+    Signal,
+    WorkflowRun,
+)
 
 
 class RunActor(NamedTuple):
@@ -65,7 +76,9 @@ def run_fork_preview(run_id: str, at_position: int) -> ForkPreview:
     except InvalidFork as refusal:
         return ForkPreview(run, at_position, [], None, [], str(refusal))
     first_again = next((entry for entry in journal if entry.position == at_position), None)
-    return ForkPreview(run, at_position, kept, first_again, forks.signals_taken_again(run_id, at_position), "")
+    return ForkPreview(
+        run, at_position, kept, first_again, forks.signals_taken_again(run_id, at_position), ""
+    )
 
 
 def run_current(run_id: str) -> WorkflowRun:
@@ -81,14 +94,21 @@ def run_chain(run: WorkflowRun) -> list[str]:
     if run.continued_as_id is None and not run.chain_root:
         return []
     root = run.chain_root or run.id
-    later = list(WorkflowRun.objects.filter(chain_root=root).order_by("created_at", "id").values_list("id", flat=True))
+    later = list(
+        WorkflowRun.objects.filter(chain_root=root)
+        .order_by("created_at", "id")
+        .values_list("id", flat=True)
+    )
     return [root, *later]
 
 
 def run_forks(run_id: str) -> list[tuple[str, int]]:
     """(id, position) of each run forked from this one, oldest first."""
-    return list(WorkflowRun.objects.filter(forked_from_id=run_id).order_by("created_at", "id")
-                .values_list("id", "fork_position"))
+    return list(
+        WorkflowRun.objects.filter(forked_from_id=run_id)
+        .order_by("created_at", "id")
+        .values_list("id", "fork_position")
+    )
 
 
 def runs_started_since(run_ids, since) -> int:
@@ -105,15 +125,20 @@ def run_timers(run_id: str) -> int:
     """How many of the run's sleeps and step back-offs are still to end: what a wake ends
     now (a wait for a signal is never ended early, so it is not one)."""
     return JournalEntry.objects.filter(
-        run_id=run_id, wake_at__gt=clock.now(), kind__in=[EntryKind.SLEEP, EntryKind.STEP],
-        status__in=[EntryStatus.WAITING, EntryStatus.RETRYING]).count()
+        run_id=run_id,
+        wake_at__gt=clock.now(),
+        kind__in=[EntryKind.SLEEP, EntryKind.STEP],
+        status__in=[EntryStatus.WAITING, EntryStatus.RETRYING],
+    ).count()
 
 
 def run_signal_wait_only(run_id: str) -> str:
     """What the run waits for when a wake can change nothing on it ("" otherwise): it has
     no sleep or back-off to end, and its wait is not for a limit's turn (a wake lets a
     limit's waiter look again; a pending run is sent)."""
-    waiting_for = WorkflowRun.objects.filter(pk=run_id).values_list("waiting_for", flat=True).first()
+    waiting_for = (
+        WorkflowRun.objects.filter(pk=run_id).values_list("waiting_for", flat=True).first()
+    )
     if not waiting_for or waiting_for.startswith("limit:") or run_timers(run_id):
         return ""
     return waiting_for
@@ -129,9 +154,15 @@ def step_results(run_id: str, names) -> list[StepResult]:
     archived, as recorded (JSON: a dataclass's fields): for an app's panel, which must not
     read the journal's rows or restate their kinds and statuses itself."""
     wanted = set(names)
-    return [StepResult(name=entry.name, position=entry.position, at=entry.updated_at, result=entry.result)
-            for entry in run_journal(run_id)
-            if entry.kind == EntryKind.STEP and entry.name in wanted and entry.status == EntryStatus.COMPLETED]
+    return [
+        StepResult(
+            name=entry.name, position=entry.position, at=entry.updated_at, result=entry.result
+        )
+        for entry in run_journal(run_id)
+        if entry.kind == EntryKind.STEP
+        and entry.name in wanted
+        and entry.status == EntryStatus.COMPLETED
+    ]
 
 
 def run_or_archived(run_id: str):
@@ -171,7 +202,9 @@ def run_code(run_id: str) -> RunCode:
     except WorkflowNotFound:
         definition = ""
     patches = [entry.name for entry in run_journal(run_id) if entry.kind == EntryKind.PATCH]
-    return RunCode(run.workflow_name, run.workflow_version, list(dict.fromkeys(patches)), definition)
+    return RunCode(
+        run.workflow_name, run.workflow_version, list(dict.fromkeys(patches)), definition
+    )
 
 
 def run_signals(run_id: str) -> list:
@@ -195,14 +228,26 @@ class RunFilter(NamedTuple):
     attributes: tuple[tuple[str, str], ...] = ()
 
     def is_empty(self) -> bool:
-        return (self.status is None and self.workflow is None and self.version is None
-                and self.parent is None and not self.attributes)
+        return (
+            self.status is None
+            and self.workflow is None
+            and self.version is None
+            and self.parent is None
+            and not self.attributes
+        )
 
     def as_params(self) -> dict:
         """The filter as the run list's query parameters (for tokens, audit rows, links)."""
-        params = {name: value for name, value in (("status", self.status), ("workflow", self.workflow),
-                                                   ("version", self.version), ("parent", self.parent))
-                  if value is not None}
+        params = {
+            name: value
+            for name, value in (
+                ("status", self.status),
+                ("workflow", self.workflow),
+                ("version", self.version),
+                ("parent", self.parent),
+            )
+            if value is not None
+        }
         for name, text in self.attributes:
             params[f"attr.{name}"] = text
         return params
@@ -269,8 +314,9 @@ STAGES_OF_NEWEST = 5_000
 
 def run_stages(limit: int = 100) -> list[str]:
     """The distinct ``stage`` attributes of the newest runs, for the admin's filter."""
-    stages = (WorkflowRun.objects.order_by("-created_at")
-              .values_list(KeyTransform("stage", "attributes"), flat=True)[:STAGES_OF_NEWEST])
+    stages = WorkflowRun.objects.order_by("-created_at").values_list(
+        KeyTransform("stage", "attributes"), flat=True
+    )[:STAGES_OF_NEWEST]
     return sorted({str(stage) for stage in stages if stage is not None})[:limit]
 
 
@@ -292,8 +338,12 @@ def run_actors(run_id: str, *, actions: tuple[str, ...] | None = None) -> list[R
     events = AuditEvent.objects.filter(run_id=run_id)
     if actions is not None:
         events = events.filter(action__in=actions)
-    return [RunActor(actor, action, at) for actor, action, at in
-            events.order_by("created_at", "id").values_list("actor", "action", "created_at")]
+    return [
+        RunActor(actor, action, at)
+        for actor, action, at in events.order_by("created_at", "id").values_list(
+            "actor", "action", "created_at"
+        )
+    ]
 
 
 # --- archived runs: in the archive tables, or in the gzip file an --export pass wrote ---
@@ -317,9 +367,11 @@ def is_archived(run_id: str) -> bool:
 def _exported_document(run: ArchivedRun) -> dict:
     path = Path(run.batch.export_file)
     if not path.exists() and Path(str(path) + PARTIAL).exists():
-        path = Path(str(path) + PARTIAL)   # its pass was killed before the rename; still committed
+        path = Path(str(path) + PARTIAL)  # its pass was killed before the rename; still committed
     if not path.exists():
-        raise ExportMissing(f"run {run.id!r} was exported to {run.batch.export_file}, which is missing")
+        raise ExportMissing(
+            f"run {run.id!r} was exported to {run.batch.export_file}, which is missing"
+        )
     for document in export_file_documents(path):
         if document["run"]["id"] == run.id:
             return document
@@ -334,18 +386,34 @@ def archived_journal(run: ArchivedRun) -> list[ArchivedJournalEntry]:
     if not run.batch.export_file:
         return list(run.journal.order_by("position"))
     fields = {f.name for f in ArchivedJournalEntry._meta.concrete_fields} - {"run"}
-    return [ArchivedJournalEntry(run=run, **{name: _datetime(value) if name.endswith("_at") else value
-                                              for name, value in item.items() if name in fields})
-            for item in _exported_document(run)["journal"]]
+    return [
+        ArchivedJournalEntry(
+            run=run,
+            **{
+                name: _datetime(value) if name.endswith("_at") else value
+                for name, value in item.items()
+                if name in fields
+            },
+        )
+        for item in _exported_document(run)["journal"]
+    ]
 
 
 def archived_signals(run: ArchivedRun) -> list[ArchivedSignal]:
     if not run.batch.export_file:
         return list(run.signals.order_by("id"))
     fields = {f.name for f in ArchivedSignal._meta.concrete_fields} - {"run"}
-    return [ArchivedSignal(run=run, **{name: _datetime(value) if name.endswith("_at") else value
-                                       for name, value in item.items() if name in fields})
-            for item in _exported_document(run)["signals"]]
+    return [
+        ArchivedSignal(
+            run=run,
+            **{
+                name: _datetime(value) if name.endswith("_at") else value
+                for name, value in item.items()
+                if name in fields
+            },
+        )
+        for item in _exported_document(run)["signals"]
+    ]
 
 
 def archived_audit(run: ArchivedRun) -> list[ArchivedAuditEvent]:

@@ -4,6 +4,7 @@ transaction: the row, its audit event and its dispatch commit together or not at
 Here are the rules (which transition a run allows, what counts as the same signal, who
 follows a cancel); the statements are the live store's (``durable.runtime.store.live``).
 """
+
 import logging
 import time
 import uuid
@@ -16,8 +17,16 @@ from durable.runtime import children, forks, queries, registry
 from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
 from durable.runtime.dispatch import dispatch
 from durable.durations import as_timedelta
-from durable.errors import (InvalidTransition, RunArchived, RunConflict, RunFinished, RunNotFound, SignalConflict,
-                            UpdateFailed, UpdateTimeout)
+from durable.errors import (
+    InvalidTransition,
+    RunArchived,
+    RunConflict,
+    RunFinished,
+    RunNotFound,
+    SignalConflict,
+    UpdateFailed,
+    UpdateTimeout,
+)
 from durable.models import FINISHED_STATUSES, EntryStatus, RunStatus, Signal, WorkflowRun
 from durable.runtime.context import UPDATE_SIGNAL_PREFIX
 from durable.runtime.store import live
@@ -34,12 +43,20 @@ ENGINE_SIGNAL_PREFIXES = (UPDATE_SIGNAL_PREFIX, children.SIGNAL_PREFIX)
 
 
 def _from(transition: str) -> str:
-    """"failed or blocked": the statuses ``transition`` starts from, for error messages."""
+    """ "failed or blocked": the statuses ``transition`` starts from, for error messages."""
     return " or ".join(WorkflowRun.sources_of(transition))
 
 
-def run_start(workflow, *args, actor: str, id: str | None = None, audit: dict | None = None,
-              parent: str | None = None, priority: int = DEFAULT_PRIORITY, **kwargs) -> WorkflowRun:
+def run_start(
+    workflow,
+    *args,
+    actor: str,
+    id: str | None = None,
+    audit: dict | None = None,
+    parent: str | None = None,
+    priority: int = DEFAULT_PRIORITY,
+    **kwargs,
+) -> WorkflowRun:
     """Create a run and dispatch it once the caller's transaction commits.
 
     Starting an id that exists returns the existing run (a retried request or a
@@ -55,12 +72,14 @@ def run_start(workflow, *args, actor: str, id: str | None = None, audit: dict | 
     detail = {"workflow": definition.name, "version": definition.version, **(audit or {})}
     if priority != DEFAULT_PRIORITY:
         detail["priority"] = priority
-    return live.start_run(definition, encoded, run_id, parent=parent, actor=actor, detail=detail,
-                          priority=priority)
+    return live.start_run(
+        definition, encoded, run_id, parent=parent, actor=actor, detail=detail, priority=priority
+    )
 
 
-def run_fork(run_id: str, *, at_position: int, actor: str, id: str | None = None,
-             audit: dict | None = None) -> WorkflowRun:
+def run_fork(
+    run_id: str, *, at_position: int, actor: str, id: str | None = None, audit: dict | None = None
+) -> WorkflowRun:
     """Run a run again from ``at_position`` on the code deployed now, as a new run.
 
     The fork has the source's input and a copy of its journal before the position, so what
@@ -87,8 +106,10 @@ def _same_fork(fork_id: str, source: WorkflowRun, at_position: int) -> WorkflowR
     if existing is None:
         raise RunArchived(f"run {fork_id!r} finished and was archived; a fork cannot take its id")
     if existing.forked_from_id != source.id or existing.fork_position != at_position:
-        raise RunConflict(f"run {fork_id!r} already exists and is not the fork of {source.id!r} at "
-                          f"position {at_position}; refusing to take its id")
+        raise RunConflict(
+            f"run {fork_id!r} already exists and is not the fork of {source.id!r} at "
+            f"position {at_position}; refusing to take its id"
+        )
     return existing
 
 
@@ -101,8 +122,16 @@ def run_query(run_id: str, name: str, *args):
     return queries.answer(run, live.journal_of(run.id), name, args)
 
 
-def run_update(run_id: str, name: str, payload=None, *, actor: str, timeout: float = 10.0,
-               dedupe_key: str | None = None, audit: dict | None = None):
+def run_update(
+    run_id: str,
+    name: str,
+    payload=None,
+    *,
+    actor: str,
+    timeout: float = 10.0,
+    dedupe_key: str | None = None,
+    audit: dict | None = None,
+):
     """Ask the run to apply update ``name`` (``workflow.on_update``) and wait for its result.
 
     The validator runs here first, on the run replayed to where it is: ``UpdateRejected``
@@ -123,11 +152,18 @@ def run_update(run_id: str, name: str, payload=None, *, actor: str, timeout: flo
     key = f"{UPDATE_KEY_PREFIX}{update_id}"
     if len(key) > 255:
         raise ValueError("an update's dedupe key is at most 240 characters")
-    signal, new = live.send_signal(run.id, UPDATE_SIGNAL_PREFIX + name, {"id": update_id, "payload": encoded},
-                                   dedupe_key=key, actor=actor,
-                                   detail={"update": name, "update_id": update_id, **(audit or {})})
+    signal, new = live.send_signal(
+        run.id,
+        UPDATE_SIGNAL_PREFIX + name,
+        {"id": update_id, "payload": encoded},
+        dedupe_key=key,
+        actor=actor,
+        detail={"update": name, "update_id": update_id, **(audit or {})},
+    )
     if not new and signal.name != UPDATE_SIGNAL_PREFIX + name:
-        raise SignalConflict(f"update key {update_id!r} was already used for update {signal.name!r}")
+        raise SignalConflict(
+            f"update key {update_id!r} was already used for update {signal.name!r}"
+        )
     return update_wait(run, update_id, timeout=0 if connection.in_atomic_block else timeout)
 
 
@@ -140,19 +176,32 @@ def update_wait(run: WorkflowRun, update_id: str, *, timeout: float):
             if entry.status == EntryStatus.FAILED:
                 error = entry.error or {}
                 error_type, reason = error.get("type", "Error"), error.get("message", "")
-                raise UpdateFailed(f"update {entry.name!r} failed in the workflow: {error_type}: {reason}",
-                                   error_type, reason)
+                raise UpdateFailed(
+                    f"update {entry.name!r} failed in the workflow: {error_type}: {reason}",
+                    error_type,
+                    reason,
+                )
             return codec.decode((entry.result or {}).get("value"))
         if time.monotonic() >= deadline:
-            raise UpdateTimeout(f"update {update_id!r} is stored; run {run.id!r} did not apply it within "
-                                f"{timeout} s and will still apply it", update_id)
+            raise UpdateTimeout(
+                f"update {update_id!r} is stored; run {run.id!r} did not apply it within "
+                f"{timeout} s and will still apply it",
+                update_id,
+            )
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
 
 
-def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None = None,
-                reserved_by: str | None = None, actor: str,
-                audit: dict | None = None) -> Signal:
+def signal_send(
+    run_id: str,
+    name: str,
+    payload=None,
+    *,
+    dedupe_key: str | None = None,
+    reserved_by: str | None = None,
+    actor: str,
+    audit: dict | None = None,
+) -> Signal:
     """Record a signal for a run and wake the run once the caller's transaction commits.
 
     A signal with a dedupe key already seen for this run is the same signal: the
@@ -169,7 +218,9 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
     target, detail = run_id, audit or {}
     for _ in range(CHAIN_HOPS):
         try:
-            signal, new = live.send_signal(target, name, encoded, dedupe_key=dedupe_key, actor=actor, detail=detail)
+            signal, new = live.send_signal(
+                target, name, encoded, dedupe_key=dedupe_key, actor=actor, detail=detail
+            )
             break
         except (RunFinished, RunNotFound):  # a run that continued as new: its newest run takes it
             newest = live.current_run(run_id)
@@ -180,28 +231,36 @@ def signal_send(run_id: str, name: str, payload=None, *, dedupe_key: str | None 
                 return _same_signal(taken, name, encoded)
             target, detail = newest.id, {"sent_to": run_id, **(audit or {})}
     else:
-        raise RunFinished(f"run {run_id!r}'s chain kept continuing as new while a signal was sent to it")
+        raise RunFinished(
+            f"run {run_id!r}'s chain kept continuing as new while a signal was sent to it"
+        )
     return signal if new else _same_signal(signal, name, encoded)
 
 
 def _refuse_engine_signal_name(name: str) -> None:
     folded = name.casefold()
     if folded.startswith(UPDATE_SIGNAL_PREFIX):
-        raise SignalConflict(f"signal names starting with {UPDATE_SIGNAL_PREFIX!r} (in any case) are updates: "
-                             "send one with services.run_update, whose validator runs first")
+        raise SignalConflict(
+            f"signal names starting with {UPDATE_SIGNAL_PREFIX!r} (in any case) are updates: "
+            "send one with services.run_update, whose validator runs first"
+        )
     for prefix in ENGINE_SIGNAL_PREFIXES:
         if folded.startswith(prefix):
-            raise SignalConflict(f"signal names starting with {prefix!r} (in any case) are the engine's own")
+            raise SignalConflict(
+                f"signal names starting with {prefix!r} (in any case) are the engine's own"
+            )
 
 
-def signal_replace_untaken(run_id: str, dedupe_key: str, payload, *, actor: str,
-                           audit: dict | None = None) -> bool:
+def signal_replace_untaken(
+    run_id: str, dedupe_key: str, payload, *, actor: str, audit: dict | None = None
+) -> bool:
     """Give the run's not-yet-taken signal with ``dedupe_key`` a new payload, in the caller's
     transaction: for an engine signal whose news changed before the run read it (a failed
     child, retried, that now completed). False when there is none left to change: the run
     took it and acted on it."""
-    return live.replace_untaken_signal(run_id, dedupe_key, codec.encode(payload), actor=actor,
-                                       detail=audit or {})
+    return live.replace_untaken_signal(
+        run_id, dedupe_key, codec.encode(payload), actor=actor, detail=audit or {}
+    )
 
 
 def run_lock(run_id: str) -> None:
@@ -215,8 +274,15 @@ def run_lock(run_id: str) -> None:
     live.hold_run(run_id)
 
 
-def run_cancel(run_id: str, *, reason: str = "", actor: str, graceful: bool = False,
-               cleanup=None, audit: dict | None = None) -> WorkflowRun:
+def run_cancel(
+    run_id: str,
+    *,
+    reason: str = "",
+    actor: str,
+    graceful: bool = False,
+    cleanup=None,
+    audit: dict | None = None,
+) -> WorkflowRun:
     """Cancel a run. Bumping the fencing token stops a worker that is running it right now.
 
     ``graceful=True`` (for a run whose body can still run) wakes the run instead and raises
@@ -230,9 +296,15 @@ def run_cancel(run_id: str, *, reason: str = "", actor: str, graceful: bool = Fa
         if not run.allows("cancel"):
             raise RunFinished(f"run {run_id!r} is already {run.status}")
         if graceful and run.allows("claim"):
-            return _cancel_gracefully(run, reason=reason, actor=actor, audit=audit,
-                                      cleanup=as_timedelta(cleanup) if cleanup is not None
-                                      else timedelta(seconds=conf.cancel_cleanup_seconds()))
+            return _cancel_gracefully(
+                run,
+                reason=reason,
+                actor=actor,
+                audit=audit,
+                cleanup=as_timedelta(cleanup)
+                if cleanup is not None
+                else timedelta(seconds=conf.cancel_cleanup_seconds()),
+            )
         live.cancel_run(run, reason=reason, actor=actor, detail=audit or {})
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run_id, reason=reason, actor=actor)
         _cancel_children(run_id, reason=reason, actor=actor, graceful=False)
@@ -252,19 +324,40 @@ def _lock_newest(run_id: str) -> WorkflowRun:
 
 def _cancel_children(run_id: str, *, reason: str, actor: str, graceful: bool) -> None:
     """A cancelled parent's unfinished children are cancelled too, the same way."""
-    for child_id in WorkflowRun.objects.filter(parent_id=run_id).exclude(
-            status__in=FINISHED_STATUSES).values_list("id", flat=True):
-        run_cancel(child_id, reason=f"its parent {run_id} was cancelled: {reason or 'cancelled'}",
-                   actor=actor, graceful=graceful, audit={"parent": run_id})
+    for child_id in (
+        WorkflowRun.objects.filter(parent_id=run_id)
+        .exclude(status__in=FINISHED_STATUSES)
+        .values_list("id", flat=True)
+    ):
+        run_cancel(
+            child_id,
+            reason=f"its parent {run_id} was cancelled: {reason or 'cancelled'}",
+            actor=actor,
+            graceful=graceful,
+            audit={"parent": run_id},
+        )
 
 
 def _cancel_gracefully(run: WorkflowRun, *, reason: str, actor: str, audit, cleanup) -> WorkflowRun:
     if run.cancel_request is None:  # asking twice changes nothing
         now = clock.now()
-        request = {"reason": reason or "cancelled", "actor": actor,
-                   "deadline": (now + cleanup).isoformat(), "asked_at": now.isoformat()}
-        live.request_cancel(run, request, actor=actor, detail={
-            "reason": reason, "graceful": True, "cleanup_until": request["deadline"], **(audit or {})})
+        request = {
+            "reason": reason or "cancelled",
+            "actor": actor,
+            "deadline": (now + cleanup).isoformat(),
+            "asked_at": now.isoformat(),
+        }
+        live.request_cancel(
+            run,
+            request,
+            actor=actor,
+            detail={
+                "reason": reason,
+                "graceful": True,
+                "cleanup_until": request["deadline"],
+                **(audit or {}),
+            },
+        )
         _cancel_children(run.id, reason=reason, actor=actor, graceful=True)
         dispatch(run.id)
     return run
@@ -279,8 +372,9 @@ def run_retry(run_id: str, *, actor: str, audit: dict | None = None) -> Workflow
     with transaction.atomic():
         run = live.lock_run(run_id)
         if not run.allows("retry"):
-            raise InvalidTransition(f"run {run_id!r} is {run.status}; only {_from('retry')} runs "
-                                    "can be retried")
+            raise InvalidTransition(
+                f"run {run_id!r} is {run.status}; only {_from('retry')} runs can be retried"
+            )
         live.retry_run(run, actor=actor, detail=audit or {})
     dispatch(run_id)
     return run
@@ -295,8 +389,9 @@ def run_wake(run_id: str, *, actor: str, audit: dict | None = None) -> WorkflowR
     with transaction.atomic():
         run = live.lock_run(run_id)
         if not run.allows("wake"):
-            raise InvalidTransition(f"run {run_id!r} is {run.status}; only {_from('wake')} runs "
-                                    "can be woken")
+            raise InvalidTransition(
+                f"run {run_id!r} is {run.status}; only {_from('wake')} runs can be woken"
+            )
         live.fire_timers(run, actor=actor, detail=audit)
     dispatch(run_id)
     return run
@@ -309,11 +404,15 @@ def _check_reservation(dedupe_key: str | None, reserved_by: str | None) -> None:
     reservation = registry.dedupe_reservation(dedupe_key) if dedupe_key else None
     if reservation is not None and reservation[1] != reserved_by:
         prefix, owner = reservation
-        raise SignalConflict(f"dedupe key {dedupe_key!r} is under the prefix {prefix!r}, reserved "
-                             f"by {owner!r}: only {owner} sends signals with such keys")
+        raise SignalConflict(
+            f"dedupe key {dedupe_key!r} is under the prefix {prefix!r}, reserved "
+            f"by {owner!r}: only {owner} sends signals with such keys"
+        )
     if reservation is None and reserved_by is not None:
-        raise ValueError(f"reserved_by={reserved_by!r}, but dedupe key {dedupe_key!r} is under no "
-                         "prefix reserved by it (reserve_dedupe_prefix)")
+        raise ValueError(
+            f"reserved_by={reserved_by!r}, but dedupe key {dedupe_key!r} is under no "
+            "prefix reserved by it (reserve_dedupe_prefix)"
+        )
 
 
 def _same_signal(existing: Signal, name: str, encoded) -> Signal:
@@ -321,10 +420,12 @@ def _same_signal(existing: Signal, name: str, encoded) -> Signal:
     if existing.name != name:
         raise SignalConflict(
             f"dedupe key {existing.dedupe_key!r} was already used for run {existing.run_id!r} by "
-            f"signal #{existing.pk} {existing.name!r}; refusing a {name!r} signal with the same key")
+            f"signal #{existing.pk} {existing.name!r}; refusing a {name!r} signal with the same key"
+        )
     if codec.canonical(existing.payload) != codec.canonical(encoded):
         raise SignalConflict(
             f"dedupe key {existing.dedupe_key!r} was already used for run {existing.run_id!r} by "
             f"signal #{existing.pk} {existing.name!r} with another payload; refusing to take a "
-            "different payload as a redelivery")
+            "different payload as a redelivery"
+        )
     return existing

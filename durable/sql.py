@@ -8,8 +8,10 @@ from django.db import connection, connections
 def saved(instance, fields) -> tuple[str, list]:
     """The quoted column list and the values an INSERT of ``instance`` writes for ``fields``."""
     quote = connection.ops.quote_name
-    return (", ".join(quote(f.column) for f in fields),
-            [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields])
+    return (
+        ", ".join(quote(f.column) for f in fields),
+        [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields],
+    )
 
 
 def stored(instance) -> None:
@@ -24,18 +26,24 @@ def insert_unless_exists(instance, *, conflict_field: str = "id", unless_in=None
     a caller's transaction, and a race with a concurrent insert is settled by the database."""
     meta = instance._meta
     quote = connection.ops.quote_name
-    fields = [f for f in meta.concrete_fields if not (f.primary_key and f.attname != conflict_field)]
+    fields = [
+        f for f in meta.concrete_fields if not (f.primary_key and f.attname != conflict_field)
+    ]
     columns, values = saved(instance, fields)
     conflict_column = quote(meta.get_field(conflict_field).column)
     if unless_in is None:
         source = f"VALUES ({', '.join(['%s'] * len(fields))})"
     else:  # SQLite needs the WHERE to read ON CONFLICT as the upsert clause; it is there
         other = unless_in._meta
-        source = (f"SELECT {', '.join(['%s'] * len(fields))} WHERE NOT EXISTS (SELECT 1 FROM "
-                  f"{quote(other.db_table)} WHERE {quote(other.pk.column)} = %s)")
+        source = (
+            f"SELECT {', '.join(['%s'] * len(fields))} WHERE NOT EXISTS (SELECT 1 FROM "
+            f"{quote(other.db_table)} WHERE {quote(other.pk.column)} = %s)"
+        )
         values.append(getattr(instance, conflict_field))
-    sql = (f"INSERT INTO {quote(meta.db_table)} ({columns}) {source} "
-           f"ON CONFLICT ({conflict_column}) DO NOTHING RETURNING 1")
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({columns}) {source} "
+        f"ON CONFLICT ({conflict_column}) DO NOTHING RETURNING 1"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         inserted = cursor.fetchone() is not None
@@ -54,8 +62,10 @@ def insert(instance) -> None:
     quote = connection.ops.quote_name
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     columns, values = saved(instance, fields)
-    sql = (f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))}) "
-           f"RETURNING {quote(meta.pk.column)}")
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))}) "
+        f"RETURNING {quote(meta.pk.column)}"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, values)
         instance.pk = cursor.fetchone()[0]
@@ -69,8 +79,11 @@ def select(model, condition: str, params: list) -> list:
     fields = model._meta.concrete_fields
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(quote(f.column) for f in fields)} FROM {quote(model._meta.db_table)} "
-                       f"WHERE {condition}", params)
+        cursor.execute(
+            f"SELECT {', '.join(quote(f.column) for f in fields)} FROM {quote(model._meta.db_table)} "
+            f"WHERE {condition}",
+            params,
+        )
         return instances(model, fields, cursor.fetchall())
 
 
@@ -81,11 +94,13 @@ def distinct_values(model, column: str) -> list:
     quote = connection.ops.quote_name
     table, col = quote(model._meta.db_table), quote(column)
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH RECURSIVE found(value) AS ("
-                       f"SELECT (SELECT {col} FROM {table} ORDER BY {col} LIMIT 1) UNION ALL "
-                       f"SELECT (SELECT {col} FROM {table} WHERE {col} > found.value ORDER BY {col} LIMIT 1) "
-                       f"FROM found WHERE found.value IS NOT NULL) "
-                       f"SELECT value FROM found WHERE value IS NOT NULL")
+        cursor.execute(
+            f"WITH RECURSIVE found(value) AS ("
+            f"SELECT (SELECT {col} FROM {table} ORDER BY {col} LIMIT 1) UNION ALL "
+            f"SELECT (SELECT {col} FROM {table} WHERE {col} > found.value ORDER BY {col} LIMIT 1) "
+            f"FROM found WHERE found.value IS NOT NULL) "
+            f"SELECT value FROM found WHERE value IS NOT NULL"
+        )
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -96,7 +111,10 @@ def table_estimate(queryset) -> int | None:
     if connection.vendor != "postgresql":
         return None
     with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", [queryset.model._meta.db_table])
+        cursor.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)",
+            [queryset.model._meta.db_table],
+        )
         row = cursor.fetchone()
     return int(row[0]) if row and row[0] is not None and row[0] >= 0 else None
 
@@ -106,8 +124,13 @@ def instances(model, fields, rows) -> list:
     them), through the same converters the ORM applies (JSON, datetimes, SQLite's decimals)."""
     table = model._meta.db_table
     expressions = [field.get_col(table) for field in fields]
-    converters = [(expression, connection.ops.get_db_converters(expression)
-                   + expression.get_db_converters(connection)) for expression in expressions]
+    converters = [
+        (
+            expression,
+            connection.ops.get_db_converters(expression) + expression.get_db_converters(connection),
+        )
+        for expression in expressions
+    ]
     names = [field.attname for field in fields]
     found = []
     for row in rows:
@@ -124,8 +147,11 @@ def last_link(model, parent_column: str, parent_id) -> tuple[int, str] | None:
     """The (chain_seq, row_hash) that ends one parent's audit chain (durable/chain.py), or None."""
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT chain_seq, row_hash FROM {quote(model._meta.db_table)} WHERE {quote(parent_column)} = %s "
-                       f"ORDER BY chain_seq DESC LIMIT 1", [parent_id])
+        cursor.execute(
+            f"SELECT chain_seq, row_hash FROM {quote(model._meta.db_table)} WHERE {quote(parent_column)} = %s "
+            f"ORDER BY chain_seq DESC LIMIT 1",
+            [parent_id],
+        )
         return cursor.fetchone()
 
 
@@ -134,9 +160,11 @@ def chain_heads(model, parent_column: str) -> list[tuple[str, int, str]]:
     quote = connection.ops.quote_name
     table, parent = quote(model._meta.db_table), quote(parent_column)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT link.{parent}, link.chain_seq, link.row_hash FROM {table} link "
-                       f"JOIN (SELECT {parent} AS parent, MAX(chain_seq) AS seq FROM {table} GROUP BY {parent}) head "
-                       f"ON link.{parent} = head.parent AND link.chain_seq = head.seq ORDER BY link.{parent}")
+        cursor.execute(
+            f"SELECT link.{parent}, link.chain_seq, link.row_hash FROM {table} link "
+            f"JOIN (SELECT {parent} AS parent, MAX(chain_seq) AS seq FROM {table} GROUP BY {parent}) head "
+            f"ON link.{parent} = head.parent AND link.chain_seq = head.seq ORDER BY link.{parent}"
+        )
         return [(str(parent_id), seq, row_hash) for parent_id, seq, row_hash in cursor.fetchall()]
 
 
@@ -148,9 +176,11 @@ def update_row(model, pk, values: dict, **where) -> int:
     quote = connection.ops.quote_name
     assigned = [meta.get_field(name) for name in values]
     conditions = [meta.get_field(name) for name in where]
-    sql = (f"UPDATE {quote(meta.db_table)} SET {', '.join(f'{quote(f.column)} = %s' for f in assigned)} "
-           f"WHERE {quote(meta.pk.column)} = %s"
-           + "".join(f" AND {quote(f.column)} = %s" for f in conditions))
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {', '.join(f'{quote(f.column)} = %s' for f in assigned)} "
+        f"WHERE {quote(meta.pk.column)} = %s"
+        + "".join(f" AND {quote(f.column)} = %s" for f in conditions)
+    )
     params = [f.get_db_prep_save(values[f.name], connection) for f in assigned]
     params += [pk, *(f.get_db_prep_save(where[f.name], connection) for f in conditions)]
     with connection.cursor() as cursor:

@@ -1,5 +1,6 @@
 """Celery entry points, thin: parse the id, call the engine; and the sender of their
 messages (``DURABLE_DISPATCHER = "celery"``)."""
+
 import logging
 
 from celery import shared_task
@@ -51,8 +52,14 @@ def audit_heads_export() -> int:
     return sum(len(heads) for heads in record["tables"].values())
 
 
-def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None, advances: int | None = None,
-                 priority: int | None = None) -> None:
+def send_advance(
+    run_id: str,
+    *,
+    delay: float = 0.0,
+    queue: str | None = None,
+    advances: int | None = None,
+    priority: int | None = None,
+) -> None:
     """The message names its queue, so the worker knows where it runs (see ``advance``);
     the takeover lane's messages name none: there the run advances as on the default queue.
     ``priority`` goes as the broker reads it (``priorities.broker_priority``)."""
@@ -67,15 +74,20 @@ def send_advance(run_id: str, *, delay: float = 0.0, queue: str | None = None, a
     try:
         advance.apply_async((run_id,), kwargs, countdown=delay or None, retry=False, **route)
     except Exception:
-        log.warning("run %s: could not send the advance message; the sweep will pick it up",
-                    run_id, exc_info=True)
+        log.warning(
+            "run %s: could not send the advance message; the sweep will pick it up",
+            run_id,
+            exc_info=True,
+        )
 
 
 send_advance.takeover_lane = True
 send_advance.priorities = True
 
 
-ENGINE_TASKS = frozenset({"durable.advance", "durable.sweep", "durable.retention", "durable.audit_heads"})
+ENGINE_TASKS = frozenset(
+    {"durable.advance", "durable.sweep", "durable.retention", "durable.audit_heads"}
+)
 
 
 @task_prerun.connect

@@ -1,4 +1,5 @@
 """In-process driving of runs for tests and scripts: no broker, no worker, a fake clock."""
+
 from contextlib import contextmanager
 
 from durable import conf
@@ -6,7 +7,16 @@ from durable.runtime import executor, registry
 from durable.clock import fake_clock
 from durable.models import WorkflowRun
 
-__all__ = ["dispatch_advances", "dispatch_priorities", "dispatch_queues", "dispatched", "drive", "fake_clock", "override_workflow", "record_dispatch"]
+__all__ = [
+    "dispatch_advances",
+    "dispatch_priorities",
+    "dispatch_queues",
+    "dispatched",
+    "drive",
+    "fake_clock",
+    "override_workflow",
+    "record_dispatch",
+]
 
 # What was dispatched with DURABLE_DISPATCHER = "none" (this module's record_dispatch), in
 # order, and each run's last delay and queue: tests read them to know what would have woken.
@@ -17,8 +27,14 @@ dispatch_advances: dict[str, int | None] = {}
 dispatch_priorities: dict[str, int | None] = {}
 
 
-def record_dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None,
-                    advances: int | None = None, priority: int | None = None) -> None:
+def record_dispatch(
+    run_id: str,
+    *,
+    delay: float = 0.0,
+    queue: str | None = None,
+    advances: int | None = None,
+    priority: int | None = None,
+) -> None:
     """The dispatcher for tests: records the message instead of sending it."""
     dispatched.append(run_id)
     dispatch_delays[run_id] = delay
@@ -47,8 +63,9 @@ def drive(run_id: str, *, owner: str = "driver", queue: str | None = None) -> Wo
 def override_workflow(fn, *, name: str, version: int = 1):
     """Swap the code registered for ``name``/``version`` (a deploy, in a test)."""
     previous = registry._definitions.get(name, {}).get(version)
-    definition = registry.register(registry.WorkflowDefinition(name=name, version=version, fn=fn),
-                                   replace=True)
+    definition = registry.register(
+        registry.WorkflowDefinition(name=name, version=version, fn=fn), replace=True
+    )
     try:
         yield definition
     finally:

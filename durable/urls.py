@@ -4,6 +4,7 @@ Run ids may contain ':', '/', newlines, anything: the ``run_id`` converter match
 character (``path`` stops at a newline). The action routes come first, and a GET on
 them falls back to the detail of the longer id.
 """
+
 from django.http import HttpResponse
 from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -51,13 +52,31 @@ api_patterns = [
     path("runs/<run_id:run_id>/retry/", api.RunRetryView.as_view(), name="api-run-retry"),
     path("runs/<run_id:run_id>/wake/", api.RunWakeView.as_view(), name="api-run-wake"),
     path("runs/<run_id:run_id>/fork/", api.RunForkView.as_view(), name="api-run-fork"),
-    path("runs/<run_id:run_id>/queries/<str:name>/", api.RunQueryView.as_view(), name="api-run-query"),
-    path("runs/<run_id:run_id>/updates/<str:name>/", api.RunUpdateView.as_view(), name="api-run-update"),
+    path(
+        "runs/<run_id:run_id>/queries/<str:name>/", api.RunQueryView.as_view(), name="api-run-query"
+    ),
+    path(
+        "runs/<run_id:run_id>/updates/<str:name>/",
+        api.RunUpdateView.as_view(),
+        name="api-run-update",
+    ),
     path("runs/<run_id:run_id>/", api.RunDetailView.as_view(), name="api-run"),
     path("schedules/", schedules_api.ScheduleCollectionView.as_view(), name="api-schedules"),
-    path("schedules/<str:name>/pause/", schedules_api.SchedulePauseView.as_view(), name="api-schedule-pause"),
-    path("schedules/<str:name>/resume/", schedules_api.ScheduleResumeView.as_view(), name="api-schedule-resume"),
-    path("schedules/<str:name>/trigger/", schedules_api.ScheduleTriggerView.as_view(), name="api-schedule-trigger"),
+    path(
+        "schedules/<str:name>/pause/",
+        schedules_api.SchedulePauseView.as_view(),
+        name="api-schedule-pause",
+    ),
+    path(
+        "schedules/<str:name>/resume/",
+        schedules_api.ScheduleResumeView.as_view(),
+        name="api-schedule-resume",
+    ),
+    path(
+        "schedules/<str:name>/trigger/",
+        schedules_api.ScheduleTriggerView.as_view(),
+        name="api-schedule-trigger",
+    ),
 ]
 
 urlpatterns = [

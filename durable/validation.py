@@ -4,6 +4,7 @@ A value that the database cannot store (a NUL character, a lone surrogate) or a 
 input that the workflow function cannot accept must be refused here with a message,
 not discovered by a worker days later. Nothing in this module writes.
 """
+
 import inspect
 import json
 
@@ -43,8 +44,10 @@ def check_json_value(value, *, what: str = "payload"):
     while stack:
         item, depth = stack.pop()
         if isinstance(item, (dict, list)) and depth >= limit:
-            raise PayloadTooDeep(f"{what} is nested too deep: more than {limit} levels "
-                               "(DURABLE_API_MAX_PAYLOAD_DEPTH)")
+            raise PayloadTooDeep(
+                f"{what} is nested too deep: more than {limit} levels "
+                "(DURABLE_API_MAX_PAYLOAD_DEPTH)"
+            )
         if isinstance(item, str):
             check_text(item, what=what)
         elif isinstance(item, dict):

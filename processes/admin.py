@@ -4,6 +4,7 @@ for messages not known yet, what Meta says of our templates and account, the raw
 deliveries and their quarantined parts.
 
 What customers and providers wrote (names, file names, ids) is shown as data, never translated."""
+
 import logging
 
 from django.contrib import admin, messages
@@ -73,8 +74,12 @@ def under_review(company) -> bool:
     evidence, and stay as they were (a correction is a new document row)."""
     from approvals.models import ApprovalRequest
 
-    return company is not None and ApprovalRequest.objects.filter(
-        subject_type="company", subject_id=company.customer_id).exists()
+    return (
+        company is not None
+        and ApprovalRequest.objects.filter(
+            subject_type="company", subject_id=company.customer_id
+        ).exists()
+    )
 
 
 class DocumentInline(admin.TabularInline):
@@ -83,7 +88,14 @@ class DocumentInline(admin.TabularInline):
     fields = ["kind", "file_name", "mime_type", "size", "fetch_status", "stored_file", "created_at"]
     # What was received (name, type, size) is a fact, never edited; only the kind a person
     # corrects, and not once a case opened (the document is evidence then).
-    readonly_fields = ["file_name", "mime_type", "size", "fetch_status", "stored_file", "created_at"]
+    readonly_fields = [
+        "file_name",
+        "mime_type",
+        "size",
+        "fetch_status",
+        "stored_file",
+        "created_at",
+    ]
 
     def get_readonly_fields(self, request, obj=None):
         return self.fields if under_review(obj) else self.readonly_fields
@@ -101,11 +113,35 @@ class DocumentInline(admin.TabularInline):
 
 @admin.register(Company)
 class CompanyAdmin(admin.ModelAdmin):
-    list_display = ["customer_id", "name_cell", "cnpj", "wa_id", "user_id", "status", "escalations", "updated_at"]
+    list_display = [
+        "customer_id",
+        "name_cell",
+        "cnpj",
+        "wa_id",
+        "user_id",
+        "status",
+        "escalations",
+        "updated_at",
+    ]
     list_filter = ["status"]
-    search_fields = ["customer_id", "name", "cnpj", "wa_id", "user_id", "former_wa_id", "former_user_id"]
-    readonly_fields = ["customer_id", "application", "run_link", "former_wa_id", "former_user_id", "created_at",
-                       "updated_at"]
+    search_fields = [
+        "customer_id",
+        "name",
+        "cnpj",
+        "wa_id",
+        "user_id",
+        "former_wa_id",
+        "former_user_id",
+    ]
+    readonly_fields = [
+        "customer_id",
+        "application",
+        "run_link",
+        "former_wa_id",
+        "former_user_id",
+        "created_at",
+        "updated_at",
+    ]
     inlines = [DocumentInline]
 
     @admin.display(description=gettext_lazy("name"), ordering="name")
@@ -120,8 +156,9 @@ class CompanyAdmin(admin.ModelAdmin):
         """A CNPJ changed here re-checks the case the company's run waits on (if any)."""
         super().save_model(request, obj, form, change)
         if change and "cnpj" in form.changed_data:
-            company_cases_recheck(obj, actor=request.user.get_username(),
-                                  reason="the CNPJ was changed in the admin")
+            company_cases_recheck(
+                obj, actor=request.user.get_username(), reason="the CNPJ was changed in the admin"
+            )
 
 
 def change_said(change: dict) -> str:
@@ -141,24 +178,50 @@ class DocumentAdmin(admin.ModelAdmin):
     """The stored file is served by ``file_view`` (needs the view permission on documents) and
     is never uploaded here: only the WhatsApp download stores files, under names we choose."""
 
-    list_display = ["company", "kind", "file_name", "mime_type", "size", "fetch_status", "created_at"]
+    list_display = [
+        "company",
+        "kind",
+        "file_name",
+        "mime_type",
+        "size",
+        "fetch_status",
+        "created_at",
+    ]
     list_filter = ["kind", "fetch_status", "mime_type"]
     search_fields = ["company__customer_id", "company__name", "file_name", "media_id", "message_id"]
     # What WhatsApp delivered (whose, which media, its type, size, hash, name, message) is a
     # fact: never edited here, so neither evidence nor segregation of duties can be rewritten
     # by staff. The kind and the caption a person may correct until a case opens.
-    exclude = ["file", "changes"]   # shown as changes_cell: what the customer did, in the reader's language
-    readonly_fields = ["company", "media_id", "mime_type", "sha256", "file_name", "size", "message_id",
-                       "stored_file", "fetch_status", "fetch_note", "withdrawn_at", "changes_cell"]
+    exclude = [
+        "file",
+        "changes",
+    ]  # shown as changes_cell: what the customer did, in the reader's language
+    readonly_fields = [
+        "company",
+        "media_id",
+        "mime_type",
+        "sha256",
+        "file_name",
+        "size",
+        "message_id",
+        "stored_file",
+        "fetch_status",
+        "fetch_note",
+        "withdrawn_at",
+        "changes_cell",
+    ]
 
     def get_readonly_fields(self, request, obj=None):
         """Evidence once a case opened: every field read-only (add a new document instead).
         A document added here is written once, whole; what it received is fixed from then on."""
-        if obj is None:   # what the customer later did to it comes from WhatsApp only
+        if obj is None:  # what the customer later did to it comes from WhatsApp only
             return ["stored_file", "fetch_status", "fetch_note", "withdrawn_at", "changes_cell"]
         if under_review(obj.company):
-            return [*(f.name for f in Document._meta.fields if f.name not in self.exclude), "stored_file",
-                    "changes_cell"]
+            return [
+                *(f.name for f in Document._meta.fields if f.name not in self.exclude),
+                "stored_file",
+                "changes_cell",
+            ]
         return self.readonly_fields
 
     @admin.display(description=gettext_lazy("changes on WhatsApp"))
@@ -167,12 +230,23 @@ class DocumentAdmin(admin.ModelAdmin):
         ``changes`` read out, never shown as JSON."""
         if not document.changes:
             return "-"
-        return format_html_join("", "<div>{} <span class=\"quiet\">({}, <span translate=\"no\">{}</span>)</span></div>",
-                                ((change_said(change), stamp(parse_datetime(change.get("at") or "")) or "?",
-                                  change.get("message_id", "")) for change in document.changes))
+        return format_html_join(
+            "",
+            '<div>{} <span class="quiet">({}, <span translate="no">{}</span>)</span></div>',
+            (
+                (
+                    change_said(change),
+                    stamp(parse_datetime(change.get("at") or "")) or "?",
+                    change.get("message_id", ""),
+                )
+                for change in document.changes
+            ),
+        )
 
     def has_delete_permission(self, request, obj=None):
-        return not (obj is not None and under_review(obj.company)) and super().has_delete_permission(request, obj)
+        return not (
+            obj is not None and under_review(obj.company)
+        ) and super().has_delete_permission(request, obj)
 
     @admin.display(description=gettext_lazy("file"))
     def stored_file(self, document):
@@ -188,7 +262,9 @@ class DocumentAdmin(admin.ModelAdmin):
             raise Http404(_("No such document."))
         if not self.has_view_permission(request, document):
             raise PermissionDenied
-        log.info("operator %s downloaded document %s from the admin", request.user.get_username(), pk)
+        log.info(
+            "operator %s downloaded document %s from the admin", request.user.get_username(), pk
+        )
         return document_file_response(document)
 
 
@@ -212,7 +288,7 @@ class InvoiceAdmin(admin.ModelAdmin):
     actions = [billing_admin.void_invoices, billing_admin.change_due_date]
 
     def get_fields(self, request, obj=None):
-        if obj is None:   # what invoice_issue takes
+        if obj is None:  # what invoice_issue takes
             return ["number", "customer_name", "amount", "due_at", "wa_id", "company"]
         return super().get_fields(request, obj)
 
@@ -230,14 +306,20 @@ class InvoiceAdmin(admin.ModelAdmin):
         return run_link(invoice.run_id)
 
     def has_delete_permission(self, request, obj=None):
-        return False   # its run would fail at its next step: void it instead
+        return False  # its run would fail at its next step: void it instead
 
     def save_model(self, request, obj, form, change):
         if change:
             return super().save_model(request, obj, form, change)
-        issued = invoice_issue(number=obj.number, customer_name=obj.customer_name, amount=obj.amount,
-                               due_at=obj.due_at, wa_id=obj.wa_id, company=obj.company,
-                               actor=request.user.get_username())
+        issued = invoice_issue(
+            number=obj.number,
+            customer_name=obj.customer_name,
+            amount=obj.amount,
+            due_at=obj.due_at,
+            wa_id=obj.wa_id,
+            company=obj.company,
+            actor=request.user.get_username(),
+        )
         obj.pk = issued.pk
 
 
@@ -246,7 +328,15 @@ class PaymentEventAdmin(ProcessWrittenAdmin):
     list_display = ["event_id", "event_type", "invoice", "status", "received_at"]
     list_filter = ["status", "event_type"]
     search_fields = ["event_id", "invoice__number"]
-    readonly_fields = ["event_id", "event_type", "invoice", "payload", "status", "note", "received_at"]
+    readonly_fields = [
+        "event_id",
+        "event_type",
+        "invoice",
+        "payload",
+        "status",
+        "note",
+        "received_at",
+    ]
 
 
 @admin.register(FinanceTicket)
@@ -308,8 +398,12 @@ class ValuesFilter(admin.SimpleListFilter):
         return data(code)
 
     def lookups(self, request, model_admin):
-        codes = (model_admin.get_queryset(request).order_by(self.field).values_list(self.field, flat=True)
-                 .distinct())
+        codes = (
+            model_admin.get_queryset(request)
+            .order_by(self.field)
+            .values_list(self.field, flat=True)
+            .distinct()
+        )
         return [(code, self.label_of(code)) for code in codes]
 
     def queryset(self, request, queryset):
@@ -351,21 +445,50 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
-            never_routed = Q(status=InboundStatus.RECEIVED, received_at__lte=clock.now() - STALE_AFTER)
-            return queryset.filter(Q(status__in=[InboundStatus.UNMATCHED, InboundStatus.UNSUPPORTED,
-                                                 InboundStatus.FAILED]) | never_routed)
+            never_routed = Q(
+                status=InboundStatus.RECEIVED, received_at__lte=clock.now() - STALE_AFTER
+            )
+            return queryset.filter(
+                Q(
+                    status__in=[
+                        InboundStatus.UNMATCHED,
+                        InboundStatus.UNSUPPORTED,
+                        InboundStatus.FAILED,
+                    ]
+                )
+                | never_routed
+            )
         return queryset
 
 
 @admin.register(InboundMessage)
 class InboundMessageAdmin(ProcessWrittenAdmin):
-    list_display = ["wamid", "message_type_cell", "sender_wa_id", "sender_user_id", "status", "company_cell",
-                    "received_at"]
+    list_display = [
+        "wamid",
+        "message_type_cell",
+        "sender_wa_id",
+        "sender_user_id",
+        "status",
+        "company_cell",
+        "received_at",
+    ]
     list_filter = [NeedsAttentionFilter, "status", MessageTypeFilter]
-    list_select_related = ["company"]   # the company column, one join instead of a query a row
+    list_select_related = ["company"]  # the company column, one join instead of a query a row
     search_fields = ["wamid", "sender_wa_id", "sender_user_id", "note"]
-    fields = ["wamid", "message_type_cell", "status", "note_text", "sender_wa_id", "sender_user_id",
-              "phone_number_id", "company_cell", "sent_at", "received_at", "processed_at", "payload_block"]
+    fields = [
+        "wamid",
+        "message_type_cell",
+        "status",
+        "note_text",
+        "sender_wa_id",
+        "sender_user_id",
+        "phone_number_id",
+        "company_cell",
+        "sent_at",
+        "received_at",
+        "processed_at",
+        "payload_block",
+    ]
     readonly_fields = fields
     actions = ["process_again"]
 
@@ -385,26 +508,60 @@ class InboundMessageAdmin(ProcessWrittenAdmin):
     def payload_block(self, message):
         return json_block(message.payload)
 
-    @admin.action(description=gettext_lazy("Process the selected failed/received messages again"),
-                  permissions=["change"])
+    @admin.action(
+        description=gettext_lazy("Process the selected failed/received messages again"),
+        permissions=["change"],
+    )
     def process_again(self, request, queryset):
-        done = [inbound_process(m.pk).status for m in queryset.filter(
-            status__in=[InboundStatus.RECEIVED, InboundStatus.FAILED])]
+        done = [
+            inbound_process(m.pk).status
+            for m in queryset.filter(status__in=[InboundStatus.RECEIVED, InboundStatus.FAILED])
+        ]
         outcomes = ", ".join(label(InboundStatus, status) for status in done) or "-"
-        self.message_user(request, ngettext("%(count)d message processed: %(outcomes)s",
-                                            "%(count)d messages processed: %(outcomes)s", len(done)) % {
-            "count": len(done), "outcomes": outcomes}, messages.INFO)
+        self.message_user(
+            request,
+            ngettext(
+                "%(count)d message processed: %(outcomes)s",
+                "%(count)d messages processed: %(outcomes)s",
+                len(done),
+            )
+            % {"count": len(done), "outcomes": outcomes},
+            messages.INFO,
+        )
 
 
 @admin.register(OutboundMessage)
 class OutboundMessageAdmin(ProcessWrittenAdmin):
-    list_display = ["idempotency_key", "to_wa_id", "to_user_id", "status", "template_cell", "backend_cell",
-                    "created_at"]
+    list_display = [
+        "idempotency_key",
+        "to_wa_id",
+        "to_user_id",
+        "status",
+        "template_cell",
+        "backend_cell",
+        "created_at",
+    ]
     list_filter = ["status", BackendFilter]
     search_fields = ["idempotency_key", "to_wa_id", "to_user_id", "provider_message_id", "body"]
-    fields = ["idempotency_key", "company_cell", "to_wa_id", "to_user_id", "body_text", "purpose_cell",
-              "template_cell", "template_language", "template_parameters_block", "backend_cell", "provider_message_id", "status", "error_text", "status_history_block",
-              "created_at", "sent_at", "status_updated_at"]
+    fields = [
+        "idempotency_key",
+        "company_cell",
+        "to_wa_id",
+        "to_user_id",
+        "body_text",
+        "purpose_cell",
+        "template_cell",
+        "template_language",
+        "template_parameters_block",
+        "backend_cell",
+        "provider_message_id",
+        "status",
+        "error_text",
+        "status_history_block",
+        "created_at",
+        "sent_at",
+        "status_updated_at",
+    ]
     readonly_fields = fields
 
     @admin.display(description=gettext_lazy("company"), ordering="company__name")
@@ -445,12 +602,30 @@ class WhatsAppTemplateAdmin(ProcessWrittenAdmin):
     """What Meta last said of each template (from its webhooks): read-only, the filters find
     the rejected, paused or disabled ones and those of poor quality."""
 
-    list_display = ["name_cell", "language_cell", "status_cell", "quality_cell", "category_cell", "status_at",
-                    "updated_at"]
+    list_display = [
+        "name_cell",
+        "language_cell",
+        "status_cell",
+        "quality_cell",
+        "category_cell",
+        "status_at",
+        "updated_at",
+    ]
     list_filter = ["status", "quality"]
     search_fields = ["name"]
-    fields = ["name_cell", "language_cell", "template_id", "status_cell", "reason_text", "status_at",
-              "quality_cell", "quality_at", "category_cell", "category_at", "updated_at"]
+    fields = [
+        "name_cell",
+        "language_cell",
+        "template_id",
+        "status_cell",
+        "reason_text",
+        "status_at",
+        "quality_cell",
+        "quality_at",
+        "category_cell",
+        "category_at",
+        "updated_at",
+    ]
     readonly_fields = fields
 
     def has_change_permission(self, request, obj=None):
@@ -507,8 +682,10 @@ class PendingStatusFilter(admin.SimpleListFilter):
     parameter_name = "applied"
 
     def lookups(self, request, model_admin):
-        return [("no", gettext_lazy("Not yet: no message of ours has this id")),
-                ("yes", gettext_lazy("Applied to our message"))]
+        return [
+            ("no", gettext_lazy("Not yet: no message of ours has this id")),
+            ("yes", gettext_lazy("Applied to our message")),
+        ]
 
     def queryset(self, request, queryset):
         if self.value() == "no":
@@ -523,12 +700,28 @@ class PendingStatusAdmin(ProcessWrittenAdmin):
     """Status callbacks that named a provider id we did not know; ``?applied=no`` is the list of
     those still waiting (a message still being sent, or one we never sent)."""
 
-    list_display = ["received_at", "provider_message_id", "status_cell", "timestamp", "applied_at", "message",
-                    "delivery"]
+    list_display = [
+        "received_at",
+        "provider_message_id",
+        "status_cell",
+        "timestamp",
+        "applied_at",
+        "message",
+        "delivery",
+    ]
     list_filter = [PendingStatusFilter, ProviderStatusFilter]
     search_fields = ["=provider_message_id"]
-    fields = ["provider_message_id", "status_cell", "timestamp", "received_at", "applied_at", "message",
-              "delivery", "where", "payload_block"]
+    fields = [
+        "provider_message_id",
+        "status_cell",
+        "timestamp",
+        "received_at",
+        "applied_at",
+        "message",
+        "delivery",
+        "where",
+        "payload_block",
+    ]
     readonly_fields = fields
 
     def has_change_permission(self, request, obj=None):
@@ -589,8 +782,17 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     list_display = ["pk", "source", "received_at", "times_received", "size", "outcome_text"]
     list_filter = ["source"]
     search_fields = ["body_sha256", "outcome"]
-    fields = ["source", "received_at", "times_received", "remote_addr", "body_sha256", "signature",
-              "signature_valid", "outcome_text", "body_text"]
+    fields = [
+        "source",
+        "received_at",
+        "times_received",
+        "remote_addr",
+        "body_sha256",
+        "signature",
+        "signature_valid",
+        "outcome_text",
+        "body_text",
+    ]
     readonly_fields = fields
     inlines = [QuarantinedItemInline]
 
@@ -628,11 +830,27 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
 class QuarantinedItemAdmin(QuarantinedItemCells, admin.ModelAdmin):
     """Parts of signed deliveries that could not be processed; ``?attention=yes`` is the work list."""
 
-    list_display = ["created_at", "kind", "where_cell", "reason_text", "delivery", "resolved_at", "resolved_by"]
+    list_display = [
+        "created_at",
+        "kind",
+        "where_cell",
+        "reason_text",
+        "delivery",
+        "resolved_at",
+        "resolved_by",
+    ]
     list_filter = [QuarantineAttentionFilter, "kind", "delivery__source"]
     search_fields = ["reason", "fragment", "where"]
-    fields = ["delivery", "where_cell", "kind", "reason_text", "fragment_block", "created_at", "resolved_at",
-              "resolved_by"]
+    fields = [
+        "delivery",
+        "where_cell",
+        "kind",
+        "reason_text",
+        "fragment_block",
+        "created_at",
+        "resolved_at",
+        "resolved_by",
+    ]
     readonly_fields = fields
     actions = ["mark_handled"]
 
@@ -646,8 +864,14 @@ class QuarantinedItemAdmin(QuarantinedItemCells, admin.ModelAdmin):
     def fragment_block(self, item):
         return format_html('<pre translate="no">{}</pre>', item.fragment) if item.fragment else "-"
 
-    @admin.action(description=gettext_lazy("Mark the selected items as handled"), permissions=["change"])
+    @admin.action(
+        description=gettext_lazy("Mark the selected items as handled"), permissions=["change"]
+    )
     def mark_handled(self, request, queryset):
         count = quarantine_resolve(queryset, actor=request.user.get_username())
-        self.message_user(request, ngettext("%(count)d item marked as handled", "%(count)d items marked as handled",
-                                            count) % {"count": count}, messages.INFO)
+        self.message_user(
+            request,
+            ngettext("%(count)d item marked as handled", "%(count)d items marked as handled", count)
+            % {"count": count},
+            messages.INFO,
+        )

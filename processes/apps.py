@@ -18,7 +18,9 @@ class ProcessesConfig(AppConfig):
         from processes.whatsapp.metrics import WhatsAppCollector
         from processes.whatsapp.routing import register_after_routed, register_inbound_router
 
-        register_inbound_router(onboarding_route_change)   # edits and deletions, before anything reads a type
+        register_inbound_router(
+            onboarding_route_change
+        )  # edits and deletions, before anything reads a type
         register_after_routed(changes_waiting_replay)
         register_inbound_router(onboarding_route_message)
         # Templates and the account: checked at startup, in `durable health` and on /metrics.

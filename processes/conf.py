@@ -1,4 +1,5 @@
 """The processes' settings, read at call time so tests can override them."""
+
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 

@@ -3,6 +3,7 @@
 Check the signature before parsing anything: a forged body must not reach the JSON
 parser, the database or a workflow.
 """
+
 import hashlib
 import hmac
 

@@ -2,6 +2,7 @@
 
 Daily reconciliation is not here: a durable schedule starts it (processes migration 0006).
 """
+
 from celery import shared_task
 
 from processes.whatsapp.services import inbound_route_stale, intake_drain

@@ -4,6 +4,7 @@ mutmut works in a copy of the tree under var/mutation/ (its mutants/ folder and 
 live there, never in the worktree), so a run leaves `git status` clean and keeps its
 results between runs: a second full run only tests what changed.
 """
+
 import argparse
 import fnmatch
 import hashlib
@@ -37,20 +38,38 @@ TEST_PATHS = ["tests/durable"]
 TEST_MARKERS = "not slow"
 # Copied beside the mutated package so the tests import and configure as usual.
 # mutmut copies only the Python files of durable/: its templates come as they are.
-ALSO_COPY = ["config", "processes", "approvals", "templates", "locale", "durable/templates", "manage.py",
-             "pytest.ini"]
+ALSO_COPY = [
+    "config",
+    "processes",
+    "approvals",
+    "templates",
+    "locale",
+    "durable/templates",
+    "manage.py",
+    "pytest.ini",
+]
 # One mutant at a time: the test database is a file (var/test_db.sqlite3, shared with worker
 # subprocesses), so two mutmut children would create and drop it under each other and
 # kill mutants that changed nothing. One child also keeps the shared machine usable.
 CHILDREN = 1
-EQUIVALENT_LIST = ROOT / "docs" / "mutation-equivalents.md"  # lines "- `mutant name`: why it is equivalent"
+EQUIVALENT_LIST = (
+    ROOT / "docs" / "mutation-equivalents.md"
+)  # lines "- `mutant name`: why it is equivalent"
 
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 
 
 def tracked_files() -> list[str]:
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
-                            check=True, capture_output=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     return [name for name in listed if name and (ROOT / name).is_file()]
 
 
@@ -61,7 +80,11 @@ def sync_work_copy() -> None:
     for name in wanted:
         source, target = ROOT / name, WORK / name
         stat = source.stat()
-        if target.exists() and target.stat().st_mtime == stat.st_mtime and target.stat().st_size == stat.st_size:
+        if (
+            target.exists()
+            and target.stat().st_mtime == stat.st_mtime
+            and target.stat().st_size == stat.st_size
+        ):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target)
@@ -71,29 +94,43 @@ def sync_work_copy() -> None:
             continue
         if relative not in wanted and "__pycache__" not in relative:
             path.unlink()
-    for module in MODULES:  # newly listed: its plain copy from an earlier run would never be mutated
+    for (
+        module
+    ) in MODULES:  # newly listed: its plain copy from an earlier run would never be mutated
         copy = WORK / "mutants" / module
         if copy.exists() and not copy.with_name(copy.name + ".meta").exists():
             copy.unlink()
-    (WORK / "setup.cfg").write_text("\n".join([
-        "[mutmut]",
-        "source_paths = durable",
-        "only_mutate =", *(f"    {m}" for m in MODULES),
-        "also_copy =", *(f"    {p}" for p in ALSO_COPY),
-        "pytest_add_cli_args_test_selection =", *(f"    {p}" for p in TEST_PATHS),
-        # -s: Django configures logging once per process, inside the first pytest session;
-        # with capture on, its console handler keeps that session's (later closed) stream and
-        # a logging test fails in every later session, killing mutants that changed nothing.
-        # --reuse-db: one child at a time, so the test database is migrated once, not per mutant.
-        "pytest_add_cli_args =", "    -m", f"    {TEST_MARKERS}", "    -p", "    no:cacheprovider", "    -s",
-        "    --reuse-db",
-        # Each mutant's tests run in a process forked from a server that has collected the
-        # tests but never opened a database: forking mutmut's own process, which has run the
-        # suite, hands every child the parent's SQLite handle ("disk I/O error", lost tables).
-        "process_isolation = forkserver",
-        "use_git_change_detection = false",
-        "",
-    ]))
+    (WORK / "setup.cfg").write_text(
+        "\n".join(
+            [
+                "[mutmut]",
+                "source_paths = durable",
+                "only_mutate =",
+                *(f"    {m}" for m in MODULES),
+                "also_copy =",
+                *(f"    {p}" for p in ALSO_COPY),
+                "pytest_add_cli_args_test_selection =",
+                *(f"    {p}" for p in TEST_PATHS),
+                # -s: Django configures logging once per process, inside the first pytest session;
+                # with capture on, its console handler keeps that session's (later closed) stream and
+                # a logging test fails in every later session, killing mutants that changed nothing.
+                # --reuse-db: one child at a time, so the test database is migrated once, not per mutant.
+                "pytest_add_cli_args =",
+                "    -m",
+                f"    {TEST_MARKERS}",
+                "    -p",
+                "    no:cacheprovider",
+                "    -s",
+                "    --reuse-db",
+                # Each mutant's tests run in a process forked from a server that has collected the
+                # tests but never opened a database: forking mutmut's own process, which has run the
+                # suite, hands every child the parent's SQLite handle ("disk I/O error", lost tables).
+                "process_isolation = forkserver",
+                "use_git_change_detection = false",
+                "",
+            ]
+        )
+    )
 
 
 def mutmut_env(database_url: str | None = None) -> dict:
@@ -156,8 +193,14 @@ def stats_of(backend: str):
 
 
 def all_mutant_names() -> list[str]:
-    out = subprocess.run([sys.executable, "-c", _LIST_MUTANTS], cwd=WORK, env=mutmut_env(),
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", _LIST_MUTANTS],
+        cwd=WORK,
+        env=mutmut_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -185,20 +228,33 @@ def module_of(name: str) -> str:
 
 
 def diff_of(names: list[str]) -> dict[str, str]:
-    script = ("import json,sys\nfrom mutmut.mutation.diff_apply import get_diff_for_mutant\n"
-              "print(json.dumps({n: get_diff_for_mutant(n) for n in json.loads(sys.argv[1])}))")
-    out = subprocess.run([sys.executable, "-c", script, json.dumps(names)], cwd=WORK, env=mutmut_env(),
-                         check=True, capture_output=True, text=True).stdout
+    script = (
+        "import json,sys\nfrom mutmut.mutation.diff_apply import get_diff_for_mutant\n"
+        "print(json.dumps({n: get_diff_for_mutant(n) for n in json.loads(sys.argv[1])}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(names)],
+        cwd=WORK,
+        env=mutmut_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def changed_lines(diff: str) -> str:
-    lines = [line for line in diff.splitlines()
-             if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    lines = [
+        line
+        for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
     return " | ".join(line.strip() for line in lines)[:300]
 
 
-def report(names: list[str], statuses: dict[str, str], min_score: float | None, show_diffs: bool) -> int:
+def report(
+    names: list[str], statuses: dict[str, str], min_score: float | None, show_diffs: bool
+) -> int:
     equivalent = equivalent_mutants()
     print(f"\n{'module':<24}{'mutants':>8}{'killed':>8}{'survived':>9}{'equiv.':>7}{'score':>8}")
     totals = [0, 0, 0, 0]
@@ -212,13 +268,22 @@ def report(names: list[str], statuses: dict[str, str], min_score: float | None, 
         survivors += alive
         counted = len(mine) - len(equiv)
         score = 100.0 * len(killed) / counted if counted else 100.0
-        totals = [totals[0] + len(mine), totals[1] + len(killed), totals[2] + len(alive), totals[3] + len(equiv)]
-        print(f"{module:<24}{len(mine):>8}{len(killed):>8}{len(alive):>9}{len(equiv):>7}{score:>7.1f}%")
+        totals = [
+            totals[0] + len(mine),
+            totals[1] + len(killed),
+            totals[2] + len(alive),
+            totals[3] + len(equiv),
+        ]
+        print(
+            f"{module:<24}{len(mine):>8}{len(killed):>8}{len(alive):>9}{len(equiv):>7}{score:>7.1f}%"
+        )
     counted = totals[0] - totals[3]
     score = 100.0 * totals[1] / counted if counted else 100.0
     print(f"{'all':<24}{totals[0]:>8}{totals[1]:>8}{totals[2]:>9}{totals[3]:>7}{score:>7.1f}%")
     unchecked = [n for n in names if statuses.get(n, "not checked") == "not checked"]
-    print("(score: killed / (mutants - equivalent); equivalent mutants are listed in docs/mutation-equivalents.md)")
+    print(
+        "(score: killed / (mutants - equivalent); equivalent mutants are listed in docs/mutation-equivalents.md)"
+    )
     if unchecked:
         print(f"({len(unchecked)} selected mutants not checked yet: not counted)")
     if survivors:
@@ -239,6 +304,7 @@ def draw(names: list[str], count: int, seed: int) -> list[str]:
     sample depends on its name only: a change elsewhere in the modules leaves the sample as it
     was, where ``random.sample`` over the list drew a different hundred whenever the number of
     mutants changed. Only the changed functions' mutants (mutmut renumbers them) come anew."""
+
     def rank(name: str) -> str:
         return hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()
 
@@ -247,18 +313,30 @@ def draw(names: list[str], count: int, seed: int) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sample", type=int, help="test only N mutants, drawn by name (fixed by --seed; see draw)")
+    parser.add_argument(
+        "--sample", type=int, help="test only N mutants, drawn by name (fixed by --seed; see draw)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--min-score", type=float, help="exit 1 when the score falls below this percentage")
-    parser.add_argument("--rerun", action="store_true",
-                        help="test again the mutants that survived last time (after adding tests)")
+    parser.add_argument(
+        "--min-score", type=float, help="exit 1 when the score falls below this percentage"
+    )
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="test again the mutants that survived last time (after adding tests)",
+    )
     parser.add_argument("--fresh", action="store_true", help="forget all earlier results")
     parser.add_argument("--diffs", action="store_true", help="print each surviving mutant's diff")
     parser.add_argument("--report", action="store_true", help="only print the last results")
-    parser.add_argument("--only", help="only the mutants whose names match this glob (e.g. '*insert*')")
-    parser.add_argument("--postgres", metavar="DATABASE_URL",
-                        help="test on this PostgreSQL database instead of SQLite (with --rerun: the "
-                             "survivors of a SQLite pass, some of which only PostgreSQL reaches)")
+    parser.add_argument(
+        "--only", help="only the mutants whose names match this glob (e.g. '*insert*')"
+    )
+    parser.add_argument(
+        "--postgres",
+        metavar="DATABASE_URL",
+        help="test on this PostgreSQL database instead of SQLite (with --rerun: the "
+        "survivors of a SQLite pass, some of which only PostgreSQL reaches)",
+    )
     args = parser.parse_args()
 
     if args.fresh:  # the results, and the test database a killed run may have left rows in
@@ -284,8 +362,11 @@ def main() -> int:
             shown = f"<{len(selected)} mutants>" if selected else ""
             print(f"$ {' '.join(command[:4])} {shown}  (in {WORK})", flush=True)
             with stats_of("postgresql" if args.postgres else "sqlite"):
-                done = subprocess.run([str(Path(sys.executable).parent / "mutmut"), *command[1:]], cwd=WORK,
-                                      env=mutmut_env(args.postgres))
+                done = subprocess.run(
+                    [str(Path(sys.executable).parent / "mutmut"), *command[1:]],
+                    cwd=WORK,
+                    env=mutmut_env(args.postgres),
+                )
             if done.returncode != 0:
                 print(f"mutmut exited {done.returncode}")
                 return done.returncode

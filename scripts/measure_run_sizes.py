@@ -11,6 +11,7 @@ this process until it completes (no worker needed). Use an empty database: the f
 ``durable sizes`` over every finished run in it (the figures in docs/operations.md came
 from this script).
 """
+
 import argparse
 import os
 import sys
@@ -58,7 +59,11 @@ def reviewer():
 def onboarding(n: int, by) -> str:
     wa_id = f"55119{n:08d}"
     for what in demo.ALL_THREE:
-        demo.receive(demo.whatsapp_payload(wa_id, f"Empresa {n}", f"wamid.SIZES.{wa_id}.{what}", what, cnpj(n)))
+        demo.receive(
+            demo.whatsapp_payload(
+                wa_id, f"Empresa {n}", f"wamid.SIZES.{wa_id}.{what}", what, cnpj(n)
+            )
+        )
         run_id = Company.objects.get(wa_id=wa_id).run_id
         drive(run_id)
     for case in ApprovalRequest.objects.filter(run_id=run_id, status__in=OPEN_STATUSES):
@@ -68,11 +73,22 @@ def onboarding(n: int, by) -> str:
 
 def billing(n: int) -> str:
     number = f"NF-SIZES-{n:06d}"
-    invoice = invoice_issue(number=number, customer_name=f"Empresa {n}", amount=Decimal("350.00"),
-                            due_at=clock.now() - timedelta(hours=2), wa_id=f"55119{n:08d}", actor="sizes")
+    invoice = invoice_issue(
+        number=number,
+        customer_name=f"Empresa {n}",
+        amount=Decimal("350.00"),
+        due_at=clock.now() - timedelta(hours=2),
+        wa_id=f"55119{n:08d}",
+        actor="sizes",
+    )
     drive(invoice.run_id)
-    payment_event_receive({"id": f"evt_sizes_{n}", "type": "payment.succeeded",
-                           "data": {"invoice": number, "amount": "350.00"}})
+    payment_event_receive(
+        {
+            "id": f"evt_sizes_{n}",
+            "type": "payment.succeeded",
+            "data": {"invoice": number, "amount": "350.00"},
+        }
+    )
     return drive(invoice.run_id).status
 
 
@@ -80,32 +96,49 @@ def reconciliation(n: int) -> str:
     day = date(2020, 1, 1) + timedelta(days=n)
     for line, amount in enumerate(["120.00", "75.50", "980.00", "15.25", "300.00"], start=1):
         entry_id = f"{day:%Y%m%d}-{line:03d}"
-        BankStatementLine.objects.get_or_create(entry_id=entry_id, defaults={
-            "date": day, "amount": Decimal(amount), "description": f"PIX recebido {line}"})
-        LedgerEntry.objects.get_or_create(entry_id=entry_id, defaults={
-            "date": day, "amount": Decimal(amount), "description": f"PIX recebido {line}"})
+        BankStatementLine.objects.get_or_create(
+            entry_id=entry_id,
+            defaults={
+                "date": day,
+                "amount": Decimal(amount),
+                "description": f"PIX recebido {line}",
+            },
+        )
+        LedgerEntry.objects.get_or_create(
+            entry_id=entry_id,
+            defaults={
+                "date": day,
+                "amount": Decimal(amount),
+                "description": f"PIX recebido {line}",
+            },
+        )
     batch = reconciliation_start(batch_date=day, actor="sizes")
     return drive(batch.run_id).status
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=1000, help="finished runs per process (default 1000)")
+    parser.add_argument(
+        "--runs", type=int, default=1000, help="finished runs per process (default 1000)"
+    )
     options = parser.parse_args()
     if connection.vendor != "postgresql":
         print("set DATABASE_URL to an empty PostgreSQL database", file=sys.stderr)
         return 2
     call_command("migrate", verbosity=0)
     by = reviewer()
-    for name, make in [("onboarding", lambda n: onboarding(n, by)), ("billing", billing),
-                       ("reconciliation", reconciliation)]:
+    for name, make in [
+        ("onboarding", lambda n: onboarding(n, by)),
+        ("billing", billing),
+        ("reconciliation", reconciliation),
+    ]:
         statuses: dict[str, int] = {}
         for n in range(options.runs):
             status = make(n)
             statuses[status] = statuses.get(status, 0) + 1
         print(f"{name}: {statuses}", flush=True)
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE")   # Django runs it outside a transaction (autocommit)
+        cursor.execute("VACUUM ANALYZE")  # Django runs it outside a transaction (autocommit)
     call_command("durable", "sizes")
     return 0
 

@@ -11,6 +11,7 @@ docs/operations.md for production). On Ctrl-C or SIGTERM every group gets SIGTER
 SIGKILL after a grace period: a Celery worker with embedded beat on the filesystem
 transport has been seen to ignore SIGTERM, so nothing is left behind.
 """
+
 import argparse
 import os
 import signal
@@ -25,7 +26,9 @@ GRACE_SECONDS = 10
 # waits 1, 2, 4 ... seconds, at most MAX_BACKOFF_SECONDS.
 STABLE_SECONDS = 60
 MAX_BACKOFF_SECONDS = 30
-LLM_QUEUE = "llm"  # processes.whatsapp.limits.LLM_QUEUE (not imported: this script runs without Django)
+LLM_QUEUE = (
+    "llm"  # processes.whatsapp.limits.LLM_QUEUE (not imported: this script runs without Django)
+)
 SWEEP_QUEUE = "durable-sweep"  # config/settings.py DURABLE_SWEEP_QUEUE (not imported, as above)
 
 
@@ -34,13 +37,42 @@ def commands(host: str, port: int, concurrency: int) -> dict[str, list[str]]:
     celery = [python, "-m", "celery", "-A", "config"]
     return {
         "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
-        "worker": [*celery, "worker", "--loglevel", "INFO", "--concurrency", str(concurrency),
-                   "--hostname", "worker@%h"],
-        "llm-worker": [*celery, "worker", "--loglevel", "INFO", "--pool", "threads", "--concurrency", "4",
-                       "-Q", LLM_QUEUE,
-                       "--hostname", "llm@%h"],
-        "sweep-worker": [*celery, "worker", "--loglevel", "INFO", "--pool", "solo", "-Q", SWEEP_QUEUE,
-                         "--hostname", "sweep@%h"],
+        "worker": [
+            *celery,
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            str(concurrency),
+            "--hostname",
+            "worker@%h",
+        ],
+        "llm-worker": [
+            *celery,
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "4",
+            "-Q",
+            LLM_QUEUE,
+            "--hostname",
+            "llm@%h",
+        ],
+        "sweep-worker": [
+            *celery,
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--pool",
+            "solo",
+            "-Q",
+            SWEEP_QUEUE,
+            "--hostname",
+            "sweep@%h",
+        ],
         "beat": [*celery, "beat", "--loglevel", "INFO"],
     }
 
@@ -93,17 +125,23 @@ def main() -> int:
 
     for name in specs:
         start(name)
-    print(f"[run] web on http://{options.host}:{options.port}/ - Ctrl-C stops everything", flush=True)
+    print(
+        f"[run] web on http://{options.host}:{options.port}/ - Ctrl-C stops everything", flush=True
+    )
     try:
         while not stopping:
             now = time.monotonic()
             for name, proc in list(children.items()):
                 if name in restart_at or proc.poll() is None:
                     continue
-                failures[name] = 0 if now - started_at[name] > STABLE_SECONDS else failures[name] + 1
+                failures[name] = (
+                    0 if now - started_at[name] > STABLE_SECONDS else failures[name] + 1
+                )
                 delay = min(2 ** (failures[name] - 1), MAX_BACKOFF_SECONDS) if failures[name] else 0
-                print(f"[run] {name} exited with {proc.returncode}; starting it again in {delay} s",
-                      flush=True)
+                print(
+                    f"[run] {name} exited with {proc.returncode}; starting it again in {delay} s",
+                    flush=True,
+                )
                 restart_at[name] = now + delay
             for name, when in list(restart_at.items()):
                 if now >= when and not stopping:

@@ -3,6 +3,7 @@
 Skipped with a reason when chromium or Playwright is missing on a developer's machine;
 with CI set, a missing browser fails instead, so CI can never go green without them.
 """
+
 import os
 import shutil
 from contextlib import contextmanager
@@ -14,8 +15,15 @@ from django.conf import settings
 from tests.languages import AXE
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def _missing(reason: str):
@@ -47,15 +55,25 @@ def browser():
 
 
 @contextmanager
-def admin_page(browser, live_server, username: str, password: str, *, width: int = 1366, height: int = 900,
-               language: str = ""):
+def admin_page(
+    browser,
+    live_server,
+    username: str,
+    password: str,
+    *,
+    width: int = 1366,
+    height: int = 900,
+    language: str = "",
+):
     """A page of its own browser context, signed in to the admin as ``username`` (in
     ``language``, when given, as the sign-in page's choice sets it); closed after."""
     from django.urls import reverse
 
     context = browser.new_context(viewport={"width": width, "height": height})
     if language:
-        context.add_cookies([{"name": settings.LANGUAGE_COOKIE_NAME, "value": language, "url": live_server.url}])
+        context.add_cookies(
+            [{"name": settings.LANGUAGE_COOKIE_NAME, "value": language, "url": live_server.url}]
+        )
     page = context.new_page()
     page.set_default_timeout(15000)
     page.goto(live_server.url + reverse("admin:login"))
@@ -96,13 +114,23 @@ def page_check(page, screenshot: str) -> dict:
     in two, and its serious or critical axe-core violations (a screenshot of the whole page
     is kept for people to look at)."""
     page.wait_for_load_state("networkidle")
-    scroll, window = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
-    page.evaluate(AXE.read_text())   # evaluated, not a <script>: the page's CSP refuses inline scripts
+    scroll, window = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    page.evaluate(
+        AXE.read_text()
+    )  # evaluated, not a <script>: the page's CSP refuses inline scripts
     result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
     screenshots = Path(settings.VAR_DIR) / "screenshots"
     screenshots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshots / f"{screenshot}.png"), full_page=True)
     broken = page.evaluate(BROKEN_WORDS)
-    return {"overflow": max(0, scroll - window), "broken words": broken,
-            "serious": [(v["id"], v["impact"], [node["target"] for node in v["nodes"]][:3])
-                        for v in result["violations"] if v["impact"] in ("serious", "critical")]}
+    return {
+        "overflow": max(0, scroll - window),
+        "broken words": broken,
+        "serious": [
+            (v["id"], v["impact"], [node["target"] for node in v["nodes"]][:3])
+            for v in result["violations"]
+            if v["impact"] in ("serious", "critical")
+        ],
+    }

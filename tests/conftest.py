@@ -5,6 +5,7 @@ they run on the Redis configuration (``CELERY_BROKER_URL=redis://...``) or when 
 with ``DURABLE_TEST_REDIS_SERVER=1``; on the embedded defaults they are skipped, so that
 configuration never starts a service behind a newcomer's back.
 """
+
 import os
 import shutil
 
@@ -39,7 +40,8 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
     with django_db_blocker.unblock():
         Schedule.objects.filter(name="reconcile-daily").update(
-            next_fire_at=datetime(2100, 1, 1, 0, 30, tzinfo=timezone.utc))
+            next_fire_at=datetime(2100, 1, 1, 0, 30, tzinfo=timezone.utc)
+        )
 
 
 @pytest.fixture
@@ -49,7 +51,12 @@ def clock():
 
 
 def _redis_server_wanted() -> tuple[bool, str]:
-    if os.environ.get("DURABLE_TEST_REDIS_SERVER", "").strip().lower() in {"1", "true", "yes", "on"}:
+    if os.environ.get("DURABLE_TEST_REDIS_SERVER", "").strip().lower() in {
+        "1",
+        "true",
+        "yes",
+        "on",
+    }:
         return True, "DURABLE_TEST_REDIS_SERVER=1"
     if os.environ.get("CELERY_BROKER_URL", "").startswith("redis"):
         return True, "the broker is Redis"
@@ -66,8 +73,10 @@ def pytest_report_header(config):
 
 def pytest_collection_modifyitems(config, items):
     wanted, _ = _redis_server_wanted()
-    skip = pytest.mark.skip(reason="starts a redis-server of its own: set DURABLE_TEST_REDIS_SERVER=1 "
-                                   "(or run on Redis) to include it")
+    skip = pytest.mark.skip(
+        reason="starts a redis-server of its own: set DURABLE_TEST_REDIS_SERVER=1 "
+        "(or run on Redis) to include it"
+    )
     for item in items:
         if not wanted and item.get_closest_marker("redis_server"):
             item.add_marker(skip)

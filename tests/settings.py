@@ -1,4 +1,5 @@
 """Test settings: the project's settings plus a table for counting effects and test workflows."""
+
 import os
 
 import secrets
@@ -15,8 +16,12 @@ from config.settings import *  # noqa: E402,F403
 from config.settings import DURABLE_WORKFLOW_MODULES, INSTALLED_APPS  # noqa: E402
 
 INSTALLED_APPS = [*INSTALLED_APPS, "tests.effects"]
-DURABLE_WORKFLOW_MODULES = [*DURABLE_WORKFLOW_MODULES, "tests.durable.workflows", "tests.faults.workflows",
-                            "tests.durable.limited"]
+DURABLE_WORKFLOW_MODULES = [
+    *DURABLE_WORKFLOW_MODULES,
+    "tests.durable.workflows",
+    "tests.faults.workflows",
+    "tests.durable.limited",
+]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DURABLE_STRICT = True  # workflow bodies that break replay fail the tests
 

@@ -1,4 +1,5 @@
 """Helpers for tests that start other processes against the test database."""
+
 import os
 import subprocess
 import sys
@@ -23,27 +24,47 @@ def database_url() -> str:
 
 def subprocess_env(**overrides: str) -> dict:
     env = dict(os.environ)
-    env.update({
-        "DATABASE_URL": database_url(),
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "PYTHONPATH": str(ROOT),
-        "DURABLE_VAR_DIR": str(settings.VAR_DIR),
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-    })
+    env.update(
+        {
+            "DATABASE_URL": database_url(),
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "PYTHONPATH": str(ROOT),
+            "DURABLE_VAR_DIR": str(settings.VAR_DIR),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        }
+    )
     env.update(overrides)
     return env
 
 
 def project_env(var_dir: Path, **overrides: str) -> dict:
     """The environment of a fresh checkout: no service URLs, no test settings, its own var/."""
-    env = {name: value for name, value in os.environ.items()
-           if name not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "DEBUG",
-                           "DURABLE_STRICT", "DURABLE_DISPATCHER"}}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name
+        not in {
+            "DATABASE_URL",
+            "CELERY_BROKER_URL",
+            "DJANGO_SETTINGS_MODULE",
+            "DEBUG",
+            "DURABLE_STRICT",
+            "DURABLE_DISPATCHER",
+        }
+    }
     env.update(DURABLE_VAR_DIR=str(var_dir), PYTHONPATH=str(ROOT), **overrides)
     return env
 
 
-def run_python(*args: str, var_dir: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
+def run_python(
+    *args: str, var_dir: Path, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess:
     """Run the project's Python (``manage.py ...`` or ``-c ...``) as a newcomer would."""
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=project_env(var_dir, **env),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=project_env(var_dir, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

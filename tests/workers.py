@@ -1,4 +1,5 @@
 """Real Celery worker and beat subprocesses for integration tests, always cleaned up."""
+
 import os
 import shutil
 import signal
@@ -23,15 +24,27 @@ class CeleryProcesses:
         self.env = subprocess_env(DURABLE_DISPATCHER="celery", **env)
         self.procs: dict[str, subprocess.Popen] = {}
 
-    def _start(self, name: str, args: list[str], ready: str | None, *, prefix: tuple[str, ...] = (),
-               env: dict[str, str] | None = None) -> subprocess.Popen:
+    def _start(
+        self,
+        name: str,
+        args: list[str],
+        ready: str | None,
+        *,
+        prefix: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> subprocess.Popen:
         """``prefix`` runs the process through another command (``ip netns exec <ns>``), which
         must exec it in place; ``env`` overrides this process's variables only."""
         log_path = self.log_dir / f"{name}.log"
         log = open(log_path, "ab")
-        proc = subprocess.Popen([*prefix, sys.executable, "-m", "celery", "-A", "config", *args],
-                                cwd=ROOT, env={**self.env, **(env or {})}, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [*prefix, sys.executable, "-m", "celery", "-A", "config", *args],
+            cwd=ROOT,
+            env={**self.env, **(env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         self.procs[name] = proc
         if ready:
@@ -44,19 +57,45 @@ class CeleryProcesses:
                 time.sleep(0.1)
         return proc
 
-    def start_worker(self, name: str = "worker", concurrency: int = 2, *, pool: str = "prefork",
-                     queues: list[str] | None = None, **options) -> subprocess.Popen:
+    def start_worker(
+        self,
+        name: str = "worker",
+        concurrency: int = 2,
+        *,
+        pool: str = "prefork",
+        queues: list[str] | None = None,
+        **options,
+    ) -> subprocess.Popen:
         """``queues``: the Celery queues it consumes (``-Q``); default, Celery's default queue."""
-        return self._start(name, ["worker", "--loglevel", "INFO", "--concurrency", str(concurrency),
-                                  "--pool", pool, "--hostname", f"{name}-{os.getpid()}@%h",
-                                  "--without-gossip", "--without-mingle", "--without-heartbeat",
-                                  *(["-Q", ",".join(queues)] if queues else [])],
-                           ready="ready.", **options)
+        return self._start(
+            name,
+            [
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(concurrency),
+                "--pool",
+                pool,
+                "--hostname",
+                f"{name}-{os.getpid()}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                *(["-Q", ",".join(queues)] if queues else []),
+            ],
+            ready="ready.",
+            **options,
+        )
 
     def start_beat(self, name: str = "beat", **options) -> subprocess.Popen:
         schedule = self.log_dir / f"{name}-schedule"
-        return self._start(name, ["beat", "--loglevel", "INFO", "--schedule", str(schedule)],
-                           ready="maxinterval", **options)
+        return self._start(
+            name,
+            ["beat", "--loglevel", "INFO", "--schedule", str(schedule)],
+            ready="maxinterval",
+            **options,
+        )
 
     def kill(self, name: str) -> None:
         """SIGKILL the process and every child in its group: the machine lost power."""
@@ -83,8 +122,10 @@ class CeleryProcesses:
         self.procs.clear()
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
-                         for p in sorted(self.log_dir.glob("*.log")))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+            for p in sorted(self.log_dir.glob("*.log"))
+        )
 
 
 def wait_until(predicate, *, timeout: float, interval: float = 0.05, message: str = "condition"):
@@ -105,7 +146,9 @@ def empty_broker() -> None:
     elif settings.CELERY_BROKER_URL.startswith("amqp"):
         from config.celery import app
 
-        with app.connection_for_write() as connection:  # a new one: a pooled one may predate a restart
+        with (
+            app.connection_for_write() as connection
+        ):  # a new one: a pooled one may predate a restart
             app.control.purge(connection=connection)
     else:
         queue = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
@@ -146,8 +189,19 @@ class PrivateRedis:
 
     def start(self):
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"], stdout=subprocess.DEVNULL)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 10
         while True:
             try:

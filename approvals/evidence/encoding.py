@@ -3,6 +3,7 @@ file, and a byte changed anywhere in it (inside a member or between them) shows.
 
 Pure Python, no Django: the offline verifier reads packs with it.
 """
+
 import hashlib
 import io
 import json
@@ -24,7 +25,9 @@ def sha256(content: bytes) -> str:
 
 def json_bytes(value) -> bytes:
     """``value`` as the pack writes JSON: sorted keys, indented, UTF-8, datetimes in UTC ISO form."""
-    text = json.dumps(value, default=_plain, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    text = json.dumps(
+        value, default=_plain, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False
+    )
     return (text + "\n").encode()
 
 
@@ -39,7 +42,7 @@ def _plain(value):
         return sorted(value)
     if isinstance(value, Decimal):
         return str(value)
-    return str(value)   # a lazy translation, a UUID: as text
+    return str(value)  # a lazy translation, a UUID: as text
 
 
 def zip_bytes(members: list[tuple[str, bytes]]) -> bytes:

@@ -9,6 +9,7 @@ prove the pack is the case's as the database holds it: a forger who rebuilds eve
 hash makes a pack that verifies. The head and the manifest's SHA-256 it prints are what to
 compare with the case's audit trail (``--against-database``).
 """
+
 import json
 from dataclasses import dataclass, field
 
@@ -42,7 +43,7 @@ class Verification:
     manifest_sha256: str = ""
     head: str = ""
     files: int = 0
-    audit_links: list[tuple[int, str]] = field(default_factory=list)   # (chain_seq, row_hash)
+    audit_links: list[tuple[int, str]] = field(default_factory=list)  # (chain_seq, row_hash)
     journal_entries: int = 0
     decision_position: int | None = None
 
@@ -57,7 +58,7 @@ def verify_pack(content: bytes) -> Verification:
     report = Verification()
     try:
         members = zip_members(content)
-    except Exception as exc:   # whatever zipfile makes of a damaged file, it is not a pack
+    except Exception as exc:  # whatever zipfile makes of a damaged file, it is not a pack
         report.problems.append(f"not a readable ZIP file: {exc}")
         return report
     files = dict(members)
@@ -65,11 +66,15 @@ def verify_pack(content: bytes) -> Verification:
     if len(files) != len(members):
         report.problems.append("a member name appears twice in the archive")
     elif not _is_canonical(members, content):
-        report.problems.append("the file's bytes differ from the ZIP its members make: "
-                               "bytes outside the members were changed")
+        report.problems.append(
+            "the file's bytes differ from the ZIP its members make: "
+            "bytes outside the members were changed"
+        )
     if MANIFEST in files:
         report.manifest_sha256 = sha256(files[MANIFEST])
-    read = _Read(files, *(_json(files, name, report) for name in (MANIFEST, PACK, CASE, AUDIT, JOURNAL)))
+    read = _Read(
+        files, *(_json(files, name, report) for name in (MANIFEST, PACK, CASE, AUDIT, JOURNAL))
+    )
     for name in files:
         if name.startswith(SUBJECT):
             _json(files, name, report)
@@ -78,8 +83,10 @@ def verify_pack(content: bytes) -> Verification:
             try:
                 check(read, report)
             except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-                report.problems.append(f"{check.__name__.removeprefix('_check_')}: a field is missing or "
-                                       f"of the wrong type ({exc!r})")
+                report.problems.append(
+                    f"{check.__name__.removeprefix('_check_')}: a field is missing or "
+                    f"of the wrong type ({exc!r})"
+                )
     return report
 
 
@@ -102,7 +109,11 @@ def _json(files: dict, name: str, report: Verification):
     try:
         value = json.loads(files[name].decode())
         canonical = json_bytes(value) == files[name]
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:   # NaN is JSON to json.loads, not to a pack
+    except (
+        UnicodeDecodeError,
+        ValueError,
+        RecursionError,
+    ) as exc:  # NaN is JSON to json.loads, not to a pack
         report.problems.append(f"{name} is not JSON as a pack writes it: {exc}")
         return None
     if not canonical:
@@ -113,15 +124,18 @@ def _json(files: dict, name: str, report: Verification):
 def _is_canonical(members: list[tuple[str, bytes]], content: bytes) -> bool:
     try:
         return zip_bytes(members) == content
-    except ValueError:   # a member name zipfile will not write
+    except ValueError:  # a member name zipfile will not write
         return False
 
 
 def _check_manifest(read: _Read, report: Verification) -> None:
     manifest, files = read.manifest, read.files
     listed = manifest.get("files") if isinstance(manifest, dict) else None
-    if not isinstance(listed, list) or manifest.get("format") != FORMAT \
-            or not all(isinstance(item, dict) and set(item) == MANIFEST_KEYS for item in listed):
+    if (
+        not isinstance(listed, list)
+        or manifest.get("format") != FORMAT
+        or not all(isinstance(item, dict) and set(item) == MANIFEST_KEYS for item in listed)
+    ):
         report.problems.append(f"{MANIFEST} is not a {FORMAT} manifest")
         return
     seen = set()
@@ -156,8 +170,10 @@ def _check_files(read: _Read, report: Verification) -> None:
         if name not in files:
             report.problems.append(f"{name} is named in {PACK} but missing from the pack")
         elif recorded and sha256(files[name]) != recorded:
-            report.problems.append(f"{name}: its bytes do not hash to the SHA-256 recorded when it was received "
-                                   f"({recorded})")
+            report.problems.append(
+                f"{name}: its bytes do not hash to the SHA-256 recorded when it was received "
+                f"({recorded})"
+            )
 
 
 def _check_audit(read: _Read, report: Verification) -> None:
@@ -174,7 +190,10 @@ def _check_audit(read: _Read, report: Verification) -> None:
             problem = f"it belongs to case {row['case']}, not {parent}"
         elif row["prev_hash"] != prev:
             problem = "its previous-hash does not match the row before it"
-        elif link_digest(prev, values_body([seq, row["case"], *(row[name] for name in fields)])) != row["row_hash"]:
+        elif (
+            link_digest(prev, values_body([seq, row["case"], *(row[name] for name in fields)]))
+            != row["row_hash"]
+        ):
             problem = "its content does not match its hash (the row was altered)"
         else:
             problem = ""
@@ -194,11 +213,15 @@ def _check_decisions(read: _Read, report: Verification) -> None:
     rows = {(row["actor"], row["action"], row["reason"]) for row in audit["rows"]}
     for vote in case["decisions"]:
         if (vote["reviewer"], vote["outcome"], vote["reason"]) not in rows:
-            report.problems.append(f"{CASE}: {vote['reviewer']}'s decision ({vote['outcome']}) "
-                                   "is not in the audit chain")
+            report.problems.append(
+                f"{CASE}: {vote['reviewer']}'s decision ({vote['outcome']}) "
+                "is not in the audit chain"
+            )
     # The row that gave the case its status: the final decision's, or the supersession's after it.
     closing = "supersede" if case["status"] == "superseded" else case["outcome"]
-    if not any(row["action"] == closing and row["to_status"] == case["status"] for row in audit["rows"]):
+    if not any(
+        row["action"] == closing and row["to_status"] == case["status"] for row in audit["rows"]
+    ):
         report.problems.append(f"{CASE}: no row of the audit chain makes the case {case['status']}")
 
 
@@ -208,7 +231,9 @@ def _check_journal(read: _Read, report: Verification) -> None:
     entries, position = journal["entries"], journal["decision_position"]
     report.journal_entries, report.decision_position = len(entries), position
     if journal["run"] != case["run"]:
-        report.problems.append(f"{JOURNAL} is run {journal['run']}'s, the case's run is {case['run']}")
+        report.problems.append(
+            f"{JOURNAL} is run {journal['run']}'s, the case's run is {case['run']}"
+        )
     if [entry["position"] for entry in entries] != list(range(len(entries))):
         report.problems.append(f"{JOURNAL}: entries are missing or out of order")
         return
@@ -218,13 +243,26 @@ def _check_journal(read: _Read, report: Verification) -> None:
         return
     last = entries[-1] if entries else {}
     taken = decision_of(last.get("name"), last.get("result"))
-    deciders = sorted(vote["reviewer"] for vote in case["decisions"] if vote["outcome"] == case["outcome"])
-    if last.get("position") != position or last.get("kind") != "step" or last.get("name") not in DECISION_STEPS:
-        report.problems.append(f"{JOURNAL} does not end at the step that takes the decision (position {position})")
-    elif (taken.get("request_id"), taken.get("outcome"), sorted(taken.get("by") or [])) \
-            != (case["id"], case["outcome"], deciders):
-        report.problems.append(f"{JOURNAL}: the decision the run took ({taken.get('outcome')} by {taken.get('by')}) "
-                               f"is not the case's ({case['outcome']} by {deciders})")
+    deciders = sorted(
+        vote["reviewer"] for vote in case["decisions"] if vote["outcome"] == case["outcome"]
+    )
+    if (
+        last.get("position") != position
+        or last.get("kind") != "step"
+        or last.get("name") not in DECISION_STEPS
+    ):
+        report.problems.append(
+            f"{JOURNAL} does not end at the step that takes the decision (position {position})"
+        )
+    elif (taken.get("request_id"), taken.get("outcome"), sorted(taken.get("by") or [])) != (
+        case["id"],
+        case["outcome"],
+        deciders,
+    ):
+        report.problems.append(
+            f"{JOURNAL}: the decision the run took ({taken.get('outcome')} by {taken.get('by')}) "
+            f"is not the case's ({case['outcome']} by {deciders})"
+        )
     elif last["name"] == "read_decision":
         _check_signal(entries, case, report)
 
@@ -232,14 +270,23 @@ def _check_journal(read: _Read, report: Verification) -> None:
 def _check_signal(entries: list, case, report: Verification) -> None:
     """read_decision runs once the case's signal woke the run: the signal before it is this case's."""
     received = [entry.get("result") or {} for entry in entries if entry["kind"] == "signal"]
-    signal = next((result for result in reversed(received) if result.get("name") == case["signal"]), {})
+    signal = next(
+        (result for result in reversed(received) if result.get("name") == case["signal"]), {}
+    )
     payload = signal.get("payload") or {}
     if (payload.get("request_id"), payload.get("outcome")) != (case["id"], case["outcome"]):
-        report.problems.append(f"{JOURNAL}: no {case['signal']} signal of case #{case['id']} "
-                               f"({case['outcome']}) comes before the decision")
+        report.problems.append(
+            f"{JOURNAL}: no {case['signal']} signal of case #{case['id']} "
+            f"({case['outcome']}) comes before the decision"
+        )
 
 
 # Each check, and the parsed members it reads (skipped when one is missing: that is reported).
-CHECKS = ((_check_manifest, ("manifest",)), (_check_about, ("about", "case", "audit")), (_check_files, ("about",)),
-          (_check_audit, ("audit", "case")), (_check_decisions, ("case", "audit")),
-          (_check_journal, ("journal", "case")))
+CHECKS = (
+    (_check_manifest, ("manifest",)),
+    (_check_about, ("about", "case", "audit")),
+    (_check_files, ("about",)),
+    (_check_audit, ("audit", "case")),
+    (_check_decisions, ("case", "audit")),
+    (_check_journal, ("journal", "case")),
+)

@@ -1,5 +1,6 @@
 """Template helpers for the reviewer UI: the SLA countdown, JSON values shown as text, and the
 audit trail's codes in the reader's language."""
+
 import json
 
 from django import template
@@ -28,7 +29,10 @@ def sla(case) -> dict:
     left = (case.due_at - clock.now()).total_seconds()
     if left <= 0:
         return {"text": _("overdue by %(span)s") % {"span": _span(left)}, "level": "overdue"}
-    return {"text": _("due in %(span)s") % {"span": _span(left)}, "level": "soon" if left < 8 * 3600 else "ok"}
+    return {
+        "text": _("due in %(span)s") % {"span": _span(left)},
+        "level": "soon" if left < 8 * 3600 else "ok",
+    }
 
 
 @register.filter

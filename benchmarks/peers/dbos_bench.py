@@ -17,6 +17,7 @@ The driver here never launches DBOS (it would consume the queue too): it enqueue
 sends through DBOSClient, as a web process would, and reads completion from the
 workflow_status table, polling every 20 ms as our side does.
 """
+
 import argparse
 import json
 import multiprocessing
@@ -62,10 +63,19 @@ def worker(url: str, index: int, conn) -> None:
     DBOS, bench_steps, bench_signal = _import_dbos()
     from dbos import SetWorkflowID
 
-    DBOS(config={"name": "bench", "system_database_url": url, "log_level": "WARNING",
-                 "executor_id": f"bench-worker-{index}", "run_admin_server": False})
+    DBOS(
+        config={
+            "name": "bench",
+            "system_database_url": url,
+            "log_level": "WARNING",
+            "executor_id": f"bench-worker-{index}",
+            "run_admin_server": False,
+        }
+    )
     DBOS.launch()
-    DBOS.register_queue(QUEUE, worker_concurrency=QUEUE_WORKER_CONCURRENCY, polling_interval_sec=QUEUE_POLLING_S)
+    DBOS.register_queue(
+        QUEUE, worker_concurrency=QUEUE_WORKER_CONCURRENCY, polling_interval_sec=QUEUE_POLLING_S
+    )
     conn.send("ready")
     while True:
         op, arg = conn.recv()
@@ -116,8 +126,14 @@ class Driver:
 
         self.client = DBOSClient(system_database_url=url)
         sa_url = sqlalchemy.engine.make_url(url)
-        self.db = psycopg.connect(host=sa_url.host, port=sa_url.port or 5432, user=sa_url.username,
-                                  password=sa_url.password, dbname=sa_url.database, autocommit=True)
+        self.db = psycopg.connect(
+            host=sa_url.host,
+            port=sa_url.port or 5432,
+            user=sa_url.username,
+            password=sa_url.password,
+            dbname=sa_url.database,
+            autocommit=True,
+        )
         self.trial = 0
 
     def _prefix(self, name: str) -> str:
@@ -125,8 +141,10 @@ class Driver:
         return f"{name}-{os.getpid()}-{self.trial}"
 
     def _done(self, prefix: str) -> int:
-        return self.db.execute("SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE %s AND status = 'SUCCESS'",
-                               [prefix + ":%"]).fetchone()[0]
+        return self.db.execute(
+            "SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE %s AND status = 'SUCCESS'",
+            [prefix + ":%"],
+        ).fetchone()[0]
 
     def _wait(self, prefix: str, count: int, timeout: float = 600) -> None:
         deadline = time.monotonic() + timeout
@@ -142,7 +160,10 @@ class Driver:
     def direct(self, runs: int, steps: int) -> dict:
         self.reset()
         prefix = self._prefix("direct")
-        shares = [runs // len(self.pipes) + (1 if i < runs % len(self.pipes) else 0) for i in range(len(self.pipes))]
+        shares = [
+            runs // len(self.pipes) + (1 if i < runs % len(self.pipes) else 0)
+            for i in range(len(self.pipes))
+        ]
         started = time.perf_counter()
         for pipe, share in zip(self.pipes, shares):
             pipe.send(("direct", (prefix, share, steps)))
@@ -154,8 +175,14 @@ class Driver:
         """Fill the queue; the W workers run it once our side continues them (run.py's filled)."""
         prefix = self._prefix("queue")
         for i in range(runs):
-            self.client.enqueue({"workflow_name": "bench_steps", "queue_name": QUEUE, "workflow_id": f"{prefix}:{i}"},
-                                steps)
+            self.client.enqueue(
+                {
+                    "workflow_name": "bench_steps",
+                    "queue_name": QUEUE,
+                    "workflow_id": f"{prefix}:{i}",
+                },
+                steps,
+            )
         return {"prefix": prefix}
 
     def done(self, prefix: str) -> dict:
@@ -204,7 +231,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     options = parser.parse_args()
     driver = Driver(options.database_url, options.workers)
-    print(json.dumps({"ready": True, "workers": options.workers, "pids": [p.pid for p in driver.procs]}), flush=True)
+    print(
+        json.dumps(
+            {"ready": True, "workers": options.workers, "pids": [p.pid for p in driver.procs]}
+        ),
+        flush=True,
+    )
     for line in sys.stdin:
         command = json.loads(line)
         op = command.pop("op")

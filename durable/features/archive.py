@@ -17,6 +17,7 @@ Rows of other apps that point at a run (approval cases) stay where they are: the
 key carries no database constraint, and the run is read from the archive. A relation that
 does carry one keeps its runs hot until its rows are gone (nothing is ever broken).
 """
+
 import fcntl
 import gzip
 import hashlib
@@ -34,8 +35,13 @@ from django.db.models import Count, Exists, OuterRef
 
 from durable import chain, clock
 from durable.documents import FORMAT, PARTIAL, entry_json
-from durable.models.archive import (ArchiveBatch, ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun,
-                                    ArchivedSignal)
+from durable.models.archive import (
+    ArchiveBatch,
+    ArchivedAuditEvent,
+    ArchivedJournalEntry,
+    ArchivedRun,
+    ArchivedSignal,
+)
 from durable.durations import parse_age
 from durable.models import AuditAction, AuditEvent, JournalEntry, Signal, WorkflowRun
 from durable.runtime.store import live
@@ -44,7 +50,8 @@ from durable.runtime.store.live import DROPPED, MOVED
 DEFAULT_BATCH_SIZE = 500
 MAX_BATCH_SIZE = 5000
 EXPORT_SUFFIX = ".jsonl.gz"
-EXPORT_FORMAT = FORMAT   # each line is a history document, plus the run's audit rows
+EXPORT_FORMAT = FORMAT  # each line is a history document, plus the run's audit rows
+
 
 class ArchiveError(Exception):
     """The archive cannot go on (an export directory that cannot be written, a bad option)."""
@@ -62,8 +69,11 @@ def final_statuses() -> list[str]:
 
 def kept_relations():
     """Foreign keys from other tables to runs whose rows stay when the run is archived."""
-    return [relation for relation in WorkflowRun._meta.related_objects
-            if relation.get_accessor_name() not in MOVED and relation.get_accessor_name() not in DROPPED]
+    return [
+        relation
+        for relation in WorkflowRun._meta.related_objects
+        if relation.get_accessor_name() not in MOVED and relation.get_accessor_name() not in DROPPED
+    ]
 
 
 def archivable(finished_before: datetime):
@@ -72,7 +82,9 @@ def archivable(finished_before: datetime):
     runs = WorkflowRun.objects.filter(status__in=final_statuses(), finished_at__lt=finished_before)
     for relation in kept_relations():
         if relation.field.db_constraint:
-            referencing = relation.related_model._base_manager.filter(**{relation.field.name: OuterRef("pk")})
+            referencing = relation.related_model._base_manager.filter(
+                **{relation.field.name: OuterRef("pk")}
+            )
             runs = runs.exclude(Exists(referencing))
     return runs
 
@@ -87,23 +99,38 @@ class PassReport:
     batches: int = 0
     runs: int = 0
     files: list[str] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)   # dry run: runs per workflow
+    counts: dict[str, int] = field(default_factory=dict)  # dry run: runs per workflow
 
 
-def archive_pass(*, finished_before: datetime, actor: str, audit: dict | None = None,
-                 export_dir: str | Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-                 max_batches: int | None = None, dry_run: bool = False, progress=None) -> PassReport:
+def archive_pass(
+    *,
+    finished_before: datetime,
+    actor: str,
+    audit: dict | None = None,
+    export_dir: str | Path | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_batches: int | None = None,
+    dry_run: bool = False,
+    progress=None,
+) -> PassReport:
     """Archive every archivable run, batch by batch, until none is left or ``max_batches``.
 
     Each batch commits on its own, so a pass killed half-way is resumed by running it again.
     ``dry_run`` only counts, per workflow, what a pass would take now.
     """
     if not 1 <= batch_size <= MAX_BATCH_SIZE:
-        raise ArchiveError(f"the batch size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}")
+        raise ArchiveError(
+            f"the batch size must be between 1 and {MAX_BATCH_SIZE}, got {batch_size}"
+        )
     report = PassReport(finished_before=finished_before)
     if dry_run:
-        rows = (archivable(finished_before).order_by().values("workflow_name")
-                .annotate(n=Count("id")).values_list("workflow_name", "n"))
+        rows = (
+            archivable(finished_before)
+            .order_by()
+            .values("workflow_name")
+            .annotate(n=Count("id"))
+            .values_list("workflow_name", "n")
+        )
         report.counts = dict(sorted(rows))
         report.runs = sum(report.counts.values())
         return report
@@ -112,11 +139,16 @@ def archive_pass(*, finished_before: datetime, actor: str, audit: dict | None = 
         recover_exports(directory)
     while max_batches is None or report.batches < max_batches:
         started = time.monotonic()
-        batch = archive_batch(finished_before=finished_before, actor=actor, audit=audit,
-                              export_dir=directory, batch_size=batch_size)
+        batch = archive_batch(
+            finished_before=finished_before,
+            actor=actor,
+            audit=audit,
+            export_dir=directory,
+            batch_size=batch_size,
+        )
         if batch is None:
             break
-        batch.seconds = time.monotonic() - started   # the transaction, file and rename included
+        batch.seconds = time.monotonic() - started  # the transaction, file and rename included
         report.batches += 1
         report.runs += batch.runs
         if batch.export_file:
@@ -126,8 +158,14 @@ def archive_pass(*, finished_before: datetime, actor: str, audit: dict | None = 
     return report
 
 
-def archive_batch(*, finished_before: datetime, actor: str, audit: dict | None = None,
-                  export_dir: Path | None = None, batch_size: int = DEFAULT_BATCH_SIZE) -> ArchiveBatch | None:
+def archive_batch(
+    *,
+    finished_before: datetime,
+    actor: str,
+    audit: dict | None = None,
+    export_dir: Path | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> ArchiveBatch | None:
     """Archive one batch in one transaction; None when no run is left to take."""
     now = clock.now()
     token = uuid.uuid4().hex
@@ -137,20 +175,32 @@ def archive_batch(*, finished_before: datetime, actor: str, audit: dict | None =
             ids = live.lock_finished_runs(archivable(finished_before), batch_size)
             if not ids:
                 return None
-            batch = ArchiveBatch(token=token, actor=actor, detail=audit or {}, finished_before=finished_before,
-                                 runs=len(ids), created_at=now)
+            batch = ArchiveBatch(
+                token=token,
+                actor=actor,
+                detail=audit or {},
+                finished_before=finished_before,
+                runs=len(ids),
+                created_at=now,
+            )
             # Small on purpose (100 million runs): the batch row holds the rest.
             _append_archive_events(ids, actor=actor, now=now, detail={"batch": token})
             if export_dir is not None:
                 final = export_dir / f"runs-{now:%Y%m%dT%H%M%S}-{token}{EXPORT_SUFFIX}"
                 partial = _write_export(final.with_name(final.name + PARTIAL), ids)
-                batch.export_file, batch.export_sha256, batch.export_bytes = str(final), partial.sha256, partial.size
+                batch.export_file, batch.export_sha256, batch.export_bytes = (
+                    str(final),
+                    partial.sha256,
+                    partial.size,
+                )
             batch.save()
             copied = live.move_to_archive(ids, batch, now=now, exported=export_dir is not None)
-            if copied != len(ids):   # never commit a batch that lost a run on the way
-                raise ArchiveError(f"batch {batch.token}: copied {copied} of {len(ids)} runs; rolled back")
+            if copied != len(ids):  # never commit a batch that lost a run on the way
+                raise ArchiveError(
+                    f"batch {batch.token}: copied {copied} of {len(ids)} runs; rolled back"
+                )
     except BaseException:
-        if partial is not None:   # rolled back: its rows are still hot, the file must go
+        if partial is not None:  # rolled back: its rows are still hot, the file must go
             partial.discard()
         raise
     if partial is not None:
@@ -162,17 +212,26 @@ def _append_archive_events(ids: list[str], *, actor: str, now: datetime, detail:
     """The last link of each run's chain says who archived it, when, in which batch. The
     runs are locked by the caller, so reading the chain heads here is safe."""
     heads = {run_id: (0, chain.GENESIS) for run_id in ids}
-    for run_id, seq, row_hash in (AuditEvent.objects.filter(run_id__in=ids)
-                                  .values_list("run_id", "chain_seq", "row_hash")):
+    for run_id, seq, row_hash in AuditEvent.objects.filter(run_id__in=ids).values_list(
+        "run_id", "chain_seq", "row_hash"
+    ):
         if seq > heads[run_id][0]:
             heads[run_id] = (seq, row_hash)
     events = []
     for run_id in ids:
         seq, prev = heads[run_id]
-        event = AuditEvent(run_id=run_id, action=str(AuditAction.ARCHIVE), actor=actor, detail=detail, created_at=now,
-                           chain_seq=seq + 1, prev_hash=prev)
-        event.row_hash = chain.row_digest(event, prev, parent=AuditEvent.chain_parent,
-                                          fields=AuditEvent.chained_fields)
+        event = AuditEvent(
+            run_id=run_id,
+            action=str(AuditAction.ARCHIVE),
+            actor=actor,
+            detail=detail,
+            created_at=now,
+            chain_seq=seq + 1,
+            prev_hash=prev,
+        )
+        event.row_hash = chain.row_digest(
+            event, prev, parent=AuditEvent.chain_parent, fields=AuditEvent.chained_fields
+        )
         event.row_mac = chain.seal(event.row_hash)
         events.append(event)
     AuditEvent.objects.bulk_create(events)
@@ -211,7 +270,7 @@ class _Partial:
         final = self.path.with_name(self.path.name[: -len(PARTIAL)])
         os.replace(self.path, final)
         _fsync_directory(final.parent)
-        self.handle.close()   # releases the lock
+        self.handle.close()  # releases the lock
 
     def discard(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -248,26 +307,53 @@ def _iso(value):
 def _export_documents(ids: list[str]):
     journals = {run_id: [] for run_id in ids}
     for entry in JournalEntry.objects.filter(run_id__in=ids).order_by("run_id", "position"):
-        journals[entry.run_id].append(entry_json(entry) | {"id": entry.id, "updated_at": entry.updated_at})
+        journals[entry.run_id].append(
+            entry_json(entry) | {"id": entry.id, "updated_at": entry.updated_at}
+        )
     signals = {run_id: [] for run_id in ids}
     for signal in Signal.objects.filter(run_id__in=ids).order_by("id"):
-        signals[signal.run_id].append({
-            "id": signal.id, "name": signal.name, "payload": signal.payload, "dedupe_key": signal.dedupe_key,
-            "consumed_position": signal.consumed_position, "consumed_at": signal.consumed_at,
-            "created_at": signal.created_at})
+        signals[signal.run_id].append(
+            {
+                "id": signal.id,
+                "name": signal.name,
+                "payload": signal.payload,
+                "dedupe_key": signal.dedupe_key,
+                "consumed_position": signal.consumed_position,
+                "consumed_at": signal.consumed_at,
+                "created_at": signal.created_at,
+            }
+        )
     audits = {run_id: [] for run_id in ids}
     for event in AuditEvent.objects.filter(run_id__in=ids).order_by("run_id", "chain_seq"):
-        audits[event.run_id].append({
-            "id": event.id, "action": event.action, "actor": event.actor, "detail": event.detail,
-            "created_at": event.created_at, "chain_seq": event.chain_seq, "prev_hash": event.prev_hash,
-            "row_hash": event.row_hash})
+        audits[event.run_id].append(
+            {
+                "id": event.id,
+                "action": event.action,
+                "actor": event.actor,
+                "detail": event.detail,
+                "created_at": event.created_at,
+                "chain_seq": event.chain_seq,
+                "prev_hash": event.prev_hash,
+                "row_hash": event.row_hash,
+            }
+        )
     for run in WorkflowRun.objects.filter(id__in=ids).order_by("finished_at", "id"):
         yield {
             "format": EXPORT_FORMAT,
-            "run": {"id": run.id, "workflow_name": run.workflow_name, "workflow_version": run.workflow_version,
-                    "input": run.input, "status": run.status, "result": run.result, "error": run.error,
-                    "attributes": run.attributes, "advances": run.advances, "created_at": run.created_at,
-                    "updated_at": run.updated_at, "finished_at": run.finished_at},
+            "run": {
+                "id": run.id,
+                "workflow_name": run.workflow_name,
+                "workflow_version": run.workflow_version,
+                "input": run.input,
+                "status": run.status,
+                "result": run.result,
+                "error": run.error,
+                "attributes": run.attributes,
+                "advances": run.advances,
+                "created_at": run.created_at,
+                "updated_at": run.updated_at,
+                "finished_at": run.finished_at,
+            },
             "journal": journals[run.id],
             "signals": signals[run.id],
             "audit": audits[run.id],
@@ -315,7 +401,11 @@ def retention_pass() -> PassReport | None:
         return None
     batch_size = int(policy.get("batch_size", DEFAULT_BATCH_SIZE))
     max_runs = int(policy.get("max_runs", 50_000))
-    return archive_pass(finished_before=cutoff(policy["finished_before"]), actor="beat:retention",
-                        audit={"via": "beat", "policy": {k: str(v) for k, v in policy.items()}},
-                        export_dir=policy.get("export") or None, batch_size=batch_size,
-                        max_batches=max(1, -(-max_runs // batch_size)))
+    return archive_pass(
+        finished_before=cutoff(policy["finished_before"]),
+        actor="beat:retention",
+        audit={"via": "beat", "policy": {k: str(v) for k, v in policy.items()}},
+        export_dir=policy.get("export") or None,
+        batch_size=batch_size,
+        max_batches=max(1, -(-max_runs // batch_size)),
+    )

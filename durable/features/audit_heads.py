@@ -1,6 +1,7 @@
 """The audit chains' heads, exported outside the database on a schedule, and the chains
 checked against them: a chain cut at its end, or a table emptied, still verifies on its
 own; against the heads exported earlier it does not."""
+
 import json
 import os
 from collections.abc import Iterator
@@ -53,8 +54,9 @@ def heads_record() -> dict:
     tables = {}
     for model in chain.chained_models():
         column = model._meta.get_field(model.chain_parent).column
-        tables[model._meta.db_table] = {parent: [seq, row_hash]
-                                        for parent, seq, row_hash in sql.chain_heads(model, column)}
+        tables[model._meta.db_table] = {
+            parent: [seq, row_hash] for parent, seq, row_hash in sql.chain_heads(model, column)
+        }
     return {"format": FORMAT, "at": clock.now().isoformat(), "tables": tables}
 
 
@@ -79,10 +81,15 @@ def read_heads(path: str | Path) -> dict[str, dict[str, chain.Head]]:
                 at, tables = record["at"], record["tables"]
                 for table, heads in tables.items():
                     for parent, (seq, row_hash) in heads.items():
-                        _keep_furthest(expected.setdefault(table, {}), parent,
-                                       chain.Head(int(seq), str(row_hash), str(at), table))
+                        _keep_furthest(
+                            expected.setdefault(table, {}),
+                            parent,
+                            chain.Head(int(seq), str(row_hash), str(at), table),
+                        )
             except (ValueError, KeyError, TypeError, AttributeError) as error:
-                raise HeadsFileError(f"{path}, line {number}: not an exported heads record ({error})") from None
+                raise HeadsFileError(
+                    f"{path}, line {number}: not an exported heads record ({error})"
+                ) from None
     return expected
 
 
@@ -92,7 +99,9 @@ def _keep_furthest(heads: dict[str, chain.Head], parent: str, head: chain.Head) 
         heads[parent] = head
 
 
-def verify_chains(expected: dict[str, dict[str, chain.Head]] | None = None) -> Iterator[chain.ChainReport]:
+def verify_chains(
+    expected: dict[str, dict[str, chain.Head]] | None = None,
+) -> Iterator[chain.ChainReport]:
     """Verify every audit table, against the exported heads if given; stop after the first
     broken one. A chain the heads name but its table no longer holds may have moved whole
     to the table's archive (``archived_in``): it is looked for there, and is broken if absent."""
@@ -106,9 +115,14 @@ def verify_chains(expected: dict[str, dict[str, chain.Head]] | None = None) -> I
                     _keep_furthest(archive, parent, head)
             else:
                 parent, head = next(iter(report.unmatched.items()))
-                report.broken = chain.Broken(head.table, parent, head.seq, None,
-                                             f"the chain exported at {head.at} is gone "
-                                             f"(its rows deleted, or the table emptied)")
+                report.broken = chain.Broken(
+                    head.table,
+                    parent,
+                    head.seq,
+                    None,
+                    f"the chain exported at {head.at} is gone "
+                    f"(its rows deleted, or the table emptied)",
+                )
         yield report
         if report.broken:
             return

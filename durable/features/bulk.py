@@ -5,6 +5,7 @@ Never writes a run directly: each run is locked, checked and changed by its serv
 its own short transaction, so a bulk of thousands holds no long locks and a run whose
 status changed since the count is skipped, not forced.
 """
+
 import hashlib
 import time
 import uuid
@@ -56,8 +57,8 @@ class BulkOperation(NamedTuple):
 
 class BulkPreview(NamedTuple):
     operation: BulkOperation
-    count: int          # runs the action applies to now
-    matched: int        # runs the filter keeps, whatever their status
+    count: int  # runs the action applies to now
+    matched: int  # runs the filter keeps, whatever their status
     sample: list[str]
     token: str
     as_of: datetime
@@ -68,8 +69,8 @@ class BulkResult(NamedTuple):
     bulk_id: str
     acted: int
     skipped: int
-    skipped_runs: list[tuple[str, str]]   # (run id, why), the first SAMPLE_SIZE * 2
-    remaining: int = 0      # targets this pass did not reach (it ran out of time)
+    skipped_runs: list[tuple[str, str]]  # (run id, why), the first SAMPLE_SIZE * 2
+    remaining: int = 0  # targets this pass did not reach (it ran out of time)
     resume_token: str = ""  # confirms the next pass, when ``remaining``
 
 
@@ -81,7 +82,8 @@ def bulk_targets(operation: BulkOperation, *, as_of: datetime) -> QuerySet:
     nothing and writes no audit row, so counting them would overstate what was done.
     """
     runs = runs_filtered(operation.run_filter).filter(
-        created_at__lte=as_of, status__in=WorkflowRun.sources_of(operation.action))
+        created_at__lte=as_of, status__in=WorkflowRun.sources_of(operation.action)
+    )
     if operation.action == "cancel" and operation.graceful:
         runs = runs.filter(cancel_request__isnull=True)
     return runs
@@ -110,28 +112,51 @@ def bulk_confirm(token: str, *, actor: str, audit: dict | None = None) -> BulkRe
     try:
         signed = signing.loads(token, salt=TOKEN_SALT, max_age=conf.bulk_confirm_seconds())
     except signing.SignatureExpired:
-        raise BulkTokenInvalid(f"the confirmation token has expired (valid {conf.bulk_confirm_seconds()} s): "
-                               "preview the operation again") from None
+        raise BulkTokenInvalid(
+            f"the confirmation token has expired (valid {conf.bulk_confirm_seconds()} s): "
+            "preview the operation again"
+        ) from None
     except signing.BadSignature:
         raise BulkTokenInvalid("the confirmation token is not one this server issued") from None
     if signed.get("actor") != actor:
-        raise BulkTokenInvalid("the confirmation token was issued to another user: preview the "
-                               "operation yourself")
+        raise BulkTokenInvalid(
+            "the confirmation token was issued to another user: preview the operation yourself"
+        )
     # Once: a double-clicked Confirm must not act twice (a wake would write every audit row
     # twice). Kept in the cache web processes share (Redis in production).
-    if not caches["durable"].add(f"bulk-token:{hashlib.sha256(token.encode()).hexdigest()}", actor,
-                                 timeout=conf.bulk_confirm_seconds()):
-        raise BulkTokenInvalid("this confirmation token was used already: preview the operation again "
-                               "to repeat it")
-    operation = BulkOperation(signed["action"], filter_from_params(signed["filter"]),
-                              reason=signed.get("reason", ""), graceful=signed.get("graceful", False))
-    return bulk_apply(operation, actor=actor, audit=audit, as_of=datetime.fromisoformat(signed["as_of"]),
-                      after=signed.get("after"), bulk_id=signed.get("bulk_id"))
+    if not caches["durable"].add(
+        f"bulk-token:{hashlib.sha256(token.encode()).hexdigest()}",
+        actor,
+        timeout=conf.bulk_confirm_seconds(),
+    ):
+        raise BulkTokenInvalid(
+            "this confirmation token was used already: preview the operation again to repeat it"
+        )
+    operation = BulkOperation(
+        signed["action"],
+        filter_from_params(signed["filter"]),
+        reason=signed.get("reason", ""),
+        graceful=signed.get("graceful", False),
+    )
+    return bulk_apply(
+        operation,
+        actor=actor,
+        audit=audit,
+        as_of=datetime.fromisoformat(signed["as_of"]),
+        after=signed.get("after"),
+        bulk_id=signed.get("bulk_id"),
+    )
 
 
-def bulk_apply(operation: BulkOperation, *, actor: str, audit: dict | None = None,
-               as_of: datetime | None = None, after: str | None = None,
-               bulk_id: str | None = None) -> BulkResult:
+def bulk_apply(
+    operation: BulkOperation,
+    *,
+    actor: str,
+    audit: dict | None = None,
+    as_of: datetime | None = None,
+    after: str | None = None,
+    bulk_id: str | None = None,
+) -> BulkResult:
     """Act on every target of ``operation`` through its service, one run per transaction.
 
     Ids are read in batches in id order (keyset), so a run acted on is never met twice
@@ -154,11 +179,11 @@ def bulk_apply(operation: BulkOperation, *, actor: str, audit: dict | None = Non
         batch = targets.order_by("id")
         if after is not None:
             batch = batch.filter(id__gt=after)
-        run_ids = list(batch.values_list("id", flat=True)[:conf.bulk_batch_size()])
+        run_ids = list(batch.values_list("id", flat=True)[: conf.bulk_batch_size()])
         if not run_ids:
             break
         for run_id in run_ids:
-            if (acted or skipped) and time.monotonic() >= stop_at:   # every pass makes progress
+            if (acted or skipped) and time.monotonic() >= stop_at:  # every pass makes progress
                 out_of_time = True
                 break
             try:
@@ -171,20 +196,35 @@ def bulk_apply(operation: BulkOperation, *, actor: str, audit: dict | None = Non
                 acted += 1
             after = run_id
     remaining = targets.filter(id__gt=after).count() if out_of_time else 0
-    resume = _sign(operation, actor=actor, as_of=as_of, after=after, bulk_id=bulk_id) if remaining else ""
+    resume = (
+        _sign(operation, actor=actor, as_of=as_of, after=after, bulk_id=bulk_id)
+        if remaining
+        else ""
+    )
     return BulkResult(operation, bulk_id, acted, skipped, skipped_runs, remaining, resume)
 
 
 def _sign(operation: BulkOperation, *, actor: str, as_of: datetime, **resume) -> str:
-    return signing.dumps({**operation.describe(), "actor": actor, "as_of": as_of.isoformat(), **resume},
-                         salt=TOKEN_SALT, compress=True)
+    return signing.dumps(
+        {**operation.describe(), "actor": actor, "as_of": as_of.isoformat(), **resume},
+        salt=TOKEN_SALT,
+        compress=True,
+    )
 
 
 def filter_from_params(params: dict) -> RunFilter:
     """A RunFilter from ``RunFilter.as_params`` (a token's copy, already checked once)."""
-    return RunFilter(status=params.get("status"), workflow=params.get("workflow"), version=params.get("version"),
-                     parent=params.get("parent"), attributes=tuple((name[len("attr."):], text) for name, text in params.items()
-                                      if name.startswith("attr.")))
+    return RunFilter(
+        status=params.get("status"),
+        workflow=params.get("workflow"),
+        version=params.get("version"),
+        parent=params.get("parent"),
+        attributes=tuple(
+            (name[len("attr.") :], text)
+            for name, text in params.items()
+            if name.startswith("attr.")
+        ),
+    )
 
 
 def _service(operation: BulkOperation):
@@ -194,21 +234,29 @@ def _service(operation: BulkOperation):
         return services.run_wake
 
     def cancel(run_id, *, actor, audit):
-        return services.run_cancel(run_id, reason=operation.reason, graceful=operation.graceful,
-                                   actor=actor, audit=audit)
+        return services.run_cancel(
+            run_id, reason=operation.reason, graceful=operation.graceful, actor=actor, audit=audit
+        )
+
     return cancel
 
 
 def _check(operation: BulkOperation) -> None:
     if operation.action not in ACTIONS:
-        raise BulkError(f"unknown bulk action {operation.action!r}: use one of {', '.join(ACTIONS)}")
+        raise BulkError(
+            f"unknown bulk action {operation.action!r}: use one of {', '.join(ACTIONS)}"
+        )
     if operation.run_filter.is_empty():
-        raise BulkFilterMissing("a bulk operation needs a filter (status, workflow, version or "
-                                "attr.<name>): it never acts on every run")
+        raise BulkFilterMissing(
+            "a bulk operation needs a filter (status, workflow, version or "
+            "attr.<name>): it never acts on every run"
+        )
 
 
 def _check_size(count: int) -> None:
     if count > conf.bulk_max_runs():
-        raise BulkTooLarge(f"{count} runs match; one bulk operation acts on at most "
-                           f"{conf.bulk_max_runs()} (DURABLE_BULK_MAX_RUNS): narrow the filter, e.g. "
-                           "by version or by a search attribute")
+        raise BulkTooLarge(
+            f"{count} runs match; one bulk operation acts on at most "
+            f"{conf.bulk_max_runs()} (DURABLE_BULK_MAX_RUNS): narrow the filter, e.g. "
+            "by version or by a search attribute"
+        )

@@ -6,6 +6,7 @@ time that does not exist that day runs when the clock jumps, one at a time that 
 twice runs once. Every value here is computed from the expression and a moment, so two
 sweeps (or a sweep and a test) always agree on which occurrences exist.
 """
+
 import string
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone as dt_timezone
@@ -57,16 +58,19 @@ def zone(name: str) -> ZoneInfo:
             raise ValueError
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise ScheduleInvalid(f"time zone {name!r} is not an IANA time zone name "
-                              "(e.g. 'UTC', 'America/Sao_Paulo')") from None
+        raise ScheduleInvalid(
+            f"time zone {name!r} is not an IANA time zone name (e.g. 'UTC', 'America/Sao_Paulo')"
+        ) from None
 
 
 def check_expression(expression: str) -> str:
     """The expression, stripped, or ScheduleInvalid naming what is wrong with it."""
     expression = " ".join((expression or "").split())
     if len(expression.split()) != 5:
-        raise ScheduleInvalid(f"cron expression {expression!r} must have five fields: minute hour "
-                              "day-of-month month day-of-week (e.g. '30 0 * * *', daily at 00:30)")
+        raise ScheduleInvalid(
+            f"cron expression {expression!r} must have five fields: minute hour "
+            "day-of-month month day-of-week (e.g. '30 0 * * *', daily at 00:30)"
+        )
     try:
         CronSim(expression, datetime(2026, 1, 1, tzinfo=dt_timezone.utc))
     except CronSimError as error:
@@ -99,7 +103,9 @@ def latest(expression: str, tz_name: str, moment: datetime) -> Occurrence:
     return Occurrence(at=local.astimezone(dt_timezone.utc), local=local)
 
 
-def between(expression: str, tz_name: str, first: datetime, until: datetime, *, limit: int) -> list[Occurrence]:
+def between(
+    expression: str, tz_name: str, first: datetime, until: datetime, *, limit: int
+) -> list[Occurrence]:
     """Occurrences from ``first`` (itself one, included) to ``until`` (included), at most ``limit``."""
     tz = zone(tz_name)
     found = []
@@ -117,15 +123,19 @@ def _fields(template: str, *, what: str) -> set[str]:
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as error:
-        raise ScheduleInvalid(f"{what} {template!r} is not a template: {error} (write a literal "
-                              "brace as {{ or }})") from None
+        raise ScheduleInvalid(
+            f"{what} {template!r} is not a template: {error} (write a literal "
+            "brace as {{ or }})"
+        ) from None
     names = set()
     for _, name, spec, conversion in parsed:
         if name is None:
             continue
         if name not in PLACEHOLDERS or spec or conversion:
-            raise ScheduleInvalid(f"{what} {template!r} names {{{name}}}; the placeholders are "
-                                  + ", ".join(f"{{{known}}}" for known in PLACEHOLDERS))
+            raise ScheduleInvalid(
+                f"{what} {template!r} names {{{name}}}; the placeholders are "
+                + ", ".join(f"{{{known}}}" for known in PLACEHOLDERS)
+            )
         names.add(name)
     return names
 
@@ -134,7 +144,9 @@ def render(template: str, occurrence: Occurrence, schedule_name: str) -> str:
     return template.format_map(occurrence.values(schedule_name))
 
 
-def render_input(args: list, kwargs: dict, occurrence: Occurrence, schedule_name: str) -> tuple[list, dict]:
+def render_input(
+    args: list, kwargs: dict, occurrence: Occurrence, schedule_name: str
+) -> tuple[list, dict]:
     """The input of an occurrence's run: each top-level string rendered like the id."""
     values = occurrence.values(schedule_name)
 
@@ -144,15 +156,25 @@ def render_input(args: list, kwargs: dict, occurrence: Occurrence, schedule_name
     return [one(value) for value in args], {key: one(value) for key, value in kwargs.items()}
 
 
-def check_templates(id_template: str, args: list, kwargs: dict, *, expression: str, tz_name: str,
-                    schedule_name: str, now: datetime) -> None:
+def check_templates(
+    id_template: str,
+    args: list,
+    kwargs: dict,
+    *,
+    expression: str,
+    tz_name: str,
+    schedule_name: str,
+    now: datetime,
+) -> None:
     """Refuse an id template that cannot tell the upcoming occurrences apart (the run id is the
     occurrence: two occurrences with one id would fire once), and input templates that name
     unknown placeholders."""
     if not _fields(id_template, what="id template") - {"schedule"}:
-        raise ScheduleInvalid(f"id template {id_template!r} names no occurrence placeholder: every "
-                              "occurrence would get the same run id and only the first would run "
-                              "(use {date}, {time} or {datetime}, e.g. 'reconcile:{date}')")
+        raise ScheduleInvalid(
+            f"id template {id_template!r} names no occurrence placeholder: every "
+            "occurrence would get the same run id and only the first would run "
+            "(use {date}, {time} or {datetime}, e.g. 'reconcile:{date}')"
+        )
     for value in [*args, *kwargs.values()]:
         if isinstance(value, str):
             _fields(value, what="input string")
@@ -166,6 +188,7 @@ def check_templates(id_template: str, args: list, kwargs: dict, *, expression: s
                 f"id template {id_template!r} gives two occurrences the same run id {run_id!r} "
                 f"({seen[run_id].local.isoformat(timespec='minutes')} and "
                 f"{occurrence.local.isoformat(timespec='minutes')}): only the first would run; "
-                "add {time} or use {datetime} for a cron that fires more than once a day")
+                "add {time} or use {datetime} for a cron that fires more than once a day"
+            )
         seen[run_id] = occurrence
         moment = occurrence.at

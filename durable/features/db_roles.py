@@ -2,6 +2,7 @@
 needs on every table, and on the audit tables only SELECT and INSERT. Only a table's owner
 (or a superuser) can disable its triggers or skip them, so the role that serves requests
 and runs workers can add audit rows but never change, delete or empty them."""
+
 from django.db import connections
 
 from durable import chain
@@ -29,8 +30,10 @@ def grant_statements(app_role: str, *, using: str = "default") -> list[str]:
         cursor.execute("SELECT current_database(), current_schema()")
         database, schema = cursor.fetchone()
         tables = connection.introspection.table_names(cursor)
-    statements = [f"GRANT CONNECT ON DATABASE {quote(database)} TO {role}",
-                  f"GRANT USAGE ON SCHEMA {quote(schema)} TO {role}"]
+    statements = [
+        f"GRANT CONNECT ON DATABASE {quote(database)} TO {role}",
+        f"GRANT USAGE ON SCHEMA {quote(schema)} TO {role}",
+    ]
     for table in sorted(tables):
         statements.append(f"REVOKE ALL ON TABLE {quote(table)} FROM {role}")
         if table in audit:

@@ -5,6 +5,7 @@ Only what a schedule starts and when is declared (workflow, cron, zone, id templ
 catch-up). Whether it is paused stays the operator's: a sync never resumes a schedule an
 operator paused, and never deletes one that is declared nowhere (it says so).
 """
+
 import importlib
 from dataclasses import dataclass, field
 
@@ -27,9 +28,16 @@ class DeclaredSchedule:
 
     def fields(self) -> dict:
         """The schedule's editable fields, checked as a new schedule's are (ScheduleInvalid)."""
-        return schedules.schedule_check(name=self.name, workflow=self.workflow, cron_expression=self.cron,
-                                        timezone=self.timezone, id_template=self.id_template,
-                                        args=list(self.args), kwargs=dict(self.kwargs), catch_up=self.catch_up)
+        return schedules.schedule_check(
+            name=self.name,
+            workflow=self.workflow,
+            cron_expression=self.cron,
+            timezone=self.timezone,
+            id_template=self.id_template,
+            args=list(self.args),
+            kwargs=dict(self.kwargs),
+            catch_up=self.catch_up,
+        )
 
 
 @dataclass
@@ -54,8 +62,10 @@ def declared_schedules() -> list[DeclaredSchedule]:
             continue
         for declared in getattr(module, "SCHEDULES", []):
             if declared.name in found:
-                raise ValueError(f"schedule {declared.name!r} is declared twice: in {found[declared.name][0]} "
-                                 f"and in {module_name}")
+                raise ValueError(
+                    f"schedule {declared.name!r} is declared twice: in {found[declared.name][0]} "
+                    f"and in {module_name}"
+                )
             found[declared.name] = (module_name, declared)
     return [declared for _, declared in sorted(found.values(), key=lambda pair: pair[1].name)]
 
@@ -70,8 +80,11 @@ def schedules_drift(declared: list[DeclaredSchedule] | None = None) -> list[Drif
         if stored is None:
             drifts.append(Drift(spec.name, missing=True))
             continue
-        changed = {name: [getattr(stored, name), wanted[name]] for name in schedules.EDITABLE
-                   if getattr(stored, name) != wanted[name]}
+        changed = {
+            name: [getattr(stored, name), wanted[name]]
+            for name in schedules.EDITABLE
+            if getattr(stored, name) != wanted[name]
+        }
         if changed:
             drifts.append(Drift(spec.name, changed=changed))
     return drifts
@@ -80,11 +93,18 @@ def schedules_drift(declared: list[DeclaredSchedule] | None = None) -> list[Drif
 def undeclared_schedules(declared: list[DeclaredSchedule] | None = None) -> list[str]:
     """Schedules in the database that no app declares (created by hand, or a declaration removed)."""
     names = {spec.name for spec in (declared if declared is not None else declared_schedules())}
-    return list(Schedule.objects.exclude(name__in=names).order_by("name").values_list("name", flat=True))
+    return list(
+        Schedule.objects.exclude(name__in=names).order_by("name").values_list("name", flat=True)
+    )
 
 
-def schedules_sync(*, actor: str, audit: dict | None = None, dry_run: bool = False,
-                   declared: list[DeclaredSchedule] | None = None) -> list[Drift]:
+def schedules_sync(
+    *,
+    actor: str,
+    audit: dict | None = None,
+    dry_run: bool = False,
+    declared: list[DeclaredSchedule] | None = None,
+) -> list[Drift]:
     """Create the declared schedules missing from the database and change those that differ,
     each through the schedules' services (checked, audited); return what differed.
     ``declared``: these declarations instead of the apps' (``declared_schedules``)."""
@@ -96,10 +116,23 @@ def schedules_sync(*, actor: str, audit: dict | None = None, dry_run: bool = Fal
     for drift in drifts:
         spec = by_name[drift.name]
         if drift.missing:
-            schedules.schedule_create(spec.name, spec.workflow, cron_expression=spec.cron, timezone=spec.timezone,
-                                      id_template=spec.id_template, args=list(spec.args), kwargs=dict(spec.kwargs),
-                                      catch_up=spec.catch_up, actor=actor, audit={**(audit or {}), "sync": True})
+            schedules.schedule_create(
+                spec.name,
+                spec.workflow,
+                cron_expression=spec.cron,
+                timezone=spec.timezone,
+                id_template=spec.id_template,
+                args=list(spec.args),
+                kwargs=dict(spec.kwargs),
+                catch_up=spec.catch_up,
+                actor=actor,
+                audit={**(audit or {}), "sync": True},
+            )
         else:
-            schedules.schedule_update(spec.name, actor=actor, audit={**(audit or {}), "sync": True},
-                                      **{name: new for name, (_, new) in drift.changed.items()})
+            schedules.schedule_update(
+                spec.name,
+                actor=actor,
+                audit={**(audit or {}), "sync": True},
+                **{name: new for name, (_, new) in drift.changed.items()},
+            )
     return drifts

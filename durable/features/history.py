@@ -8,15 +8,32 @@ database is not queried. The first call that differs from the journal is a diver
 (the run would be blocked in production); the first call with no recorded outcome is
 where the history ends, which is success: everything recorded still replays.
 """
+
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from durable import selectors
 from durable.runtime import registry
-from durable.runtime.context import Continued, Diverged, Raised, ReplayContext, Suspended, describe, replay
-from durable.documents import (FORMAT, History, RecordedEntry, RecordedRun,  # noqa: F401 (the public names)
-                               entry_json, export_file_documents, history_parse, iso)
+from durable.runtime.context import (
+    Continued,
+    Diverged,
+    Raised,
+    ReplayContext,
+    Suspended,
+    describe,
+    replay,
+)
+from durable.documents import (
+    FORMAT,
+    History,
+    RecordedEntry,
+    RecordedRun,  # noqa: F401 (the public names)
+    entry_json,
+    export_file_documents,
+    history_parse,
+    iso,
+)
 from durable.errors import Cancelled, JournalMismatch, WorkflowNotFound
 from durable.models import ArchivedRun, JournalEntry, Signal, WorkflowRun
 from durable.runtime.store.recorded import HistoryEnds, RecordedStore, without_database
@@ -41,16 +58,26 @@ def history_export(run_id: str) -> dict:
     return {
         "format": FORMAT,
         "run": {
-            "id": run.id, "workflow_name": run.workflow_name,
-            "workflow_version": run.workflow_version, "input": run.input, "status": run.status,
-            "result": run.result, "error": run.error, "created_at": iso(run.created_at),
+            "id": run.id,
+            "workflow_name": run.workflow_name,
+            "workflow_version": run.workflow_version,
+            "input": run.input,
+            "status": run.status,
+            "result": run.result,
+            "error": run.error,
+            "created_at": iso(run.created_at),
             "finished_at": iso(run.finished_at),
         },
         "journal": [entry_json(entry) for entry in journal],
         "signals": [
-            {"id": signal.id, "name": signal.name, "payload": signal.payload,
-             "dedupe_key": signal.dedupe_key, "consumed_position": signal.consumed_position,
-             "created_at": iso(signal.created_at)}
+            {
+                "id": signal.id,
+                "name": signal.name,
+                "payload": signal.payload,
+                "dedupe_key": signal.dedupe_key,
+                "consumed_position": signal.consumed_position,
+                "created_at": iso(signal.created_at),
+            }
             for signal in signals
         ],
     }
@@ -61,14 +88,29 @@ def history_archived(run_id: str) -> dict:
     run = selectors.archived_run_full(selectors.archived_get(run_id))
     return {
         "format": FORMAT,
-        "run": {"id": run.id, "workflow_name": run.workflow_name, "workflow_version": run.workflow_version,
-                "input": run.input, "status": run.status, "result": run.result, "error": run.error,
-                "created_at": run.created_at.isoformat(), "finished_at": run.finished_at.isoformat()},
+        "run": {
+            "id": run.id,
+            "workflow_name": run.workflow_name,
+            "workflow_version": run.workflow_version,
+            "input": run.input,
+            "status": run.status,
+            "result": run.result,
+            "error": run.error,
+            "created_at": run.created_at.isoformat(),
+            "finished_at": run.finished_at.isoformat(),
+        },
         "journal": [entry_json(entry) for entry in selectors.archived_journal(run)],
-        "signals": [{"id": s.id, "name": s.name, "payload": s.payload, "dedupe_key": s.dedupe_key,
-                     "consumed_position": s.consumed_position,
-                     "created_at": s.created_at.isoformat() if s.created_at else None}
-                    for s in selectors.archived_signals(run)],
+        "signals": [
+            {
+                "id": s.id,
+                "name": s.name,
+                "payload": s.payload,
+                "dedupe_key": s.dedupe_key,
+                "consumed_position": s.consumed_position,
+                "created_at": s.created_at.isoformat() if s.created_at else None,
+            }
+            for s in selectors.archived_signals(run)
+        ],
     }
 
 
@@ -103,17 +145,30 @@ def histories_live(*, workflow: str | None = None, statuses=(), batch: int = 200
         runs = runs.filter(status__in=list(statuses))
     ids = list(runs.values_list("id", flat=True))
     for start in range(0, len(ids), batch):
-        chunk = ids[start:start + batch]
+        chunk = ids[start : start + batch]
         journals: dict[str, dict[int, RecordedEntry]] = {run_id: {} for run_id in chunk}
         for entry in JournalEntry.objects.filter(run_id__in=chunk):
             journals[entry.run_id][entry.position] = RecordedEntry(
-                position=entry.position, kind=entry.kind, name=entry.name, status=entry.status,
-                result=entry.result, error=entry.error, attempt=entry.attempt,
-                idempotency_key=entry.idempotency_key, wake_at=iso(entry.wake_at))
+                position=entry.position,
+                kind=entry.kind,
+                name=entry.name,
+                status=entry.status,
+                result=entry.result,
+                error=entry.error,
+                attempt=entry.attempt,
+                idempotency_key=entry.idempotency_key,
+                wake_at=iso(entry.wake_at),
+            )
         for run in WorkflowRun.objects.filter(id__in=chunk).order_by("created_at", "id"):
-            recorded = RecordedRun(id=run.id, workflow_name=run.workflow_name,
-                                   workflow_version=run.workflow_version, input=run.input,
-                                   status=run.status, result=run.result, error=run.error)
+            recorded = RecordedRun(
+                id=run.id,
+                workflow_name=run.workflow_name,
+                workflow_version=run.workflow_version,
+                input=run.input,
+                status=run.status,
+                result=run.result,
+                error=run.error,
+            )
             yield History(run=recorded, journal=journals[run.id], source=f"run {run.id}")
 
 
@@ -127,15 +182,22 @@ def _diff(history: History, divergence: JournalMismatch) -> str:
     recorded = describe(expected.kind, expected.name) if expected else "nothing more"
     lines.append(f"  expected (journal, position {position}): {recorded}")
     lines.append(f"  found    (code,    position {position}): {divergence.found}")
-    elsewhere = [entry.position for entry in history.journal.values()
-                 if describe(entry.kind, entry.name) == divergence.found and entry.position != position]
+    elsewhere = [
+        entry.position
+        for entry in history.journal.values()
+        if describe(entry.kind, entry.name) == divergence.found and entry.position != position
+    ]
     if elsewhere:
         where = ", ".join(str(p) for p in sorted(elsewhere))
-        lines.append(f"  the journal recorded {divergence.found} at position {where}: "
-                     "reordered, or a step was added or removed before it")
+        lines.append(
+            f"  the journal recorded {divergence.found} at position {where}: "
+            "reordered, or a step was added or removed before it"
+        )
     elif expected is not None and not divergence.found.startswith("nothing"):
-        lines.append(f"  the journal never recorded {divergence.found}: renamed or new "
-                     "(guard new code with workflow.patched(), or start a new version)")
+        lines.append(
+            f"  the journal never recorded {divergence.found}: renamed or new "
+            "(guard new code with workflow.patched(), or start a new version)"
+        )
     lines.append("")
     lines.append(f"  {'':2}{'position':>8}  {'journal (recorded)':<40}code (now)")
     first = max(0, position - 6)
@@ -180,35 +242,69 @@ def history_replay(history: History) -> ReplayReport:
             args, kwargs = definition.decode_input(history.run.input)
             outcome = replay(ctx, definition.fn, args, kwargs)
     except HistoryEnds as end:
-        return ReplayReport(history, True, f"{label}: {_entries(end.position)} replay; "
-                                           f"at position {end.position} {end.reason}")
+        return ReplayReport(
+            history,
+            True,
+            f"{label}: {_entries(end.position)} replay; at position {end.position} {end.reason}",
+        )
     if isinstance(outcome, Suspended):
         position = outcome.suspend.position
-        return ReplayReport(history, True, f"{label}: {_entries(position)} replay; "
-                                           f"at position {position} {store.reason_at(position)}")
+        return ReplayReport(
+            history,
+            True,
+            f"{label}: {_entries(position)} replay; "
+            f"at position {position} {store.reason_at(position)}",
+        )
     if isinstance(outcome, Diverged):
         divergence = outcome.divergence
         if isinstance(divergence, JournalMismatch):
-            return ReplayReport(history, False, f"{label}: diverges at position {divergence.position}",
-                                _diff(history, divergence))
+            return ReplayReport(
+                history,
+                False,
+                f"{label}: diverges at position {divergence.position}",
+                _diff(history, divergence),
+            )
         # strict mode, a database query, a signal mix-up
-        return ReplayReport(history, False, f"{label}: at position {ctx.position}: {divergence.message}")
+        return ReplayReport(
+            history, False, f"{label}: at position {ctx.position}: {divergence.message}"
+        )
     if isinstance(outcome, Continued):
         if history.run.status == "continued":
-            return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; "
-                                               "the code continues as new as the run did")
-        return ReplayReport(history, False, f"{label}: the code continues as new after position {ctx.position} "
-                                            f"(the run recorded {history.run.status or 'no status'})")
+            return ReplayReport(
+                history,
+                True,
+                f"{label}: {_entries(ctx.position)} replay; "
+                "the code continues as new as the run did",
+            )
+        return ReplayReport(
+            history,
+            False,
+            f"{label}: the code continues as new after position {ctx.position} "
+            f"(the run recorded {history.run.status or 'no status'})",
+        )
     if isinstance(outcome, Raised):
         exc = outcome.error
         recorded = (history.run.error or {}).get("type")
         if history.run.status == "cancelled" and isinstance(exc, Cancelled):
-            return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; "
-                                               "the code ends cancelled as the run did")
+            return ReplayReport(
+                history,
+                True,
+                f"{label}: {_entries(ctx.position)} replay; the code ends cancelled as the run did",
+            )
         if history.run.status == "failed" and recorded == type(exc).__name__:
-            return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; "
-                                               f"the code fails as the run did ({type(exc).__name__})")
-        return ReplayReport(history, False, f"{label}: the code raised {type(exc).__name__}: {exc} "
-                                            f"after position {ctx.position} (the run recorded "
-                                            f"{history.run.status or 'no status'})")
-    return ReplayReport(history, True, f"{label}: {_entries(ctx.position)} replay; the code returns")
+            return ReplayReport(
+                history,
+                True,
+                f"{label}: {_entries(ctx.position)} replay; "
+                f"the code fails as the run did ({type(exc).__name__})",
+            )
+        return ReplayReport(
+            history,
+            False,
+            f"{label}: the code raised {type(exc).__name__}: {exc} "
+            f"after position {ctx.position} (the run recorded "
+            f"{history.run.status or 'no status'})",
+        )
+    return ReplayReport(
+        history, True, f"{label}: {_entries(ctx.position)} replay; the code returns"
+    )

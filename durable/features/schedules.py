@@ -6,6 +6,7 @@ sweeps, or a sweep racing an operator's manual start, never run one occurrence t
 schedule's bookkeeping (``next_fire_at``, ``last_fired_at``) commits in the transaction
 that starts the runs, under the schedule's row lock.
 """
+
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -24,9 +25,19 @@ from durable.models.schedules import CatchUp, Schedule, ScheduleAction, Schedule
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ScheduleExists", "ScheduleInvalid", "ScheduleNotFound", "fire_due", "schedule_check",
-           "schedule_create", "schedule_pause", "schedule_resume", "schedule_trigger", "schedule_update",
-           "schedules_listed"]
+__all__ = [
+    "ScheduleExists",
+    "ScheduleInvalid",
+    "ScheduleNotFound",
+    "fire_due",
+    "schedule_check",
+    "schedule_create",
+    "schedule_pause",
+    "schedule_resume",
+    "schedule_trigger",
+    "schedule_update",
+    "schedules_listed",
+]
 
 
 class ScheduleNotFound(DurableError):
@@ -51,48 +62,101 @@ def misfire_grace_seconds() -> float:
 # --- writes ---
 
 
-def schedule_check(*, name: str, workflow: str, cron_expression: str, timezone: str, id_template: str,
-                   args=None, kwargs=None, catch_up: str = CatchUp.ALL) -> dict:
+def schedule_check(
+    *,
+    name: str,
+    workflow: str,
+    cron_expression: str,
+    timezone: str,
+    id_template: str,
+    args=None,
+    kwargs=None,
+    catch_up: str = CatchUp.ALL,
+) -> dict:
     """The schedule's fields, cleaned, or ScheduleInvalid (WorkflowNotFound, PayloadError) naming
     what cannot work: a bad cron is refused when it is written, not found by a sweep at night."""
     try:
         validate_slug(name)
     except ValidationError:
-        raise ScheduleInvalid(f"schedule name {name!r} must be a slug (letters, digits, - and _)") from None
+        raise ScheduleInvalid(
+            f"schedule name {name!r} must be a slug (letters, digits, - and _)"
+        ) from None
     args = [] if args is None else args
     kwargs = {} if kwargs is None else kwargs
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise ScheduleInvalid("a schedule's args must be a JSON list and its kwargs a JSON object")
     if catch_up not in CatchUp.values:
-        raise ScheduleInvalid(f"catch-up policy {catch_up!r} is not one of {', '.join(CatchUp.values)}")
+        raise ScheduleInvalid(
+            f"catch-up policy {catch_up!r} is not one of {', '.join(CatchUp.values)}"
+        )
     definition = registry.resolve(workflow)
     expression = cron.check_expression(cron_expression)
     cron.zone(timezone)
     validation.check_json_value({"args": args, "kwargs": kwargs}, what="schedule input")
     now = clock.now()
-    cron.check_templates(id_template, args, kwargs, expression=expression, tz_name=timezone,
-                         schedule_name=name, now=now)
+    cron.check_templates(
+        id_template,
+        args,
+        kwargs,
+        expression=expression,
+        tz_name=timezone,
+        schedule_name=name,
+        now=now,
+    )
     upcoming = cron.after(expression, timezone, now)
     validation.check_run_input(definition.name, *cron.render_input(args, kwargs, upcoming, name))
-    return {"name": name, "workflow_name": definition.name, "cron": expression, "timezone": timezone,
-            "id_template": id_template, "args": args, "kwargs": kwargs, "catch_up": catch_up}
+    return {
+        "name": name,
+        "workflow_name": definition.name,
+        "cron": expression,
+        "timezone": timezone,
+        "id_template": id_template,
+        "args": args,
+        "kwargs": kwargs,
+        "catch_up": catch_up,
+    }
 
 
-def schedule_create(name: str, workflow: str, *, cron_expression: str, id_template: str,
-                    timezone: str = "UTC", args=None, kwargs=None, catch_up: str = CatchUp.ALL,
-                    paused: bool = False, actor: str, audit: dict | None = None) -> Schedule:
+def schedule_create(
+    name: str,
+    workflow: str,
+    *,
+    cron_expression: str,
+    id_template: str,
+    timezone: str = "UTC",
+    args=None,
+    kwargs=None,
+    catch_up: str = CatchUp.ALL,
+    paused: bool = False,
+    actor: str,
+    audit: dict | None = None,
+) -> Schedule:
     """Create a schedule; its first occurrence is the first one after now (nothing before
     it is "missed")."""
-    fields = schedule_check(name=name, workflow=workflow, cron_expression=cron_expression,
-                            timezone=timezone, id_template=id_template, args=args, kwargs=kwargs,
-                            catch_up=catch_up)
+    fields = schedule_check(
+        name=name,
+        workflow=workflow,
+        cron_expression=cron_expression,
+        timezone=timezone,
+        id_template=id_template,
+        args=args,
+        kwargs=kwargs,
+        catch_up=catch_up,
+    )
     now = clock.now()
     next_fire_at = None if paused else cron.after(fields["cron"], timezone, now).at
     try:
         with transaction.atomic():
-            schedule = Schedule.objects.create(**fields, paused=paused, next_fire_at=next_fire_at,
-                                               created_at=now, updated_at=now)
-            _audit(schedule, ScheduleAction.CREATE, actor, {**fields, "paused": paused, **(audit or {})}, first=True)
+            schedule = Schedule.objects.create(
+                **fields, paused=paused, next_fire_at=next_fire_at, created_at=now, updated_at=now
+            )
+            _audit(
+                schedule,
+                ScheduleAction.CREATE,
+                actor,
+                {**fields, "paused": paused, **(audit or {})},
+                first=True,
+            )
     except IntegrityError:
         raise ScheduleExists(f"a schedule named {name!r} exists already") from None
     return schedule
@@ -110,15 +174,28 @@ def schedule_update(name: str, *, actor: str, audit: dict | None = None, **chang
     """
     unknown = set(changes) - set(EDITABLE)
     if unknown:
-        raise ScheduleInvalid(f"schedule fields {sorted(unknown)} cannot be changed (only {', '.join(EDITABLE)})")
+        raise ScheduleInvalid(
+            f"schedule fields {sorted(unknown)} cannot be changed (only {', '.join(EDITABLE)})"
+        )
     with transaction.atomic():
         schedule = _get_locked(name)
         current = {field: getattr(schedule, field) for field in EDITABLE}
         merged = {**current, **changes}
-        fields = schedule_check(name=name, workflow=merged["workflow_name"], cron_expression=merged["cron"],
-                                timezone=merged["timezone"], id_template=merged["id_template"],
-                                args=merged["args"], kwargs=merged["kwargs"], catch_up=merged["catch_up"])
-        changed = {field: [current[field], fields[field]] for field in EDITABLE if fields[field] != current[field]}
+        fields = schedule_check(
+            name=name,
+            workflow=merged["workflow_name"],
+            cron_expression=merged["cron"],
+            timezone=merged["timezone"],
+            id_template=merged["id_template"],
+            args=merged["args"],
+            kwargs=merged["kwargs"],
+            catch_up=merged["catch_up"],
+        )
+        changed = {
+            field: [current[field], fields[field]]
+            for field in EDITABLE
+            if fields[field] != current[field]
+        }
         if not changed:
             return schedule
         now = clock.now()
@@ -132,7 +209,9 @@ def schedule_update(name: str, *, actor: str, audit: dict | None = None, **chang
     return schedule
 
 
-def schedule_pause(name: str, *, actor: str, reason: str = "", audit: dict | None = None) -> Schedule:
+def schedule_pause(
+    name: str, *, actor: str, reason: str = "", audit: dict | None = None
+) -> Schedule:
     """Stop firing. Occurrences that pass while paused are skipped, whatever the catch-up
     policy: pausing says "not these"; a missed day can still be started by hand."""
     with transaction.atomic():
@@ -154,8 +233,12 @@ def schedule_resume(name: str, *, actor: str, audit: dict | None = None) -> Sche
             schedule.paused, schedule.updated_at, schedule.last_error = False, now, ""
             schedule.next_fire_at = cron.after(schedule.cron, schedule.timezone, now).at
             schedule.save(update_fields=["paused", "next_fire_at", "updated_at", "last_error"])
-            _audit(schedule, ScheduleAction.RESUME, actor, {"next_fire_at": schedule.next_fire_at.isoformat(),
-                                               **(audit or {})})
+            _audit(
+                schedule,
+                ScheduleAction.RESUME,
+                actor,
+                {"next_fire_at": schedule.next_fire_at.isoformat(), **(audit or {})},
+            )
     return schedule
 
 
@@ -171,10 +254,20 @@ def schedule_trigger(name: str, *, actor: str, audit: dict | None = None):
         run_id = cron.render(schedule.id_template, occurrence, schedule.name)
         args, kwargs = cron.render_input(schedule.args, schedule.kwargs, occurrence, schedule.name)
         existed = selectors.run_exists(run_id)
-        run = services.run_start(schedule.workflow_name, *args, id=run_id, actor=actor,
-                                 audit={"schedule": schedule.name, "triggered": now.isoformat(), **(audit or {})},
-                                 **kwargs)
-        _audit(schedule, ScheduleAction.TRIGGER, actor, {"run_id": run.id, "started": not existed, **(audit or {})})
+        run = services.run_start(
+            schedule.workflow_name,
+            *args,
+            id=run_id,
+            actor=actor,
+            audit={"schedule": schedule.name, "triggered": now.isoformat(), **(audit or {})},
+            **kwargs,
+        )
+        _audit(
+            schedule,
+            ScheduleAction.TRIGGER,
+            actor,
+            {"run_id": run.id, "started": not existed, **(audit or {})},
+        )
     return run, not existed
 
 
@@ -186,8 +279,11 @@ def fire_due(*, limit: int = 100) -> list[str]:
 
     With nothing due this is one indexed query and no transaction: it runs on every tick.
     """
-    due = list(Schedule.objects.filter(next_fire_at__lte=clock.now()).order_by("next_fire_at")
-               .values_list("pk", flat=True)[:limit])
+    due = list(
+        Schedule.objects.filter(next_fire_at__lte=clock.now())
+        .order_by("next_fire_at")
+        .values_list("pk", flat=True)[:limit]
+    )
     fired: list[str] = []
     for pk in due:
         fired += _fire(pk)
@@ -205,12 +301,14 @@ def _plan(schedule: Schedule, now) -> _Plan:
     """Which due occurrences to fire under the schedule's catch-up policy, and the next one."""
     expression, tz = schedule.cron, schedule.timezone
     if schedule.catch_up == CatchUp.ALL:
-        occurrences = cron.between(expression, tz, schedule.next_fire_at, now, limit=catch_up_batch())
+        occurrences = cron.between(
+            expression, tz, schedule.next_fire_at, now, limit=catch_up_batch()
+        )
         resume_from = occurrences[-1].at if occurrences else now
         return _Plan(fire=occurrences, next_fire_at=cron.after(expression, tz, resume_from).at)
     last = cron.latest(expression, tz, now)
     following = cron.after(expression, tz, now).at
-    if last.at < schedule.next_fire_at:   # no occurrence since next_fire_at (set by hand)
+    if last.at < schedule.next_fire_at:  # no occurrence since next_fire_at (set by hand)
         return _Plan(fire=[], next_fire_at=following)
     missed_since = schedule.next_fire_at if schedule.next_fire_at < last.at else None
     on_time = (now - last.at) <= timedelta(seconds=misfire_grace_seconds())
@@ -225,7 +323,9 @@ def _fire(pk: int) -> list[str]:
         with transaction.atomic():
             rows = Schedule.objects.filter(pk=pk, next_fire_at__lte=now)
             # Another sweep holding it is firing it: skip, never wait behind it.
-            rows = rows.select_for_update(skip_locked=connection.features.has_select_for_update_skip_locked)
+            rows = rows.select_for_update(
+                skip_locked=connection.features.has_select_for_update_skip_locked
+            )
             schedule = rows.first()
             if schedule is None:
                 return []
@@ -233,12 +333,21 @@ def _fire(pk: int) -> list[str]:
             fired, conflicts = [], []
             for occurrence in plan.fire:
                 run_id = cron.render(schedule.id_template, occurrence, schedule.name)
-                args, kwargs = cron.render_input(schedule.args, schedule.kwargs, occurrence, schedule.name)
+                args, kwargs = cron.render_input(
+                    schedule.args, schedule.kwargs, occurrence, schedule.name
+                )
                 try:
-                    services.run_start(schedule.workflow_name, *args, id=run_id, actor=f"schedule:{schedule.name}",
-                                       audit={"schedule": schedule.name, "occurrence": occurrence.at.isoformat()},
-                                       **kwargs)
-                except RunConflict as error:  # started by hand with other input: that run is the occurrence
+                    services.run_start(
+                        schedule.workflow_name,
+                        *args,
+                        id=run_id,
+                        actor=f"schedule:{schedule.name}",
+                        audit={"schedule": schedule.name, "occurrence": occurrence.at.isoformat()},
+                        **kwargs,
+                    )
+                except (
+                    RunConflict
+                ) as error:  # started by hand with other input: that run is the occurrence
                     log.warning("schedule %s: %s", schedule.name, error)
                     conflicts.append(run_id)
                 fired.append(run_id)
@@ -252,12 +361,23 @@ def _fire(pk: int) -> list[str]:
             if conflicts:
                 detail["existing_with_other_input"] = conflicts
             if fired or plan.skipped_since is not None:
-                _audit(schedule, ScheduleAction.FIRE if fired else ScheduleAction.SKIP, "sweep", {"catch_up": schedule.catch_up, **detail})
+                _audit(
+                    schedule,
+                    ScheduleAction.FIRE if fired else ScheduleAction.SKIP,
+                    "sweep",
+                    {"catch_up": schedule.catch_up, **detail},
+                )
             return fired
-    except DurableError as error:   # its workflow is gone, its input no longer fits
+    except DurableError as error:  # its workflow is gone, its input no longer fits
         message = f"{type(error).__name__}: {error}"
-        if Schedule.objects.filter(pk=pk).exclude(last_error=message).update(last_error=message, updated_at=now):
-            log.error("schedule #%s cannot fire: %s (it stays due; fix it or pause it)", pk, message)
+        if (
+            Schedule.objects.filter(pk=pk)
+            .exclude(last_error=message)
+            .update(last_error=message, updated_at=now)
+        ):
+            log.error(
+                "schedule #%s cannot fire: %s (it stays due; fix it or pause it)", pk, message
+            )
         return []
 
 
@@ -285,9 +405,16 @@ def _get_locked(name: str) -> Schedule:
     return schedule
 
 
-def _audit(schedule: Schedule, action: str, actor: str, detail: dict, *, first: bool = False) -> ScheduleEvent:
+def _audit(
+    schedule: Schedule, action: str, actor: str, detail: dict, *, first: bool = False
+) -> ScheduleEvent:
     """Callers hold the schedule's row lock (or created it in this transaction)."""
-    event = ScheduleEvent(schedule=schedule, action=str(action), actor=actor or "system", detail=detail,
-                          created_at=clock.now())
+    event = ScheduleEvent(
+        schedule=schedule,
+        action=str(action),
+        actor=actor or "system",
+        detail=detail,
+        created_at=clock.now(),
+    )
     event.save(parent_locked=True, first_in_chain=first)
     return event

@@ -4,6 +4,7 @@ A token is a random secret of 256 bits; the database keeps its SHA-256 digest. A
 is enough for a secret nobody chose (nothing to guess from a dictionary), and it lets a
 request find its token by an indexed lookup instead of trying every row.
 """
+
 import hashlib
 import secrets
 from datetime import timedelta
@@ -24,14 +25,16 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 class IssuedToken(NamedTuple):
     token: ApiToken
-    secret: str   # what the client sends as "Authorization: Token <secret>"; stored nowhere
+    secret: str  # what the client sends as "Authorization: Token <secret>"; stored nowhere
 
 
 def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def token_create(user: AbstractBaseUser, *, scope: str, days: int | None = None, name: str = "") -> IssuedToken:
+def token_create(
+    user: AbstractBaseUser, *, scope: str, days: int | None = None, name: str = ""
+) -> IssuedToken:
     """A new token for ``user``, valid for ``days`` (DURABLE_API_TOKEN_DAYS unless given).
 
     The token never grants more than its user's permissions: a read token of an operator
@@ -44,8 +47,15 @@ def token_create(user: AbstractBaseUser, *, scope: str, days: int | None = None,
         raise ValueError("a token must be valid for at least one day")
     secret = secrets.token_urlsafe(32)
     now = clock.now()
-    token = ApiToken.objects.create(user=user, digest=digest(secret), prefix=secret[:PREFIX_LENGTH], scope=scope,
-                                    name=name, created_at=now, expires_at=now + timedelta(days=days))
+    token = ApiToken.objects.create(
+        user=user,
+        digest=digest(secret),
+        prefix=secret[:PREFIX_LENGTH],
+        scope=scope,
+        name=name,
+        created_at=now,
+        expires_at=now + timedelta(days=days),
+    )
     return IssuedToken(token, secret)
 
 
@@ -69,7 +79,7 @@ def token_revoke(token_id: int) -> ApiToken:
     """Refuse the token from now on; the row stays, so the list still says who held it."""
     now = clock.now()
     ApiToken.objects.filter(pk=token_id, revoked_at__isnull=True).update(revoked_at=now)
-    token = ApiToken.objects.filter(pk=token_id).first()   # read after the write: as stored
+    token = ApiToken.objects.filter(pk=token_id).first()  # read after the write: as stored
     if token is None:
         raise TokenNotFound(f"no API token with id {token_id}")
     return token

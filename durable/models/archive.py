@@ -6,6 +6,7 @@ repeated copy is a primary-key error, never a duplicate. With ``--export`` the j
 signals leave the database for a gzip file; the run stays as a tombstone (no input, result
 or error) and its audit chain stays here, where ``durable audit verify`` walks it.
 """
+
 from django.db import models
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
@@ -37,8 +38,11 @@ class ArchiveBatch(models.Model):
 
     def __str__(self):
         where = f" -> {self.export_file}" if self.export_file else ""
-        return ngettext("batch %(token)s: %(count)d run%(where)s", "batch %(token)s: %(count)d runs%(where)s",
-                        self.runs) % {"token": self.token, "count": self.runs, "where": where}
+        return ngettext(
+            "batch %(token)s: %(count)d run%(where)s",
+            "batch %(token)s: %(count)d runs%(where)s",
+            self.runs,
+        ) % {"token": self.token, "count": self.runs, "where": where}
 
 
 class ArchivedRun(models.Model):
@@ -67,8 +71,12 @@ class ArchivedRun(models.Model):
     updated_at = models.DateTimeField(_("updated at"))
     finished_at = models.DateTimeField(_("finished at"), db_index=True)
     archived_at = models.DateTimeField(_("archived at"))
-    batch = models.ForeignKey(ArchiveBatch, on_delete=models.PROTECT, related_name="archived_runs",
-                              verbose_name=_("archive batch"))
+    batch = models.ForeignKey(
+        ArchiveBatch,
+        on_delete=models.PROTECT,
+        related_name="archived_runs",
+        verbose_name=_("archive batch"),
+    )
 
     # A finished run waits for nothing: the API's run shape still has these fields.
     waiting_for = ""
@@ -81,8 +89,11 @@ class ArchivedRun(models.Model):
 
     def __str__(self):
         return gettext("%(run)s (%(workflow)s v%(version)s, %(status)s, archived)") % {
-            "run": self.id, "workflow": self.workflow_name, "version": self.workflow_version,
-            "status": self.get_status_display()}
+            "run": self.id,
+            "workflow": self.workflow_name,
+            "version": self.workflow_version,
+            "status": self.get_status_display(),
+        }
 
     @property
     def exported(self) -> bool:
@@ -107,7 +118,9 @@ class ArchivedJournalEntry(models.Model):
 
     class Meta:
         ordering = ["run", "position"]
-        constraints = [models.UniqueConstraint(fields=["run", "position"], name="durable_archived_journal_pos")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="durable_archived_journal_pos")
+        ]
         verbose_name = _("archived journal entry")
         verbose_name_plural = _("archived journal entries")
 
@@ -147,7 +160,9 @@ class ArchivedAuditEvent(ChainedAudit):
 
     class Meta:
         ordering = ["created_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["run", "chain_seq"], name="durable_archived_audit_seq")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "chain_seq"], name="durable_archived_audit_seq")
+        ]
 
     def save(self, *args, **kwargs):
         raise AppendOnly("archived audit rows are copies made by durable archive, never written")

@@ -3,6 +3,7 @@
 Status changes go through django-fsm transitions on ``WorkflowRun`` (the field is
 protected); the executor persists them with fenced conditional updates (see durable/runtime/store/live.py).
 """
+
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _, pgettext_lazy
@@ -25,7 +26,12 @@ class RunStatus(models.TextChoices):
 
 
 ACTIVE_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
-FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.CONTINUED)
+FINISHED_STATUSES = (
+    RunStatus.COMPLETED,
+    RunStatus.FAILED,
+    RunStatus.CANCELLED,
+    RunStatus.CONTINUED,
+)
 
 
 class WorkflowRun(FSMModelMixin, models.Model):
@@ -34,8 +40,13 @@ class WorkflowRun(FSMModelMixin, models.Model):
     workflow_name = models.CharField(_("workflow"), max_length=200)
     workflow_version = models.PositiveIntegerField(_("workflow version"), default=1)
     input = models.JSONField(_("input"), default=dict)
-    status = FSMField(_("status"), max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING,
-                      protected=True)
+    status = FSMField(
+        _("status"),
+        max_length=16,
+        choices=RunStatus.choices,
+        default=RunStatus.PENDING,
+        protected=True,
+    )
     result = models.JSONField(_("result"), null=True, blank=True)
     error = models.JSONField(_("error"), null=True, blank=True)
     # When the sweep must dispatch this run: a deadline, a retry back-off, a lease expiry,
@@ -64,18 +75,39 @@ class WorkflowRun(FSMModelMixin, models.Model):
     attributes = models.JSONField(default=dict, blank=True)
     # The run that started this one with workflow.start_child: told when this one finishes,
     # and cancelling it cancels this one. No database constraint: either may be archived.
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
-                               db_constraint=False, db_index=False, related_name="children")
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="children",
+    )
     # The run this one was forked from (services.run_fork), and the position it ran again
     # from: entries before it are the source's, copied. The source lists its forks.
-    forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
-                                    db_constraint=False, db_index=False, related_name="forks")
+    forked_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="forks",
+    )
     fork_position = models.PositiveIntegerField(null=True, blank=True)
     # Continue-as-new: the run this one continued as, and the first run of the chain (null
     # on that first run). Signals, queries and cancels sent to any run of a chain reach
     # its newest (selectors.run_current).
-    continued_as = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING,
-                                     db_constraint=False, db_index=False, related_name="+")
+    continued_as = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
     chain_root = models.CharField(max_length=255, null=True, blank=True)
     # 0..9, higher first: in the sweep's pick, in a limit's line, and in the broker.
     priority = models.PositiveSmallIntegerField(default=5)
@@ -89,25 +121,37 @@ class WorkflowRun(FSMModelMixin, models.Model):
         ordering = ["-created_at"]
         indexes = [
             # The sweep reads "wake_at <= now" as a range scan over due runs only.
-            models.Index(fields=["wake_at"], name="durable_run_due",
-                         condition=Q(wake_at__isnull=False)),
+            models.Index(
+                fields=["wake_at"], name="durable_run_due", condition=Q(wake_at__isnull=False)
+            ),
             models.Index(fields=["workflow_name", "status"], name="durable_run_wf_status"),
             # Declared here, not with db_index: on PostgreSQL a db_index on a text column adds
             # a second, varchar_pattern_ops index for LIKE 'x%', which no query here makes and
             # which every claim, park, finish and signal (each a new row version, since they
             # change status or wake_at) paid for. Children are few: the rest skip that index.
             models.Index(fields=["status"], name="durable_run_status"),
-            models.Index(fields=["parent"], name="durable_run_parent", condition=Q(parent__isnull=False)),
-            models.Index(fields=["forked_from"], name="durable_run_forked_from",
-                         condition=Q(forked_from__isnull=False)),
-            models.Index(fields=["chain_root"], name="durable_run_chain_root",
-                         condition=Q(chain_root__isnull=False)),
+            models.Index(
+                fields=["parent"], name="durable_run_parent", condition=Q(parent__isnull=False)
+            ),
+            models.Index(
+                fields=["forked_from"],
+                name="durable_run_forked_from",
+                condition=Q(forked_from__isnull=False),
+            ),
+            models.Index(
+                fields=["chain_root"],
+                name="durable_run_chain_root",
+                condition=Q(chain_root__isnull=False),
+            ),
             # The admin's run list, newest first: without it each page sorts the whole table
             # (1.8 s a page at a million runs, benchmarks/pages.py).
             models.Index(fields=["created_at"], name="durable_run_created"),
             # durable archive takes the oldest finished runs first (durable/features/archive.py).
-            models.Index(fields=["finished_at"], name="durable_run_finished",
-                         condition=Q(finished_at__isnull=False)),
+            models.Index(
+                fields=["finished_at"],
+                name="durable_run_finished",
+                condition=Q(finished_at__isnull=False),
+            ),
         ]
         permissions = [
             ("operate_workflowrun", "Can cancel, retry, wake and signal workflow runs"),
@@ -135,13 +179,19 @@ class WorkflowRun(FSMModelMixin, models.Model):
     @classmethod
     def sources_of(cls, transition_name: str) -> list[str]:
         """The statuses ``transition_name`` may start from."""
-        return [str(move.source) for move in _status_field().get_all_transitions(cls)
-                if move.name == transition_name]
+        return [
+            str(move.source)
+            for move in _status_field().get_all_transitions(cls)
+            if move.name == transition_name
+        ]
 
     # --- Transitions: the lifecycle diagram of DESIGN.md, and nothing else. ---
 
-    @transition(field=status, source=[RunStatus.PENDING, RunStatus.WAITING, RunStatus.RUNNING],
-                target=RunStatus.RUNNING)
+    @transition(
+        field=status,
+        source=[RunStatus.PENDING, RunStatus.WAITING, RunStatus.RUNNING],
+        target=RunStatus.RUNNING,
+    )
     def claim(self):
         """RUNNING -> RUNNING is a takeover of an expired lease."""
 
@@ -169,13 +219,23 @@ class WorkflowRun(FSMModelMixin, models.Model):
     def block(self):
         pass
 
-    @transition(field=status, source=[RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING,
-                                      RunStatus.BLOCKED, RunStatus.FAILED],
-                target=RunStatus.CANCELLED)
+    @transition(
+        field=status,
+        source=[
+            RunStatus.PENDING,
+            RunStatus.RUNNING,
+            RunStatus.WAITING,
+            RunStatus.BLOCKED,
+            RunStatus.FAILED,
+        ],
+        target=RunStatus.CANCELLED,
+    )
     def cancel(self):
         pass
 
-    @transition(field=status, source=[RunStatus.FAILED, RunStatus.BLOCKED], target=RunStatus.PENDING)
+    @transition(
+        field=status, source=[RunStatus.FAILED, RunStatus.BLOCKED], target=RunStatus.PENDING
+    )
     def retry(self):
         pass
 
@@ -218,7 +278,9 @@ class EntryStatus(models.TextChoices):
 class JournalEntry(models.Model):
     # db_index=False: the unique (run, position) index leads with run and serves every
     # lookup by run; a second index (two on PostgreSQL) was written at every step for nothing.
-    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="journal", db_index=False)
+    run = models.ForeignKey(
+        WorkflowRun, on_delete=models.CASCADE, related_name="journal", db_index=False
+    )
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=16, choices=EntryKind.choices)
     name = models.CharField(max_length=255)
@@ -235,7 +297,9 @@ class JournalEntry(models.Model):
     class Meta:
         ordering = ["run", "position"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "position"], name="durable_journal_run_position"),
+            models.UniqueConstraint(
+                fields=["run", "position"], name="durable_journal_run_position"
+            ),
         ]
         verbose_name = _("journal entry")
         verbose_name_plural = _("journal entries")
@@ -252,7 +316,9 @@ class JournalEntry(models.Model):
 
 class Signal(models.Model):
     # Looked up by run through durable_signal_pending, which leads with it.
-    run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="signals", db_index=False)
+    run = models.ForeignKey(
+        WorkflowRun, on_delete=models.CASCADE, related_name="signals", db_index=False
+    )
     name = models.CharField(max_length=255)
     payload = models.JSONField(null=True, blank=True)
     dedupe_key = models.CharField(max_length=255, null=True, blank=True)
@@ -263,8 +329,11 @@ class Signal(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "dedupe_key"], name="durable_signal_dedupe",
-                                    condition=Q(dedupe_key__isnull=False)),
+            models.UniqueConstraint(
+                fields=["run", "dedupe_key"],
+                name="durable_signal_dedupe",
+                condition=Q(dedupe_key__isnull=False),
+            ),
         ]
         indexes = [models.Index(fields=["run", "consumed_position"], name="durable_signal_pending")]
 
@@ -298,8 +367,13 @@ class AuditEvent(ChainedAudit):
     archived_in = "durable.ArchivedAuditEvent"
 
     # Looked up by run through the unique (run, chain_seq) index, which leads with it.
-    run = models.ForeignKey(WorkflowRun, on_delete=models.PROTECT, related_name="audit_events", db_index=False,
-                            verbose_name=_("run"))
+    run = models.ForeignKey(
+        WorkflowRun,
+        on_delete=models.PROTECT,
+        related_name="audit_events",
+        db_index=False,
+        verbose_name=_("run"),
+    )
     action = models.CharField(_("action"), max_length=32)
     actor = models.CharField(_("actor"), max_length=255, default="system")
     detail = models.JSONField(_("detail"), default=dict, blank=True)
@@ -309,7 +383,9 @@ class AuditEvent(ChainedAudit):
         verbose_name = _("run audit event")
         verbose_name_plural = _("run audit trail")
         ordering = ["created_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["run", "chain_seq"], name="durable_audit_chain_seq")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "chain_seq"], name="durable_audit_chain_seq")
+        ]
 
     def __str__(self):
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.run_id}"
@@ -353,14 +429,20 @@ class LimitTicket(models.Model):
         ordering = ["queued_at", "id"]
         # The line of a limit, higher priority first, then oldest first: its head and its
         # tail are read without the rest.
-        indexes = [models.Index(fields=["limit_name", "limit_key", "state", "-priority", "queued_at", "id"],
-                                name="durable_ticket_priority_line")]
+        indexes = [
+            models.Index(
+                fields=["limit_name", "limit_key", "state", "-priority", "queued_at", "id"],
+                name="durable_ticket_priority_line",
+            )
+        ]
         constraints = [
-            models.UniqueConstraint(fields=["run", "position"], name="durable_ticket_run_position",
-                                    condition=Q(state__in=["waiting", "held"])),
+            models.UniqueConstraint(
+                fields=["run", "position"],
+                name="durable_ticket_run_position",
+                condition=Q(state__in=["waiting", "held"]),
+            ),
         ]
 
     def __str__(self):
         key = f"[{self.limit_key}]" if self.limit_key else ""
         return f"{self.limit_name}{key} {self.run_id}#{self.position} {self.state}"
-

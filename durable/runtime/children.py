@@ -5,6 +5,7 @@ key under a prefix reserved for the engine), written in the transaction that fin
 child (``durable.runtime.store.live.notify_parent``): the parent never misses it, and a redelivered
 finish cannot tell it twice.
 """
+
 import hashlib
 
 from durable.runtime import registry

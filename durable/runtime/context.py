@@ -6,6 +6,7 @@ name) and returns what it recorded; otherwise the call is performed now and reco
 before the body goes on. Where entries are kept is the store's business
 (``durable.runtime.store``): no I/O happens here except through it.
 """
+
 import functools
 import inspect
 import math
@@ -18,8 +19,19 @@ from datetime import datetime
 from durable import clock, codec
 from durable.runtime import children, limits, registry
 from durable.durations import as_timedelta
-from durable.errors import (Cancelled, ChildFailed, ContinueAsNew, CrashLoop, Divergence, Handoff,
-                            JournalMismatch, PayloadError, StepFailed, StepTimeout, Suspend)
+from durable.errors import (
+    Cancelled,
+    ChildFailed,
+    ContinueAsNew,
+    CrashLoop,
+    Divergence,
+    Handoff,
+    JournalMismatch,
+    PayloadError,
+    StepFailed,
+    StepTimeout,
+    Suspend,
+)
 from durable.models import EntryKind, EntryStatus, JournalEntry
 from durable.runtime.current import StepInfo, current, current_step, running_context, running_step  # noqa: F401 (public here too)
 from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
@@ -108,7 +120,9 @@ class Continued:
     kwargs: dict
 
 
-def replay(ctx: "ReplayContext", fn, args, kwargs) -> Returned | Suspended | Diverged | Raised | Continued:
+def replay(
+    ctx: "ReplayContext", fn, args, kwargs
+) -> Returned | Suspended | Diverged | Raised | Continued:
     """Run the workflow body once from position 0 against ``ctx``.
 
     Every other control flow (``Fenced``, ``StoreUnavailable``, a recorded history's end)
@@ -133,8 +147,16 @@ def replay(ctx: "ReplayContext", fn, args, kwargs) -> Returned | Suspended | Div
 
 
 class ReplayContext:
-    def __init__(self, run, store, journal: dict[int, JournalEntry], *, crash_loop: str | None = None,
-                 queue: str | None = None, default_queue: str | None = None):
+    def __init__(
+        self,
+        run,
+        store,
+        journal: dict[int, JournalEntry],
+        *,
+        crash_loop: str | None = None,
+        queue: str | None = None,
+        default_queue: str | None = None,
+    ):
         self.run = run
         self.store = store
         self.journal = journal
@@ -172,12 +194,21 @@ class ReplayContext:
             raise Cancelled(entry.error.get("message", ""), entry.error.get("actor", ""))
         return position, entry
 
-    def _begin(self, position: int, kind: str, name: str, entry: JournalEntry | None = None, *,
-               cancellable: bool = True) -> None:
+    def _begin(
+        self,
+        position: int,
+        kind: str,
+        name: str,
+        entry: JournalEntry | None = None,
+        *,
+        cancellable: bool = True,
+    ) -> None:
         """New work at ``position``: refused in a crash loop, and by a store that only
         replays; a pending graceful cancel is delivered here instead."""
         if self.crash_loop is not None and position == len(self.journal):
-            raise CrashLoop(f"crash loop at {kind} {name!r} (position {position}): {self.crash_loop}")
+            raise CrashLoop(
+                f"crash loop at {kind} {name!r} (position {position}): {self.crash_loop}"
+            )
         self.store.begin(position)
         if cancellable:
             self._deliver_cancel(position, kind, name, entry)
@@ -203,19 +234,31 @@ class ReplayContext:
         runs each handler at that same point, so it sees the body's state as it was then."""
         while True:
             entry = self.journal.get(self.position)
-            if entry is None or entry.kind != EntryKind.UPDATE or (entry.result or {}).get("during") != during:
+            if (
+                entry is None
+                or entry.kind != EntryKind.UPDATE
+                or (entry.result or {}).get("during") != during
+            ):
                 break
             self._run_update(entry)
         if self.position in self.journal or not self.updates:
             return
-        for signal in [s for s in self._pending_signals() if s.name.startswith(UPDATE_SIGNAL_PREFIX)]:
-            name = signal.name[len(UPDATE_SIGNAL_PREFIX):]
+        for signal in [
+            s for s in self._pending_signals() if s.name.startswith(UPDATE_SIGNAL_PREFIX)
+        ]:
+            name = signal.name[len(UPDATE_SIGNAL_PREFIX) :]
             position = self.position
             self._begin(position, EntryKind.UPDATE, name, cancellable=False)
             request = signal.payload or {}
-            entry = self._new_entry(position, EntryKind.UPDATE, name, status=EntryStatus.STARTED,
-                                    idempotency_key=str(request.get("id", ""))[:255], started_at=clock.now(),
-                                    result={"during": during, "payload": request.get("payload")})
+            entry = self._new_entry(
+                position,
+                EntryKind.UPDATE,
+                name,
+                status=EntryStatus.STARTED,
+                idempotency_key=str(request.get("id", ""))[:255],
+                started_at=clock.now(),
+                result={"during": during, "payload": request.get("payload")},
+            )
             self._record(entry, consume=[signal])
             self._signals.remove(signal)
             self._run_update(entry)
@@ -228,7 +271,9 @@ class ReplayContext:
         handler, _ = self.updates.get(entry.name, (None, None))
         try:
             if handler is None:
-                raise LookupError(f"no handler for update {entry.name!r} at position {entry.position}")
+                raise LookupError(
+                    f"no handler for update {entry.name!r} at position {entry.position}"
+                )
             encoded = codec.encode(handler(codec.decode((entry.result or {}).get("payload"))))
             outcome, error = EntryStatus.COMPLETED, None
         except Exception as exc:
@@ -248,7 +293,9 @@ class ReplayContext:
             raise TypeError(f"update {name!r}: the handler and the validator must be callable")
         self.updates[name] = (handler, validator)
 
-    def _deliver_cancel(self, position: int, kind: str, name: str, entry: JournalEntry | None) -> None:
+    def _deliver_cancel(
+        self, position: int, kind: str, name: str, entry: JournalEntry | None
+    ) -> None:
         request = self.cancel_request
         if request is None or self.cancel_delivered:
             return
@@ -256,16 +303,26 @@ class ReplayContext:
         if insert:
             entry = self._new_entry(position, kind, name, status=EntryStatus.CANCELLED)
         entry.status, entry.wake_at = EntryStatus.CANCELLED, None
-        entry.error = {"type": "Cancelled", "message": request.get("reason", ""),
-                       "actor": request.get("actor", "")}
+        entry.error = {
+            "type": "Cancelled",
+            "message": request.get("reason", ""),
+            "actor": request.get("actor", ""),
+        }
         self._record(entry)
         self.cancel_delivered = True
         raise Cancelled(request.get("reason", ""), request.get("actor", ""))
 
     def _new_entry(self, position: int, kind: str, name: str, **fields) -> JournalEntry:
         now = clock.now()
-        return JournalEntry(run_id=self.run.id, position=position, kind=kind, name=name,
-                            created_at=now, updated_at=now, **fields)
+        return JournalEntry(
+            run_id=self.run.id,
+            position=position,
+            kind=kind,
+            name=name,
+            created_at=now,
+            updated_at=now,
+            **fields,
+        )
 
     def _record(self, entry: JournalEntry, *, effect=None, consume=()) -> JournalEntry:
         self.store.record(entry, effect=effect, consume=consume)
@@ -276,9 +333,12 @@ class ReplayContext:
         if self.journal and max(self.journal) >= self.position:
             entry = self.journal[self.position]
             raise JournalMismatch(
-                self.position, "nothing more (the workflow returned)", entry,
+                self.position,
+                "nothing more (the workflow returned)",
+                entry,
                 message=f"journal mismatch at position {self.position}: the code has finished "
-                        f"but the journal recorded {describe(entry)} there")
+                f"but the journal recorded {describe(entry)} there",
+            )
 
     # --- deterministic values ---
 
@@ -287,8 +347,9 @@ class ReplayContext:
         position, entry = self._next(kind, name)
         if entry is None:
             self._begin(position, kind, name, cancellable=False)
-            entry = self._new_entry(position, kind, name, status=EntryStatus.COMPLETED,
-                                    result=codec.encode(produce()))
+            entry = self._new_entry(
+                position, kind, name, status=EntryStatus.COMPLETED, result=codec.encode(produce())
+            )
             self._record(entry)
         return codec.decode(entry.result, hint)
 
@@ -309,7 +370,9 @@ class ReplayContext:
                 return True
             return False  # recorded before the patch existed: take the old path
         self._begin(self.position, EntryKind.PATCH, change_id, cancellable=False)
-        entry = self._new_entry(self.position, EntryKind.PATCH, change_id, status=EntryStatus.COMPLETED)
+        entry = self._new_entry(
+            self.position, EntryKind.PATCH, change_id, status=EntryStatus.COMPLETED
+        )
         self.position += 1
         self._record(entry)
         return True
@@ -323,9 +386,20 @@ class ReplayContext:
 
     # --- steps ---
 
-    def step(self, fn, *args, idempotency_key=None, name=None, retry: Retry | None = None,
-             atomic: bool = False, timeout=None, queue: str | None = None, limit=None,
-             priority: int | None = None, **kwargs):
+    def step(
+        self,
+        fn,
+        *args,
+        idempotency_key=None,
+        name=None,
+        retry: Retry | None = None,
+        atomic: bool = False,
+        timeout=None,
+        queue: str | None = None,
+        limit=None,
+        priority: int | None = None,
+        **kwargs,
+    ):
         name = name or step_name(fn)
         position, entry = self._next(EntryKind.STEP, name)
         if entry is not None:
@@ -337,23 +411,38 @@ class ReplayContext:
             if entry.status == EntryStatus.COMPLETED:
                 return codec.decode(entry.result, hint)
             if entry.status == EntryStatus.FAILED:
-                raise StepFailed(name, entry.error.get("type", "Error"),
-                                 entry.error.get("message", ""), entry.attempt)
+                raise StepFailed(
+                    name,
+                    entry.error.get("type", "Error"),
+                    entry.error.get("message", ""),
+                    entry.attempt,
+                )
             if entry.status == EntryStatus.RETRYING and entry.wake_at and now < entry.wake_at:
                 self._pause(position, entry, insert=False)
                 raise Suspend(entry.wake_at, f"retry:{name}", position)
             if entry.status == EntryStatus.STARTED and entry.wake_at and now >= entry.wake_at:
                 # The attempt outlived its timeout (its worker hung, or died after it).
                 self._begin(position, EntryKind.STEP, name, entry)
-                self._failed_attempt(entry, name, StepTimeout(
-                    f"step {name!r} was still running {as_timedelta(timeout) or ''} after it "
-                    f"started (attempt {entry.attempt})"), policy)
+                self._failed_attempt(
+                    entry,
+                    name,
+                    StepTimeout(
+                        f"step {name!r} was still running {as_timedelta(timeout) or ''} after it "
+                        f"started (attempt {entry.attempt})"
+                    ),
+                    policy,
+                )
         self._begin(position, EntryKind.STEP, name, entry)
         taken = self._take_turn(position, queue, limit, priority)
         key = idempotency_key or f"{self.run.id}:{position}:{name}"
         if entry is None:
-            entry = self._new_entry(position, EntryKind.STEP, name, status=EntryStatus.RETRYING,
-                                    idempotency_key=key[:255])
+            entry = self._new_entry(
+                position,
+                EntryKind.STEP,
+                name,
+                status=EntryStatus.RETRYING,
+                idempotency_key=key[:255],
+            )
         entry.attempt += 1
         entry.started_at = now
         timeout = as_timedelta(timeout)
@@ -372,7 +461,11 @@ class ReplayContext:
                 raise StepTimeout(f"step {name!r} took longer than its timeout of {timeout}")
             outcome["encoded"] = codec.encode(value)
             entry.status, entry.result, entry.error, entry.wake_at = (
-                EntryStatus.COMPLETED, outcome["encoded"], None, None)
+                EntryStatus.COMPLETED,
+                outcome["encoded"],
+                None,
+                None,
+            )
 
         token = running_step.set(info)
         if deadline is not None:
@@ -393,7 +486,9 @@ class ReplayContext:
                 self.store.release_limit(*taken, position)
         return codec.decode(outcome["encoded"], hint)
 
-    def _take_turn(self, position: int, queue: str | None, limit, priority: int | None = None) -> tuple | None:
+    def _take_turn(
+        self, position: int, queue: str | None, limit, priority: int | None = None
+    ) -> tuple | None:
         """Before new work at a step: hand the run to the step's queue if this advance runs
         on another, then take the step's limit, or wait in line for it (a durable timer).
         Returns what was taken, for the release; nothing costs a statement without a limit."""
@@ -405,7 +500,9 @@ class ReplayContext:
         declared, key = limits.resolve(limit)
         if priority is None:
             priority = getattr(self.run, "priority", DEFAULT_PRIORITY)
-        wake_at = self.store.acquire_limit(declared, key, position, wanted or "", check_priority(priority))
+        wake_at = self.store.acquire_limit(
+            declared, key, position, wanted or "", check_priority(priority)
+        )
         if wake_at is not None:
             raise Suspend(wake_at, f"limit:{declared.name}", position)
         return declared, key
@@ -444,23 +541,37 @@ class ReplayContext:
             result = entry.result
             if result.get("timed_out"):
                 return None
-            return result.get("name", names[0]), codec.decode(result.get("payload"), type), result.get("at")
+            return (
+                result.get("name", names[0]),
+                codec.decode(result.get("payload"), type),
+                result.get("at"),
+            )
         now = clock.now()
         insert = entry is None
         if insert:
             self._begin(position, EntryKind.SIGNAL, label)
             if deadline is None and timeout is not None:
                 deadline = now + as_timedelta(timeout)
-            entry = self._new_entry(position, EntryKind.SIGNAL, label, status=EntryStatus.WAITING,
-                                    wake_at=deadline, started_at=now)
+            entry = self._new_entry(
+                position,
+                EntryKind.SIGNAL,
+                label,
+                status=EntryStatus.WAITING,
+                wake_at=deadline,
+                started_at=now,
+            )
         deadline = entry.wake_at
         signal = next((s for s in self._pending_signals() if s.name in names), None)
         if signal is not None:
             self._begin(position, EntryKind.SIGNAL, label, None if insert else entry)
             arrived = signal.created_at.isoformat() if signal.created_at else None
             entry.status = EntryStatus.COMPLETED
-            entry.result = {"signal_id": signal.pk, "name": signal.name, "payload": signal.payload,
-                            "at": arrived}
+            entry.result = {
+                "signal_id": signal.pk,
+                "name": signal.name,
+                "payload": signal.payload,
+                "at": arrived,
+            }
             self._record(entry, consume=[signal])
             self._signals.remove(signal)
             return signal.name, codec.decode(signal.payload, type), arrived
@@ -506,9 +617,13 @@ class ReplayContext:
             return [codec.decode(payload, type) for payload in entry.result.get("payloads", [])]
         self._begin(position, EntryKind.DRAIN, name, cancellable=False)
         taken = [s for s in self._pending_signals() if s.name == name]
-        entry = self._new_entry(position, EntryKind.DRAIN, name, status=EntryStatus.COMPLETED,
-                                result={"signal_ids": [s.pk for s in taken],
-                                        "payloads": [s.payload for s in taken]})
+        entry = self._new_entry(
+            position,
+            EntryKind.DRAIN,
+            name,
+            status=EntryStatus.COMPLETED,
+            result={"signal_ids": [s.pk for s in taken], "payloads": [s.payload for s in taken]},
+        )
         self._record(entry, consume=taken)
         for signal in taken:
             self._signals.remove(signal)
@@ -524,8 +639,14 @@ class ReplayContext:
         now = clock.now()
         if entry is None:
             self._begin(position, EntryKind.SLEEP, "sleep")
-            entry = self._new_entry(position, EntryKind.SLEEP, "sleep", status=EntryStatus.WAITING,
-                                    wake_at=now + duration, started_at=now)
+            entry = self._new_entry(
+                position,
+                EntryKind.SLEEP,
+                "sleep",
+                status=EntryStatus.WAITING,
+                wake_at=now + duration,
+                started_at=now,
+            )
             if duration.total_seconds() > 0:
                 self._record(entry)
                 raise Suspend(entry.wake_at, "sleep", position)
@@ -550,11 +671,21 @@ class ReplayContext:
         if entry is None:
             self._begin(position, EntryKind.CHILD, definition.name)
             child_id = id or f"{self.run.id}:child:{position}"
-            entry = self._new_entry(position, EntryKind.CHILD, definition.name,
-                                    status=EntryStatus.COMPLETED,
-                                    result={"id": child_id, "workflow": definition.name})
-            self.store.start_child(entry, definition, args, kwargs, child_id,
-                                   getattr(self.run, "priority", DEFAULT_PRIORITY))
+            entry = self._new_entry(
+                position,
+                EntryKind.CHILD,
+                definition.name,
+                status=EntryStatus.COMPLETED,
+                result={"id": child_id, "workflow": definition.name},
+            )
+            self.store.start_child(
+                entry,
+                definition,
+                args,
+                kwargs,
+                child_id,
+                getattr(self.run, "priority", DEFAULT_PRIORITY),
+            )
             self.journal[position] = entry
         return ChildHandle(entry.result["id"], entry.result["workflow"])
 
@@ -568,8 +699,12 @@ class ReplayContext:
         outcome = received[1]
         if outcome.get("status") != "completed":
             error = outcome.get("error") or {}
-            raise ChildFailed(handle.id, error.get("type", "Error"), error.get("message", ""),
-                              outcome.get("status", "failed"))
+            raise ChildFailed(
+                handle.id,
+                error.get("type", "Error"),
+                error.get("message", ""),
+                outcome.get("status", "failed"),
+            )
         try:
             hint = codec.return_hint(registry.resolve(handle.workflow).fn)
         except Exception:  # the child's code is gone: its result comes back as plain JSON
@@ -591,7 +726,7 @@ class ReplayContext:
     def continue_as_new(self, args: tuple, kwargs: dict):
         """End the run here and start its successor with these arguments and an empty
         journal. Takes no journal position: the run's history ends where it was."""
-        self.check_fully_replayed()   # an entry recorded past here: the code changed
+        self.check_fully_replayed()  # an entry recorded past here: the code changed
         raise ContinueAsNew(args, kwargs)
 
     # --- queries ---
@@ -603,7 +738,9 @@ class ReplayContext:
         if not isinstance(name, str) or not name or len(name) > 200:
             raise ValueError(f"a query name is text of 1 to 200 characters, not {name!r}")
         if not callable(handler):
-            raise TypeError(f"query {name!r}: the handler must be callable, not {type(handler).__name__}")
+            raise TypeError(
+                f"query {name!r}: the handler must be callable, not {type(handler).__name__}"
+            )
         self.queries[name] = handler
 
     # --- search attributes ---
@@ -618,8 +755,13 @@ class ReplayContext:
         if entry is not None:
             return None
         self._begin(position, EntryKind.ATTRIBUTES, "attributes")
-        entry = self._new_entry(position, EntryKind.ATTRIBUTES, "attributes",
-                                status=EntryStatus.COMPLETED, result=dict(attributes))
+        entry = self._new_entry(
+            position,
+            EntryKind.ATTRIBUTES,
+            "attributes",
+            status=EntryStatus.COMPLETED,
+            result=dict(attributes),
+        )
         self.store.record(entry, attributes=dict(attributes))
         self.journal[position] = entry
         return None
@@ -632,10 +774,16 @@ MAX_ATTRIBUTE_TEXT = 1000
 
 def check_attribute_name(name) -> str:
     """An identifier, short, without "__" (a name the run list can filter on)."""
-    if (not isinstance(name, str) or not name.isidentifier() or "__" in name
-            or len(name) > MAX_ATTRIBUTE_NAME):
-        raise ValueError(f"search attribute name {name!r} must be an identifier of at most "
-                         f"{MAX_ATTRIBUTE_NAME} characters without a double underscore")
+    if (
+        not isinstance(name, str)
+        or not name.isidentifier()
+        or "__" in name
+        or len(name) > MAX_ATTRIBUTE_NAME
+    ):
+        raise ValueError(
+            f"search attribute name {name!r} must be an identifier of at most "
+            f"{MAX_ATTRIBUTE_NAME} characters without a double underscore"
+        )
     return name
 
 
@@ -645,13 +793,17 @@ def check_attributes(attributes: dict) -> None:
     for name, value in attributes.items():
         check_attribute_name(name)
         if not isinstance(value, ATTRIBUTE_TYPES):
-            raise TypeError(f"search attribute {name!r} must be a JSON scalar (str, int, float, "
-                            f"bool or None), not {type(value).__name__}")
+            raise TypeError(
+                f"search attribute {name!r} must be a JSON scalar (str, int, float, "
+                f"bool or None), not {type(value).__name__}"
+            )
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"search attribute {name!r} must be a finite number, not {value!r}")
         if isinstance(value, str) and (len(value) > MAX_ATTRIBUTE_TEXT or "\x00" in value):
-            raise ValueError(f"search attribute {name!r} must be text of at most "
-                             f"{MAX_ATTRIBUTE_TEXT} characters without NUL")
+            raise ValueError(
+                f"search attribute {name!r} must be text of at most "
+                f"{MAX_ATTRIBUTE_TEXT} characters without NUL"
+            )
 
 
 _STEP_FIELDS = ("status", "result", "error", "attempt", "wake_at", "started_at")

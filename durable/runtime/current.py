@@ -1,13 +1,16 @@
 """Which run and which step this thread or task is in: two context variables, and nothing
 that touches the database, so the logging filter can read them before the app registry is
 ready and strict mode can ask them on every guarded call."""
+
 import contextvars
 from dataclasses import dataclass
 
 running_context: contextvars.ContextVar["object | None"] = contextvars.ContextVar(
-    "durable_replay_context", default=None)
+    "durable_replay_context", default=None
+)
 running_step: contextvars.ContextVar["StepInfo | None"] = contextvars.ContextVar(
-    "durable_current_step", default=None)
+    "durable_current_step", default=None
+)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ gives a different answer the next time. The system check (``durable.surfaces.che
 names each one with its file, line and the fix; strict mode (``durable.runtime.strict``)
 refuses the call as it happens. A comment ``# durable: allow`` on the line silences it.
 """
+
 import ast
 import builtins
 import inspect
@@ -28,47 +29,79 @@ class Rule:
     fix: str
 
 
-CLOCK = Rule("durable.W001", "reads the clock",
-             "use workflow.now() (recorded in the journal), or read the time inside a step")
-RANDOM = Rule("durable.W002", "draws a random number",
-              "use workflow.random(), or draw it inside a step")
-UUID = Rule("durable.W003", "makes a new UUID",
-            "use workflow.uuid4(), or make it inside a step")
-SECRETS = Rule("durable.W004", "generates secret bytes",
-               "generate them inside a step (workflow.step(make_token)) so the journal records them")
-NETWORK = Rule("durable.W005", "calls the network",
-               "make the call inside a step: workflow.step(fetch, ...), with an idempotency key for writes")
-FILES = Rule("durable.W006", "opens a file",
-             "read or write the file inside a step")
-DATABASE = Rule("durable.W007", "queries the database",
-                "move the query into a step (atomic=True for writes to our own database)")
+CLOCK = Rule(
+    "durable.W001",
+    "reads the clock",
+    "use workflow.now() (recorded in the journal), or read the time inside a step",
+)
+RANDOM = Rule(
+    "durable.W002", "draws a random number", "use workflow.random(), or draw it inside a step"
+)
+UUID = Rule("durable.W003", "makes a new UUID", "use workflow.uuid4(), or make it inside a step")
+SECRETS = Rule(
+    "durable.W004",
+    "generates secret bytes",
+    "generate them inside a step (workflow.step(make_token)) so the journal records them",
+)
+NETWORK = Rule(
+    "durable.W005",
+    "calls the network",
+    "make the call inside a step: workflow.step(fetch, ...), with an idempotency key for writes",
+)
+FILES = Rule("durable.W006", "opens a file", "read or write the file inside a step")
+DATABASE = Rule(
+    "durable.W007",
+    "queries the database",
+    "move the query into a step (atomic=True for writes to our own database)",
+)
 
 RULES = (CLOCK, RANDOM, UUID, SECRETS, NETWORK, FILES, DATABASE)
 
 # Fully qualified callables -> rule. Those in NO_ARGUMENT_ONLY are deterministic when given
 # a value (time.localtime(ts)) and read the clock only when called without one.
 EXACT = {
-    "datetime.datetime.now": CLOCK, "datetime.datetime.utcnow": CLOCK,
-    "datetime.datetime.today": CLOCK, "datetime.date.today": CLOCK,
-    "time.time": CLOCK, "time.time_ns": CLOCK, "time.monotonic": CLOCK,
-    "time.monotonic_ns": CLOCK, "time.perf_counter": CLOCK, "time.perf_counter_ns": CLOCK,
-    "time.process_time": CLOCK, "time.process_time_ns": CLOCK,
-    "time.localtime": CLOCK, "time.gmtime": CLOCK, "time.ctime": CLOCK,
-    "django.utils.timezone.now": CLOCK, "django.utils.timezone.localtime": CLOCK,
+    "datetime.datetime.now": CLOCK,
+    "datetime.datetime.utcnow": CLOCK,
+    "datetime.datetime.today": CLOCK,
+    "datetime.date.today": CLOCK,
+    "time.time": CLOCK,
+    "time.time_ns": CLOCK,
+    "time.monotonic": CLOCK,
+    "time.monotonic_ns": CLOCK,
+    "time.perf_counter": CLOCK,
+    "time.perf_counter_ns": CLOCK,
+    "time.process_time": CLOCK,
+    "time.process_time_ns": CLOCK,
+    "time.localtime": CLOCK,
+    "time.gmtime": CLOCK,
+    "time.ctime": CLOCK,
+    "django.utils.timezone.now": CLOCK,
+    "django.utils.timezone.localtime": CLOCK,
     "django.utils.timezone.localdate": CLOCK,
-    "uuid.uuid1": UUID, "uuid.uuid4": UUID,
+    "uuid.uuid1": UUID,
+    "uuid.uuid4": UUID,
     "os.urandom": SECRETS,
-    "builtins.open": FILES, "io.open": FILES, "os.open": FILES,
+    "builtins.open": FILES,
+    "io.open": FILES,
+    "os.open": FILES,
     "django.db.connection.cursor": DATABASE,
 }
 NO_ARGUMENT_ONLY = {
-    "time.localtime", "time.gmtime", "time.ctime",
-    "django.utils.timezone.localtime", "django.utils.timezone.localdate",
+    "time.localtime",
+    "time.gmtime",
+    "time.ctime",
+    "django.utils.timezone.localtime",
+    "django.utils.timezone.localdate",
 }
 PREFIXES = (
-    ("random.", RANDOM), ("secrets.", SECRETS),
-    ("requests.", NETWORK), ("httpx.", NETWORK), ("urllib.request.", NETWORK),
-    ("urllib3.", NETWORK), ("http.client.", NETWORK), ("socket.", NETWORK),
+    ("random.", RANDOM),
+    ("secrets.", SECRETS),
+    ("requests.", NETWORK),
+    ("httpx.", NETWORK),
+    ("urllib.request.", NETWORK),
+    ("urllib3.", NETWORK),
+    ("http.client.", NETWORK),
+    ("socket.", NETWORK),
     ("aiohttp.", NETWORK),
 )
 DETERMINISTIC = ("random.Random", "requests.exceptions.", "httpx.URL")
@@ -84,8 +117,10 @@ class Finding:
     line: int
 
     def message(self) -> str:
-        return (f"{self.path}:{self.line}: {self.call}() in the workflow body "
-                f"{self.rule.what}; a replay would get a different answer")
+        return (
+            f"{self.path}:{self.line}: {self.call}() in the workflow body "
+            f"{self.rule.what}; a replay would get a different answer"
+        )
 
 
 def rule_for(qualified: str, *, has_arguments: bool = False) -> Rule | None:
@@ -236,8 +271,13 @@ class _BodyVisitor(ast.NodeVisitor):
 def _local_names(function: ast.AST) -> set[str]:
     names = set()
     arguments = function.args
-    for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                     arguments.vararg, arguments.kwarg]:
+    for argument in [
+        *arguments.posonlyargs,
+        *arguments.args,
+        *arguments.kwonlyargs,
+        arguments.vararg,
+        arguments.kwarg,
+    ]:
         if argument is not None:
             names.add(argument.arg)
     for node in ast.walk(function):
@@ -269,8 +309,10 @@ def inspect_function(fn) -> list[Finding]:
         tree = ast.parse(source)
     except SyntaxError:
         return []  # a lambda inside a larger expression: nothing we can read on its own
-    function = next((node for node in tree.body
-                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    function = next(
+        (node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))),
+        None,
+    )
     if function is None:
         return []
     aliases = _module_aliases(inspect.getmodule(fn))
@@ -289,8 +331,11 @@ def inspect_function(fn) -> list[Finding]:
             return None
         if root in namespace and root not in own_imports:
             value = namespace[root]
-            while rest and isinstance(value, types.ModuleType) and \
-                    isinstance(getattr(value, rest[0], None), types.ModuleType):
+            while (
+                rest
+                and isinstance(value, types.ModuleType)
+                and isinstance(getattr(value, rest[0], None), types.ModuleType)
+            ):
                 value, rest = getattr(value, rest[0]), rest[1:]  # t.time.time -> time.time
             base = _qualified_from_object(value)
         elif root in aliases:

@@ -17,6 +17,7 @@ a run as the plain advance it always got. A sender with ``priorities = True`` al
 run's ``priority`` (0..9, higher first), for the broker to serve higher first, on every
 message but the lane's.
 """
+
 import functools
 
 from django.db import transaction
@@ -31,8 +32,15 @@ SHORT_NAMES = {
 }
 
 
-def dispatch(run_id: str, *, delay: float = 0.0, queue: str | None = None, lane: bool = False,
-             advances: int | None = None, priority: int | None = None) -> None:
+def dispatch(
+    run_id: str,
+    *,
+    delay: float = 0.0,
+    queue: str | None = None,
+    lane: bool = False,
+    advances: int | None = None,
+    priority: int | None = None,
+) -> None:
     """Send "advance run X" after commit; ``delay`` (under one sweep tick) for timers,
     ``queue`` for a run whose next step runs on a queue of its own, ``lane`` for a run that
     goes ahead of the default queue's backlog (a takeover, a waiter whose turn has come); a
@@ -62,5 +70,7 @@ def _sender(path: str):
     try:
         return import_string(SHORT_NAMES.get(path, path))
     except ImportError as exc:
-        raise ValueError(f"DURABLE_DISPATCHER {path!r} is neither {' nor '.join(map(repr, SHORT_NAMES))} "
-                         f"nor the dotted path of a send(run_id, *, delay, queue=None) function") from exc
+        raise ValueError(
+            f"DURABLE_DISPATCHER {path!r} is neither {' nor '.join(map(repr, SHORT_NAMES))} "
+            f"nor the dotted path of a send(run_id, *, delay, queue=None) function"
+        ) from exc

@@ -3,6 +3,7 @@
 One advance does all the work that is possible now: it loops when a wait is already
 due or a signal raced in, so a driver or a task never needs to call it twice in a row.
 """
+
 import logging
 from datetime import datetime, timedelta
 
@@ -12,10 +13,26 @@ from durable import clock, codec, conf, hooks
 from durable.runtime import heartbeat, registry
 from durable.runtime.store import live
 from durable.runtime.store.live import Settlement
-from durable.runtime.context import (Continued, Diverged, Raised, ReplayContext, Returned, Suspended, error_of,
-                                     replay)
+from durable.runtime.context import (
+    Continued,
+    Diverged,
+    Raised,
+    ReplayContext,
+    Returned,
+    Suspended,
+    error_of,
+    replay,
+)
 from durable.runtime.dispatch import dispatch
-from durable.errors import Cancelled, Fenced, Handoff, PayloadError, RunConflict, StoreUnavailable, WorkflowNotFound
+from durable.errors import (
+    Cancelled,
+    Fenced,
+    Handoff,
+    PayloadError,
+    RunConflict,
+    StoreUnavailable,
+    WorkflowNotFound,
+)
 from durable.models import WorkflowRun
 
 log = logging.getLogger(__name__)
@@ -26,12 +43,12 @@ WAIT_IN_PLACE = 0.25
 
 
 class Outcome:
-    SKIPPED = "skipped"      # not runnable, or another worker holds the lease
+    SKIPPED = "skipped"  # not runnable, or another worker holds the lease
     WAITING = "waiting"
     COMPLETED = "completed"
     FAILED = "failed"
     BLOCKED = "blocked"
-    FENCED = "fenced"        # lost the lease mid-way; the new holder carries on
+    FENCED = "fenced"  # lost the lease mid-way; the new holder carries on
     INTERRUPTED = "interrupted"  # the database failed under us; the sweep retries later
     RELEASED = "released"
     CANCELLED = "cancelled"  # a graceful cancel ended, or the body cancelled itself
@@ -39,8 +56,9 @@ class Outcome:
     CONTINUED = "continued"  # ended with continue_as_new; its successor was started
 
 
-def advance(run_id: str, *, owner: str | None = None, queue: str | None = None,
-            advances: int | None = None) -> str:
+def advance(
+    run_id: str, *, owner: str | None = None, queue: str | None = None, advances: int | None = None
+) -> str:
     """``queue``: the Celery queue this advance runs on; a step that asks for another hands
     the run there. None (in-process drivers) runs every step here. ``advances``: see
     ``store.live.claim`` (the sweep's messages carry it)."""
@@ -74,24 +92,40 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
     try:
         args, kwargs = definition.decode_input(run.input)
     except Exception as exc:  # the code's signature no longer reads this run's input
-        lease.settle(run, Settlement.block({
-            "type": "InputMismatch", "message": f"the run's input no longer fits {definition.source}: "
-                                                f"{type(exc).__name__}: {exc}"}))
+        lease.settle(
+            run,
+            Settlement.block(
+                {
+                    "type": "InputMismatch",
+                    "message": f"the run's input no longer fits {definition.source}: "
+                    f"{type(exc).__name__}: {exc}",
+                }
+            ),
+        )
         return Outcome.BLOCKED
-    ctx = ReplayContext(run, lease, journal, crash_loop=_crash_loop(run, lease, len(journal)),
-                        queue=queue, default_queue=definition.queue or conf.default_queue())
+    ctx = ReplayContext(
+        run,
+        lease,
+        journal,
+        crash_loop=_crash_loop(run, lease, len(journal)),
+        queue=queue,
+        default_queue=definition.queue or conf.default_queue(),
+    )
     for _ in range(MAX_REPLAYS_PER_ADVANCE):
         cleanup_until = _cleanup_deadline(ctx.cancel_request)
         if cleanup_until is not None and clock.now() >= cleanup_until:
-            return _end_cancelled(run, lease, ctx.cancel_request, note="its cleanup ran out of time")
+            return _end_cancelled(
+                run, lease, ctx.cancel_request, note="its cleanup ran out of time"
+            )
         try:
             outcome = replay(ctx, definition.fn, args, kwargs)
         except Handoff as handoff:
             return _hand_on(run, lease, handoff.queue)
         if ctx.cancel_delivered or _cancelled(outcome):
             if isinstance(outcome, Suspended):  # cleanup waits: but never past its deadline
-                outcome.suspend.wake_at = min(filter(None, [outcome.suspend.wake_at, cleanup_until]),
-                                              default=None)
+                outcome.suspend.wake_at = min(
+                    filter(None, [outcome.suspend.wake_at, cleanup_until]), default=None
+                )
             else:
                 return _end_cancelled(run, lease, ctx.cancel_request, outcome=outcome)
         if isinstance(outcome, Suspended):
@@ -102,12 +136,22 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
                 clock.sleep((suspend.wake_at - clock.now()).total_seconds())
                 continue
             soon = _turn_before_the_next_sweep(suspend)
-            park_until = suspend.wake_at + timedelta(seconds=conf.dispatch_grace_seconds()) if soon else suspend.wake_at
+            park_until = (
+                suspend.wake_at + timedelta(seconds=conf.dispatch_grace_seconds())
+                if soon
+                else suspend.wake_at
+            )
             woken = lease.settle(run, Settlement.park(park_until, suspend.waiting_for))
             if woken is None:
-                if soon:  # the sweep would send it up to a tick late: a token idle that long is lost
-                    dispatch(run.id, delay=max(0.0, (suspend.wake_at - clock.now()).total_seconds()),
-                             queue=queue, lane=True)
+                if (
+                    soon
+                ):  # the sweep would send it up to a tick late: a token idle that long is lost
+                    dispatch(
+                        run.id,
+                        delay=max(0.0, (suspend.wake_at - clock.now()).total_seconds()),
+                        queue=queue,
+                        lane=True,
+                    )
                 return Outcome.WAITING
             ctx.reload_signals()  # a signal arrived since we looked: replay with it instead of parking
             ctx.cancel_request = woken.cancel_request or ctx.cancel_request
@@ -115,7 +159,10 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
         if isinstance(outcome, Diverged):
             divergence = outcome.divergence
             log.warning("run %s blocked: %s", run.id, divergence.message)
-            lease.settle(run, Settlement.block({"type": divergence.error_type, "message": divergence.message}))
+            lease.settle(
+                run,
+                Settlement.block({"type": divergence.error_type, "message": divergence.message}),
+            )
             return Outcome.BLOCKED
         if isinstance(outcome, Returned):
             try:
@@ -131,11 +178,15 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
             except PayloadError as exc:
                 outcome = Raised(exc)
             else:
-                settlement = Settlement.continue_as_new(run, registry.get(run.workflow_name), encoded)
+                settlement = Settlement.continue_as_new(
+                    run, registry.get(run.workflow_name), encoded
+                )
                 try:
                     lease.settle(run, settlement)
                 except RunConflict as exc:  # the successor's id is taken: an operator decides
-                    lease.settle(run, Settlement.block({"type": "RunConflict", "message": str(exc)}))
+                    lease.settle(
+                        run, Settlement.block({"type": "RunConflict", "message": str(exc)})
+                    )
                     return Outcome.BLOCKED
                 log.info("run %s continued as %s", run.id, settlement.successor.id)
                 return Outcome.CONTINUED
@@ -149,23 +200,34 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
 def _turn_in_a_moment(suspend) -> bool:
     """A limit's turn that comes within ``WAIT_IN_PLACE`` seconds (a token whose step ended
     a few milliseconds after its waiter was told the turn): the advance waits for it."""
-    return (suspend.waiting_for.startswith("limit:") and suspend.wake_at is not None
-            and (suspend.wake_at - clock.now()).total_seconds() <= WAIT_IN_PLACE)
+    return (
+        suspend.waiting_for.startswith("limit:")
+        and suspend.wake_at is not None
+        and (suspend.wake_at - clock.now()).total_seconds() <= WAIT_IN_PLACE
+    )
 
 
 def _turn_before_the_next_sweep(suspend) -> bool:
     """A run waiting in a limit's line whose turn comes before the sweep's next look: the
     advance sends it itself, with a countdown, and leaves its ``wake_at`` a grace period
     later for the sweep to catch a lost message."""
-    return (suspend.waiting_for.startswith("limit:") and suspend.wake_at is not None
-            and (suspend.wake_at - clock.now()).total_seconds() < conf.sweep_lookahead_seconds())
+    return (
+        suspend.waiting_for.startswith("limit:")
+        and suspend.wake_at is not None
+        and (suspend.wake_at - clock.now()).total_seconds() < conf.sweep_lookahead_seconds()
+    )
 
 
 def _hand_on(run, lease, queue: str) -> str:
     """The next step runs on ``queue``: give the run back and send it there. A lost message
     is swept after the grace period to the default queue, whose worker hands it on again."""
-    lease.settle(run, Settlement.release(clock.now() + timedelta(seconds=conf.dispatch_grace_seconds()),
-                                         waiting_for=f"queue:{queue}"))
+    lease.settle(
+        run,
+        Settlement.release(
+            clock.now() + timedelta(seconds=conf.dispatch_grace_seconds()),
+            waiting_for=f"queue:{queue}",
+        ),
+    )
     dispatch(run.id, queue=queue)
     return Outcome.HANDED_OFF
 
@@ -190,7 +252,12 @@ def _end_cancelled(run, lease, request: dict | None, *, outcome=None, note: str 
         reason, actor = outcome.error.reason, outcome.error.actor or "workflow"
     else:  # a cancel delivered earlier whose request is gone: nothing more to say
         reason, actor = "cancelled", "workflow"
-    error = {"type": "Cancelled", "message": reason or "cancelled", "actor": actor, "graceful": True}
+    error = {
+        "type": "Cancelled",
+        "message": reason or "cancelled",
+        "actor": actor,
+        "graceful": True,
+    }
     if note:
         error["note"] = note
     result = None
@@ -202,7 +269,10 @@ def _end_cancelled(run, lease, request: dict | None, *, outcome=None, note: str 
     elif isinstance(outcome, Raised) and not isinstance(outcome.error, Cancelled):
         error["cleanup_error"] = error_of(outcome.error)
     elif isinstance(outcome, Diverged):
-        error["cleanup_error"] = {"type": outcome.divergence.error_type, "message": outcome.divergence.message}
+        error["cleanup_error"] = {
+            "type": outcome.divergence.error_type,
+            "message": outcome.divergence.message,
+        }
     with transaction.atomic():
         lease.settle(run, Settlement.cancel(result, error))
         hooks.run_cancelled.send(sender=WorkflowRun, run_id=run.id, reason=reason, actor=actor)
@@ -224,15 +294,18 @@ def _crash_loop(run, lease, position: int) -> str | None:
     limit = conf.crash_loop_limit()
     if run.recoveries < limit:
         return None
-    return (f"its worker died or froze {run.recoveries} times there with no progress "
-            f"(DURABLE_CRASH_LOOP_LIMIT = {limit}); fix the step or its resources, then retry the run")
+    return (
+        f"its worker died or froze {run.recoveries} times there with no progress "
+        f"(DURABLE_CRASH_LOOP_LIMIT = {limit}); fix the step or its resources, then retry the run"
+    )
 
 
 def _hand_back(run, lease, exc: StoreUnavailable) -> None:
     """The database failed under this advance. Give the run back at once on a fresh
     connection, so the sweep resumes it next tick; if that fails too, the lease expires."""
-    log.warning("run %s: database unavailable, handing the run back: %s", run.id,
-                live.first_line(exc))
+    log.warning(
+        "run %s: database unavailable, handing the run back: %s", run.id, live.first_line(exc)
+    )
     if connection.in_atomic_block:
         return
     connection.close()

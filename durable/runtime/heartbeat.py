@@ -2,6 +2,7 @@
 
 The lease itself, and every statement it guards, is ``durable.runtime.store.live``.
 """
+
 import logging
 import threading
 import time
@@ -42,7 +43,9 @@ class Heartbeat:
         with self._lock:
             self._leases[id(lease)] = (lease, time.monotonic())
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="durable-heartbeat", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._loop, name="durable-heartbeat", daemon=True
+                )
                 self._thread.start()
         try:
             yield lease
@@ -72,8 +75,10 @@ class Heartbeat:
                     if lease.step_deadline is not None and time.monotonic() >= lease.step_deadline:
                         if key not in timed_out:
                             timed_out.add(key)
-                            log.warning("run %s: a step ran past its timeout; its lease is left to "
-                                        "expire", lease.run_id)
+                            log.warning(
+                                "run %s: a step ran past its timeout; its lease is left to expire",
+                                lease.run_id,
+                            )
                         continue
                     try:
                         alive = lease.extend(wait=False)

@@ -23,6 +23,7 @@ durable timer, in line.
   run goes on the default queue's lane, ahead of its backlog (``durable.runtime.dispatch``): a
   token or a slot that waits for its run behind other work is capacity the limit loses.
 """
+
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -49,26 +50,37 @@ class Limit:
 _limits: dict[str, Limit] = {}
 
 
-def limit(name: str, *, rate: int | None = None, per=None, concurrency: int | None = None,
-          replace: bool = False) -> Limit:
+def limit(
+    name: str,
+    *,
+    rate: int | None = None,
+    per=None,
+    concurrency: int | None = None,
+    replace: bool = False,
+) -> Limit:
     """Declare a limit every worker enforces: ``rate`` calls per ``per`` (default one second)
     and/or ``concurrency`` steps at once. Declaring it again with other numbers is an error
     (two modules disagree), unless ``replace`` (tests)."""
     if not isinstance(name, str) or not name or len(name) > MAX_NAME:
         raise ValueError(f"a limit needs a name of at most {MAX_NAME} characters, not {name!r}")
     for label, value in (("rate", rate), ("concurrency", concurrency)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
             raise ValueError(f"limit {name!r}: {label} must be a positive integer, not {value!r}")
     if rate is None and concurrency is None:
-        raise ValueError(f"limit {name!r} needs a rate (rate=20, per=seconds(1)), a concurrency "
-                         "(concurrency=4), or both")
+        raise ValueError(
+            f"limit {name!r} needs a rate (rate=20, per=seconds(1)), a concurrency "
+            "(concurrency=4), or both"
+        )
     if per is not None and rate is None:
         raise ValueError(f"limit {name!r}: per= only goes with rate=")
     window = as_timedelta(per) if per is not None else timedelta(seconds=1)
     if rate is not None and window <= timedelta(0):
         raise ValueError(f"limit {name!r}: per must be a positive duration, not {per!r}")
-    declared = Limit(name=name, rate=rate, per=window if rate is not None else None,
-                     concurrency=concurrency)
+    declared = Limit(
+        name=name, rate=rate, per=window if rate is not None else None, concurrency=concurrency
+    )
     existing = _limits.get(name)
     if existing is not None and existing != declared and not replace:
         raise ValueError(f"limit {name!r} is already declared as {existing}; refusing {declared}")
@@ -93,8 +105,10 @@ def resolve(spec) -> tuple[Limit, str]:
         raise TypeError(f"limit= takes a declared limit's name or (name, key), not {spec!r}")
     found = _limits.get(name)
     if found is None:
-        raise LimitNotFound(f"no limit named {name!r} is declared: call durable.limit({name!r}, ...) "
-                            "in a module every worker imports, then retry the run")
+        raise LimitNotFound(
+            f"no limit named {name!r} is declared: call durable.limit({name!r}, ...) "
+            "in a module every worker imports, then retry the run"
+        )
     key = "" if key is None else str(key)
     if len(key) > MAX_KEY:
         raise ValueError(f"limit {name!r}: a key is at most {MAX_KEY} characters")

@@ -4,6 +4,7 @@ Wired in settings.LOGGING, so it is imported while Django configures logging, be
 the app registry is ready: it reads only ``durable.runtime.current`` (no models), and a
 record logged outside any run reads ``run_id=-``, ``position=-``.
 """
+
 import logging
 
 from durable.runtime import current

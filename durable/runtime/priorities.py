@@ -1,12 +1,19 @@
 """Run and step priorities: 0..9, higher first (the sweep's pick, a limit's line, the broker)."""
+
 DEFAULT_PRIORITY = 5
 MAX_PRIORITY = 9
 
 
 def check_priority(priority) -> int:
     """A whole number from 0 to 9; a ValueError naming the value otherwise."""
-    if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= MAX_PRIORITY:
-        raise ValueError(f"a priority is a whole number from 0 to {MAX_PRIORITY} (higher first), not {priority!r}")
+    if (
+        isinstance(priority, bool)
+        or not isinstance(priority, int)
+        or not 0 <= priority <= MAX_PRIORITY
+    ):
+        raise ValueError(
+            f"a priority is a whole number from 0 to {MAX_PRIORITY} (higher first), not {priority!r}"
+        )
     return priority
 
 

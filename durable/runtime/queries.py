@@ -6,6 +6,7 @@ the recorded store (no step runs, no value is drawn, no statement reaches the da
 up to where the run is, and calls the handler there, with the body's variables as the run
 left them. The answer is the state the journal proves, never a copy kept elsewhere.
 """
+
 from durable.documents import History, RecordedEntry, RecordedRun, entry_json
 from durable.errors import Divergence, QueryFailed, QueryNotFound, UpdateNotFound, UpdateRejected
 from durable.runtime import registry
@@ -24,13 +25,27 @@ def replayed(run, journal: list, *, refused) -> ReplayContext:
         definition = registry.get(run.workflow_name, run.workflow_version)
         fn_args, fn_kwargs = definition.decode_input(run.input)
     except Exception as exc:  # its code is gone, or no longer reads this run's input
-        raise refused(f"run {run.id!r} cannot be replayed on the code deployed now: "
-                      f"{type(exc).__name__}: {exc}") from exc
+        raise refused(
+            f"run {run.id!r} cannot be replayed on the code deployed now: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
     history = History(
-        run=RecordedRun(id=run.id, workflow_name=run.workflow_name, workflow_version=run.workflow_version,
-                        input=run.input, status=run.status, result=run.result, error=run.error),
-        journal={entry.position: RecordedEntry(**{key: value for key, value in entry_json(entry).items()
-                                                  if key in _ENTRY_FIELDS}) for entry in journal})
+        run=RecordedRun(
+            id=run.id,
+            workflow_name=run.workflow_name,
+            workflow_version=run.workflow_version,
+            input=run.input,
+            status=run.status,
+            result=run.result,
+            error=run.error,
+        ),
+        journal={
+            entry.position: RecordedEntry(
+                **{key: value for key, value in entry_json(entry).items() if key in _ENTRY_FIELDS}
+            )
+            for entry in journal
+        },
+    )
     store = RecordedStore(history)
     ctx = ReplayContext(history.run, store, store.load())
     try:
@@ -38,8 +53,10 @@ def replayed(run, journal: list, *, refused) -> ReplayContext:
     except HistoryEnds:
         outcome = None  # the run is here: what follows is not done yet
     if isinstance(outcome, Diverged):
-        raise refused(f"run {run.id!r} does not replay on the code deployed now (at position "
-                      f"{ctx.position}: {outcome.divergence.message})")
+        raise refused(
+            f"run {run.id!r} does not replay on the code deployed now (at position "
+            f"{ctx.position}: {outcome.divergence.message})"
+        )
     return ctx
 
 
@@ -51,12 +68,16 @@ def answer(run, journal: list, name: str, args: tuple):
         ctx = replayed(run, journal, refused=QueryFailed)
         handler = ctx.queries.get(name)
         if handler is None:
-            raise QueryNotFound(f"run {run.id!r} registered no query {name!r} by position {ctx.position} "
-                                f"(registered: {_names(ctx.queries)})")
+            raise QueryNotFound(
+                f"run {run.id!r} registered no query {name!r} by position {ctx.position} "
+                f"(registered: {_names(ctx.queries)})"
+            )
         try:
             return handler(*args)
         except (Exception, Divergence) as exc:  # a Divergence: the handler read the database
-            raise QueryFailed(f"query {name!r} of run {run.id!r} raised {type(exc).__name__}: {exc}") from exc
+            raise QueryFailed(
+                f"query {name!r} of run {run.id!r} raised {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def validate_update(run, journal: list, name: str, payload) -> None:
@@ -67,8 +88,10 @@ def validate_update(run, journal: list, name: str, payload) -> None:
         ctx = replayed(run, journal, refused=UpdateRejected)
         registered = ctx.updates.get(name)
         if registered is None:
-            raise UpdateNotFound(f"run {run.id!r} takes no update {name!r} at position {ctx.position} "
-                                 f"(it takes: {_names(ctx.updates)})")
+            raise UpdateNotFound(
+                f"run {run.id!r} takes no update {name!r} at position {ctx.position} "
+                f"(it takes: {_names(ctx.updates)})"
+            )
         validator = registered[1]
         if validator is None:
             return

@@ -1,4 +1,5 @@
 """Registered workflow definitions, by name and version, so a run finds the code it started with."""
+
 import inspect
 import typing
 from dataclasses import dataclass, field
@@ -36,9 +37,14 @@ class WorkflowDefinition:
     def decode_input(self, stored: dict) -> tuple[list, dict]:
         hints = dict(self._param_hints)
         positional = [hint for _, hint in self._param_hints]
-        args = [codec.decode(value, positional[i] if i < len(positional) else None)
-                for i, value in enumerate(stored.get("args", []))]
-        kwargs = {key: codec.decode(value, hints.get(key)) for key, value in stored.get("kwargs", {}).items()}
+        args = [
+            codec.decode(value, positional[i] if i < len(positional) else None)
+            for i, value in enumerate(stored.get("args", []))
+        ]
+        kwargs = {
+            key: codec.decode(value, hints.get(key))
+            for key, value in stored.get("kwargs", {}).items()
+        }
         # A signature that no longer takes these arguments blocks the run (repairable), rather
         # than failing it with a TypeError from the body's first line.
         inspect.signature(self.fn).bind(*args, **kwargs)
@@ -106,7 +112,9 @@ def reserve_dedupe_prefix(prefix: str, *, owner: str) -> None:
         raise ValueError("a reserved dedupe prefix needs a prefix and an owner")
     for reserved, holder in _dedupe_prefixes.items():
         if holder != owner and (reserved.startswith(prefix) or prefix.startswith(reserved)):
-            raise ValueError(f"dedupe prefix {prefix!r} overlaps {reserved!r}, reserved by {holder!r}")
+            raise ValueError(
+                f"dedupe prefix {prefix!r} overlaps {reserved!r}, reserved by {holder!r}"
+            )
     _dedupe_prefixes[prefix] = owner
 
 

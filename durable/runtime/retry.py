@@ -1,4 +1,5 @@
 """Retry policy of a step: how many attempts and how long to back off between them."""
+
 from dataclasses import dataclass, field
 from datetime import timedelta
 

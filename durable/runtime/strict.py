@@ -17,6 +17,7 @@ write), so for clocks and randomness the direct caller decides; for network, fil
 queries it is the nearest frame that is not a library's. A line marked ``# durable: allow``
 is let through, as in the system check.
 """
+
 import datetime as datetime_module
 import functools
 import gc
@@ -40,19 +41,47 @@ from durable.runtime import current, determinism, registry
 from durable.errors import Divergence
 
 CLOCK_FUNCTIONS = {
-    time: ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns",
-           "process_time", "process_time_ns"),
+    time: (
+        "time",
+        "time_ns",
+        "monotonic",
+        "monotonic_ns",
+        "perf_counter",
+        "perf_counter_ns",
+        "process_time",
+        "process_time_ns",
+    ),
     uuid: ("uuid1", "uuid4"),
     secrets: ("token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow", "randbits"),
-    random: ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform",
-             "triangular", "gauss", "normalvariate", "lognormvariate", "expovariate",
-             "vonmisesvariate", "gammavariate", "betavariate", "paretovariate", "weibullvariate",
-             "getrandbits", "randbytes"),
+    random: (
+        "random",
+        "randint",
+        "randrange",
+        "choice",
+        "choices",
+        "shuffle",
+        "sample",
+        "uniform",
+        "triangular",
+        "gauss",
+        "normalvariate",
+        "lognormvariate",
+        "expovariate",
+        "vonmisesvariate",
+        "gammavariate",
+        "betavariate",
+        "paretovariate",
+        "weibullvariate",
+        "getrandbits",
+        "randbytes",
+    ),
 }
 AUDITED_EVENTS = {
     "open": determinism.FILES,
-    "socket.connect": determinism.NETWORK, "socket.getaddrinfo": determinism.NETWORK,
-    "socket.gethostbyname": determinism.NETWORK, "urllib.Request": determinism.NETWORK,
+    "socket.connect": determinism.NETWORK,
+    "socket.getaddrinfo": determinism.NETWORK,
+    "socket.gethostbyname": determinism.NETWORK,
+    "urllib.Request": determinism.NETWORK,
     "http.client.connect": determinism.NETWORK,
 }
 
@@ -60,12 +89,22 @@ _installed = False
 _install_lock = threading.Lock()
 _frame_kinds: dict[str, str] = {}
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_LIBRARY_DIRS = tuple(sorted({
-    os.path.abspath(path) + os.sep
-    for path in [*(sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")),
-                 *site.getsitepackages(), site.getusersitepackages()]
-    if path
-}))
+_LIBRARY_DIRS = tuple(
+    sorted(
+        {
+            os.path.abspath(path) + os.sep
+            for path in [
+                *(
+                    sysconfig.get_paths().get(key)
+                    for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                ),
+                *site.getsitepackages(),
+                site.getusersitepackages(),
+            ]
+            if path
+        }
+    )
+)
 ENGINE, LIBRARY, PROJECT = "engine", "library", "project"
 
 
@@ -155,7 +194,9 @@ def _refuse(call: str, rule: determinism.Rule, frame) -> None:
 def _check_direct(call: str, rule: determinism.Rule, caller) -> None:
     if caller.f_code is _TIMEZONE_NOW_CODE:  # the clock read is the caller of timezone.now()
         call, caller = "django.utils.timezone.now()", caller.f_back
-    if caller is not None and _frame_kind(caller.f_code.co_filename) == PROJECT:  # libraries read clocks for themselves
+    if (
+        caller is not None and _frame_kind(caller.f_code.co_filename) == PROJECT
+    ):  # libraries read clocks for themselves
         blamed = _blame(caller)
         if blamed is not None:
             _refuse(call, rule, blamed)
@@ -228,8 +269,11 @@ def install() -> None:
                 setattr(module, name, _guard_direct(f"{module.__name__}.{name}", rule, original))
         global _TIMEZONE_NOW_CODE
         _TIMEZONE_NOW_CODE = timezone.now.__code__
-        for cls, name in ((datetime_module.datetime, "now"), (datetime_module.datetime, "utcnow"),
-                          (datetime_module.date, "today")):
+        for cls, name in (
+            (datetime_module.datetime, "now"),
+            (datetime_module.datetime, "utcnow"),
+            (datetime_module.date, "today"),
+        ):
             _patch_type(cls, name)
         sys.addaudithook(_audit)
         connection_created.connect(_add_query_guard, dispatch_uid="durable.runtime.strict")

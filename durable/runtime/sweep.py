@@ -16,6 +16,7 @@ default workers consume beside the default queue, so the takeover does not wait 
 backlog of new work. So does a run whose turn in a limit's line has come: a token that
 waits behind the backlog for its run is a token the limit's rate loses.
 """
+
 import logging
 import time
 from contextlib import nullcontext
@@ -41,9 +42,12 @@ def sweep_due(*, limit: int | None = None, lookahead: float | None = None) -> li
     # process, so its duration is stored, not counted.
     gap = record_sweep(time.monotonic() - started, dispatched=len(run_ids))
     if gap is not None and gap > late_after_seconds():
-        log.warning("the sweep ran %.1f s after the previous one (more than twice its interval): "
-                    "its queue (%s) or its worker is behind, and timers and takeovers wait with it",
-                    gap, conf.sweep_queue())
+        log.warning(
+            "the sweep ran %.1f s after the previous one (more than twice its interval): "
+            "its queue (%s) or its worker is behind, and timers and takeovers wait with it",
+            gap,
+            conf.sweep_queue(),
+        )
     return run_ids
 
 
@@ -55,12 +59,18 @@ def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
     until = horizon + timedelta(seconds=conf.dispatch_grace_seconds())
     # One statement on PostgreSQL; SQLite's SELECT and UPDATE need a transaction.
     with transaction.atomic() if connection.vendor != "postgresql" else nullcontext():
-        picked = pick_due(horizon, until, limit, grace=timedelta(seconds=conf.dispatch_grace_seconds()))
+        picked = pick_due(
+            horizon, until, limit, grace=timedelta(seconds=conf.dispatch_grace_seconds())
+        )
         for run_id, wake_at, status, waiting_for, advances, priority in picked:
             # A running run is due only once its lease expired: its worker died or froze.
-            dispatch(run_id, delay=max(0.0, (wake_at - now).total_seconds()),
-                     lane=status == RunStatus.RUNNING or waiting_for.startswith("limit:"), advances=advances,
-                     priority=priority)
+            dispatch(
+                run_id,
+                delay=max(0.0, (wake_at - now).total_seconds()),
+                lane=status == RunStatus.RUNNING or waiting_for.startswith("limit:"),
+                advances=advances,
+                priority=priority,
+            )
     return [run_id for run_id, *_ in picked]
 
 
@@ -85,9 +95,20 @@ def record_sweep(duration_seconds: float, *, dispatched: int) -> float | None:
         cache = sweep_cache()
         previous = cache.get(SWEEP_CACHE_KEY) or {}
         gap = now - previous["at"] if "at" in previous else None
-        late = previous.get("late", 0) + (1 if gap is not None and gap > late_after_seconds() else 0)
-        cache.set(SWEEP_CACHE_KEY, {"duration": duration_seconds, "dispatched": dispatched, "at": now,
-                                    "gap": gap, "late": late}, timeout=None)
+        late = previous.get("late", 0) + (
+            1 if gap is not None and gap > late_after_seconds() else 0
+        )
+        cache.set(
+            SWEEP_CACHE_KEY,
+            {
+                "duration": duration_seconds,
+                "dispatched": dispatched,
+                "at": now,
+                "gap": gap,
+                "late": late,
+            },
+            timeout=None,
+        )
         return gap
     except Exception:
         log.debug("could not record the sweep's duration", exc_info=True)

@@ -3,6 +3,7 @@
 Outside a running workflow the calls raise ``NotInWorkflow``: a step cannot be journaled
 without a run.
 """
+
 import functools
 
 from durable.runtime import context, registry
@@ -20,15 +21,26 @@ class WorkflowAPI:
     Cancelled = Cancelled
     ChildFailed = ChildFailed
 
-    def __call__(self, fn=None, *, name: str | None = None, version: int = 1,
-                 lease_seconds: float | None = None, queue: str | None = None):
+    def __call__(
+        self,
+        fn=None,
+        *,
+        name: str | None = None,
+        version: int = 1,
+        lease_seconds: float | None = None,
+        queue: str | None = None,
+    ):
         """``@workflow`` or ``@workflow(name="onboarding", version=2)``; ``queue`` is the
         Celery queue its advances go to (``celery -A config worker -Q <queue>`` takes them)."""
 
         def register(func):
             definition = registry.WorkflowDefinition(
-                name=name or func.__name__, version=version, fn=func, lease_seconds=lease_seconds,
-                queue=queue or None)
+                name=name or func.__name__,
+                version=version,
+                fn=func,
+                lease_seconds=lease_seconds,
+                queue=queue or None,
+            )
             registry.register(definition)
 
             @functools.wraps(func)
@@ -44,8 +56,20 @@ class WorkflowAPI:
     def id(self) -> str:
         return _ctx().run.id
 
-    def step(self, fn, *args, idempotency_key=None, name=None, retry=None, atomic=False,
-             timeout=None, queue=None, limit=None, priority=None, **kwargs):
+    def step(
+        self,
+        fn,
+        *args,
+        idempotency_key=None,
+        name=None,
+        retry=None,
+        atomic=False,
+        timeout=None,
+        queue=None,
+        limit=None,
+        priority=None,
+        **kwargs,
+    ):
         """Run ``fn`` once and journal its result; on replay return the result without calling it.
 
         ``atomic=True`` runs ``fn`` in the transaction that records its journal entry, so its
@@ -56,9 +80,19 @@ class WorkflowAPI:
         ``durable.limit``, or ``(name, key)``) makes it wait its turn, durably, when the
         limit is reached; ``priority`` (0..9, default the run's) is its place in that line.
         """
-        return _ctx().step(fn, *args, idempotency_key=idempotency_key, name=name, retry=retry,
-                           atomic=atomic, timeout=timeout, queue=queue, limit=limit, priority=priority,
-                           **kwargs)
+        return _ctx().step(
+            fn,
+            *args,
+            idempotency_key=idempotency_key,
+            name=name,
+            retry=retry,
+            atomic=atomic,
+            timeout=timeout,
+            queue=queue,
+            limit=limit,
+            priority=priority,
+            **kwargs,
+        )
 
     def wait_for_signal(self, name: str, timeout=None, type=None):
         """The oldest unconsumed signal ``name``'s payload, or None once ``timeout`` passes."""

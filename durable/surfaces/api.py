@@ -3,6 +3,7 @@
 Views are thin: parse, check permission, call a service, render. Every error, ours or
 DRF's, leaves as ``{"error": {"code", "message", "detail"}}``.
 """
+
 import json
 import uuid
 
@@ -45,10 +46,21 @@ from durable.errors import (
     WorkflowNotFound,
 )
 from durable.models import Signal, WorkflowRun
-from durable.surfaces.serializers import (ErrorSerializer, JournalEntrySerializer, RunCancelSerializer,
-                                          QueryAnswerSerializer, RunDetailSerializer, UpdateResultSerializer, UpdateSendSerializer, RunFilterSerializer, RunForkSerializer,
-                                          RunSerializer,
-                                          RunStartSerializer, SignalSendSerializer, SignalSerializer)
+from durable.surfaces.serializers import (
+    ErrorSerializer,
+    JournalEntrySerializer,
+    RunCancelSerializer,
+    QueryAnswerSerializer,
+    RunDetailSerializer,
+    UpdateResultSerializer,
+    UpdateSendSerializer,
+    RunFilterSerializer,
+    RunForkSerializer,
+    RunSerializer,
+    RunStartSerializer,
+    SignalSendSerializer,
+    SignalSerializer,
+)
 
 VIEW_PERMISSION = "durable.view_workflowrun"
 OPERATE_PERMISSION = "durable.operate_workflowrun"
@@ -77,9 +89,14 @@ class PayloadTooLarge(exceptions.APIException):
     default_detail = "The request body is too large."
 
 
-def error_response(status_code: int, code: str, message: str, detail=None, headers=None) -> Response:
-    return Response({"error": {"code": code, "message": message, "detail": detail}},
-                    status=status_code, headers=headers)
+def error_response(
+    status_code: int, code: str, message: str, detail=None, headers=None
+) -> Response:
+    return Response(
+        {"error": {"code": code, "message": message, "detail": detail}},
+        status=status_code,
+        headers=headers,
+    )
 
 
 def exception_handler(exc, context):
@@ -112,7 +129,9 @@ class HasRunPermission(BasePermission):
     def has_permission(self, request, view):
         if not (request.user and request.user.is_authenticated):
             return False
-        needed = VIEW_PERMISSION if request.method in ("GET", "HEAD", "OPTIONS") else OPERATE_PERMISSION
+        needed = (
+            VIEW_PERMISSION if request.method in ("GET", "HEAD", "OPTIONS") else OPERATE_PERMISSION
+        )
         return request.user.has_perm(needed)
 
 
@@ -133,7 +152,8 @@ class RunPagination(PageNumberPagination):
             size = 0
         if not 1 <= size <= self.max_page_size:
             raise exceptions.ValidationError(
-                {self.page_size_query_param: [f"A whole number from 1 to {self.max_page_size}."]})
+                {self.page_size_query_param: [f"A whole number from 1 to {self.max_page_size}."]}
+            )
         return size
 
     def get_page_number(self, request, paginator):
@@ -158,13 +178,15 @@ def errors(*codes: int) -> dict:
         403: "Authenticated, but lacking the permission for this action.",
         404: "No such run (or page), or no such query registered by the run.",
         409: "The run's state does not allow this (finished, conflicting start, wrong status), or "
-             "a signal's dedupe key names another signal or a prefix reserved by an app.",
+        "a signal's dedupe key names another signal or a prefix reserved by an app.",
         413: "The body is larger than DURABLE_API_MAX_PAYLOAD_BYTES.",
         415: "The body is not application/json.",
         422: "The query could not be answered: its handler raised, or the run no longer replays "
-             "on the current code.",
+        "on the current code.",
     }
-    return {code: OpenApiResponse(ErrorSerializer, description=descriptions[code]) for code in codes}
+    return {
+        code: OpenApiResponse(ErrorSerializer, description=descriptions[code]) for code in codes
+    }
 
 
 def clean_run_id(run_id: str) -> str:
@@ -184,7 +206,9 @@ ATTRIBUTE_PARAM = "attr."
 def refuse_unknown_parameters(params, *, known: set[str]) -> None:
     """A query parameter the list does not know is a 400 naming it: a misspelt filter
     (``?stauts=failed``) must not silently list every run."""
-    unknown = sorted(name for name in params if name not in known and not name.startswith(ATTRIBUTE_PARAM))
+    unknown = sorted(
+        name for name in params if name not in known and not name.startswith(ATTRIBUTE_PARAM)
+    )
     if unknown:
         raise exceptions.ValidationError({name: ["Unknown query parameter."] for name in unknown})
 
@@ -196,7 +220,7 @@ def attribute_filters(params) -> list[tuple[str, str]]:
     for param in params:
         if not param.startswith(ATTRIBUTE_PARAM):
             continue
-        name = param[len(ATTRIBUTE_PARAM):]
+        name = param[len(ATTRIBUTE_PARAM) :]
         try:
             check_attribute_name(name)
         except ValueError as error:
@@ -211,8 +235,11 @@ def attribute_filters(params) -> list[tuple[str, str]]:
 
 
 def run_detail(run_id: str) -> dict:
-    run = (WorkflowRun.objects.prefetch_related("journal", "signals")
-           .filter(pk=clean_run_id(run_id)).first())
+    run = (
+        WorkflowRun.objects.prefetch_related("journal", "signals")
+        .filter(pk=clean_run_id(run_id))
+        .first()
+    )
     if run is None:  # an archived run reads back from the archive, read-only
         return archived_detail(clean_run_id(run_id))
     return RunDetailSerializer(run).data
@@ -266,7 +293,9 @@ class DurableAPIView(GenericAPIView):
             except ValueError:
                 length = 0
             if length > limit:
-                raise PayloadTooLarge(f"The request body is {length} bytes; the limit is {limit} bytes.")
+                raise PayloadTooLarge(
+                    f"The request body is {length} bytes; the limit is {limit} bytes."
+                )
 
     def audit(self) -> dict:
         actor, detail = request_audit(self.request, via="api")
@@ -279,47 +308,70 @@ class RunCollectionView(DurableAPIView):
 
     @extend_schema(
         operation_id="runs_list",
-        parameters=[RunFilterSerializer, OpenApiParameter(
-            "attr.stage", {"type": "string", "pattern": r"^[^\x00]*$"}, OpenApiParameter.QUERY,
-            required=False,
-            description="Filter on a search attribute: any `attr.<name>=<value>` (here `stage`) "
-                        "keeps runs whose attribute `<name>`, written as a JSON scalar, is "
-                        "`<value>` (`attr.n=42` matches 42 and \"42\", `attr.ok=true` matches "
-                        "true). Several combine with AND.")],
+        parameters=[
+            RunFilterSerializer,
+            OpenApiParameter(
+                "attr.stage",
+                {"type": "string", "pattern": r"^[^\x00]*$"},
+                OpenApiParameter.QUERY,
+                required=False,
+                description="Filter on a search attribute: any `attr.<name>=<value>` (here `stage`) "
+                "keeps runs whose attribute `<name>`, written as a JSON scalar, is "
+                '`<value>` (`attr.n=42` matches 42 and "42", `attr.ok=true` matches '
+                "true). Several combine with AND.",
+            ),
+        ],
         responses={200: RunSerializer(many=True), **errors(400, 401, 403, 404)},
-        summary="List runs, newest first, filtered by status, workflow, version and search attributes.")
+        summary="List runs, newest first, filtered by status, workflow, version and search attributes.",
+    )
     def get(self, request):
-        refuse_unknown_parameters(request.query_params, known={*RunFilterSerializer().fields, "page",
-                                                                RunPagination.page_size_query_param})
+        refuse_unknown_parameters(
+            request.query_params,
+            known={*RunFilterSerializer().fields, "page", RunPagination.page_size_query_param},
+        )
         filters = RunFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        run_filter = selectors.RunFilter(**filters.validated_data,
-                                         attributes=tuple(attribute_filters(request.query_params)))
+        run_filter = selectors.RunFilter(
+            **filters.validated_data, attributes=tuple(attribute_filters(request.query_params))
+        )
         runs = selectors.runs_filtered(run_filter).order_by("-created_at", "id")
         page = self.paginate_queryset(runs)
         return self.get_paginated_response(RunSerializer(page, many=True).data)
 
     @extend_schema(
-        operation_id="runs_start", request=RunStartSerializer,
+        operation_id="runs_start",
+        request=RunStartSerializer,
         responses={201: RunSerializer, 200: RunSerializer, **errors(400, 401, 403, 409, 413, 415)},
-        summary="Start a run (201), or return the existing run with this id and input (200).")
+        summary="Start a run (201), or return the existing run with this id and input (200).",
+    )
     def post(self, request):
         start = RunStartSerializer(data=request.data)
         start.is_valid(raise_exception=True)
         data = start.validated_data
         validation.check_run_input(data["workflow"], data["args"], data["kwargs"])
         existed = bool(data.get("id")) and WorkflowRun.objects.filter(pk=data["id"]).exists()
-        run = services.run_start(data["workflow"], *data["args"], id=data.get("id"), priority=data["priority"],
-                                 **self.audit(), **data["kwargs"])
-        return Response(RunSerializer(run).data,
-                        status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+        run = services.run_start(
+            data["workflow"],
+            *data["args"],
+            id=data.get("id"),
+            priority=data["priority"],
+            **self.audit(),
+            **data["kwargs"],
+        )
+        return Response(
+            RunSerializer(run).data,
+            status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED,
+        )
 
 
 class RunDetailView(DurableAPIView):
     serializer_class = RunDetailSerializer
 
-    @extend_schema(operation_id="runs_retrieve", responses={200: RunDetailSerializer, **errors(401, 403, 404)},
-                   summary="A run with its journal (the timeline) and its signals.")
+    @extend_schema(
+        operation_id="runs_retrieve",
+        responses={200: RunDetailSerializer, **errors(401, 403, 404)},
+        summary="A run with its journal (the timeline) and its signals.",
+    )
     def get(self, request, run_id):
         return Response(run_detail(run_id))
 
@@ -340,15 +392,27 @@ class RunSignalView(RunActionView):
     serializer_class = SignalSerializer
 
     @extend_schema(
-        operation_id="runs_signal", request=SignalSendSerializer,
-        parameters=[OpenApiParameter(
-            "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-            description="The signal's dedupe key: a second request with the same key, name and "
-                        "payload is the same signal (200) and does not resume the run again; the "
-                        "same key with another name or payload, or a key under a prefix an app "
-                        "reserved (e.g. approval:), is a 409 signal_conflict.")],
-        responses={201: SignalSerializer, 200: SignalSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
-        summary="Send a signal to a run (201), or return the one already sent with this key (200).")
+        operation_id="runs_signal",
+        request=SignalSendSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="The signal's dedupe key: a second request with the same key, name and "
+                "payload is the same signal (200) and does not resume the run again; the "
+                "same key with another name or payload, or a key under a prefix an app "
+                "reserved (e.g. approval:), is a 409 signal_conflict.",
+            )
+        ],
+        responses={
+            201: SignalSerializer,
+            200: SignalSerializer,
+            **errors(400, 401, 403, 404, 409, 413, 415),
+        },
+        summary="Send a signal to a run (201), or return the one already sent with this key (200).",
+    )
     def post(self, request, run_id):
         run_id = clean_run_id(run_id)
         body = SignalSendSerializer(data=request.data)
@@ -358,35 +422,55 @@ class RunSignalView(RunActionView):
             if len(dedupe_key) > 255:
                 raise exceptions.ValidationError({"Idempotency-Key": ["At most 255 characters."]})
             validation.check_text(dedupe_key, what="Idempotency-Key")
-        seen = bool(dedupe_key) and Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).exists()
-        signal = services.signal_send(run_id, body.validated_data["name"], body.validated_data["payload"],
-                                      dedupe_key=dedupe_key, **self.audit())
-        return Response(SignalSerializer(signal).data,
-                        status=status.HTTP_200_OK if seen else status.HTTP_201_CREATED)
+        seen = (
+            bool(dedupe_key)
+            and Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).exists()
+        )
+        signal = services.signal_send(
+            run_id,
+            body.validated_data["name"],
+            body.validated_data["payload"],
+            dedupe_key=dedupe_key,
+            **self.audit(),
+        )
+        return Response(
+            SignalSerializer(signal).data,
+            status=status.HTTP_200_OK if seen else status.HTTP_201_CREATED,
+        )
 
 
 class RunCancelView(RunActionView):
     suffix = "cancel"
     serializer_class = RunCancelSerializer
 
-    @extend_schema(operation_id="runs_cancel", request=RunCancelSerializer,
-                   responses={200: RunSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
-                   summary="Cancel a run now (a worker running it is stopped at its next write), "
-                           "or gracefully.")
+    @extend_schema(
+        operation_id="runs_cancel",
+        request=RunCancelSerializer,
+        responses={200: RunSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
+        summary="Cancel a run now (a worker running it is stopped at its next write), "
+        "or gracefully.",
+    )
     def post(self, request, run_id):
         body = RunCancelSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        run = services.run_cancel(clean_run_id(run_id), reason=body.validated_data["reason"],
-                                  graceful=body.validated_data["graceful"], **self.audit())
+        run = services.run_cancel(
+            clean_run_id(run_id),
+            reason=body.validated_data["reason"],
+            graceful=body.validated_data["graceful"],
+            **self.audit(),
+        )
         return Response(RunSerializer(run).data)
 
 
 class RunRetryView(RunActionView):
     suffix = "retry"
 
-    @extend_schema(operation_id="runs_retry", request=None,
-                   responses={200: RunSerializer, **errors(401, 403, 404, 409, 413)},
-                   summary="Send a failed or blocked run back to pending (replays on current code).")
+    @extend_schema(
+        operation_id="runs_retry",
+        request=None,
+        responses={200: RunSerializer, **errors(401, 403, 404, 409, 413)},
+        summary="Send a failed or blocked run back to pending (replays on current code).",
+    )
     def post(self, request, run_id):
         run = services.run_retry(clean_run_id(run_id), **self.audit())
         return Response(RunSerializer(run).data)
@@ -395,9 +479,12 @@ class RunRetryView(RunActionView):
 class RunWakeView(RunActionView):
     suffix = "wake"
 
-    @extend_schema(operation_id="runs_wake", request=None,
-                   responses={200: RunSerializer, **errors(401, 403, 404, 409, 413)},
-                   summary="End a sleep or a retry back-off now (never times out a wait for a signal).")
+    @extend_schema(
+        operation_id="runs_wake",
+        request=None,
+        responses={200: RunSerializer, **errors(401, 403, 404, 409, 413)},
+        summary="End a sleep or a retry back-off now (never times out a wait for a signal).",
+    )
     def post(self, request, run_id):
         run = services.run_wake(clean_run_id(run_id), **self.audit())
         return Response(RunSerializer(run).data)
@@ -407,35 +494,60 @@ class RunForkView(RunActionView):
     suffix = "fork"
     serializer_class = RunForkSerializer
 
-    @extend_schema(operation_id="runs_fork", request=RunForkSerializer,
-                   responses={201: RunSerializer, 200: RunSerializer, **errors(400, 401, 403, 404, 409, 413, 415)},
-                   summary="Fork a run at a journal position (201): a new run with the same input keeps "
-                           "the entries before it and runs the current code from there; the run itself "
-                           "is not changed. The same id, run and position again returns that fork (200).")
+    @extend_schema(
+        operation_id="runs_fork",
+        request=RunForkSerializer,
+        responses={
+            201: RunSerializer,
+            200: RunSerializer,
+            **errors(400, 401, 403, 404, 409, 413, 415),
+        },
+        summary="Fork a run at a journal position (201): a new run with the same input keeps "
+        "the entries before it and runs the current code from there; the run itself "
+        "is not changed. The same id, run and position again returns that fork (200).",
+    )
     def post(self, request, run_id):
         body = RunForkSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         fork_id = body.validated_data.get("id")
         existed = bool(fork_id) and WorkflowRun.objects.filter(pk=fork_id).exists()
-        fork = services.run_fork(clean_run_id(run_id), at_position=body.validated_data["at_position"],
-                                 id=fork_id, **self.audit())
-        return Response(RunSerializer(fork).data, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+        fork = services.run_fork(
+            clean_run_id(run_id),
+            at_position=body.validated_data["at_position"],
+            id=fork_id,
+            **self.audit(),
+        )
+        return Response(
+            RunSerializer(fork).data,
+            status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED,
+        )
 
 
 class RunUpdateView(DurableAPIView):
     serializer_class = UpdateSendSerializer
 
     @extend_schema(
-        operation_id="runs_update", request=UpdateSendSerializer,
-        parameters=[OpenApiParameter(
-            "Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-            description="The update's dedupe key: the same key is the same update, applied once; "
-                        "asked again, it answers the result.")],
-        responses={200: UpdateResultSerializer, 202: UpdateResultSerializer,
-                   **errors(400, 401, 403, 404, 409, 413, 415, 422)},
+        operation_id="runs_update",
+        request=UpdateSendSerializer,
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="The update's dedupe key: the same key is the same update, applied once; "
+                "asked again, it answers the result.",
+            )
+        ],
+        responses={
+            200: UpdateResultSerializer,
+            202: UpdateResultSerializer,
+            **errors(400, 401, 403, 404, 409, 413, 415, 422),
+        },
         summary="Ask a running workflow to apply an update (workflow.on_update): 200 with its result, 422 "
-                "with the validator's reason (nothing stored) or the handler's error, 202 when it is stored "
-                "and not applied within the timeout (it will be).")
+        "with the validator's reason (nothing stored) or the handler's error, 202 when it is stored "
+        "and not applied within the timeout (it will be).",
+    )
     def post(self, request, run_id, name):
         body = UpdateSendSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -444,13 +556,22 @@ class RunUpdateView(DurableAPIView):
             raise exceptions.ValidationError({"Idempotency-Key": ["At most 240 characters."]})
         validation.check_text(dedupe_key, what="Idempotency-Key")
         try:
-            value = services.run_update(clean_run_id(run_id), name, body.validated_data["payload"],
-                                        timeout=body.validated_data["timeout"], dedupe_key=dedupe_key,
-                                        **self.audit())
+            value = services.run_update(
+                clean_run_id(run_id),
+                name,
+                body.validated_data["payload"],
+                timeout=body.validated_data["timeout"],
+                dedupe_key=dedupe_key,
+                **self.audit(),
+            )
         except UpdateTimeout as stored:
-            return Response({"update_id": stored.update_id, "status": "stored", "result": None},
-                            status=status.HTTP_202_ACCEPTED)
-        return Response({"update_id": dedupe_key, "status": "applied", "result": codec.encode(value)})
+            return Response(
+                {"update_id": stored.update_id, "status": "stored", "result": None},
+                status=status.HTTP_202_ACCEPTED,
+            )
+        return Response(
+            {"update_id": dedupe_key, "status": "applied", "result": codec.encode(value)}
+        )
 
 
 class RunQueryView(DurableAPIView):
@@ -458,15 +579,23 @@ class RunQueryView(DurableAPIView):
 
     @extend_schema(
         operation_id="runs_query",
-        parameters=[OpenApiParameter(
-            "arg", {"type": "array", "items": {"type": "string", "pattern": r"^[^\x00]*$"}},
-            OpenApiParameter.QUERY, required=False, explode=True, style="form",
-            description="The handler's arguments in order, one `arg` each: JSON when it parses "
-                        "(`arg=3`, `arg=true`, `arg={\"a\":1}`), else the text itself (`arg=pt-BR`).")],
+        parameters=[
+            OpenApiParameter(
+                "arg",
+                {"type": "array", "items": {"type": "string", "pattern": r"^[^\x00]*$"}},
+                OpenApiParameter.QUERY,
+                required=False,
+                explode=True,
+                style="form",
+                description="The handler's arguments in order, one `arg` each: JSON when it parses "
+                '(`arg=3`, `arg=true`, `arg={"a":1}`), else the text itself (`arg=pt-BR`).',
+            )
+        ],
         responses={200: QueryAnswerSerializer, **errors(400, 401, 403, 404, 422)},
         summary="Answer a query the workflow registered (workflow.on_query): the run is replayed from "
-                "its journal, nothing runs and nothing is written; 422 if the handler raised or the "
-                "run no longer replays on the current code.")
+        "its journal, nothing runs and nothing is written; 422 if the handler raised or the "
+        "run no longer replays on the current code.",
+    )
     def get(self, request, run_id, name):
         refuse_unknown_parameters(request.query_params, known={"arg"})
         args = query_args(request.query_params.getlist("arg"))
@@ -477,7 +606,9 @@ class RunQueryView(DurableAPIView):
         try:
             encoded = codec.encode(value)
         except PayloadError as error:
-            raise QueryFailed(f"query {name!r} answered a value JSON cannot hold: {error}") from None
+            raise QueryFailed(
+                f"query {name!r} answered a value JSON cannot hold: {error}"
+            ) from None
         return Response({"query": name, "result": encoded})
 
 
@@ -513,8 +644,13 @@ class NotFoundView(APIView):
 def archived_detail(run_id: str) -> dict:
     """The API's run detail for an archived run, plus where it went."""
     run = selectors.archived_run_full(selectors.archived_get(run_id))
-    return {**RunSerializer(run).data,
-            "journal": JournalEntrySerializer(selectors.archived_journal(run), many=True).data,
-            "signals": SignalSerializer(selectors.archived_signals(run), many=True).data,
-            "archived": {"archived_at": run.archived_at.isoformat(), "batch": run.batch.token,
-                         "export_file": run.batch.export_file or None}}
+    return {
+        **RunSerializer(run).data,
+        "journal": JournalEntrySerializer(selectors.archived_journal(run), many=True).data,
+        "signals": SignalSerializer(selectors.archived_signals(run), many=True).data,
+        "archived": {
+            "archived_at": run.archived_at.isoformat(),
+            "batch": run.batch.token,
+            "export_file": run.batch.export_file or None,
+        },
+    }

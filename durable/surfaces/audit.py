@@ -1,4 +1,5 @@
 """Who and where an operator request came from, for the audit events the services write."""
+
 import getpass
 import socket
 
@@ -32,4 +33,7 @@ def command_audit() -> dict:
         user = getpass.getuser()
     except Exception:
         user = "unknown"
-    return {"actor": f"cli:{user}", "audit": {"via": "cli", "user": user, "host": socket.gethostname()}}
+    return {
+        "actor": f"cli:{user}",
+        "audit": {"via": "cli", "user": user, "host": socket.gethostname()},
+    }

@@ -1,6 +1,7 @@
 """Django system checks of the engine: workflow bodies that would not replay, a
 retention policy that beat could not run, and schedules declared in code that the
 database does not hold as declared."""
+
 from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError
@@ -23,8 +24,11 @@ def check_workflows(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
         seen.add(code)
         label = f"workflow {definition.name!r} v{definition.version}"
         for finding in inspect_function(definition.fn):
-            messages.append(checks.Warning(finding.message(), hint=finding.rule.fix,
-                                           obj=label, id=finding.rule.id))
+            messages.append(
+                checks.Warning(
+                    finding.message(), hint=finding.rule.fix, obj=label, id=finding.rule.id
+                )
+            )
     return messages
 
 
@@ -35,16 +39,26 @@ def check_retention(app_configs=None, **kwargs):
         return []
     problems = []
     if not isinstance(policy, dict) or "finished_before" not in policy:
-        return [checks.Error("DURABLE_RETENTION must be a dict with 'finished_before' (e.g. \"90d\")",
-                             id="durable.E101")]
+        return [
+            checks.Error(
+                "DURABLE_RETENTION must be a dict with 'finished_before' (e.g. \"90d\")",
+                id="durable.E101",
+            )
+        ]
     try:
         parse_age(policy["finished_before"])
     except ValueError as error:
-        problems.append(checks.Error(f"DURABLE_RETENTION['finished_before']: {error}", id="durable.E101"))
+        problems.append(
+            checks.Error(f"DURABLE_RETENTION['finished_before']: {error}", id="durable.E101")
+        )
     size = policy.get("batch_size", DEFAULT_BATCH_SIZE)
     if not isinstance(size, int) or not 1 <= size <= MAX_BATCH_SIZE:
-        problems.append(checks.Error(f"DURABLE_RETENTION['batch_size'] must be 1..{MAX_BATCH_SIZE}, got {size!r}",
-                                     id="durable.E102"))
+        problems.append(
+            checks.Error(
+                f"DURABLE_RETENTION['batch_size'] must be 1..{MAX_BATCH_SIZE}, got {size!r}",
+                id="durable.E102",
+            )
+        )
     return problems
 
 
@@ -55,11 +69,15 @@ def check_declared_schedules(app_configs=None, databases=None, **kwargs):
         specs = declared.declared_schedules()
         for spec in specs:
             spec.fields()
-    except (DurableError, ValueError) as error:   # ScheduleInvalid, WorkflowNotFound, PayloadError
+    except (DurableError, ValueError) as error:  # ScheduleInvalid, WorkflowNotFound, PayloadError
         return [checks.Error(f"a declared schedule is invalid: {error}", id="durable.E201")]
     except Exception as error:  # a workflow module that did not import, say: say it, do not crash
-        return [checks.Error(f"the declared schedules could not be read: {type(error).__name__}: {error}",
-                             id="durable.E201")]
+        return [
+            checks.Error(
+                f"the declared schedules could not be read: {type(error).__name__}: {error}",
+                id="durable.E201",
+            )
+        ]
     if not databases:
         return []
     try:
@@ -67,12 +85,19 @@ def check_declared_schedules(app_configs=None, databases=None, **kwargs):
     except DatabaseError:  # migrate checks before it creates the tables: nothing to compare yet
         return []
     hint = "run: python manage.py durable schedule sync"
-    return [checks.Warning(f"schedule {drift.name!r} is declared in code but missing from the database"
-                           if drift.missing else
-                           f"schedule {drift.name!r} differs from its declaration: "
-                           + ", ".join(f"{name} is {old!r}, declared {new!r}" for name, (old, new) in drift.changed.items()),
-                           hint=hint, id="durable.W201")
-            for drift in drifts]
+    return [
+        checks.Warning(
+            f"schedule {drift.name!r} is declared in code but missing from the database"
+            if drift.missing
+            else f"schedule {drift.name!r} differs from its declaration: "
+            + ", ".join(
+                f"{name} is {old!r}, declared {new!r}" for name, (old, new) in drift.changed.items()
+            ),
+            hint=hint,
+            id="durable.W201",
+        )
+        for drift in drifts
+    ]
 
 
 def check_audit_key(app_configs=None, **kwargs):
@@ -80,9 +105,14 @@ def check_audit_key(app_configs=None, **kwargs):
     which is rotated for other reasons (a rotation would unseal every audit row)."""
     if getattr(settings, "DURABLE_AUDIT_KEY", "") or settings.DEBUG:
         return []
-    return [checks.Warning("DURABLE_AUDIT_KEY is not set: the audit rows are sealed with a key derived from SECRET_KEY",
-                           hint="set DURABLE_AUDIT_KEY once, before the first migrate, and never change it "
-                                "(docs/operations.md, \"Audit trail\")", id="durable.W301")]
+    return [
+        checks.Warning(
+            "DURABLE_AUDIT_KEY is not set: the audit rows are sealed with a key derived from SECRET_KEY",
+            hint="set DURABLE_AUDIT_KEY once, before the first migrate, and never change it "
+            '(docs/operations.md, "Audit trail")',
+            id="durable.W301",
+        )
+    ]
 
 
 def register() -> None:

@@ -4,6 +4,7 @@ Read by ``manage.py durable health`` (for systemd, a load balancer or a cron pro
 check answers on its own: a database outage must not hide a broker outage, or the reverse.
 Apps add their own checks with ``register_health_check`` (the engine imports no app).
 """
+
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -38,7 +39,9 @@ def check_database() -> Check:
     except Exception as error:
         return Check("database", False, f"unreachable: {type(error).__name__}: {error}".strip())
     if pending:
-        return Check("database", False, f"{len(pending)} migration(s) not applied (manage.py migrate)")
+        return Check(
+            "database", False, f"{len(pending)} migration(s) not applied (manage.py migrate)"
+        )
     return Check("database", True, f"{connection.vendor}, migrations applied")
 
 
@@ -47,7 +50,9 @@ def check_broker(url: str | None = None, *, timeout: float = 5.0) -> Check:
 
     try:
         with current_app.connection_for_write(url) as broker:
-            broker.ensure_connection(max_retries=1, interval_start=0, interval_step=0.5, timeout=timeout)
+            broker.ensure_connection(
+                max_retries=1, interval_start=0, interval_step=0.5, timeout=timeout
+            )
             transport = broker.transport_cls
     except Exception as error:
         return Check("broker", False, f"unreachable: {type(error).__name__}: {error}".strip())
@@ -62,18 +67,23 @@ def check_sweep(*, max_age: float | None = None) -> Check:
     age = time.time() - last["at"]
     if age > max_age:
         return Check("sweep", False, f"the last sweep ran {age:.0f} s ago (limit {max_age:.0f} s)")
-    return Check("sweep", True, f"last sweep {age:.1f} s ago, {last.get('dispatched', 0)} dispatched")
+    return Check(
+        "sweep", True, f"last sweep {age:.1f} s ago, {last.get('dispatched', 0)} dispatched"
+    )
 
 
 def check_overdue(*, max_overdue: float = 120.0) -> Check:
     """Runs whose time came long ago: the sweep dispatches them but no worker advances them."""
     try:
-        overdue = WorkflowRun.objects.filter(status__in=ACTIVE_STATUSES,
-                                             wake_at__lt=clock.now() - timedelta(seconds=max_overdue)).count()
+        overdue = WorkflowRun.objects.filter(
+            status__in=ACTIVE_STATUSES, wake_at__lt=clock.now() - timedelta(seconds=max_overdue)
+        ).count()
     except Exception as error:
         return Check("overdue runs", False, f"cannot count: {type(error).__name__}")
     if overdue:
-        return Check("overdue runs", False, f"{overdue} run(s) due more than {max_overdue:.0f} s ago")
+        return Check(
+            "overdue runs", False, f"{overdue} run(s) due more than {max_overdue:.0f} s ago"
+        )
     return Check("overdue runs", True, f"none due more than {max_overdue:.0f} s ago")
 
 
@@ -90,14 +100,24 @@ def register_health_check(check) -> None:
 def _app_results(check) -> list[Check]:
     try:
         result = check()
-    except Exception as error:   # one app's broken check must not hide the others
-        return [Check(getattr(check, "__name__", "app check"), False,
-                      f"cannot check: {type(error).__name__}: {error}".strip())]
+    except Exception as error:  # one app's broken check must not hide the others
+        return [
+            Check(
+                getattr(check, "__name__", "app check"),
+                False,
+                f"cannot check: {type(error).__name__}: {error}".strip(),
+            )
+        ]
     return list(result) if isinstance(result, (list, tuple)) else [result]
 
 
 def checks(*, max_overdue: float = 120.0) -> list[Check]:
-    results = [check_database(), check_broker(), check_sweep(), check_overdue(max_overdue=max_overdue)]
+    results = [
+        check_database(),
+        check_broker(),
+        check_sweep(),
+        check_overdue(max_overdue=max_overdue),
+    ]
     for check in _app_checks:
         results.extend(_app_results(check))
     return results

@@ -1,10 +1,14 @@
 """Corrections to the OpenAPI schema drf-spectacular writes for the engine's API."""
+
 import re
 
 
 def _accepts_empty(option: dict) -> bool:
-    return (option.get("type") == "string" and option.get("minLength", 0) == 0
-            and re.search(option.get("pattern", ""), "") is not None)
+    return (
+        option.get("type") == "string"
+        and option.get("minLength", 0) == 0
+        and re.search(option.get("pattern", ""), "") is not None
+    )
 
 
 def blank_text_is_one_alternative(result, generator, request, public):

@@ -2,6 +2,7 @@
 
 Thin: input serializers only check shape and storability; the services decide.
 """
+
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
@@ -19,10 +20,11 @@ def _storable(what: str):
             else:
                 validation.check_json_value(value, what=what)
         except PayloadTooDeep:
-            raise   # the API answers it as payload_error, like the codec's own refusals
+            raise  # the API answers it as payload_error, like the codec's own refusals
         except DurableError as error:
             raise serializers.ValidationError(str(error)) from None
         return value
+
     return check
 
 
@@ -85,8 +87,20 @@ class JournalEntrySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = JournalEntry
-        fields = ["position", "kind", "name", "status", "attempt", "idempotency_key",
-                  "started_at", "wake_at", "duration_seconds", "result", "error", "updated_at"]
+        fields = [
+            "position",
+            "kind",
+            "name",
+            "status",
+            "attempt",
+            "idempotency_key",
+            "started_at",
+            "wake_at",
+            "duration_seconds",
+            "result",
+            "error",
+            "updated_at",
+        ]
 
     def get_duration_seconds(self, entry) -> float | None:
         return entry.duration.total_seconds() if entry.duration is not None else None
@@ -98,8 +112,16 @@ class SignalSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Signal
-        fields = ["id", "name", "payload", "dedupe_key", "consumed", "consumed_position",
-                  "consumed_at", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "payload",
+            "dedupe_key",
+            "consumed",
+            "consumed_position",
+            "consumed_at",
+            "created_at",
+        ]
 
     def get_consumed(self, signal) -> bool:
         return signal.consumed_position is not None
@@ -112,33 +134,72 @@ class RunSerializer(serializers.ModelSerializer):
     result = serializers.JSONField(allow_null=True)
     error = serializers.JSONField(allow_null=True)
     attributes = serializers.DictField(
-        child=serializers.JSONField(allow_null=True), read_only=True,
-        help_text="Search attributes the workflow set (JSON scalars); `stage` is its human status.")
-    parent = serializers.CharField(source="parent_id", read_only=True, allow_null=True,
-                                   help_text="The run that started this one as a child, if any.")
-    forked_from = serializers.CharField(source="forked_from_id", read_only=True, allow_null=True,
-                                        help_text="The run this one was forked from, if any.")
-    fork_position = serializers.IntegerField(read_only=True, allow_null=True,
-                                             help_text="Where the fork ran again from: the entries "
-                                                       "before it are the source's.")
-    continued_as = serializers.CharField(source="continued_as_id", read_only=True, allow_null=True,
-                                         help_text="The run this one continued as (status continued).")
+        child=serializers.JSONField(allow_null=True),
+        read_only=True,
+        help_text="Search attributes the workflow set (JSON scalars); `stage` is its human status.",
+    )
+    parent = serializers.CharField(
+        source="parent_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The run that started this one as a child, if any.",
+    )
+    forked_from = serializers.CharField(
+        source="forked_from_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The run this one was forked from, if any.",
+    )
+    fork_position = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="Where the fork ran again from: the entries before it are the source's.",
+    )
+    continued_as = serializers.CharField(
+        source="continued_as_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The run this one continued as (status continued).",
+    )
 
     class Meta:
         model = WorkflowRun
-        fields = ["id", "workflow", "version", "status", "input", "result", "error", "waiting_for",
-                  "wake_at", "advances", "attributes", "parent", "forked_from", "fork_position",
-                  "continued_as", "priority", "created_at", "updated_at", "finished_at"]
+        fields = [
+            "id",
+            "workflow",
+            "version",
+            "status",
+            "input",
+            "result",
+            "error",
+            "waiting_for",
+            "wake_at",
+            "advances",
+            "attributes",
+            "parent",
+            "forked_from",
+            "fork_position",
+            "continued_as",
+            "priority",
+            "created_at",
+            "updated_at",
+            "finished_at",
+        ]
 
 
 class RunDetailSerializer(RunSerializer):
     journal = JournalEntrySerializer(many=True, read_only=True)
     signals = SignalSerializer(many=True, read_only=True)
-    children = serializers.SerializerMethodField(help_text="Ids of the runs this one started as children.")
-    forks = serializers.SerializerMethodField(help_text="Ids of the runs forked from this one, oldest first.")
+    children = serializers.SerializerMethodField(
+        help_text="Ids of the runs this one started as children."
+    )
+    forks = serializers.SerializerMethodField(
+        help_text="Ids of the runs forked from this one, oldest first."
+    )
     chain = serializers.SerializerMethodField(
         help_text="Ids of the runs of this one's continue-as-new chain, oldest first (empty if none); "
-                  "the last is the newest, which signals and queries to any of them reach.")
+        "the last is the newest, which signals and queries to any of them reach."
+    )
 
     class Meta(RunSerializer.Meta):
         fields = [*RunSerializer.Meta.fields, "children", "forks", "chain", "journal", "signals"]
@@ -157,59 +218,98 @@ class RunFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=RunStatus.choices, required=False)
     workflow = ExactText(required=False, max_length=200, validators=[StorableText("workflow")])
     version = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
-    parent = ExactText(required=False, max_length=255, validators=[StorableText("parent")],
-                                   help_text="Only the children of this run.")
+    parent = ExactText(
+        required=False,
+        max_length=255,
+        validators=[StorableText("parent")],
+        help_text="Only the children of this run.",
+    )
 
     def validate(self, attrs):
         # DRF reads an empty query value of an optional field as absent: ?workflow= would list
         # every run instead of saying the filter is wrong.
         blank = sorted(name for name in self.fields if self.initial_data.get(name) == "")
         if blank:
-            raise serializers.ValidationError({name: ["This field may not be blank."] for name in blank})
+            raise serializers.ValidationError(
+                {name: ["This field may not be blank."] for name in blank}
+            )
         return attrs
 
 
 class RunStartSerializer(serializers.Serializer):
-    workflow = JSONText(max_length=200, validators=[StorableText("workflow")],
-                                     help_text="A registered workflow name; its latest version starts.")
-    id = JSONText(required=False, max_length=255, validators=[StorableText("id")],
-                               help_text="The run id (e.g. onboarding:c-42). Starting an existing id "
-                                         "with the same input returns that run.")
+    workflow = JSONText(
+        max_length=200,
+        validators=[StorableText("workflow")],
+        help_text="A registered workflow name; its latest version starts.",
+    )
+    id = JSONText(
+        required=False,
+        max_length=255,
+        validators=[StorableText("id")],
+        help_text="The run id (e.g. onboarding:c-42). Starting an existing id "
+        "with the same input returns that run.",
+    )
     args = serializers.ListField(child=serializers.JSONField(), required=False, default=list)
     kwargs = serializers.DictField(child=serializers.JSONField(), required=False, default=dict)
-    priority = JSONInteger(required=False, default=5, min_value=0, max_value=9,
-                           help_text="0 to 9, higher first: the sweep's pick, a limit's line, the broker.")
+    priority = JSONInteger(
+        required=False,
+        default=5,
+        min_value=0,
+        max_value=9,
+        help_text="0 to 9, higher first: the sweep's pick, a limit's line, the broker.",
+    )
 
 
 class SignalSendSerializer(serializers.Serializer):
     name = JSONText(max_length=255, validators=[StorableText("name")])
-    payload = serializers.JSONField(required=False, allow_null=True, default=None,
-                                    validators=[_storable("payload")])
+    payload = serializers.JSONField(
+        required=False, allow_null=True, default=None, validators=[_storable("payload")]
+    )
 
 
 class RunCancelSerializer(serializers.Serializer):
-    reason = JSONText(required=False, allow_blank=True, default="", max_length=1000,
-                                   validators=[StorableText("reason")])
+    reason = JSONText(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=1000,
+        validators=[StorableText("reason")],
+    )
     graceful = JSONBoolean(
-        required=False, default=False,
+        required=False,
+        default=False,
         help_text="Let the workflow clean up first: workflow.Cancelled is raised where it waits, "
-                  "and the run ends cancelled when its cleanup returns (at most an hour).")
+        "and the run ends cancelled when its cleanup returns (at most an hour).",
+    )
 
 
 class RunForkSerializer(serializers.Serializer):
-    at_position = JSONInteger(min_value=0, max_value=2**31 - 1,
-                              help_text="The first journal position to run again: the fork keeps the "
-                                        "entries before it and runs the code deployed now from there.")
-    id = JSONText(required=False, max_length=255, validators=[StorableText("id")],
-                  help_text="The new run's id (default: workflow:uuid). Asking again with the same id, "
-                            "run and position returns that fork.")
+    at_position = JSONInteger(
+        min_value=0,
+        max_value=2**31 - 1,
+        help_text="The first journal position to run again: the fork keeps the "
+        "entries before it and runs the code deployed now from there.",
+    )
+    id = JSONText(
+        required=False,
+        max_length=255,
+        validators=[StorableText("id")],
+        help_text="The new run's id (default: workflow:uuid). Asking again with the same id, "
+        "run and position returns that fork.",
+    )
 
 
 class UpdateSendSerializer(serializers.Serializer):
-    payload = serializers.JSONField(required=False, allow_null=True, default=None,
-                                    validators=[_storable("payload")])
-    timeout = serializers.FloatField(required=False, default=10.0, min_value=0, max_value=30,
-                                     help_text="Seconds to wait for the run to apply it (0 to 30, default 10).")
+    payload = serializers.JSONField(
+        required=False, allow_null=True, default=None, validators=[_storable("payload")]
+    )
+    timeout = serializers.FloatField(
+        required=False,
+        default=10.0,
+        min_value=0,
+        max_value=30,
+        help_text="Seconds to wait for the run to apply it (0 to 30, default 10).",
+    )
 
     def validate_timeout(self, value):
         if isinstance(self.initial_data.get("timeout"), bool | str):
@@ -219,14 +319,18 @@ class UpdateSendSerializer(serializers.Serializer):
 
 class UpdateResultSerializer(serializers.Serializer):
     update_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=["applied", "stored"],
-                                     help_text="applied: result is the handler's; stored: not applied yet.")
+    status = serializers.ChoiceField(
+        choices=["applied", "stored"],
+        help_text="applied: result is the handler's; stored: not applied yet.",
+    )
     result = serializers.JSONField(allow_null=True)
 
 
 class QueryAnswerSerializer(serializers.Serializer):
     query = serializers.CharField()
-    result = serializers.JSONField(allow_null=True, help_text="What the query's handler returned, as JSON.")
+    result = serializers.JSONField(
+        allow_null=True, help_text="What the query's handler returned, as JSON."
+    )
 
 
 class ErrorBodySerializer(serializers.Serializer):
@@ -248,13 +352,33 @@ class ScheduleSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Schedule
-        fields = ["name", "workflow", "cron", "timezone", "id_template", "args", "kwargs", "catch_up", "paused",
-                  "next_fire_at", "last_fired_at", "last_run_id", "last_error", "created_at", "updated_at"]
+        fields = [
+            "name",
+            "workflow",
+            "cron",
+            "timezone",
+            "id_template",
+            "args",
+            "kwargs",
+            "catch_up",
+            "paused",
+            "next_fire_at",
+            "last_fired_at",
+            "last_run_id",
+            "last_error",
+            "created_at",
+            "updated_at",
+        ]
 
 
 class SchedulePauseSerializer(serializers.Serializer):
-    reason = JSONText(required=False, allow_blank=True, default="", max_length=1000,
-                      validators=[StorableText("reason")])
+    reason = JSONText(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=1000,
+        validators=[StorableText("reason")],
+    )
 
 
 class ScheduleTriggerSerializer(serializers.Serializer):

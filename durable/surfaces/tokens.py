@@ -3,6 +3,7 @@
 Clients keep sending ``Authorization: Token <secret>``; the secret is checked against the
 stored digests (durable/features/tokens.py), so a copy of the database authenticates nobody.
 """
+
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.permissions import BasePermission

@@ -1,4 +1,5 @@
 """Template filters of the runs admin: times and ids an operator can read at a glance."""
+
 import re
 
 from django import template
@@ -19,8 +20,12 @@ def stamp(value):
         return None
     local = timezone.localtime(value) if timezone.is_aware(value) else value
     clock = f"{local:%H:%M:%S}" + (f"\N{NO-BREAK SPACE}{local:%Z}" if local.tzinfo else "")
-    return format_html('<time datetime="{}">{} {}</time>', value.isoformat(),
-                       formats.date_format(local, "SHORT_DATE_FORMAT"), clock)
+    return format_html(
+        '<time datetime="{}">{} {}</time>',
+        value.isoformat(),
+        formats.date_format(local, "SHORT_DATE_FORMAT"),
+        clock,
+    )
 
 
 @register.filter
@@ -30,4 +35,6 @@ def breakable(text):
     so a narrow column stays legible."""
     if not text:
         return None
-    return format_html_join(mark_safe("<wbr>"), "{}", ((part,) for part in re.split(r"(?<=[:/|_])", str(text))))
+    return format_html_join(
+        mark_safe("<wbr>"), "{}", ((part,) for part in re.split(r"(?<=[:/|_])", str(text)))
+    )

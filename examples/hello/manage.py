@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """The example project's manage.py: Django's own, pointed at hello.settings."""
+
 import os
 import sys
 

@@ -1,5 +1,6 @@
 """Invoice operations over HTTP for operators' tools: void and a new due date, each sent to
 the invoice's run (an update), answered at once when the run applies or refuses it."""
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -14,16 +15,28 @@ from processes.billing.services import InvoiceSettled, invoice_due_date_change, 
 
 OPERATION_STATUSES = ["applied", "stored"]
 
-_OUTCOME = inline_serializer("InvoiceOperationOutcome", {
-    "invoice": serializers.CharField(),
-    "status": serializers.ChoiceField(OPERATION_STATUSES, help_text=(
-        "applied: the run did it; stored: it did not answer in time and will still do it")),
-    "invoice_status": serializers.CharField(help_text="The invoice's status after the call.")})
+_OUTCOME = inline_serializer(
+    "InvoiceOperationOutcome",
+    {
+        "invoice": serializers.CharField(),
+        "status": serializers.ChoiceField(
+            OPERATION_STATUSES,
+            help_text=(
+                "applied: the run did it; stored: it did not answer in time and will still do it"
+            ),
+        ),
+        "invoice_status": serializers.CharField(help_text="The invoice's status after the call."),
+    },
+)
 
 
 class CanChangeInvoices(BasePermission):
     def has_permission(self, request, view):
-        return bool(request.user and request.user.is_authenticated and request.user.has_perm("processes.change_invoice"))
+        return bool(
+            request.user
+            and request.user.is_authenticated
+            and request.user.has_perm("processes.change_invoice")
+        )
 
 
 class VoidBody(serializers.Serializer):
@@ -31,9 +44,15 @@ class VoidBody(serializers.Serializer):
 
 
 class DueDateBody(serializers.Serializer):
-    due_at = JSONText(max_length=64, help_text="ISO 8601 with its offset, in the future, within two years.")
-    reason = JSONText(max_length=REASON_MAX, required=False, default="",
-                      help_text="Why (the renegotiation); kept in the run's journal and audit.")
+    due_at = JSONText(
+        max_length=64, help_text="ISO 8601 with its offset, in the future, within two years."
+    )
+    reason = JSONText(
+        max_length=REASON_MAX,
+        required=False,
+        default="",
+        help_text="Why (the renegotiation); kept in the run's journal and audit.",
+    )
 
     def validate_due_at(self, value: str):
         try:
@@ -58,11 +77,18 @@ class InvoiceOperationView(DurableAPIView):
         try:
             applied = self.apply(invoice, body.validated_data, **self.audit())
         except InvoiceSettled as refused:
-            return error_response(status.HTTP_409_CONFLICT, "invoice_settled", f"refused: {refused}")
+            return error_response(
+                status.HTTP_409_CONFLICT, "invoice_settled", f"refused: {refused}"
+            )
         invoice.refresh_from_db()
-        return Response({"invoice": invoice.number, "status": "applied" if applied else "stored",
-                         "invoice_status": invoice.status},
-                        status=status.HTTP_200_OK if applied else status.HTTP_202_ACCEPTED)
+        return Response(
+            {
+                "invoice": invoice.number,
+                "status": "applied" if applied else "stored",
+                "invoice_status": invoice.status,
+            },
+            status=status.HTTP_200_OK if applied else status.HTTP_202_ACCEPTED,
+        )
 
 
 # 403: needs processes.change_invoice; 404: no invoice with that number; 409 (invoice_settled):
@@ -73,7 +99,9 @@ _RESPONSES = {200: _OUTCOME, 202: _OUTCOME, **errors(400, 401, 403, 404, 409, 41
 class InvoiceVoidView(InvoiceOperationView):
     body_class = VoidBody
 
-    @extend_schema(summary="Void an invoice (through its run)", request=VoidBody, responses=_RESPONSES)
+    @extend_schema(
+        summary="Void an invoice (through its run)", request=VoidBody, responses=_RESPONSES
+    )
     def post(self, request, number: str):
         return super().post(request, number)
 
@@ -84,8 +112,11 @@ class InvoiceVoidView(InvoiceOperationView):
 class InvoiceDueDateView(InvoiceOperationView):
     body_class = DueDateBody
 
-    @extend_schema(summary="Give an invoice a new due date (through its run)", request=DueDateBody,
-                   responses=_RESPONSES)
+    @extend_schema(
+        summary="Give an invoice a new due date (through its run)",
+        request=DueDateBody,
+        responses=_RESPONSES,
+    )
     def post(self, request, number: str):
         return super().post(request, number)
 

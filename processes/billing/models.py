@@ -1,4 +1,5 @@
 """Invoices, the payment provider's events, and the finance tickets opened for unpaid ones."""
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -15,13 +16,23 @@ class Invoice(models.Model):
 
     number = models.CharField(_("number"), max_length=32, unique=True)
     customer_name = models.CharField(_("customer"), max_length=200)
-    company = models.ForeignKey("processes.Company", verbose_name=_("company"), null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="invoices")
+    company = models.ForeignKey(
+        "processes.Company",
+        verbose_name=_("company"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="invoices",
+    )
     wa_id = models.CharField(_("WhatsApp id (phone)"), max_length=128, blank=True)
     amount = models.DecimalField(_("amount"), max_digits=12, decimal_places=2)
     currency = models.CharField(_("currency"), max_length=3, default="BRL")
-    due_at = models.DateTimeField(_("due at"), )
-    status = models.CharField(_("status"), max_length=16, choices=InvoiceStatus.choices, default=InvoiceStatus.OPEN)
+    due_at = models.DateTimeField(
+        _("due at"),
+    )
+    status = models.CharField(
+        _("status"), max_length=16, choices=InvoiceStatus.choices, default=InvoiceStatus.OPEN
+    )
     paid_at = models.DateTimeField(_("paid at"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
@@ -49,9 +60,17 @@ class PaymentEvent(models.Model):
 
     event_id = models.CharField(_("event id"), max_length=128, unique=True)
     event_type = models.CharField(_("event type"), max_length=64)
-    invoice = models.ForeignKey(Invoice, verbose_name=_("invoice"), null=True, blank=True, on_delete=models.SET_NULL,
-                                related_name="payment_events")
-    payload = models.JSONField(_("payload"), )
+    invoice = models.ForeignKey(
+        Invoice,
+        verbose_name=_("invoice"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="payment_events",
+    )
+    payload = models.JSONField(
+        _("payload"),
+    )
     status = models.CharField(_("status"), max_length=16, choices=PaymentEventStatus.choices)
     note = models.CharField(_("note"), max_length=300, blank=True)
     received_at = models.DateTimeField(_("received at"), auto_now_add=True)
@@ -68,7 +87,9 @@ class PaymentEvent(models.Model):
 class FinanceTicket(models.Model):
     """A task for the finance team: one per invoice, however often the step runs."""
 
-    invoice = models.OneToOneField(Invoice, verbose_name=_("invoice"), on_delete=models.PROTECT, related_name="finance_ticket")
+    invoice = models.OneToOneField(
+        Invoice, verbose_name=_("invoice"), on_delete=models.PROTECT, related_name="finance_ticket"
+    )
     idempotency_key = models.CharField(_("idempotency key"), max_length=255, unique=True)
     reason = models.CharField(_("reason"), max_length=300)
     resolved = models.BooleanField(_("resolved"), default=False)

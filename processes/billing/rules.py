@@ -1,5 +1,6 @@
 """Billing's rules for what an operator may ask, shared by the services, the run's steps and
 every surface (admin, API, command), so each says the same thing."""
+
 from datetime import datetime, timedelta
 
 from durable import clock

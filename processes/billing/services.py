@@ -1,4 +1,5 @@
 """Writes of billing: issue an invoice (and start its reminders), record a payment event."""
+
 import logging
 from decimal import Decimal
 
@@ -35,23 +36,46 @@ class PaymentFieldTooLong(PaymentPayloadInvalid):
     webhook quarantines it, at ``where``, for an operator."""
 
     def __init__(self, where: str, length: int, limit: int):
-        super().__init__(f"a payment event's {where!r} has {length} characters; at most {limit} are stored")
+        super().__init__(
+            f"a payment event's {where!r} has {length} characters; at most {limit} are stored"
+        )
         self.where = where
 
 
-def invoice_issue(*, number: str, customer_name: str, amount: Decimal, due_at, wa_id: str = "",
-                  company=None, actor: str) -> Invoice:
+def invoice_issue(
+    *,
+    number: str,
+    customer_name: str,
+    amount: Decimal,
+    due_at,
+    wa_id: str = "",
+    company=None,
+    actor: str,
+) -> Invoice:
     """Create the invoice and start its reminders (``billing:<id>``) in one transaction."""
     with transaction.atomic():
-        invoice, _ = Invoice.objects.get_or_create(number=number, defaults={
-            "customer_name": customer_name, "amount": amount, "due_at": due_at, "wa_id": wa_id,
-            "company": company})
+        invoice, _ = Invoice.objects.get_or_create(
+            number=number,
+            defaults={
+                "customer_name": customer_name,
+                "amount": amount,
+                "due_at": due_at,
+                "wa_id": wa_id,
+                "company": company,
+            },
+        )
         services.run_start("billing", invoice.pk, id=invoice.run_id, actor=actor)
     return invoice
 
 
-def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: float | None = None,
-                 audit: dict | None = None) -> bool:
+def invoice_void(
+    invoice: Invoice,
+    *,
+    actor: str,
+    reason: str = "",
+    timeout: float | None = None,
+    audit: dict | None = None,
+) -> bool:
     """Void an invoice whose reminders are pending: its run ends with no further reminder.
 
     Sent to the run as the update ``void``; the run decides under the invoice's lock. A
@@ -63,13 +87,28 @@ def invoice_void(invoice: Invoice, *, actor: str, reason: str = "", timeout: flo
     """
     if not isinstance(reason, str) or len(reason) > REASON_MAX:
         raise ValueError(f"a void's reason is text of at most {REASON_MAX} characters")
-    return _update(invoice, "void", {"reason": reason}, dedupe_key=f"void:{invoice.pk}", actor=actor,
-                   timeout=timeout, audit=audit, refused=(InvoiceStatus.PAID, InvoiceStatus.VOIDED),
-                   without_run=lambda: _void_directly(invoice))
+    return _update(
+        invoice,
+        "void",
+        {"reason": reason},
+        dedupe_key=f"void:{invoice.pk}",
+        actor=actor,
+        timeout=timeout,
+        audit=audit,
+        refused=(InvoiceStatus.PAID, InvoiceStatus.VOIDED),
+        without_run=lambda: _void_directly(invoice),
+    )
 
 
-def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, reason: str = "", timeout: float | None = None,
-                            audit: dict | None = None) -> bool:
+def invoice_due_date_change(
+    invoice: Invoice,
+    *,
+    due_at,
+    actor: str,
+    reason: str = "",
+    timeout: float | None = None,
+    audit: dict | None = None,
+) -> bool:
     """Renegotiate an open invoice: a new due date restarts the reminder schedule from it.
 
     Sent to the run as the update ``change_due_date``; the run writes the date under the
@@ -87,32 +126,61 @@ def invoice_due_date_change(invoice: Invoice, *, due_at, actor: str, reason: str
     if current.status == InvoiceStatus.OPEN and current.due_at == due_at:
         return True
     moved = f"due:{invoice.pk}:{current.due_at.isoformat()}->{due_at.isoformat()}"
-    return _update(invoice, "change_due_date", {"due_at": due_at.isoformat(), **({"reason": reason} if reason else {})},
-                   dedupe_key=moved, actor=actor, timeout=timeout, audit={**({"reason": reason} if reason else {}),
-                                                                          **(audit or {})},
-                   refused=(InvoiceStatus.PAID, InvoiceStatus.VOIDED, InvoiceStatus.ESCALATED), without_run=None)
+    return _update(
+        invoice,
+        "change_due_date",
+        {"due_at": due_at.isoformat(), **({"reason": reason} if reason else {})},
+        dedupe_key=moved,
+        actor=actor,
+        timeout=timeout,
+        audit={**({"reason": reason} if reason else {}), **(audit or {})},
+        refused=(InvoiceStatus.PAID, InvoiceStatus.VOIDED, InvoiceStatus.ESCALATED),
+        without_run=None,
+    )
 
 
-def _update(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str, actor: str, timeout: float | None,
-            audit: dict | None, refused: tuple, without_run) -> bool:
+def _update(
+    invoice: Invoice,
+    name: str,
+    payload: dict,
+    *,
+    dedupe_key: str,
+    actor: str,
+    timeout: float | None,
+    audit: dict | None,
+    refused: tuple,
+    without_run,
+) -> bool:
     """Refuse at once what the row already settles (a read: ``refused`` statuses), then ask
     the run; a run that is gone (finished, archived) is asked nothing: ``without_run``
     decides, or InvoiceSettled."""
     current = Invoice.objects.get(pk=invoice.pk)
     if current.status in refused:
-        raise InvoiceSettled(f"invoice {current.number} is already {current.status}", current.status)
+        raise InvoiceSettled(
+            f"invoice {current.number} is already {current.status}", current.status
+        )
     try:
-        services.run_update(invoice.run_id, name, payload, actor=actor, dedupe_key=dedupe_key,
-                            timeout=rules.OPERATOR_WAIT_SECONDS if timeout is None else timeout,
-                            audit={"invoice": current.number, **(audit or {})})
+        services.run_update(
+            invoice.run_id,
+            name,
+            payload,
+            actor=actor,
+            dedupe_key=dedupe_key,
+            timeout=rules.OPERATOR_WAIT_SECONDS if timeout is None else timeout,
+            audit={"invoice": current.number, **(audit or {})},
+        )
     except (UpdateRejected, UpdateFailed) as exc:
         status = Invoice.objects.values_list("status", flat=True).get(pk=invoice.pk)
-        raise InvoiceSettled(f"invoice {current.number}: {getattr(exc, 'reason', '') or exc}", status) from exc
+        raise InvoiceSettled(
+            f"invoice {current.number}: {getattr(exc, 'reason', '') or exc}", status
+        ) from exc
     except UpdateTimeout:
         return False
     except (RunNotFound, RunFinished) as exc:
         if without_run is None:
-            raise InvoiceSettled(f"invoice {current.number}: its reminders have ended ({exc})", "ended") from exc
+            raise InvoiceSettled(
+                f"invoice {current.number}: its reminders have ended ({exc})", "ended"
+            ) from exc
         without_run()
     return True
 
@@ -122,7 +190,9 @@ def _void_directly(invoice: Invoice) -> None:
     with transaction.atomic():
         invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
         if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.VOIDED):
-            raise InvoiceSettled(f"invoice {invoice.number} is already {invoice.status}", invoice.status)
+            raise InvoiceSettled(
+                f"invoice {invoice.number} is already {invoice.status}", invoice.status
+            )
         invoice.status = InvoiceStatus.VOIDED
         invoice.save(update_fields=["status"])
 
@@ -138,7 +208,7 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
         raise PaymentPayloadInvalid("a payment event needs a string 'type'")
     _refuse_overlong_fields(payload)
     try:
-        payload = storable(payload)   # text any database and page can hold (U+FFFD for the rest)
+        payload = storable(payload)  # text any database and page can hold (U+FFFD for the rest)
     except TooDeep as exc:
         raise PaymentPayloadInvalid(f"a payment event is {exc}") from None
     data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
@@ -147,12 +217,17 @@ def payment_event_receive(payload) -> tuple[PaymentEvent, bool]:
             existing = PaymentEvent.objects.filter(event_id=payload["id"]).first()
             if existing is not None:
                 return existing, False
-            event = PaymentEvent(event_id=payload["id"], event_type=payload["type"], payload=payload)
+            event = PaymentEvent(
+                event_id=payload["id"], event_type=payload["type"], payload=payload
+            )
             if payload["type"] not in PAID_EVENT_TYPES:
                 event.status, event.note = PaymentEventStatus.IGNORED, "not a payment"
             else:
-                invoice = Invoice.objects.select_for_update().filter(
-                    number=str(data.get("invoice", ""))).first()
+                invoice = (
+                    Invoice.objects.select_for_update()
+                    .filter(number=str(data.get("invoice", "")))
+                    .first()
+                )
                 if invoice is None:
                     event.status = PaymentEventStatus.UNMATCHED
                     event.note = f"no invoice {data.get('invoice')!r}"
@@ -170,9 +245,11 @@ def _refuse_overlong_fields(payload: dict) -> None:
     """Each field we store in a column, checked against it before anything is written (the
     payload's JSON column keeps anything)."""
     data = payload.get("data") if isinstance(payload.get("data"), dict) else {}
-    for where, value, column in (("id", payload["id"], PaymentEvent._meta.get_field("event_id")),
-                                 ("type", payload["type"], PaymentEvent._meta.get_field("event_type")),
-                                 ("data.invoice", str(data.get("invoice", "")), Invoice._meta.get_field("number"))):
+    for where, value, column in (
+        ("id", payload["id"], PaymentEvent._meta.get_field("event_id")),
+        ("type", payload["type"], PaymentEvent._meta.get_field("event_type")),
+        ("data.invoice", str(data.get("invoice", "")), Invoice._meta.get_field("number")),
+    ):
         if len(value) > column.max_length:
             raise PaymentFieldTooLong(where, len(value), column.max_length)
 
@@ -180,7 +257,7 @@ def _refuse_overlong_fields(payload: dict) -> None:
 def _fitting(note: str, limit: int) -> str:
     """Our note about an event, cut to its column: it quotes the provider's fields, whose
     length we do not control (the event's payload keeps them whole)."""
-    return note if len(note) <= limit else note[:limit - 1] + "…"
+    return note if len(note) <= limit else note[: limit - 1] + "…"
 
 
 def _apply_payment(invoice: Invoice, *, event_id: str) -> str:
@@ -188,8 +265,14 @@ def _apply_payment(invoice: Invoice, *, event_id: str) -> str:
         invoice.status, invoice.paid_at = InvoiceStatus.PAID, clock.now()
         invoice.save(update_fields=["status", "paid_at"])
     try:
-        services.signal_send(invoice.run_id, "paid", {"event_id": event_id}, dedupe_key=event_id,
-                             actor="payments-webhook", audit={"event_id": event_id})
+        services.signal_send(
+            invoice.run_id,
+            "paid",
+            {"event_id": event_id},
+            dedupe_key=event_id,
+            actor="payments-webhook",
+            audit={"event_id": event_id},
+        )
     except (RunNotFound, RunFinished) as exc:
         log.info("payment %s for invoice %s: %s", event_id, invoice.number, exc)
         return f"invoice paid; reminders not signalled ({exc})"

@@ -1,4 +1,5 @@
 """The effects of billing reminders, each run as a journaled step."""
+
 from datetime import datetime
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -65,7 +66,9 @@ def invoice_due_date_apply(invoice_id: int, due_at: str) -> str:
 
 
 def _tell_own_run(invoice: Invoice, name: str, payload: dict, *, dedupe_key: str) -> None:
-    services.signal_send(invoice.run_id, name, payload, dedupe_key=dedupe_key, actor=f"billing:update:{name}")
+    services.signal_send(
+        invoice.run_id, name, payload, dedupe_key=dedupe_key, actor=f"billing:update:{name}"
+    )
 
 
 # What send_reminder returns, followed by the invoice's status, when it did not send: the
@@ -75,7 +78,11 @@ NOT_SENT = "not sent: the invoice is "
 
 def money_pt(amount, currency: str = "BRL") -> str:
     """An amount as a Brazilian customer reads it: R$ 1.234,50 (another currency by its code)."""
-    grouped = f"{Decimal(amount).quantize(Decimal('0.01')):,.2f}".replace(",", "_").replace(".", ",").replace("_", ".")
+    grouped = (
+        f"{Decimal(amount).quantize(Decimal('0.01')):,.2f}".replace(",", "_")
+        .replace(".", ",")
+        .replace("_", ".")
+    )
     return f"R$ {grouped}" if currency == "BRL" else f"{currency} {grouped}"
 
 
@@ -84,20 +91,36 @@ def send_reminder(invoice_id: int, number: int, idempotency_key: str) -> str:
     invoice = Invoice.objects.select_related("company").get(pk=invoice_id)
     if invoice.status != InvoiceStatus.OPEN:
         return f"{NOT_SENT}{invoice.status}"
-    due = timezone.localtime(invoice.due_at, ZoneInfo(conf.setting("CUSTOMER_TIME_ZONE", "America/Sao_Paulo")))
-    body = (f"Lembrete {number}: a fatura {invoice.number} de {money_pt(invoice.amount, invoice.currency)} "
-            f"venceu em {due:%d/%m/%Y}.")
+    due = timezone.localtime(
+        invoice.due_at, ZoneInfo(conf.setting("CUSTOMER_TIME_ZONE", "America/Sao_Paulo"))
+    )
+    body = (
+        f"Lembrete {number}: a fatura {invoice.number} de {money_pt(invoice.amount, invoice.currency)} "
+        f"venceu em {due:%d/%m/%Y}."
+    )
     to_wa_id = invoice.wa_id or (invoice.company.wa_id if invoice.company else "") or ""
-    return message_send(idempotency_key=idempotency_key, body=body, company=None, to_wa_id=to_wa_id,
-                        purpose="billing_reminder", parameters={
-                            "number": number, "invoice": invoice.number,
-                            "amount": money_pt(invoice.amount, invoice.currency),
-                            "due_date": f"{due:%d/%m/%Y}"}).idempotency_key
+    return message_send(
+        idempotency_key=idempotency_key,
+        body=body,
+        company=None,
+        to_wa_id=to_wa_id,
+        purpose="billing_reminder",
+        parameters={
+            "number": number,
+            "invoice": invoice.number,
+            "amount": money_pt(invoice.amount, invoice.currency),
+            "due_date": f"{due:%d/%m/%Y}",
+        },
+    ).idempotency_key
 
 
 def open_finance_ticket(invoice_id: int, idempotency_key: str) -> int:
     """One ticket per invoice (atomic step, unique per invoice and per key)."""
-    ticket, _ = FinanceTicket.objects.get_or_create(invoice_id=invoice_id, defaults={
-        "idempotency_key": idempotency_key, "reason": "unpaid after two reminders"})
-    Invoice.objects.filter(pk=invoice_id, status=InvoiceStatus.OPEN).update(status=InvoiceStatus.ESCALATED)
+    ticket, _ = FinanceTicket.objects.get_or_create(
+        invoice_id=invoice_id,
+        defaults={"idempotency_key": idempotency_key, "reason": "unpaid after two reminders"},
+    )
+    Invoice.objects.filter(pk=invoice_id, status=InvoiceStatus.OPEN).update(
+        status=InvoiceStatus.ESCALATED
+    )
     return ticket.pk

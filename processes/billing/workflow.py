@@ -8,6 +8,7 @@ wait takes (``voided``, ``due_date_changed``), in the step's own transaction.
 
 No I/O here: this code runs again on every replay.
 """
+
 from datetime import datetime
 
 from durable import UpdateRejected, days, workflow
@@ -25,8 +26,10 @@ EVENTS = ["paid", "voided", "due_date_changed"]
 VOID_AND_RENEGOTIATE = "void-and-renegotiate"
 
 
-OLD_PATH_REFUSAL = ("this invoice's reminders started before void and renegotiation existed: "
-                    "they wait for a payment only")
+OLD_PATH_REFUSAL = (
+    "this invoice's reminders started before void and renegotiation existed: "
+    "they wait for a payment only"
+)
 
 
 @workflow(name="billing", version=1)
@@ -41,11 +44,17 @@ def billing(invoice_id: int) -> str:
             if path["old"]:
                 raise UpdateRejected(OLD_PATH_REFUSAL)
             check(payload)
+
         return validator
 
-    workflow.on_update("void", lambda payload: void(invoice_id, payload), validator=open_path(check_void))
-    workflow.on_update("change_due_date", lambda payload: change_due_date(invoice_id, payload),
-                       validator=open_path(check_due_date))
+    workflow.on_update(
+        "void", lambda payload: void(invoice_id, payload), validator=open_path(check_void)
+    )
+    workflow.on_update(
+        "change_due_date",
+        lambda payload: change_due_date(invoice_id, payload),
+        validator=open_path(check_due_date),
+    )
     due_at = workflow.step(steps.invoice_due_at, invoice_id)
     if not workflow.patched(VOID_AND_RENEGOTIATE):
         path["old"] = True
@@ -55,7 +64,7 @@ def billing(invoice_id: int) -> str:
         outcome = remind_until_settled(invoice_id, due_at, schedule)
         if isinstance(outcome, str):
             return outcome
-        due_at, schedule = outcome, schedule + 1   # a new due date: the schedule starts again
+        due_at, schedule = outcome, schedule + 1  # a new due date: the schedule starts again
 
 
 def remind_until_settled(invoice_id: int, due_at, schedule: int):
@@ -69,9 +78,15 @@ def remind_until_settled(invoice_id: int, due_at, schedule: int):
         if settled is not None:
             return settled
     for number in (1, 2):
-        sent = workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{prefix}{number}",
-                             limit=SEND, priority=OVERDUE_PRIORITY)
-        if sent.startswith(steps.NOT_SENT):   # settled outside the run: end as the row says
+        sent = workflow.step(
+            steps.send_reminder,
+            invoice_id,
+            number,
+            idempotency_key=f"{prefix}{number}",
+            limit=SEND,
+            priority=OVERDUE_PRIORITY,
+        )
+        if sent.startswith(steps.NOT_SENT):  # settled outside the run: end as the row says
             return sent.removeprefix(steps.NOT_SENT)
         settled = settle(invoice_id, workflow.wait_for_any(EVENTS, timeout=PAYMENT_WAIT))
         if settled is not None:
@@ -98,8 +113,14 @@ def remind_until_paid(invoice_id: int, due_at) -> str:
     if due_at > now and workflow.wait_for_signal("paid", timeout=due_at - now) is not None:
         return "paid"  # paid before it was due: no reminder at all
     for number in (1, 2):
-        workflow.step(steps.send_reminder, invoice_id, number, idempotency_key=f"{workflow.id}:{number}",
-                      limit=SEND, priority=OVERDUE_PRIORITY)
+        workflow.step(
+            steps.send_reminder,
+            invoice_id,
+            number,
+            idempotency_key=f"{workflow.id}:{number}",
+            limit=SEND,
+            priority=OVERDUE_PRIORITY,
+        )
         if workflow.wait_for_signal("paid", timeout=PAYMENT_WAIT) is not None:
             return "paid"
     workflow.step(steps.open_finance_ticket, invoice_id, idempotency_key=workflow.id, atomic=True)
@@ -107,6 +128,7 @@ def remind_until_paid(invoice_id: int, due_at) -> str:
 
 
 # --- updates: refused at once on their payload, decided under the invoice's lock ---
+
 
 def check_void(payload) -> None:
     if payload is not None and not isinstance(payload, dict):
@@ -117,8 +139,9 @@ def check_void(payload) -> None:
 
 
 def void(invoice_id: int, payload) -> dict:
-    status = workflow.step(steps.invoice_void_apply, invoice_id, (payload or {}).get("reason", ""),
-                           atomic=True)
+    status = workflow.step(
+        steps.invoice_void_apply, invoice_id, (payload or {}).get("reason", ""), atomic=True
+    )
     if status != "voided":
         raise UpdateRejected(f"the invoice is {status}")
     return {"status": "voided"}
@@ -131,13 +154,17 @@ def check_due_date(payload) -> None:
     except ValueError:
         parsed = None
     if parsed is None or parsed.tzinfo is None:
-        raise UpdateRejected('a new due date is needed: {"due_at": "<ISO 8601 date and time with its offset>"}')
+        raise UpdateRejected(
+            'a new due date is needed: {"due_at": "<ISO 8601 date and time with its offset>"}'
+        )
 
 
 def change_due_date(invoice_id: int, payload) -> dict:
-    outcome = workflow.step(steps.invoice_due_date_apply, invoice_id, payload["due_at"], atomic=True)
+    outcome = workflow.step(
+        steps.invoice_due_date_apply, invoice_id, payload["due_at"], atomic=True
+    )
     if outcome in InvoiceStatus.values:
         raise UpdateRejected(f"the invoice is {outcome}: its due date stays")
     if outcome not in ("changed", "unchanged"):
-        raise UpdateRejected(outcome)   # the date's problem
+        raise UpdateRejected(outcome)  # the date's problem
     return {"due_at": payload["due_at"]}

@@ -6,6 +6,7 @@ Over a cap the message is not refused: it stays ``received`` with the reason as 
 and the beat's sweep of unrouted messages (``inbound_route_stale``, each minute) routes it
 again once the window has room. Nothing is lost; a flood is only slowed.
 """
+
 from datetime import timedelta
 
 from django.utils import timezone
@@ -28,7 +29,9 @@ def applications_per_number_per_day() -> int:
 def new_sender_refusal() -> str:
     """Why a message from an unknown number may not create its company now ('' if it may)."""
     cap = new_senders_per_hour()
-    if Company.objects.filter(created_at__gte=timezone.now() - HOUR).count() >= cap:   # auto_now_add's clock
+    if (
+        Company.objects.filter(created_at__gte=timezone.now() - HOUR).count() >= cap
+    ):  # auto_now_add's clock
         return f"held: {cap} new senders in the last hour (ONBOARDING_NEW_SENDERS_PER_HOUR); routed again later"
     return ""
 
@@ -37,8 +40,13 @@ def new_application_refusal(company: Company) -> str:
     """Why this number may not start one more application now ('' if it may): its last
     applications' runs started within a day, counted in one query."""
     cap = applications_per_number_per_day()
-    last = (company.run_id_of(n) for n in range(company.application, max(company.application - cap, 0), -1))
+    last = (
+        company.run_id_of(n)
+        for n in range(company.application, max(company.application - cap, 0), -1)
+    )
     if selectors.runs_started_since(last, clock.now() - DAY) >= cap:
-        return (f"held: {cap} applications from this number in a day "
-                f"(ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY); routed again later")
+        return (
+            f"held: {cap} applications from this number in a day "
+            f"(ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY); routed again later"
+        )
     return ""

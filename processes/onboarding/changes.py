@@ -5,6 +5,7 @@ The message changed stays as it was received (the conversation shows what change
 hears of a changed document as one more ``documents_received``, so its next validation counts
 what the company has now. Nothing here writes to the customer but what a text would.
 """
+
 from django.db.models import Q
 from django.utils.translation import gettext as _
 
@@ -14,9 +15,21 @@ from durable.errors import RunNotFound
 from processes.onboarding.cnpj import cnpj_digits, cnpj_find
 from processes.onboarding.findings import finding, kind_name
 from processes.onboarding.models import Company, Document, DocumentKind
-from processes.onboarding.relabel import (DOCUMENT_CHECK, actor, cases_told, change_record, document_relabel, label,
-                                          run_told)
-from processes.onboarding.services import DOCUMENT_TYPES, company_for_sender, customer_text_read, legal_name_in
+from processes.onboarding.relabel import (
+    DOCUMENT_CHECK,
+    actor,
+    cases_told,
+    change_record,
+    document_relabel,
+    label,
+    run_told,
+)
+from processes.onboarding.services import (
+    DOCUMENT_TYPES,
+    company_for_sender,
+    customer_text_read,
+    legal_name_in,
+)
 from processes.onboarding.steps import validate_documents_by_rules
 from processes.onboarding.validation import guess_kind
 from processes.whatsapp.models import CHANGE_TYPES, InboundMessage, InboundStatus
@@ -32,8 +45,12 @@ WAITS = "applied when the original arrives (an operator sees it meanwhile)"
 
 def changes_waiting_for(wamid: str):
     """Edits and deletions kept because they named ``wamid`` before it arrived."""
-    return InboundMessage.objects.filter(status=InboundStatus.UNMATCHED, message_type__in=CHANGE_TYPES).filter(
-        Q(payload__message__edit__original_message_id=wamid) | Q(payload__message__revoke__original_message_id=wamid))
+    return InboundMessage.objects.filter(
+        status=InboundStatus.UNMATCHED, message_type__in=CHANGE_TYPES
+    ).filter(
+        Q(payload__message__edit__original_message_id=wamid)
+        | Q(payload__message__revoke__original_message_id=wamid)
+    )
 
 
 def changes_waiting_replay(original: InboundMessage) -> int:
@@ -43,9 +60,13 @@ def changes_waiting_replay(original: InboundMessage) -> int:
     find it with its company and document, and a crash loses neither. How many."""
     if original.message_type in CHANGE_TYPES:
         return 0
-    waiting = list(changes_waiting_for(original.wamid).order_by("sent_at", "pk").values_list("pk", flat=True))
+    waiting = list(
+        changes_waiting_for(original.wamid).order_by("sent_at", "pk").values_list("pk", flat=True)
+    )
     for pk in waiting:
-        InboundMessage.objects.filter(pk=pk, status=InboundStatus.UNMATCHED).update(status=InboundStatus.RECEIVED)
+        InboundMessage.objects.filter(pk=pk, status=InboundStatus.UNMATCHED).update(
+            status=InboundStatus.RECEIVED
+        )
         inbound_process(pk)
     return len(waiting)
 
@@ -69,33 +90,66 @@ def onboarding_route_change(message: InboundMessage) -> tuple[str, str, Company 
     company = company_for_sender(wa_id=message.sender_wa_id, user_id=message.sender_user_id)
     original_id = original_id_of(message)
     if not original_id:
-        return InboundStatus.UNMATCHED, f"{what} naming no original message: kept for an operator", company
+        return (
+            InboundStatus.UNMATCHED,
+            f"{what} naming no original message: kept for an operator",
+            company,
+        )
     original = InboundMessage.objects.filter(wamid=original_id).first()
     if original is None or original.status == InboundStatus.RECEIVED:
-        return (InboundStatus.UNMATCHED, f"{what} of message {original_id}, which we have not received (or not "
-                f"routed) yet: {WAITS}", company)
+        return (
+            InboundStatus.UNMATCHED,
+            f"{what} of message {original_id}, which we have not received (or not "
+            f"routed) yet: {WAITS}",
+            company,
+        )
     if company is None or original.company_id != company.pk:
-        return (InboundStatus.UNMATCHED, f"{what} of message {original_id}, which is not this sender's: "
-                "kept for an operator", company)
+        return (
+            InboundStatus.UNMATCHED,
+            f"{what} of message {original_id}, which is not this sender's: kept for an operator",
+            company,
+        )
     if original.message_type in DOCUMENT_TYPES:
-        document = Document.objects.select_for_update().filter(company=company, message_id=original_id).first()
+        document = (
+            Document.objects.select_for_update()
+            .filter(company=company, message_id=original_id)
+            .first()
+        )
         if document is None:
-            return (InboundStatus.UNMATCHED, f"{what} of {original.message_type} {original_id}, but no document "
-                    "of the company came from it: kept for an operator", company)
+            return (
+                InboundStatus.UNMATCHED,
+                f"{what} of {original.message_type} {original_id}, but no document "
+                "of the company came from it: kept for an operator",
+                company,
+            )
         if document.withdrawn_at is not None:
-            return InboundStatus.KEPT, f"{what} of {original_id}, a document already deleted: nothing counts", company
+            return (
+                InboundStatus.KEPT,
+                f"{what} of {original_id}, a document already deleted: nothing counts",
+                company,
+            )
         if message.message_type == REVOKE:
             return document_withdraw(document, message)
         return document_caption_edit(document, original, message)
     if message.message_type == REVOKE:
-        return (InboundStatus.KEPT, f"the customer deleted their {original.message_type} message {original_id}: "
-                "it stays in the conversation, what it gave stays recorded", company)
+        return (
+            InboundStatus.KEPT,
+            f"the customer deleted their {original.message_type} message {original_id}: "
+            "it stays in the conversation, what it gave stays recorded",
+            company,
+        )
     if original.message_type == "text":
         return text_edit(company, original, message)
-    return InboundStatus.KEPT, f"an edit of a {original.message_type} message {original_id}: kept as is", company
+    return (
+        InboundStatus.KEPT,
+        f"an edit of a {original.message_type} message {original_id}: kept as is",
+        company,
+    )
 
 
-def text_edit(company: Company, original: InboundMessage, message: InboundMessage) -> tuple[str, str, Company]:
+def text_edit(
+    company: Company, original: InboundMessage, message: InboundMessage
+) -> tuple[str, str, Company]:
     """An edited text is read again as the customer's text (a CNPJ, a legal name), as a new
     text would be, but never as a withdrawal or a status request. A CNPJ that would replace a
     valid one already recorded is not taken: an operator decides. A legal name the original
@@ -103,31 +157,51 @@ def text_edit(company: Company, original: InboundMessage, message: InboundMessag
     text = edit_text(message)
     cnpj = cnpj_find(text)
     if cnpj and company.cnpj and cnpj_digits(cnpj) != cnpj_digits(company.cnpj):
-        return (InboundStatus.UNMATCHED, f"an edit of text {original.wamid} gives CNPJ {cnpj}, but the company "
-                f"has {company.cnpj}: not swapped, kept for an operator (change it in the admin if right)", company)
+        return (
+            InboundStatus.UNMATCHED,
+            f"an edit of text {original.wamid} gives CNPJ {cnpj}, but the company "
+            f"has {company.cnpj}: not swapped, kept for an operator (change it in the admin if right)",
+            company,
+        )
     run = _current_run(company)
     if run is None:
-        return InboundStatus.KEPT, f"an edit of text {original.wamid}: no onboarding to read it", company
+        return (
+            InboundStatus.KEPT,
+            f"an edit of text {original.wamid}: no onboarding to read it",
+            company,
+        )
     gave = legal_name_in(text_body(original), answering=True)
-    note = customer_text_read(company, text, message_id=message.wamid, run=run, actor=actor(message),
-                              correcting=gave if gave and gave == company.legal_name else "")
+    note = customer_text_read(
+        company,
+        text,
+        message_id=message.wamid,
+        run=run,
+        actor=actor(message),
+        correcting=gave if gave and gave == company.legal_name else "",
+    )
     return InboundStatus.KEPT, f"an edit of text {original.wamid}: read again, {note}", company
 
 
-def document_caption_edit(document: Document, original: InboundMessage,
-                          message: InboundMessage) -> tuple[str, str, Company]:
+def document_caption_edit(
+    document: Document, original: InboundMessage, message: InboundMessage
+) -> tuple[str, str, Company]:
     """The caption names the document: a new caption that names a kind re-classifies it (one
     that names none, "(frente)", keeps the kind it has, however it got it). Edits apply in the
     order the customer made them: an older one arriving late changes nothing."""
     caption = edit_text(message)[:500]
     last = max((change.get("sent_at") or "" for change in document.changes), default="")
     if message.sent_at and last and message.sent_at.isoformat() < last:
-        return (InboundStatus.KEPT, f"an edit of {original.wamid} older than the last change applied: "
-                "nothing changed", document.company)
+        return (
+            InboundStatus.KEPT,
+            f"an edit of {original.wamid} older than the last change applied: nothing changed",
+            document.company,
+        )
     document.caption = caption
     named = guess_kind(message_type="document", caption=caption)
     kind = document.kind if named == DocumentKind.UNKNOWN else named
-    relabelled, note = document_relabel(document, kind, message=message, change="caption", caption=caption)
+    relabelled, note = document_relabel(
+        document, kind, message=message, change="caption", caption=caption
+    )
     status = InboundStatus.PROCESSED if relabelled else InboundStatus.KEPT
     return status, f"the caption of {original.wamid} was edited: {note}", document.company
 
@@ -140,11 +214,20 @@ def document_withdraw(document: Document, message: InboundMessage) -> tuple[str,
     change_record(document, message, change="deleted")
     document.save(update_fields=["withdrawn_at", "changes"])
     note = f"the customer deleted {document.message_id}: {document.kind} {document.pk} no longer counts"
-    note += cases_told(document, finding(DOCUMENT_CHECK, "document_withdrawn", label=label(document),
-                                         kind=str(document.kind)), message)
+    note += cases_told(
+        document,
+        finding(
+            DOCUMENT_CHECK, "document_withdrawn", label=label(document), kind=str(document.kind)
+        ),
+        message,
+    )
     heard, told = run_told(document, message)
-    if not heard:   # nothing will ask for it again: someone must know
-        return InboundStatus.UNMATCHED, note + told + ": the application has ended, for an operator", document.company
+    if not heard:  # nothing will ask for it again: someone must know
+        return (
+            InboundStatus.UNMATCHED,
+            note + told + ": the application has ended, for an operator",
+            document.company,
+        )
     return InboundStatus.PROCESSED, note + told, document.company
 
 
@@ -167,9 +250,13 @@ def documents_changed_incomplete(case) -> list[str]:
     missing = validate_documents_by_rules(company.customer_id).missing
     if not missing:
         return []
-    return [_("the customer deleted or re-labelled a document on WhatsApp, and the documents that count no "
-              "longer include: %(kinds)s; ask for more documents") % {
-        "kinds": ", ".join(kind_name(kind) for kind in missing)}]
+    return [
+        _(
+            "the customer deleted or re-labelled a document on WhatsApp, and the documents that count no "
+            "longer include: %(kinds)s; ask for more documents"
+        )
+        % {"kinds": ", ".join(kind_name(kind) for kind in missing)}
+    ]
 
 
 register_approval_hold("onboarding", documents_changed_incomplete)

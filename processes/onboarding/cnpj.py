@@ -2,6 +2,7 @@
 
 Pure functions: the onboarding risk rule reads their answer from a journaled step.
 """
+
 import re
 
 CANDIDATE = re.compile(r"(?<!\d)(\d{2}\.?\d{3}\.?\d{3}/?\d{4}-?\d{2})(?!\d)")

@@ -4,6 +4,7 @@ registry's answers and the validator's rounds up to the decision, and the WhatsA
 
 Registered for the workflow name "onboarding" when processes/workflows.py is imported.
 """
+
 import os
 from dataclasses import asdict
 
@@ -27,20 +28,30 @@ def onboarding_evidence(case) -> SubjectEvidence:
         documents.append(record)
         if file is not None:
             files.append(file)
-    return SubjectEvidence(records={
-        "company": company_record(company),
-        "documents": documents,
-        "registry": steps_until_decided(case, [cnpj_registry_lookup.__name__]),
-        "validation": steps_until_decided(case, VALIDATION_STEPS),
-        "conversation": [asdict(line) for line in conversation_for(company)],
-    }, files=files)
+    return SubjectEvidence(
+        records={
+            "company": company_record(company),
+            "documents": documents,
+            "registry": steps_until_decided(case, [cnpj_registry_lookup.__name__]),
+            "validation": steps_until_decided(case, VALIDATION_STEPS),
+            "conversation": [asdict(line) for line in conversation_for(company)],
+        },
+        files=files,
+    )
 
 
 def company_record(company: Company) -> dict:
-    return {"customer_id": company.customer_id, "name": company.name, "cnpj": company.cnpj,
-            "wa_id": company.wa_id, "user_id": company.user_id, "status": company.status,
-            "status_reason": company.status_reason, "application": company.application,
-            "created_at": company.created_at}
+    return {
+        "customer_id": company.customer_id,
+        "name": company.name,
+        "cnpj": company.cnpj,
+        "wa_id": company.wa_id,
+        "user_id": company.user_id,
+        "status": company.status,
+        "status_reason": company.status_reason,
+        "application": company.application,
+        "created_at": company.created_at,
+    }
 
 
 def document_evidence(document: Document) -> tuple[dict, EvidenceFile | None]:
@@ -49,12 +60,23 @@ def document_evidence(document: Document) -> tuple[dict, EvidenceFile | None]:
     content, note = stored_bytes(document)
     name = pack_name(document) if content is not None else None
     digest = sha256(content) if content is not None else None
-    record = {"id": document.pk, "kind": document.kind, "file_name": document.file_name,
-              "mime_type": document.mime_type, "caption": document.caption, "size": document.size,
-              "fetch_status": document.fetch_status, "fetch_note": document.fetch_note,
-              "message_id": document.message_id, "received_at": document.created_at,
-              "recorded_sha256": document.sha256, "file": name, "file_sha256": digest,
-              "file_matches_record": None if digest is None else digest == document.sha256, "note": note}
+    record = {
+        "id": document.pk,
+        "kind": document.kind,
+        "file_name": document.file_name,
+        "mime_type": document.mime_type,
+        "caption": document.caption,
+        "size": document.size,
+        "fetch_status": document.fetch_status,
+        "fetch_note": document.fetch_note,
+        "message_id": document.message_id,
+        "received_at": document.created_at,
+        "recorded_sha256": document.sha256,
+        "file": name,
+        "file_sha256": digest,
+        "file_matches_record": None if digest is None else digest == document.sha256,
+        "note": note,
+    }
     file = None if content is None else EvidenceFile(name, content, recorded_sha256=document.sha256)
     return record, file
 
@@ -84,9 +106,11 @@ def pack_name(document: Document) -> str:
 
 def steps_until_decided(case, names) -> list[dict]:
     """What the run's steps ``names`` recorded, round by round, up to the case's decision."""
-    return [{"round": n, "position": step.position, "at": step.at, "result": step.result}
-            for n, step in enumerate(step_results(case.run_id, names), start=1)
-            if case.closed_at is None or step.at <= case.closed_at]
+    return [
+        {"round": n, "position": step.position, "at": step.at, "result": step.result}
+        for n, step in enumerate(step_results(case.run_id, names), start=1)
+        if case.closed_at is None or step.at <= case.closed_at
+    ]
 
 
 register_evidence("onboarding", onboarding_evidence)

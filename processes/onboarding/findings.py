@@ -7,6 +7,7 @@ the reviewer's language (``FINDING_TEXTS`` and ``CHECK_LABELS``, registered with
 app by processes/onboarding/panels.py). The journal never holds a translated text: a replay
 in another language must decide the same.
 """
+
 from django.utils.translation import gettext, gettext_noop as _
 
 # code -> the sentence, with %(name)s for its params. The English msgid is also the recorded text.
@@ -21,11 +22,14 @@ FINDING_TEXTS = {
     "registry_opened": _("open since %(opened_on)s"),
     "registry_activity": _("main activity: %(activity)s"),
     "validator_problems": _("the validator reported problems"),
-    "legal_name_mismatch": _("the legal name the customer gave (%(given)s) does not match the registry's "
-                             "(%(registry)s)"),
+    "legal_name_mismatch": _(
+        "the legal name the customer gave (%(given)s) does not match the registry's (%(registry)s)"
+    ),
     "legal_name_unconfirmed": _("no registry record confirms the legal name (%(given)s)"),
-    "legal_name_missing": _("the legal name is not known: the registry does not give it and the customer "
-                            "was asked for it"),
+    "legal_name_missing": _(
+        "the legal name is not known: the registry does not give it and the customer "
+        "was asked for it"
+    ),
     # The validator's problems with one document (its file name, or its kind).
     "document_too_large": _("%(label)s: larger than %(limit)s"),
     "document_pending": _("%(label)s: not downloaded yet"),
@@ -33,10 +37,16 @@ FINDING_TEXTS = {
     "document_refused": _("%(label)s: the file is not a PDF, JPEG or PNG"),
     "document_kind_unknown": _("%(label)s: could not tell which document this is"),
     "document_type_refused": _("%(label)s: %(mime_type)s is not accepted"),
-    "identity_changed": _("WhatsApp reports that the customer's identity changed (a new phone, a reinstall, "
-                          "or someone else on the number)"),
-    "document_withdrawn": _("the customer deleted %(label)s (%(kind)s) on WhatsApp: it no longer counts"),
-    "document_relabelled": _("the customer changed the caption of %(label)s: now %(kind)s, was %(was)s"),
+    "identity_changed": _(
+        "WhatsApp reports that the customer's identity changed (a new phone, a reinstall, "
+        "or someone else on the number)"
+    ),
+    "document_withdrawn": _(
+        "the customer deleted %(label)s (%(kind)s) on WhatsApp: it no longer counts"
+    ),
+    "document_relabelled": _(
+        "the customer changed the caption of %(label)s: now %(kind)s, was %(was)s"
+    ),
     "documents_complete": _("all present"),
     "documents_missing": _("missing: %(kinds)s"),
 }
@@ -73,12 +83,22 @@ def finding_shown(item: dict) -> dict:
     shown = {**item, "check": gettext(CHECK_LABELS[check]) if check in CHECK_LABELS else check}
     code, params = item.get("code"), item.get("params") or {}
     if code == "documents_missing":
-        params = {**params, "kinds": ", ".join(kind_name(kind.strip()) for kind in params.get("kinds", "").split(","))}
+        params = {
+            **params,
+            "kinds": ", ".join(
+                kind_name(kind.strip()) for kind in params.get("kinds", "").split(",")
+            ),
+        }
     if code in ("document_withdrawn", "document_relabelled"):
-        params = {**params, **{key: kind_name(params[key]) for key in ("kind", "was") if key in params}}
+        params = {
+            **params,
+            **{key: kind_name(params[key]) for key in ("kind", "was") if key in params},
+        }
     if code in FINDING_TEXTS:
         try:
-            shown["result"] = gettext(FINDING_TEXTS[code]) % params if params else gettext(FINDING_TEXTS[code])
+            shown["result"] = (
+                gettext(FINDING_TEXTS[code]) % params if params else gettext(FINDING_TEXTS[code])
+            )
         except (KeyError, TypeError, ValueError):
-            pass   # a translation that does not fit its params: the recorded English stays
+            pass  # a translation that does not fit its params: the recorded English stays
     return shown

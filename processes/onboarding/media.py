@@ -3,6 +3,7 @@
 Onboarding's, not the channel's: it writes a ``Document`` and its ``DocumentFetch`` outcome;
 the channel only lends the backend and the check of what the bytes are.
 """
+
 import logging
 import re
 
@@ -30,8 +31,9 @@ def media_download(document) -> bool:
         return True
     max_bytes = conf.setting("DOCUMENT_MAX_BYTES", 10 * 1024 * 1024)
     try:
-        media = get_backend().download_media(document.media_id, max_bytes=max_bytes,
-                                             mime_type=document.mime_type)
+        media = get_backend().download_media(
+            document.media_id, max_bytes=max_bytes, mime_type=document.mime_type
+        )
     except (MediaTooLarge, MediaRefused) as exc:
         log.warning("document %s not stored: %s", document.pk, exc)
         too_large = isinstance(exc, MediaTooLarge)
@@ -48,9 +50,15 @@ def media_download(document) -> bool:
     document.size, document.sha256 = len(media.content), media.sha256
     detected = DETECTED_TYPES.get(extension)
     if detected:
-        document.mime_type, document.fetch_status, document.fetch_note = detected, DocumentFetch.STORED, ""
+        document.mime_type, document.fetch_status, document.fetch_note = (
+            detected,
+            DocumentFetch.STORED,
+            "",
+        )
     else:
         document.fetch_status = DocumentFetch.REFUSED
         document.fetch_note = "the file is not a PDF, JPEG or PNG"
-    document.save(update_fields=["file", "size", "sha256", "mime_type", "fetch_status", "fetch_note"])
+    document.save(
+        update_fields=["file", "size", "sha256", "mime_type", "fetch_status", "fetch_note"]
+    )
     return detected is not None

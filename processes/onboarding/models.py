@@ -1,4 +1,5 @@
 """Companies being onboarded, the documents they sent, and the account finally opened."""
+
 import uuid
 
 from django.db import models
@@ -48,7 +49,9 @@ class Company(models.Model):
     since WhatsApp may deliver a message without a phone number.
     """
 
-    customer_id = models.CharField(_("customer id"), max_length=64, unique=True, default=new_customer_id)
+    customer_id = models.CharField(
+        _("customer id"), max_length=64, unique=True, default=new_customer_id
+    )
     cnpj = models.CharField(_("CNPJ"), max_length=18, blank=True)
     # The WhatsApp profile name, as the first message gave it: not the company's legal name.
     name = models.CharField(_("name"), max_length=200, blank=True)
@@ -56,15 +59,21 @@ class Company(models.Model):
     # it gives one, is on the case.
     legal_name = models.CharField(_("legal name given"), max_length=200, blank=True)
     legal_name_asked_at = models.DateTimeField(_("legal name asked at"), null=True, blank=True)
-    wa_id = models.CharField(_("WhatsApp id (phone)"), max_length=128, null=True, blank=True, unique=True)
-    user_id = models.CharField(_("business-scoped user id"), max_length=128, null=True, blank=True,
-                               unique=True)
+    wa_id = models.CharField(
+        _("WhatsApp id (phone)"), max_length=128, null=True, blank=True, unique=True
+    )
+    user_id = models.CharField(
+        _("business-scoped user id"), max_length=128, null=True, blank=True, unique=True
+    )
     # The number the customer wrote from before WhatsApp reported their last number change.
     former_wa_id = models.CharField(_("previous WhatsApp id (phone)"), max_length=128, blank=True)
     # The business-scoped user id it had before WhatsApp reported its last change.
-    former_user_id = models.CharField(_("previous business-scoped user id"), max_length=128, blank=True)
-    status = models.CharField(_("status"), max_length=16, choices=CompanyStatus.choices,
-                              default=CompanyStatus.COLLECTING)
+    former_user_id = models.CharField(
+        _("previous business-scoped user id"), max_length=128, blank=True
+    )
+    status = models.CharField(
+        _("status"), max_length=16, choices=CompanyStatus.choices, default=CompanyStatus.COLLECTING
+    )
     status_reason = models.CharField(_("status reason"), max_length=200, blank=True)
     escalations = models.PositiveIntegerField(_("escalations"), default=0)
     # Which application this is: 1, then one more each time the customer writes again after
@@ -78,12 +87,19 @@ class Company(models.Model):
         verbose_name_plural = _("companies")
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(condition=Q(wa_id__isnull=False) | Q(user_id__isnull=False),
-                                   name="company_has_a_whatsapp_identity"),
+            models.CheckConstraint(
+                condition=Q(wa_id__isnull=False) | Q(user_id__isnull=False),
+                name="company_has_a_whatsapp_identity",
+            ),
         ]
         # Every message's sender is looked up by its user id among the former ones too.
-        indexes = [models.Index(fields=["former_user_id"], name="company_former_user_id",
-                                condition=~Q(former_user_id=""))]
+        indexes = [
+            models.Index(
+                fields=["former_user_id"],
+                name="company_former_user_id",
+                condition=~Q(former_user_id=""),
+            )
+        ]
 
     def __str__(self):
         return self.name or self.cnpj or self.wa_id or self.user_id or self.customer_id
@@ -101,8 +117,12 @@ class Company(models.Model):
 class Document(models.Model):
     """A file the company sent. ``file`` is empty until the media is downloaded."""
 
-    company = models.ForeignKey(Company, verbose_name=_("company"), on_delete=models.CASCADE, related_name="documents")
-    kind = models.CharField(_("kind"), max_length=32, choices=DocumentKind.choices, default=DocumentKind.UNKNOWN)
+    company = models.ForeignKey(
+        Company, verbose_name=_("company"), on_delete=models.CASCADE, related_name="documents"
+    )
+    kind = models.CharField(
+        _("kind"), max_length=32, choices=DocumentKind.choices, default=DocumentKind.UNKNOWN
+    )
     media_id = models.CharField(_("media id"), max_length=128)
     mime_type = models.CharField(_("MIME type"), max_length=100, blank=True)
     sha256 = models.CharField(_("SHA-256"), max_length=128, blank=True)
@@ -110,8 +130,9 @@ class Document(models.Model):
     caption = models.CharField(_("caption"), max_length=500, blank=True)
     size = models.PositiveBigIntegerField(_("size (bytes)"), null=True, blank=True)
     file = models.FileField(_("file"), upload_to="documents/%Y/%m/", blank=True)
-    fetch_status = models.CharField(_("download"), max_length=16, choices=DocumentFetch.choices,
-                                    default=DocumentFetch.PENDING)
+    fetch_status = models.CharField(
+        _("download"), max_length=16, choices=DocumentFetch.choices, default=DocumentFetch.PENDING
+    )
     fetch_note = models.CharField(_("download note"), max_length=300, blank=True)
     message_id = models.CharField(_("WhatsApp message id"), max_length=128, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
@@ -125,8 +146,11 @@ class Document(models.Model):
         verbose_name = _("document")
         verbose_name_plural = _("documents")
         ordering = ["company", "created_at"]
-        constraints = [models.UniqueConstraint(fields=["company", "media_id"],
-                                               name="document_unique_media_per_company")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["company", "media_id"], name="document_unique_media_per_company"
+            )
+        ]
 
     def __str__(self):
         return f"{self.get_kind_display()} ({self.file_name or self.media_id})"
@@ -135,7 +159,9 @@ class Document(models.Model):
 class Account(models.Model):
     """The account opened at the end of onboarding: one per company, so creation is exactly once."""
 
-    company = models.OneToOneField(Company, verbose_name=_("company"), on_delete=models.PROTECT, related_name="account")
+    company = models.OneToOneField(
+        Company, verbose_name=_("company"), on_delete=models.PROTECT, related_name="account"
+    )
     number = models.CharField(_("number"), max_length=32, unique=True)
     idempotency_key = models.CharField(_("idempotency key"), max_length=255, unique=True)
     approved_by = models.CharField(_("approved by"), max_length=150, blank=True)

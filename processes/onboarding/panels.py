@@ -4,6 +4,7 @@ validator found in each round, and the WhatsApp conversation.
 Registered for the workflow name "onboarding" when processes/workflows.py is imported
 (the engine imports it at startup), so every onboarding case shows them.
 """
+
 from dataclasses import dataclass, field
 
 from django.urls import reverse
@@ -37,7 +38,9 @@ class DocumentRow:
     preview_url: str
     download_url: str
     is_image: bool
-    relabelled_from: list[str] = field(default_factory=list)   # the kinds a caption edit changed, by name
+    relabelled_from: list[str] = field(
+        default_factory=list
+    )  # the kinds a caption edit changed, by name
 
 
 def case_company(case) -> Company:
@@ -50,14 +53,25 @@ def document_rows(case, company: Company) -> list[DocumentRow]:
     for document in company.documents.order_by("created_at", "pk"):
         args = [case.pk, document.pk]
         stored = bool(document.file)
-        rows.append(DocumentRow(
-            document=document,
-            preview_url=(reverse("processes:onboarding-document-preview", args=args)
-                         if stored and document.mime_type in PREVIEWABLE_TYPES else ""),
-            download_url=reverse("processes:onboarding-document-download", args=args) if stored else "",
-            is_image=document.mime_type in ("image/jpeg", "image/png"),
-            relabelled_from=[kind_name(change.get("from", "")) for change in document.changes
-                             if change.get("change") == "caption" and change.get("from") != change.get("to")]))
+        rows.append(
+            DocumentRow(
+                document=document,
+                preview_url=(
+                    reverse("processes:onboarding-document-preview", args=args)
+                    if stored and document.mime_type in PREVIEWABLE_TYPES
+                    else ""
+                ),
+                download_url=reverse("processes:onboarding-document-download", args=args)
+                if stored
+                else "",
+                is_image=document.mime_type in ("image/jpeg", "image/png"),
+                relabelled_from=[
+                    kind_name(change.get("from", ""))
+                    for change in document.changes
+                    if change.get("change") == "caption" and change.get("from") != change.get("to")
+                ],
+            )
+        )
     return rows
 
 
@@ -69,22 +83,47 @@ def validation_rounds(case) -> list[dict]:
     for n, step in enumerate(step_results(case.run_id, VALIDATION_STEPS), start=1):
         result = step.result or {}
         notes = result.get("notes") or []
-        rounds.append({"round": n, "at": step.at, **result,
-                       "missing": [kind_name(kind) for kind in result.get("missing") or []],
-                       "problems": [finding_shown(note)["result"] for note in notes] or result.get("problems") or []})
+        rounds.append(
+            {
+                "round": n,
+                "at": step.at,
+                **result,
+                "missing": [kind_name(kind) for kind in result.get("missing") or []],
+                "problems": [finding_shown(note)["result"] for note in notes]
+                or result.get("problems")
+                or [],
+            }
+        )
     return rounds
 
 
 def onboarding_panels(case) -> list[Section]:
     company = case_company(case)
     return [
-        Section(_("Company"), "processes/onboarding/panel_company.html", {"company": company}, key="company"),
-        Section(_("Documents"), "processes/onboarding/panel_documents.html",
-                {"rows": document_rows(case, company)}, key="documents"),
-        Section(_("Validator, round by round"), "processes/onboarding/panel_validation.html",
-                {"rounds": validation_rounds(case)}, key="validation"),
-        Section(_("WhatsApp conversation"), "processes/onboarding/panel_conversation.html",
-                {"lines": conversation_for(company)}, key="conversation"),
+        Section(
+            _("Company"),
+            "processes/onboarding/panel_company.html",
+            {"company": company},
+            key="company",
+        ),
+        Section(
+            _("Documents"),
+            "processes/onboarding/panel_documents.html",
+            {"rows": document_rows(case, company)},
+            key="documents",
+        ),
+        Section(
+            _("Validator, round by round"),
+            "processes/onboarding/panel_validation.html",
+            {"rounds": validation_rounds(case)},
+            key="validation",
+        ),
+        Section(
+            _("WhatsApp conversation"),
+            "processes/onboarding/panel_conversation.html",
+            {"lines": conversation_for(company)},
+            key="conversation",
+        ),
     ]
 
 
@@ -92,17 +131,21 @@ def documents_not_viewable(case) -> list[str]:
     """A counted (stored) document the reviewer cannot open holds the approval: nobody
     approves an account on a file they could not see."""
     reasons = []
-    for document in case_company(case).documents.filter(fetch_status=DocumentFetch.STORED, withdrawn_at__isnull=True):
+    for document in case_company(case).documents.filter(
+        fetch_status=DocumentFetch.STORED, withdrawn_at__isnull=True
+    ):
         label = document.file_name or document.get_kind_display()
         if not document.file:
             reasons.append(_("%(file)s cannot be viewed: no file is stored") % {"file": label})
             continue
         try:
             found = document.file.storage.exists(document.file.name)
-        except Exception:   # a name outside MEDIA_ROOT, storage unreachable: not viewable either
+        except Exception:  # a name outside MEDIA_ROOT, storage unreachable: not viewable either
             found = False
         if not found:
-            reasons.append(_("%(file)s cannot be viewed: the stored file is missing") % {"file": label})
+            reasons.append(
+                _("%(file)s cannot be viewed: the stored file is missing") % {"file": label}
+            )
     return reasons
 
 
@@ -114,8 +157,11 @@ def finding_for_reviewer(item: dict) -> dict | None:
 def risk_shown(case) -> str:
     """The case's risk and why, in the reader's language (recorded text for older cases)."""
     summary = case.summary or {}
-    reasons = [item for item in summary.get("findings") or [] if isinstance(item, dict)
-               and item.get("check") == "risk" and item.get("code")]
+    reasons = [
+        item
+        for item in summary.get("findings") or []
+        if isinstance(item, dict) and item.get("check") == "risk" and item.get("code")
+    ]
     if reasons:
         why = "; ".join(finding_shown(item)["result"] for item in reasons)
     elif summary.get("risk") == LOW_RISK_TEXT:
@@ -132,8 +178,11 @@ def title_shown(case) -> str:
         return case.title
     name = summary.get("company") or case.subject_id
     cnpj = summary["cnpj"]
-    title = (_("%(name)s — CNPJ not given") % {"name": name} if cnpj in ("", "not given")
-             else _("%(name)s — CNPJ %(cnpj)s") % {"name": name, "cnpj": cnpj})
+    title = (
+        _("%(name)s — CNPJ not given") % {"name": name}
+        if cnpj in ("", "not given")
+        else _("%(name)s — CNPJ %(cnpj)s") % {"name": name, "cnpj": cnpj}
+    )
     level = int(summary.get("escalation_level") or 0)
     return title + (_(" (escalated, level %(level)s)") % {"level": level} if level else "")
 
@@ -143,10 +192,18 @@ def summary_rows(case) -> list[tuple[str, object]]:
     its CNPJ, WhatsApp and documents are the panels' (one block each, not two)."""
     summary = case.summary or {}
     follows = summary.get("follows_case")
-    return [(_("Risk"), risk_shown(case)), (_("Review round"), summary.get("review_round")),
-            (_("Follows case"), _("#%(case)s, sent back: %(reason)s") % {
-                "case": follows, "reason": summary.get("sent_back_because") or "—"} if follows else ""),
-            (_("Escalation level"), summary.get("escalation_level") or "")]
+    return [
+        (_("Risk"), risk_shown(case)),
+        (_("Review round"), summary.get("review_round")),
+        (
+            _("Follows case"),
+            _("#%(case)s, sent back: %(reason)s")
+            % {"case": follows, "reason": summary.get("sent_back_because") or "—"}
+            if follows
+            else "",
+        ),
+        (_("Escalation level"), summary.get("escalation_level") or ""),
+    ]
 
 
 # What reviewers read in the timeline instead of the journal's names.

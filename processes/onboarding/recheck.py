@@ -6,6 +6,7 @@ old data no longer count), whichever way the change came: the customer's text, a
 in the admin, WhatsApp's notice of a new number, or a case that opened on facts read before
 the change. Until the case shows the company's CNPJ, a hold keeps it from being approved.
 """
+
 from django.utils.translation import gettext as _
 
 from approvals import services as approvals
@@ -40,10 +41,14 @@ def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalR
     approvals and routing are recomputed together. Nothing changes when the case is current,
     so calling it twice is harmless.
     """
-    if "cnpj" not in case.summary:   # not a case the workflow's review round opened
+    if "cnpj" not in case.summary:  # not a case the workflow's review round opened
         return case
     facts = steps.describe_for_review(case.subject_id)
-    shown = (case.summary["cnpj"], case.summary.get("legal_name_given", ""), case.summary.get("whatsapp"))
+    shown = (
+        case.summary["cnpj"],
+        case.summary.get("legal_name_given", ""),
+        case.summary.get("whatsapp"),
+    )
     if shown == (shown_cnpj(facts.cnpj), facts.legal_name, facts.whatsapp):
         return case
     recorded = case.summary.get("findings", [])
@@ -51,11 +56,27 @@ def case_recheck(case: ApprovalRequest, *, actor: str, reason: str) -> ApprovalR
     validator = [item for item in recorded if item.get("check") not in RECOMPUTED_CHECKS]
     record = registry_answer(case, facts)
     risk, reasons = review_risk(facts, ValidationResult(ok=True, problems=problems), record)
-    findings = validator + registry.case_findings(record) + registry.legal_name_notes(facts.legal_name, record)
-    summary = {**case.summary, **case_summary(facts, case.subject_id, record, findings + reasons, reasons)}
-    title = case_title(facts, case.subject_id, int(case.summary.get("escalation_level") or 0), record)
-    return approvals.approval_recheck(case.pk, actor=actor, title=title, summary=summary, risk=risk,
-                                      reason=reason, candidate_groups=REVIEW_GROUPS[risk])
+    findings = (
+        validator
+        + registry.case_findings(record)
+        + registry.legal_name_notes(facts.legal_name, record)
+    )
+    summary = {
+        **case.summary,
+        **case_summary(facts, case.subject_id, record, findings + reasons, reasons),
+    }
+    title = case_title(
+        facts, case.subject_id, int(case.summary.get("escalation_level") or 0), record
+    )
+    return approvals.approval_recheck(
+        case.pk,
+        actor=actor,
+        title=title,
+        summary=summary,
+        risk=risk,
+        reason=reason,
+        candidate_groups=REVIEW_GROUPS[risk],
+    )
 
 
 def registry_answer(case: ApprovalRequest, facts: steps.ReviewFacts) -> dict:
@@ -63,14 +84,21 @@ def registry_answer(case: ApprovalRequest, facts: steps.ReviewFacts) -> dict:
     when its CNPJ has not changed and the registry did answer then, else asked again (a new
     CNPJ, a registry that could not be asked, a case recorded before it kept the answer)."""
     kept = case.summary.get("registry")
-    if case.summary["cnpj"] == shown_cnpj(facts.cnpj) and isinstance(kept, dict) and not kept.get("error"):
+    if (
+        case.summary["cnpj"] == shown_cnpj(facts.cnpj)
+        and isinstance(kept, dict)
+        and not kept.get("error")
+    ):
         return kept
-    return steps.cnpj_registry_lookup(case.subject_id)   # ({} without a valid CNPJ)
+    return steps.cnpj_registry_lookup(case.subject_id)  # ({} without a valid CNPJ)
 
 
 def company_cases_recheck(company: Company, *, actor: str, reason: str) -> list[ApprovalRequest]:
     """After the company's CNPJ, legal name or number changed: re-check every case its run waits on."""
-    return [case_recheck(case, actor=actor, reason=reason) for case in approvals_open_of_run(company.run_id)]
+    return [
+        case_recheck(case, actor=actor, reason=reason)
+        for case in approvals_open_of_run(company.run_id)
+    ]
 
 
 def cnpj_not_checked(case: ApprovalRequest) -> list[str]:
@@ -81,8 +109,10 @@ def cnpj_not_checked(case: ApprovalRequest) -> list[str]:
     current, shown = shown_cnpj(company.cnpj), case.summary["cnpj"]
     if current == shown:
         return []
-    return [f"the company's CNPJ is now {current}, but this case was checked with {shown}: "
-            "it must be re-checked first"]
+    return [
+        f"the company's CNPJ is now {current}, but this case was checked with {shown}: "
+        "it must be re-checked first"
+    ]
 
 
 def cnpj_missing(case: ApprovalRequest) -> list[str]:
@@ -97,8 +127,11 @@ def cnpj_missing(case: ApprovalRequest) -> list[str]:
 def recheck_on_opening(sender, case: ApprovalRequest, **kwargs) -> None:
     """A case opened on facts read before a change (an escalation reuses its round's facts)."""
     if case.workflow_name == WORKFLOW:
-        case_recheck(case, actor="system (re-check at opening)",
-                     reason="the company changed after this review round read it")
+        case_recheck(
+            case,
+            actor="system (re-check at opening)",
+            reason="the company changed after this review round read it",
+        )
 
 
 register_approval_hold(WORKFLOW, cnpj_not_checked)

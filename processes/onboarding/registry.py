@@ -9,6 +9,7 @@ names: ``razao_social``, ``nome_fantasia``, ``descricao_situacao_cadastral``,
 ``data_inicio_atividade``, ``cnae_fiscal_descricao``). Choose with
 ``ONBOARDING_CNPJ_REGISTRY`` (a dotted path).
 """
+
 import json
 import re
 import unicodedata
@@ -61,9 +62,17 @@ class FakeRegistry:
     def lookup(self, cnpj_digits: str) -> RegistryRecord:
         known = (conf.setting("ONBOARDING_FAKE_REGISTRY", {}) or {}).get(cnpj_digits) or {}
         if known.get("found") is False or known.get("error"):
-            return RegistryRecord(cnpj=cnpj_digits, found=False, error=str(known.get("error") or ""))
-        return RegistryRecord(cnpj=cnpj_digits, found=True, **{"status": ACTIVE, **{
-            key: str(value) for key, value in known.items() if key in FAKE_FIELDS}})
+            return RegistryRecord(
+                cnpj=cnpj_digits, found=False, error=str(known.get("error") or "")
+            )
+        return RegistryRecord(
+            cnpj=cnpj_digits,
+            found=True,
+            **{
+                "status": ACTIVE,
+                **{key: str(value) for key, value in known.items() if key in FAKE_FIELDS},
+            },
+        )
 
 
 class HttpRegistry:
@@ -72,8 +81,14 @@ class HttpRegistry:
     def lookup(self, cnpj_digits: str) -> RegistryRecord:
         base = str(conf.setting("ONBOARDING_CNPJ_REGISTRY_URL", "")).rstrip("/")
         if not base.startswith("https://"):
-            return RegistryRecord(cnpj=cnpj_digits, found=False, error="ONBOARDING_CNPJ_REGISTRY_URL is not an https URL")
-        request = urllib.request.Request(f"{base}/{cnpj_digits}", headers={"Accept": "application/json"})
+            return RegistryRecord(
+                cnpj=cnpj_digits,
+                found=False,
+                error="ONBOARDING_CNPJ_REGISTRY_URL is not an https URL",
+            )
+        request = urllib.request.Request(
+            f"{base}/{cnpj_digits}", headers={"Accept": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (https only)
                 body = json.loads(response.read(256 * 1024))
@@ -82,19 +97,28 @@ class HttpRegistry:
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return RegistryRecord(cnpj=cnpj_digits, found=False)
-            return RegistryRecord(cnpj=cnpj_digits, found=False, error=f"the registry answered {exc.code}")
+            return RegistryRecord(
+                cnpj=cnpj_digits, found=False, error=f"the registry answered {exc.code}"
+            )
         except (OSError, ValueError) as exc:
-            return RegistryRecord(cnpj=cnpj_digits, found=False, error=f"the registry could not be read: {exc}")
+            return RegistryRecord(
+                cnpj=cnpj_digits, found=False, error=f"the registry could not be read: {exc}"
+            )
         return RegistryRecord(
-            cnpj=cnpj_digits, found=True, legal_name=str(body.get("razao_social") or ""),
+            cnpj=cnpj_digits,
+            found=True,
+            legal_name=str(body.get("razao_social") or ""),
             trade_name=str(body.get("nome_fantasia") or ""),
             status=str(body.get("descricao_situacao_cadastral") or "").upper(),
             opened_on=str(body.get("data_inicio_atividade") or ""),
-            main_activity=str(body.get("cnae_fiscal_descricao") or ""))
+            main_activity=str(body.get("cnae_fiscal_descricao") or ""),
+        )
 
 
 def registry() -> CnpjRegistry:
-    return import_string(conf.setting("ONBOARDING_CNPJ_REGISTRY", "processes.onboarding.registry.FakeRegistry"))()
+    return import_string(
+        conf.setting("ONBOARDING_CNPJ_REGISTRY", "processes.onboarding.registry.FakeRegistry")
+    )()
 
 
 def risk_reasons(record: dict | None) -> list[dict]:
@@ -106,7 +130,9 @@ def risk_reasons(record: dict | None) -> list[dict]:
     if not record.get("found"):
         return [finding("risk", "registry_not_found")]
     if record.get("status") != ACTIVE:
-        return [finding("risk", "registry_inactive", status=record.get("status") or "?", active=ACTIVE)]
+        return [
+            finding("risk", "registry_inactive", status=record.get("status") or "?", active=ACTIVE)
+        ]
     return []
 
 
@@ -117,8 +143,11 @@ def case_findings(record: dict | None) -> list[dict]:
     if record.get("error") or not record.get("found"):
         return [{**reason, "check": REGISTRY_CHECK} for reason in risk_reasons(record)]
     names, status = " / ".join(registry_names(record)), record.get("status") or "?"
-    found = [finding(REGISTRY_CHECK, "registry_record", status=status, names=names) if names
-             else finding(REGISTRY_CHECK, "registry_record_unnamed", status=status)]
+    found = [
+        finding(REGISTRY_CHECK, "registry_record", status=status, names=names)
+        if names
+        else finding(REGISTRY_CHECK, "registry_record_unnamed", status=status)
+    ]
     if record.get("opened_on"):
         found.append(finding(REGISTRY_CHECK, "registry_opened", opened_on=record["opened_on"]))
     if record.get("main_activity"):
@@ -138,7 +167,11 @@ def legal_name_key(name: str) -> str:
 
 
 def registry_names(record: dict | None) -> list[str]:
-    return [name for name in ((record or {}).get("legal_name"), (record or {}).get("trade_name")) if name]
+    return [
+        name
+        for name in ((record or {}).get("legal_name"), (record or {}).get("trade_name"))
+        if name
+    ]
 
 
 def legal_name_risk(given: str, record: dict | None) -> list[dict]:

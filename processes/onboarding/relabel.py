@@ -1,6 +1,7 @@
 """A document's kind changed after it arrived (an edited caption, the customer's choice from
 "Qual documento é este?"): one path, so each change is recorded on the document, the reviewer
 of an open case is told and the run validates again, whichever way it came."""
+
 from approvals import services as approvals
 from approvals.selectors import approvals_open_of_run
 from durable import clock, services
@@ -16,11 +17,20 @@ DOCUMENT_CHECK = "document changed"
 def change_record(document: Document, message: InboundMessage, **change) -> None:
     """Add what changed the document, and the customer's message that did, to its ``changes``
     (saved by the caller with the rest of the change)."""
-    document.changes = [*document.changes, {**change, "at": clock.now().isoformat(), "message_id": message.wamid,
-                                            "sent_at": message.sent_at.isoformat() if message.sent_at else None}]
+    document.changes = [
+        *document.changes,
+        {
+            **change,
+            "at": clock.now().isoformat(),
+            "message_id": message.wamid,
+            "sent_at": message.sent_at.isoformat() if message.sent_at else None,
+        },
+    ]
 
 
-def document_relabel(document: Document, kind: str, *, message: InboundMessage, **change) -> tuple[bool, str]:
+def document_relabel(
+    document: Document, kind: str, *, message: InboundMessage, **change
+) -> tuple[bool, str]:
     """Set the document's kind (and its caption, as the caller left it), recording ``change``
     (what changed it) in its ``changes``; when the kind is new, a finding on each open case and
     one more ``documents_received``. (Whether the kind is new, a note.)"""
@@ -30,8 +40,17 @@ def document_relabel(document: Document, kind: str, *, message: InboundMessage, 
     document.save(update_fields=["kind", "caption", "changes"])
     if kind == before:
         return False, f"still {kind}"
-    note = f"{before} -> {kind}" + cases_told(document, finding(
-        DOCUMENT_CHECK, "document_relabelled", label=label(document), kind=str(kind), was=str(before)), message)
+    note = f"{before} -> {kind}" + cases_told(
+        document,
+        finding(
+            DOCUMENT_CHECK,
+            "document_relabelled",
+            label=label(document),
+            kind=str(kind),
+            was=str(before),
+        ),
+        message,
+    )
     return True, note + run_told(document, message)[1]
 
 
@@ -46,8 +65,9 @@ def label(document: Document) -> str:
 def cases_told(document: Document, what: dict, message: InboundMessage) -> str:
     cases = list(approvals_open_of_run(document.company.run_id))
     for case in cases:
-        approvals.approval_finding_add(case.pk, actor=actor(message), finding=what,
-                                       reason=message.wamid)   # an id: the finding says what happened
+        approvals.approval_finding_add(
+            case.pk, actor=actor(message), finding=what, reason=message.wamid
+        )  # an id: the finding says what happened
     return ", a finding on case " + ", ".join(f"#{case.pk}" for case in cases) if cases else ""
 
 
@@ -58,9 +78,14 @@ def run_told(document: Document, message: InboundMessage) -> tuple[bool, str]:
     run heard it, a note.)"""
     run_id = document.company.run_id
     try:
-        services.signal_send(run_id, DOCUMENTS_SIGNAL, {"message_id": message.wamid, "document_id": document.pk,
-                                                        "kind": document.kind},
-                             dedupe_key=message.wamid, actor=actor(message), audit={"message_id": message.wamid})
+        services.signal_send(
+            run_id,
+            DOCUMENTS_SIGNAL,
+            {"message_id": message.wamid, "document_id": document.pk, "kind": document.kind},
+            dedupe_key=message.wamid,
+            actor=actor(message),
+            audit={"message_id": message.wamid},
+        )
     except (RunFinished, RunNotFound) as exc:
         return False, f" (onboarding {run_id} has ended: {exc})"
     return True, f", documents_received -> {run_id}"

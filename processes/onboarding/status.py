@@ -1,5 +1,6 @@
 """The bot's answer when a customer asks "status": read from their run by a query
 (``progress``, registered by the workflow), said in the customer's language."""
+
 import logging
 
 from durable import services
@@ -40,7 +41,7 @@ def status_answer(run_id: str) -> tuple[str, str]:
         progress = services.run_query(run_id, "progress")
     except RunNotFound:
         return NO_RUN_TEXT, f"status: no run {run_id}"
-    except DurableError as exc:   # the query is not there, or failed: say something true
+    except DurableError as exc:  # the query is not there, or failed: say something true
         log.warning("status of %s: the progress query failed: %s", run_id, exc)
         return UNKNOWN_TEXT, f"status: {exc}"[:300]
     return status_text(progress), f"status: answered from the run ({progress.get('stage')})"

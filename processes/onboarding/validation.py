@@ -3,6 +3,7 @@
 Checkers are called from the ``validate_documents`` step only, so whatever a model
 answers is journaled and a replay never asks it again.
 """
+
 import json
 import logging
 import unicodedata
@@ -46,7 +47,11 @@ class DocumentFacts:
 
 
 # A document that does not count, by its fetch status: the problem's code (findings.py).
-NOT_COUNTED = {"pending": "document_pending", "failed": "document_failed", "refused": "document_refused"}
+NOT_COUNTED = {
+    "pending": "document_pending",
+    "failed": "document_failed",
+    "refused": "document_refused",
+}
 
 
 @dataclass
@@ -96,8 +101,13 @@ class RulesChecker:
             label = doc.file_name or doc.kind
 
             def note(code, **params):
-                notes.append({**finding("problem", code, label=label, **params), "kind": str(doc.kind)})
-            if doc.fetch_status == "too_large" or (doc.size is not None and doc.size > self.max_bytes):
+                notes.append(
+                    {**finding("problem", code, label=label, **params), "kind": str(doc.kind)}
+                )
+
+            if doc.fetch_status == "too_large" or (
+                doc.size is not None and doc.size > self.max_bytes
+            ):
                 note("document_too_large", limit=_size(self.max_bytes))
             elif doc.fetch_status != "stored":
                 note(NOT_COUNTED.get(doc.fetch_status, "document_pending"))
@@ -112,8 +122,13 @@ class RulesChecker:
             item["solved"] = item["kind"] in valid_kinds
         missing = [str(kind) for kind in REQUIRED_KINDS if kind not in valid_kinds]
         # A document still being fetched may be the one that decides: no verdict without it.
-        return ValidationResult(ok=not missing and not unfetched, missing=missing,
-                                problems=[item["result"] for item in notes], checker=self.name, notes=notes)
+        return ValidationResult(
+            ok=not missing and not unfetched,
+            missing=missing,
+            problems=[item["result"] for item in notes],
+            checker=self.name,
+            notes=notes,
+        )
 
 
 class LanguageModelChecker:
@@ -126,32 +141,57 @@ class LanguageModelChecker:
     PROMPT = (
         "You check documents sent to open a Brazilian business (PJ) bank account. Required: "
         "articles_of_association, proof_of_address, selfie. Given the documents as JSON, answer "
-        'only with JSON: {"ok": bool, "missing": [kinds], "problems": [short sentences]}.')
+        'only with JSON: {"ok": bool, "missing": [kinds], "problems": [short sentences]}.'
+    )
 
-    def __init__(self, *, base_url: str, api_key: str, model: str, rules: RulesChecker,
-                 timeout: float = 30):
+    def __init__(
+        self, *, base_url: str, api_key: str, model: str, rules: RulesChecker, timeout: float = 30
+    ):
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.api_key, self.model, self.rules, self.timeout = api_key, model, rules, timeout
 
     def check(self, documents: list[DocumentFacts]) -> ValidationResult:
         by_rules = self.rules.check(documents)
         answer = self._ask([doc.__dict__ for doc in documents])
-        missing = list(dict.fromkeys(
-            [*by_rules.missing, *[m for m in answer["missing"] if m in {str(k) for k in REQUIRED_KINDS}]]))
+        missing = list(
+            dict.fromkeys(
+                [
+                    *by_rules.missing,
+                    *[m for m in answer["missing"] if m in {str(k) for k in REQUIRED_KINDS}],
+                ]
+            )
+        )
         problems = list(dict.fromkeys([*by_rules.problems, *answer["problems"]]))
         ok = by_rules.ok and answer["ok"] and not missing
-        model_notes = [{"check": "problem", "result": problem, "kind": "", "solved": False}
-                       for problem in problems if problem not in by_rules.problems]
-        return ValidationResult(ok=ok, missing=missing, problems=problems, checker=self.name,
-                                notes=by_rules.notes + model_notes)
+        model_notes = [
+            {"check": "problem", "result": problem, "kind": "", "solved": False}
+            for problem in problems
+            if problem not in by_rules.problems
+        ]
+        return ValidationResult(
+            ok=ok,
+            missing=missing,
+            problems=problems,
+            checker=self.name,
+            notes=by_rules.notes + model_notes,
+        )
 
     def _ask(self, documents: list[dict]) -> dict:
-        body = {"model": self.model, "temperature": 0, "response_format": {"type": "json_object"},
-                "messages": [{"role": "system", "content": self.PROMPT},
-                             {"role": "user", "content": json.dumps(documents, ensure_ascii=False)}]}
-        request = urllib.request.Request(self.url, data=json.dumps(body).encode(), method="POST",
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": f"Bearer {self.api_key}"})
+        body = {
+            "model": self.model,
+            "temperature": 0,
+            "response_format": {"type": "json_object"},
+            "messages": [
+                {"role": "system", "content": self.PROMPT},
+                {"role": "user", "content": json.dumps(documents, ensure_ascii=False)},
+            ],
+        }
+        request = urllib.request.Request(
+            self.url,
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 reply = json.loads(response.read())
@@ -164,9 +204,11 @@ class LanguageModelChecker:
             raise CheckerError(f"the model's answer is not the expected JSON: {exc}") from None
         if not isinstance(content, dict) or not isinstance(content.get("ok"), bool):
             raise CheckerError(f"the model's answer has no boolean 'ok': {content!r:.200}")
-        return {"ok": content["ok"],
-                "missing": [str(m) for m in content.get("missing") or [] if isinstance(m, str)],
-                "problems": [str(p)[:300] for p in content.get("problems") or [] if isinstance(p, str)]}
+        return {
+            "ok": content["ok"],
+            "missing": [str(m) for m in content.get("missing") or [] if isinstance(m, str)],
+            "problems": [str(p)[:300] for p in content.get("problems") or [] if isinstance(p, str)],
+        }
 
 
 def rules_checker() -> RulesChecker:
@@ -176,7 +218,10 @@ def rules_checker() -> RulesChecker:
 def checker_from_settings():
     """DOCUMENT_CHECKER = ``rules`` (default) or ``llm`` (needs LLM_API_BASE_URL and LLM_MODEL)."""
     if conf.setting("DOCUMENT_CHECKER", "rules") == "llm":
-        return LanguageModelChecker(base_url=conf.secret("LLM_API_BASE_URL"),
-                                    api_key=conf.setting("LLM_API_KEY", ""),
-                                    model=conf.secret("LLM_MODEL"), rules=rules_checker())
+        return LanguageModelChecker(
+            base_url=conf.secret("LLM_API_BASE_URL"),
+            api_key=conf.setting("LLM_API_KEY", ""),
+            model=conf.secret("LLM_MODEL"),
+            rules=rules_checker(),
+        )
     return rules_checker()

@@ -4,6 +4,7 @@ The document is found through the case (its subject is the company) and the comp
 through a path from the request; the stored file is opened through its storage, which
 refuses any name outside MEDIA_ROOT.
 """
+
 import logging
 import os
 import re
@@ -24,7 +25,9 @@ SAFE_NAME = re.compile(r"[^\w.\- ]+")
 
 def download_name(document: Document) -> str:
     """The customer's file name without directories or control characters."""
-    name = SAFE_NAME.sub("_", os.path.basename((document.file_name or "").replace("\\", "/"))).strip(" .")
+    name = SAFE_NAME.sub(
+        "_", os.path.basename((document.file_name or "").replace("\\", "/"))
+    ).strip(" .")
     if not name:
         name = f"{document.kind}-{document.pk}" + os.path.splitext(document.file.name)[1]
     return name[:150]
@@ -34,15 +37,20 @@ def case_document(case_pk: int, document_pk: int, user) -> Document:
     """The document, if ``user`` is a compliance reviewer who may open its case: a case routed
     to other groups is a 403, as its page is (approvals routing), and so is a supervisor who
     is not a reviewer (docs/approvals.md: documents are for reviewers)."""
-    case = ApprovalRequest.objects.filter(pk=case_pk, workflow_name="onboarding", subject_type="company").first()
+    case = ApprovalRequest.objects.filter(
+        pk=case_pk, workflow_name="onboarding", subject_type="company"
+    ).first()
     if case is None:
         raise Http404("no onboarding case with this id")
     if not may_open(case, user):
         raise PermissionDenied("this case is routed to groups you are not in")
     if not is_reviewer(user):
         raise PermissionDenied("documents are opened by compliance reviewers only")
-    document = (Document.objects.select_related("company")
-                .filter(pk=document_pk, company__customer_id=case.subject_id).first())
+    document = (
+        Document.objects.select_related("company")
+        .filter(pk=document_pk, company__customer_id=case.subject_id)
+        .first()
+    )
     if document is None:
         raise Http404("this case has no such document")
     return document
@@ -55,10 +63,16 @@ class DocumentFileView(ReviewerView):
     disposition = "download"
 
     def get(self, request, case_pk: int, pk: int):
-        response = document_file_response(case_document(case_pk, pk, request.user),
-                                          preview=self.disposition == "preview")
-        log.info("reviewer %s %s document %s of case %s", request.user.get_username(), self.disposition,
-                 pk, case_pk)
+        response = document_file_response(
+            case_document(case_pk, pk, request.user), preview=self.disposition == "preview"
+        )
+        log.info(
+            "reviewer %s %s document %s of case %s",
+            request.user.get_username(),
+            self.disposition,
+            pk,
+            case_pk,
+        )
         return response
 
 
@@ -71,12 +85,22 @@ def document_file_response(document: Document, *, preview: bool = False) -> File
     try:
         handle = document.file.open("rb")
     except (FileNotFoundError, SuspiciousFileOperation) as exc:
-        log.warning("document %s: stored file %r cannot be served: %s", document.pk, document.file.name, exc)
+        log.warning(
+            "document %s: stored file %r cannot be served: %s", document.pk, document.file.name, exc
+        )
         raise Http404("the stored file is missing") from None
-    content_type = document.mime_type if document.mime_type in PREVIEWABLE_TYPES else "application/octet-stream"
+    content_type = (
+        document.mime_type
+        if document.mime_type in PREVIEWABLE_TYPES
+        else "application/octet-stream"
+    )
     inline = preview and content_type in PREVIEWABLE_TYPES
-    response = FileResponse(handle, content_type=content_type, as_attachment=not inline,
-                            filename=download_name(document))
+    response = FileResponse(
+        handle,
+        content_type=content_type,
+        as_attachment=not inline,
+        filename=download_name(document),
+    )
     response["X-Content-Type-Options"] = "nosniff"
     response["Cache-Control"] = "private, no-store"
     return response

@@ -3,6 +3,7 @@
 No I/O here: this code runs again on every replay. Every effect is a step, every wait
 has a deadline and an action when it passes.
 """
+
 from dataclasses import dataclass, field
 
 from approvals.workflow import Decision, request_approval
@@ -15,9 +16,9 @@ from processes.onboarding.findings import finding
 from processes.onboarding.validation import ValidationResult
 from processes.whatsapp.limits import LLM, LLM_QUEUE, SEND
 
-DOCUMENTS_DEADLINE = days(7)      # the seed's deadline; then one reminder...
-DOCUMENTS_GRACE = days(3)         # ...and the case closes if nothing comes in these days
-DECISION_DEADLINE = days(3)       # compliance decides in 3 days, else escalation (repeated)
+DOCUMENTS_DEADLINE = days(7)  # the seed's deadline; then one reminder...
+DOCUMENTS_GRACE = days(3)  # ...and the case closes if nothing comes in these days
+DECISION_DEADLINE = days(3)  # compliance decides in 3 days, else escalation (repeated)
 # Who may take a review: juniors (kyc) the low-risk ones, seniors (kyc-senior) every one.
 KYC_GROUP, KYC_SENIOR_GROUP = "kyc", "kyc-senior"
 REVIEW_GROUPS = {"low": [KYC_GROUP, KYC_SENIOR_GROUP], "high": [KYC_SENIOR_GROUP]}
@@ -25,9 +26,11 @@ DOCUMENTS_SIGNAL = "documents_received"
 # Change id (docs/versioning.md): a round takes the whole batch the customer sent, and what is
 # buffered is drained before every ask. Runs whose journal predates it keep the one-signal path.
 BATCHES = "documents-in-batches"
-ASK_CNPJ = "ask-cnpj"                  # no valid CNPJ when the set is complete: ask once, wait a while
+ASK_CNPJ = "ask-cnpj"  # no valid CNPJ when the set is complete: ask once, wait a while
 CNPJ_SIGNAL = "cnpj_received"
-UNDER_REVIEW = "under-review-notice"   # the customer hears the set is complete, once per review round
+UNDER_REVIEW = (
+    "under-review-notice"  # the customer hears the set is complete, once per review round
+)
 UNDER_REVIEW_TEXT = "Recebemos todos os documentos. O seu pedido de conta PJ está em análise."
 GOODBYE_TEXT = "Pedido de conta PJ encerrado, como pediu. Se quiser recomeçar, é só escrever."
 # The run publishes its human status and the company's CNPJ as search attributes, so
@@ -77,10 +80,18 @@ def onboarding(customer_id: str) -> str:
     try:
         return onboard(customer_id, progress)
     except workflow.Cancelled as cancelled:
-        workflow.step(steps.set_status, customer_id, CompanyStatus.WITHDRAWN, cancelled.reason, atomic=True)
-        workflow.step(steps.notify, customer_id, GOODBYE_TEXT, idempotency_key=f"{workflow.id}:bye", limit=SEND)
+        workflow.step(
+            steps.set_status, customer_id, CompanyStatus.WITHDRAWN, cancelled.reason, atomic=True
+        )
+        workflow.step(
+            steps.notify,
+            customer_id,
+            GOODBYE_TEXT,
+            idempotency_key=f"{workflow.id}:bye",
+            limit=SEND,
+        )
         publish_stage(progress, "withdrawn")
-        return "withdrawn"   # the run still ends cancelled: the cancel was asked for
+        return "withdrawn"  # the run still ends cancelled: the cancel was asked for
 
 
 def onboard(customer_id: str, progress: Progress) -> str:
@@ -91,7 +102,7 @@ def onboard(customer_id: str, progress: Progress) -> str:
         return close(customer_id, "no documents", progress)
     review = 0
     cnpj_asked = False
-    sent_back = None   # the decision that asked for more documents, for the next round's case
+    sent_back = None  # the decision that asked for more documents, for the next round's case
     while True:
         result = validate(customer_id)
         while not result.ok:
@@ -100,10 +111,22 @@ def onboard(customer_id: str, progress: Progress) -> str:
                 if result.ok:
                     break
             round_ += 1
-            workflow.step(steps.ask_for_documents, customer_id, result.missing, result.notes or result.problems,
-                          idempotency_key=f"{workflow.id}:ask:{round_}", limit=SEND, priority=progress.priority)
+            workflow.step(
+                steps.ask_for_documents,
+                customer_id,
+                result.missing,
+                result.notes or result.problems,
+                idempotency_key=f"{workflow.id}:ask:{round_}",
+                limit=SEND,
+                priority=progress.priority,
+            )
             progress.missing = list(result.missing)
-            publish_stage(progress, f"awaiting {result.missing[0]}" if len(result.missing) == 1 else "awaiting documents")
+            publish_stage(
+                progress,
+                f"awaiting {result.missing[0]}"
+                if len(result.missing) == 1
+                else "awaiting documents",
+            )
             if not receive_documents(customer_id, round_):
                 return close(customer_id, "documents never completed", progress)
             result = validate(customer_id)
@@ -113,34 +136,67 @@ def onboard(customer_id: str, progress: Progress) -> str:
         workflow.step(steps.set_status, customer_id, CompanyStatus.IN_REVIEW, atomic=True)
         review += 1
         if workflow.patched(UNDER_REVIEW):
-            workflow.step(steps.notify, customer_id, UNDER_REVIEW_TEXT,
-                          idempotency_key=f"{workflow.id}:under-review:{review}", limit=SEND, priority=progress.priority)
+            workflow.step(
+                steps.notify,
+                customer_id,
+                UNDER_REVIEW_TEXT,
+                idempotency_key=f"{workflow.id}:under-review:{review}",
+                limit=SEND,
+                priority=progress.priority,
+            )
         decision = wait_for_compliance_decision(customer_id, result, review, progress, sent_back)
         if decision.approved:
             break
         if not decision.wants_more_documents:
-            workflow.step(steps.set_status, customer_id, CompanyStatus.REJECTED, decision.reason,
-                          atomic=True)
-            workflow.step(steps.notify, customer_id, with_message(REJECTED_TEXT, decision),
-                          idempotency_key=f"{workflow.id}:{steps.REJECTED_NOTICE}", limit=SEND, priority=progress.priority)
+            workflow.step(
+                steps.set_status, customer_id, CompanyStatus.REJECTED, decision.reason, atomic=True
+            )
+            workflow.step(
+                steps.notify,
+                customer_id,
+                with_message(REJECTED_TEXT, decision),
+                idempotency_key=f"{workflow.id}:{steps.REJECTED_NOTICE}",
+                limit=SEND,
+                priority=progress.priority,
+            )
             publish_stage(progress, "rejected")
             return "rejected"
         # Compliance wants more: tell the customer what, then back to the documents loop.
         sent_back = decision
         round_ += 1
-        workflow.step(steps.set_status, customer_id, CompanyStatus.COLLECTING, decision.reason,
-                      atomic=True)
+        workflow.step(
+            steps.set_status, customer_id, CompanyStatus.COLLECTING, decision.reason, atomic=True
+        )
         if workflow.patched(BATCHES):
-            take_late_documents(customer_id, None)   # sent during the review: not an answer to this ask
-        workflow.step(steps.request_more_documents, customer_id, decision.customer_message or decision.reason,
-                      idempotency_key=f"{workflow.id}:more:{review}", limit=SEND, priority=progress.priority)
+            take_late_documents(
+                customer_id, None
+            )  # sent during the review: not an answer to this ask
+        workflow.step(
+            steps.request_more_documents,
+            customer_id,
+            decision.customer_message or decision.reason,
+            idempotency_key=f"{workflow.id}:more:{review}",
+            limit=SEND,
+            priority=progress.priority,
+        )
         publish_stage(progress, "awaiting more documents")
         if not receive_documents(customer_id, round_):
             return close(customer_id, "documents never completed", progress)
-    number = workflow.step(steps.create_account, customer_id, ", ".join(decision.by),
-                           idempotency_key=workflow.id, atomic=True)
-    workflow.step(steps.notify, customer_id, with_message(f"Conta PJ aberta: {number}.", decision),
-                  idempotency_key=f"{workflow.id}:{steps.APPROVED_NOTICE}", limit=SEND, priority=progress.priority)
+    number = workflow.step(
+        steps.create_account,
+        customer_id,
+        ", ".join(decision.by),
+        idempotency_key=workflow.id,
+        atomic=True,
+    )
+    workflow.step(
+        steps.notify,
+        customer_id,
+        with_message(f"Conta PJ aberta: {number}.", decision),
+        idempotency_key=f"{workflow.id}:{steps.APPROVED_NOTICE}",
+        limit=SEND,
+        priority=progress.priority,
+    )
     publish_stage(progress, "approved", account=number)
     return number
 
@@ -162,8 +218,12 @@ def receive_documents(customer_id: str, round_: int) -> bool:
         return receive_one_document(customer_id, round_)
     batch = collect_batch(DOCUMENTS_DEADLINE)
     if batch is None:
-        workflow.step(steps.remind_documents, customer_id,
-                      idempotency_key=f"{workflow.id}:remind:{round_}", limit=SEND)
+        workflow.step(
+            steps.remind_documents,
+            customer_id,
+            idempotency_key=f"{workflow.id}:remind:{round_}",
+            limit=SEND,
+        )
         batch = collect_batch(DOCUMENTS_GRACE)
         if batch is None:
             return False
@@ -177,9 +237,13 @@ def ask_for_cnpj_if_missing(customer_id: str, progress: Progress) -> bool:
     written later still counts at the next review round; none at all keeps the case high risk."""
     if workflow.step(steps.has_valid_cnpj, customer_id):
         return False
-    workflow.step(steps.ask_for_cnpj, customer_id, idempotency_key=f"{workflow.id}:ask-cnpj", limit=SEND)
+    workflow.step(
+        steps.ask_for_cnpj, customer_id, idempotency_key=f"{workflow.id}:ask-cnpj", limit=SEND
+    )
     publish_stage(progress, "awaiting CNPJ")
-    workflow.wait_for_signal(CNPJ_SIGNAL, timeout=seconds(conf.setting("ONBOARDING_CNPJ_WAIT_SECONDS", 86400)))
+    workflow.wait_for_signal(
+        CNPJ_SIGNAL, timeout=seconds(conf.setting("ONBOARDING_CNPJ_WAIT_SECONDS", 86400))
+    )
     return True
 
 
@@ -197,10 +261,14 @@ def fetch_documents(batch: list) -> None:
         try:
             workflow.step(steps.store_document_media, received["document_id"])
         except StepFailed as failed:
-            workflow.step(steps.document_fetch_failed, received["document_id"], str(failed), atomic=True)
+            workflow.step(
+                steps.document_fetch_failed, received["document_id"], str(failed), atomic=True
+            )
 
 
-def take_late_documents(customer_id: str, result: ValidationResult | None) -> ValidationResult | None:
+def take_late_documents(
+    customer_id: str, result: ValidationResult | None
+) -> ValidationResult | None:
     """Before an ask: take what arrived since the batch closed (fetched, and validated again
     when ``result`` is given), so nothing stale answers the next ask and the ask is current."""
     late = workflow.drain_signals(DOCUMENTS_SIGNAL)
@@ -214,8 +282,12 @@ def receive_one_document(customer_id: str, round_: int) -> bool:
     """The path of runs recorded before BATCHES: one signal per round."""
     received = workflow.wait_for_signal(DOCUMENTS_SIGNAL, timeout=DOCUMENTS_DEADLINE)
     if received is None:
-        workflow.step(steps.remind_documents, customer_id,
-                      idempotency_key=f"{workflow.id}:remind:{round_}", limit=SEND)
+        workflow.step(
+            steps.remind_documents,
+            customer_id,
+            idempotency_key=f"{workflow.id}:remind:{round_}",
+            limit=SEND,
+        )
         received = workflow.wait_for_signal(DOCUMENTS_SIGNAL, timeout=DOCUMENTS_GRACE)
         if received is None:
             return False
@@ -232,14 +304,20 @@ def validate(customer_id: str):
 
 def close(customer_id: str, reason: str, progress: Progress) -> str:
     workflow.step(steps.set_status, customer_id, CompanyStatus.CLOSED, reason, atomic=True)
-    workflow.step(steps.notify, customer_id, "O seu pedido de conta PJ foi encerrado por falta de documentos.",
-                  idempotency_key=f"{workflow.id}:closed", limit=SEND)
+    workflow.step(
+        steps.notify,
+        customer_id,
+        "O seu pedido de conta PJ foi encerrado por falta de documentos.",
+        idempotency_key=f"{workflow.id}:closed",
+        limit=SEND,
+    )
     publish_stage(progress, "expired")
     return "expired"
 
 
-def review_risk(facts: steps.ReviewFacts, result: ValidationResult,
-                record: dict | None = None) -> tuple[str, list[dict]]:
+def review_risk(
+    facts: steps.ReviewFacts, result: ValidationResult, record: dict | None = None
+) -> tuple[str, list[dict]]:
     """High risk (two approvals by two different reviewers, senior review only) when the
     company gave no valid CNPJ, gave one another company already gave, or the validator
     found a problem on the way (a document it refused, or a model's finding). Reads only
@@ -272,7 +350,9 @@ def company_name(facts: steps.ReviewFacts, record: dict | None) -> str:
     return (record or {}).get("legal_name") or facts.legal_name or facts.name
 
 
-def case_title(facts: steps.ReviewFacts, customer_id: str, level: int, record: dict | None = None) -> str:
+def case_title(
+    facts: steps.ReviewFacts, customer_id: str, level: int, record: dict | None = None
+) -> str:
     """The case's title: who, and their CNPJ (re-checks of an open case write it the same way)."""
     title = f"{company_name(facts, record) or customer_id} — CNPJ {facts.cnpj or 'not given'}"
     return title + (f" (escalated, level {level})" if level else "")
@@ -280,33 +360,63 @@ def case_title(facts: steps.ReviewFacts, customer_id: str, level: int, record: d
 
 def validator_findings(result: ValidationResult) -> list[dict]:
     check = f"required documents ({result.checker})"
-    findings = [finding(check, "documents_complete") if not result.missing
-                else finding(check, "documents_missing", kinds=", ".join(result.missing))]
-    coded = [{key: value for key, value in note.items() if key not in ("kind", "solved")} for note in result.notes]
-    return findings + (coded or [{"check": "problem", "result": problem} for problem in result.problems])
+    findings = [
+        finding(check, "documents_complete")
+        if not result.missing
+        else finding(check, "documents_missing", kinds=", ".join(result.missing))
+    ]
+    coded = [
+        {key: value for key, value in note.items() if key not in ("kind", "solved")}
+        for note in result.notes
+    ]
+    return findings + (
+        coded or [{"check": "problem", "result": problem} for problem in result.problems]
+    )
 
 
-def case_findings(result: ValidationResult, record: dict | None, facts: steps.ReviewFacts,
-                  reasons: list[dict]) -> list[dict]:
+def case_findings(
+    result: ValidationResult, record: dict | None, facts: steps.ReviewFacts, reasons: list[dict]
+) -> list[dict]:
     """Everything the round's checks found, in the order a reviewer reads them: documents,
     registry, legal name, then each reason the case is high risk."""
-    return (validator_findings(result) + registry.case_findings(record)
-            + registry.legal_name_notes(facts.legal_name, record) + reasons)
+    return (
+        validator_findings(result)
+        + registry.case_findings(record)
+        + registry.legal_name_notes(facts.legal_name, record)
+        + reasons
+    )
 
 
-def case_summary(facts: steps.ReviewFacts, customer_id: str, record: dict | None, findings: list[dict],
-                 reasons: list[dict]) -> dict:
-    return {"company": company_name(facts, record), "legal_name_given": facts.legal_name,
-            "whatsapp_profile": facts.name, "cnpj": facts.cnpj or "not given", "whatsapp": facts.whatsapp,
-            "customer_id": customer_id, "documents_received": "\n".join(facts.documents),
-            "findings": findings, "risk": risk_text(reasons),
-            # The registry's answer as the case was checked: a re-check for a new legal name
-            # reads it here instead of asking the registry again.
-            **({"registry": record} if record is not None else {})}
+def case_summary(
+    facts: steps.ReviewFacts,
+    customer_id: str,
+    record: dict | None,
+    findings: list[dict],
+    reasons: list[dict],
+) -> dict:
+    return {
+        "company": company_name(facts, record),
+        "legal_name_given": facts.legal_name,
+        "whatsapp_profile": facts.name,
+        "cnpj": facts.cnpj or "not given",
+        "whatsapp": facts.whatsapp,
+        "customer_id": customer_id,
+        "documents_received": "\n".join(facts.documents),
+        "findings": findings,
+        "risk": risk_text(reasons),
+        # The registry's answer as the case was checked: a re-check for a new legal name
+        # reads it here instead of asking the registry again.
+        **({"registry": record} if record is not None else {}),
+    }
 
 
-def wait_for_compliance_decision(customer_id: str, result: ValidationResult, review: int,
-                                 progress: Progress, sent_back: Decision | None = None) -> Decision:
+def wait_for_compliance_decision(
+    customer_id: str,
+    result: ValidationResult,
+    review: int,
+    progress: Progress,
+    sent_back: Decision | None = None,
+) -> Decision:
     """Put the case before compliance (approvals app) and wait for a reviewer's decision.
 
     One case per review round and escalation level, keyed ``<run id>:review:<round>:<level>``.
@@ -314,12 +424,26 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
     new case opens; the workflow never decides on the reviewer's behalf.
     """
     facts = workflow.step(steps.describe_for_review, customer_id)
-    record = workflow.step(steps.cnpj_registry_lookup, customer_id) if workflow.patched(CNPJ_REGISTRY) else None
-    if record is not None and not facts.legal_name and not registry.registry_names(record) \
-            and workflow.patched(LEGAL_NAME):
-        workflow.step(steps.ask_for_legal_name, customer_id, idempotency_key=f"{workflow.id}:ask-legal-name",
-                      limit=SEND)
-    publish_stage(progress, "in review", cnpj=facts.cnpj or None, company=company_name(facts, record) or None)
+    record = (
+        workflow.step(steps.cnpj_registry_lookup, customer_id)
+        if workflow.patched(CNPJ_REGISTRY)
+        else None
+    )
+    if (
+        record is not None
+        and not facts.legal_name
+        and not registry.registry_names(record)
+        and workflow.patched(LEGAL_NAME)
+    ):
+        workflow.step(
+            steps.ask_for_legal_name,
+            customer_id,
+            idempotency_key=f"{workflow.id}:ask-legal-name",
+            limit=SEND,
+        )
+    publish_stage(
+        progress, "in review", cnpj=facts.cnpj or None, company=company_name(facts, record) or None
+    )
     risk, reasons = review_risk(facts, result, record)
     progress.priority = HIGH_RISK_PRIORITY if risk == "high" else None
     findings = case_findings(result, record, facts, reasons)
@@ -327,13 +451,23 @@ def wait_for_compliance_decision(customer_id: str, result: ValidationResult, rev
     while True:
         decision = request_approval(
             title=case_title(facts, customer_id, level, record),
-            summary={**case_summary(facts, customer_id, record, findings, reasons),
-                     "review_round": review, "escalation_level": level,
-                     # A later round's case names the case that asked for more, and why.
-                     **({"follows_case": sent_back.request_id, "sent_back_because": sent_back.reason}
-                        if sent_back is not None else {})},
-            subject=("company", customer_id), risk=risk, timeout=DECISION_DEADLINE,
-            idempotency_key=f"{workflow.id}:review:{review}:{level}", candidate_groups=REVIEW_GROUPS[risk])
+            summary={
+                **case_summary(facts, customer_id, record, findings, reasons),
+                "review_round": review,
+                "escalation_level": level,
+                # A later round's case names the case that asked for more, and why.
+                **(
+                    {"follows_case": sent_back.request_id, "sent_back_because": sent_back.reason}
+                    if sent_back is not None
+                    else {}
+                ),
+            },
+            subject=("company", customer_id),
+            risk=risk,
+            timeout=DECISION_DEADLINE,
+            idempotency_key=f"{workflow.id}:review:{review}:{level}",
+            candidate_groups=REVIEW_GROUPS[risk],
+        )
         if decision is not None:
             return decision
         level += 1

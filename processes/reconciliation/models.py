@@ -1,4 +1,5 @@
 """Reconciliation batches, the fake bank's statement lines and our ledger."""
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -12,7 +13,9 @@ class ReconciliationBatch(models.Model):
     """One business day to reconcile. Its run is ``reconcile:<date>``."""
 
     date = models.DateField(_("date"), unique=True)
-    status = models.CharField(_("status"), max_length=16, choices=BatchStatus.choices, default=BatchStatus.OPEN)
+    status = models.CharField(
+        _("status"), max_length=16, choices=BatchStatus.choices, default=BatchStatus.OPEN
+    )
     corrections_posted = models.PositiveIntegerField(_("corrections posted"), default=0)
     reconciled_at = models.DateTimeField(_("reconciled at"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
@@ -55,7 +58,9 @@ class LedgerEntry(models.Model):
     amount = models.DecimalField(_("amount"), max_digits=14, decimal_places=2)
     description = models.CharField(_("description"), max_length=200, blank=True)
     is_correction = models.BooleanField(_("correction"), default=False)
-    idempotency_key = models.CharField(_("idempotency key"), max_length=255, null=True, blank=True, unique=True)
+    idempotency_key = models.CharField(
+        _("idempotency key"), max_length=255, null=True, blank=True, unique=True
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:

@@ -1,4 +1,5 @@
 """Writes of reconciliation: open a day's batch and start its run, idempotently."""
+
 from datetime import date
 
 from django.db import transaction

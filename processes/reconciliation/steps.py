@@ -1,4 +1,5 @@
 """The effects of reconciliation and the pure diff between them."""
+
 from datetime import date, datetime, time as dt_time, timedelta, timezone as dt_timezone
 
 from django.db.models import F
@@ -34,13 +35,17 @@ def post_correction(batch_date: str, line: Line, idempotency_key: str) -> str:
     """Post one missing entry (atomic step: the ledger row commits with its journal entry)."""
     day = date.fromisoformat(batch_date)
     posted = clients.ledger().post(day, line, idempotency_key=idempotency_key)
-    ReconciliationBatch.objects.filter(date=day).update(corrections_posted=F("corrections_posted") + 1)
+    ReconciliationBatch.objects.filter(date=day).update(
+        corrections_posted=F("corrections_posted") + 1
+    )
     return posted
 
 
 def closing_window(batch_date: str) -> datetime:
     """When the batch closes: RECONCILIATION_CLOSING_TIME (UTC) on the day after the batch."""
-    hour, minute = (int(part) for part in conf.setting("RECONCILIATION_CLOSING_TIME", "06:00").split(":"))
+    hour, minute = (
+        int(part) for part in conf.setting("RECONCILIATION_CLOSING_TIME", "06:00").split(":")
+    )
     day = date.fromisoformat(batch_date) + timedelta(days=1)
     return datetime.combine(day, dt_time(hour, minute), tzinfo=dt_timezone.utc)
 
@@ -48,5 +53,6 @@ def closing_window(batch_date: str) -> datetime:
 def mark_reconciled(batch_date: str) -> str:
     """Close the batch (atomic step)."""
     ReconciliationBatch.objects.filter(date=batch_date).update(
-        status=BatchStatus.RECONCILED, reconciled_at=clock.now())
+        status=BatchStatus.RECONCILED, reconciled_at=clock.now()
+    )
     return BatchStatus.RECONCILED

@@ -3,6 +3,7 @@
 Backends are called from workflow steps only (never from a workflow body): their
 network calls and answers are journaled like any other effect.
 """
+
 import hashlib
 import json
 import logging
@@ -51,10 +52,16 @@ def media_url_check(url: str) -> str:
         port = -1
     # A host listed bare is that host on its scheme's own port; another port must be listed.
     default = {"https": 443, "http": 80}.get(parts.scheme.lower())
-    where = (parts.hostname or "").lower() if port in (None, default) else f"{(parts.hostname or '').lower()}:{port}"
+    where = (
+        (parts.hostname or "").lower()
+        if port in (None, default)
+        else f"{(parts.hostname or '').lower()}:{port}"
+    )
     if parts.scheme.lower() not in schemes or where not in hosts:
-        raise MediaRefused(f"media URL {str(url)[:200]!r} is not {'/'.join(schemes)} to one of "
-                           f"WHATSAPP_MEDIA_HOSTS {hosts}")
+        raise MediaRefused(
+            f"media URL {str(url)[:200]!r} is not {'/'.join(schemes)} to one of "
+            f"WHATSAPP_MEDIA_HOSTS {hosts}"
+        )
     return url
 
 
@@ -69,7 +76,11 @@ class _MediaRedirects(urllib.request.HTTPRedirectHandler):
         redirected = super().redirect_request(req, fp, code, msg, headers, newurl)
         token = req.unredirected_hdrs.get("Authorization")
         old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
-        if redirected is not None and token and (old.scheme, old.netloc) == (new.scheme, new.netloc):
+        if (
+            redirected is not None
+            and token
+            and (old.scheme, old.netloc) == (new.scheme, new.netloc)
+        ):
             redirected.add_unredirected_header("Authorization", token)
         return redirected
 
@@ -125,8 +136,14 @@ def options_as_dict(buttons=(), list_: OptionList | None = None) -> dict:
     if buttons:
         return {"type": "buttons", "items": [{"id": b.id, "title": b.title} for b in buttons]}
     if list_ is not None:
-        return {"type": "list", "button": list_.button, "title": list_.title,
-                "items": [{"id": r.id, "title": r.title, "description": r.description} for r in list_.rows]}
+        return {
+            "type": "list",
+            "button": list_.button,
+            "title": list_.title,
+            "items": [
+                {"id": r.id, "title": r.title, "description": r.description} for r in list_.rows
+            ],
+        }
     return {}
 
 
@@ -136,15 +153,22 @@ def options_from_dict(options: dict) -> tuple[tuple[ReplyButton, ...], OptionLis
     if (options or {}).get("type") == "buttons":
         return tuple(ReplyButton(id=i["id"], title=i["title"]) for i in items), None
     if (options or {}).get("type") == "list":
-        rows = tuple(ListRow(id=i["id"], title=i["title"], description=i.get("description", "")) for i in items)
-        return (), OptionList(button=options.get("button", ""), rows=rows, title=options.get("title", ""))
+        rows = tuple(
+            ListRow(id=i["id"], title=i["title"], description=i.get("description", ""))
+            for i in items
+        )
+        return (), OptionList(
+            button=options.get("button", ""), rows=rows, title=options.get("title", "")
+        )
     return (), None
 
 
 def numbered(titles: list[str], *, one_line: bool = False) -> str:
     """The options as the customer reads them in a text: "1. Confirmar", one a line (a
     template's parameter takes no line break: one line then)."""
-    return ("; " if one_line else "\n").join(f"{n}. {title}" for n, title in enumerate(titles, start=1))
+    return ("; " if one_line else "\n").join(
+        f"{n}. {title}" for n, title in enumerate(titles, start=1)
+    )
 
 
 @dataclass
@@ -166,7 +190,9 @@ class Outgoing:
 
     @property
     def titles(self) -> list[str]:
-        return [b.title for b in self.buttons] or [r.title for r in (self.list_.rows if self.list_ else ())]
+        return [b.title for b in self.buttons] or [
+            r.title for r in (self.list_.rows if self.list_ else ())
+        ]
 
     @property
     def interactive(self) -> bool:
@@ -191,8 +217,10 @@ def interactive_check(outgoing: Outgoing) -> None:
             raise ValueError("a list needs at least one row")
         return
     if len(outgoing.body) > INTERACTIVE_BODY_MAX:
-        raise ValueError(f"an interactive message's body is at most {INTERACTIVE_BODY_MAX} characters "
-                         f"(this one has {len(outgoing.body)})")
+        raise ValueError(
+            f"an interactive message's body is at most {INTERACTIVE_BODY_MAX} characters "
+            f"(this one has {len(outgoing.body)})"
+        )
     if len(outgoing.buttons) > MAX_BUTTONS:
         raise ValueError(f"at most {MAX_BUTTONS} reply buttons (got {len(outgoing.buttons)})")
     items = [*outgoing.buttons, *(outgoing.list_.rows if outgoing.list_ else ())]
@@ -208,10 +236,14 @@ def interactive_check(outgoing: Outgoing) -> None:
         if len(outgoing.list_.rows) > MAX_ROWS:
             raise ValueError(f"at most {MAX_ROWS} list rows (got {len(outgoing.list_.rows)})")
         if not outgoing.list_.button or len(outgoing.list_.button) > LIST_BUTTON_MAX:
-            raise ValueError(f"the list's button {outgoing.list_.button!r} must be 1 to {LIST_BUTTON_MAX} characters")
+            raise ValueError(
+                f"the list's button {outgoing.list_.button!r} must be 1 to {LIST_BUTTON_MAX} characters"
+            )
         for row in outgoing.list_.rows:
             if len(row.description) > ROW_DESCRIPTION_MAX:
-                raise ValueError(f"row description {row.description!r} is longer than {ROW_DESCRIPTION_MAX}")
+                raise ValueError(
+                    f"row description {row.description!r} is longer than {ROW_DESCRIPTION_MAX}"
+                )
 
 
 class ConsoleBackend:
@@ -223,19 +255,34 @@ class ConsoleBackend:
     name = "console"
 
     def send(self, outgoing: Outgoing, *, idempotency_key: str) -> str:
-        mode = (f"template {outgoing.template_name} ({outgoing.template_language}) "
-                f"{[text for _name, text in outgoing.template_parameters]}" if outgoing.template_name else
-                ("buttons" if outgoing.buttons else "list") if outgoing.interactive else "text")
-        log.info("[whatsapp -> %s] (%s) %s", outgoing.to_wa_id or outgoing.to_user_id, mode,
-                 outgoing.text() if not outgoing.interactive else
-                 f"{outgoing.body} [{' | '.join(f'{i}: {t}' for i, t in self._ids(outgoing))}]")
+        mode = (
+            f"template {outgoing.template_name} ({outgoing.template_language}) "
+            f"{[text for _name, text in outgoing.template_parameters]}"
+            if outgoing.template_name
+            else ("buttons" if outgoing.buttons else "list")
+            if outgoing.interactive
+            else "text"
+        )
+        log.info(
+            "[whatsapp -> %s] (%s) %s",
+            outgoing.to_wa_id or outgoing.to_user_id,
+            mode,
+            outgoing.text()
+            if not outgoing.interactive
+            else f"{outgoing.body} [{' | '.join(f'{i}: {t}' for i, t in self._ids(outgoing))}]",
+        )
         return f"console.{hashlib.sha256(idempotency_key.encode()).hexdigest()[:24]}"
 
     @staticmethod
     def _ids(outgoing: Outgoing) -> list[tuple[str, str]]:
-        return [(item.id, item.title) for item in (*outgoing.buttons, *(outgoing.list_.rows if outgoing.list_ else ()))]
+        return [
+            (item.id, item.title)
+            for item in (*outgoing.buttons, *(outgoing.list_.rows if outgoing.list_ else ()))
+        ]
 
-    def download_media(self, media_id: str, *, max_bytes: int | None = None, mime_type: str = "") -> Media:
+    def download_media(
+        self, media_id: str, *, max_bytes: int | None = None, mime_type: str = ""
+    ) -> Media:
         """No provider to fetch from in development: a placeholder of the type the message
         claims (a one-page PDF, a PNG for an image, else bytes of no accepted type), so the
         flow, the checks and the reviewer's preview work as they do with real media."""
@@ -247,7 +294,9 @@ class ConsoleBackend:
             content = sample_pdf(f"media {media_id}")
         else:
             content = b"development placeholder of type " + mime_type.encode("ascii", "replace")
-        return Media(content=content, mime_type=mime_type, sha256=hashlib.sha256(content).hexdigest())
+        return Media(
+            content=content, mime_type=mime_type, sha256=hashlib.sha256(content).hexdigest()
+        )
 
 
 class CloudAPIBackend:
@@ -263,7 +312,9 @@ class CloudAPIBackend:
 
     def _request(self, url: str, *, body: dict | None = None, interactive: bool = False) -> bytes:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(url, data=data, method="POST" if body is not None else "GET")
+        request = urllib.request.Request(
+            url, data=data, method="POST" if body is not None else "GET"
+        )
         # Unredirected: urllib copies ordinary headers to a redirect's target, any host at all.
         request.add_unredirected_header("Authorization", f"Bearer {self.token}")
         if data is not None:
@@ -287,18 +338,36 @@ class CloudAPIBackend:
         else:
             message["recipient"] = outgoing.to_user_id  # business-scoped user id, no phone
         if outgoing.template_name:
-            template = {"name": outgoing.template_name, "language": {"code": outgoing.template_language}}
+            template = {
+                "name": outgoing.template_name,
+                "language": {"code": outgoing.template_language},
+            }
             if outgoing.template_parameters:
-                template["components"] = [{"type": "body", "parameters": [
-                    {"type": "text", "text": text, **({"parameter_name": name} if outgoing.template_named else {})}
-                    for name, text in outgoing.template_parameters]}]
+                template["components"] = [
+                    {
+                        "type": "body",
+                        "parameters": [
+                            {
+                                "type": "text",
+                                "text": text,
+                                **({"parameter_name": name} if outgoing.template_named else {}),
+                            }
+                            for name, text in outgoing.template_parameters
+                        ],
+                    }
+                ]
             message.update(type="template", template=template)
         elif outgoing.interactive:
             message.update(type="interactive", interactive=self._interactive(outgoing))
         else:
             message.update(type="text", text={"body": outgoing.text(), "preview_url": False})
-        answer = self._json(self._request(f"{self.base_url}/{self.phone_number_id}/messages", body=message,
-                                          interactive=outgoing.interactive))
+        answer = self._json(
+            self._request(
+                f"{self.base_url}/{self.phone_number_id}/messages",
+                body=message,
+                interactive=outgoing.interactive,
+            )
+        )
         try:
             return answer["messages"][0]["id"]
         except (KeyError, IndexError, TypeError):
@@ -307,15 +376,41 @@ class CloudAPIBackend:
     @staticmethod
     def _interactive(outgoing: Outgoing) -> dict:
         if outgoing.buttons:
-            return {"type": "button", "body": {"text": outgoing.body}, "action": {"buttons": [
-                {"type": "reply", "reply": {"id": b.id, "title": b.title}} for b in outgoing.buttons]}}
-        rows = [{"id": r.id, "title": r.title, **({"description": r.description} if r.description else {})}
-                for r in outgoing.list_.rows]
-        return {"type": "list", "body": {"text": outgoing.body}, "action": {
-            "button": outgoing.list_.button,
-            "sections": [{**({"title": outgoing.list_.title} if outgoing.list_.title else {}), "rows": rows}]}}
+            return {
+                "type": "button",
+                "body": {"text": outgoing.body},
+                "action": {
+                    "buttons": [
+                        {"type": "reply", "reply": {"id": b.id, "title": b.title}}
+                        for b in outgoing.buttons
+                    ]
+                },
+            }
+        rows = [
+            {
+                "id": r.id,
+                "title": r.title,
+                **({"description": r.description} if r.description else {}),
+            }
+            for r in outgoing.list_.rows
+        ]
+        return {
+            "type": "list",
+            "body": {"text": outgoing.body},
+            "action": {
+                "button": outgoing.list_.button,
+                "sections": [
+                    {
+                        **({"title": outgoing.list_.title} if outgoing.list_.title else {}),
+                        "rows": rows,
+                    }
+                ],
+            },
+        }
 
-    def download_media(self, media_id: str, *, max_bytes: int | None = None, mime_type: str = "") -> Media:
+    def download_media(
+        self, media_id: str, *, max_bytes: int | None = None, mime_type: str = ""
+    ) -> Media:
         """Media id -> a short-lived URL -> the bytes, checked against the provider's sha256.
         (``mime_type``, what the message claims, is not needed: the provider says its own.)
 
@@ -326,18 +421,30 @@ class CloudAPIBackend:
         media_id = str(media_id)
         if media_id in ("", ".", ".."):
             raise MediaRefused(f"{media_id!r} is not a media id")
-        max_bytes = max_bytes if max_bytes is not None else conf.setting("DOCUMENT_MAX_BYTES", 10 * 1024 * 1024)
+        max_bytes = (
+            max_bytes
+            if max_bytes is not None
+            else conf.setting("DOCUMENT_MAX_BYTES", 10 * 1024 * 1024)
+        )
         meta = self._json(self._request(f"{self.base_url}/{urllib.parse.quote(media_id, safe='')}"))
         if not isinstance(meta, dict) or not isinstance(meta.get("url"), str) or not meta["url"]:
             raise ProviderError(f"no URL for media {media_id}: {meta!r:.300}")
         declared = meta.get("file_size")
-        if isinstance(declared, (int, str)) and str(declared).isdigit() and int(declared) > max_bytes:
-            raise MediaTooLarge(f"media {media_id} is {int(declared)} bytes; the limit is {max_bytes}",
-                                size=int(declared))
+        if (
+            isinstance(declared, (int, str))
+            and str(declared).isdigit()
+            and int(declared) > max_bytes
+        ):
+            raise MediaTooLarge(
+                f"media {media_id} is {int(declared)} bytes; the limit is {max_bytes}",
+                size=int(declared),
+            )
         content = self._fetch_capped(media_url_check(meta["url"]), max_bytes=max_bytes)
         digest = hashlib.sha256(content).hexdigest()
         if meta.get("sha256") and meta["sha256"] != digest:
-            raise ProviderError(f"media {media_id}: sha256 mismatch (expected {meta['sha256']}, got {digest})")
+            raise ProviderError(
+                f"media {media_id}: sha256 mismatch (expected {meta['sha256']}, got {digest})"
+            )
         return Media(content=content, mime_type=str(meta.get("mime_type") or ""), sha256=digest)
 
     def _fetch_capped(self, url: str, *, max_bytes: int) -> bytes:
@@ -348,12 +455,15 @@ class CloudAPIBackend:
             with _media_opener.open(request, timeout=self.timeout) as response:
                 length = response.headers.get("Content-Length") or ""
                 if length.isdigit() and int(length) > max_bytes:
-                    raise MediaTooLarge(f"{url[:200]} is {length} bytes; the limit is {max_bytes}",
-                                        size=int(length))
+                    raise MediaTooLarge(
+                        f"{url[:200]} is {length} bytes; the limit is {max_bytes}", size=int(length)
+                    )
                 while chunk := response.read(CHUNK_BYTES):
                     total += len(chunk)
                     if total > max_bytes:
-                        raise MediaTooLarge(f"{url[:200]} is more than {max_bytes} bytes", size=total)
+                        raise MediaTooLarge(
+                            f"{url[:200]} is more than {max_bytes} bytes", size=total
+                        )
                     chunks.append(chunk)
         except urllib.error.HTTPError as exc:
             raise ProviderError(f"{exc.code} from {url[:200]}") from None
@@ -366,7 +476,9 @@ class CloudAPIBackend:
         try:
             return json.loads(raw)
         except ValueError:
-            raise ProviderError(f"the provider answered with something other than JSON: {raw[:200]!r}") from None
+            raise ProviderError(
+                f"the provider answered with something other than JSON: {raw[:200]!r}"
+            ) from None
 
 
 def _error_code(raw: bytes) -> int | None:
@@ -385,8 +497,10 @@ def get_backend():
     """The backend named by WHATSAPP_BACKEND (``console``, ``cloud_api`` or a dotted path)."""
     name = conf.setting("WHATSAPP_BACKEND", "console")
     if name == "cloud_api":
-        return CloudAPIBackend(base_url=conf.setting("WHATSAPP_API_BASE_URL"),
-                               token=conf.secret("WHATSAPP_ACCESS_TOKEN"),
-                               phone_number_id=conf.secret("WHATSAPP_PHONE_NUMBER_ID"))
+        return CloudAPIBackend(
+            base_url=conf.setting("WHATSAPP_API_BASE_URL"),
+            token=conf.secret("WHATSAPP_ACCESS_TOKEN"),
+            phone_number_id=conf.secret("WHATSAPP_PHONE_NUMBER_ID"),
+        )
     cls = BACKENDS.get(name) or import_string(name)
     return cls()

@@ -1,5 +1,6 @@
 """System checks of the WhatsApp channel: the templates' configuration, and templates Meta
 stopped (with the database)."""
+
 from django.core import checks
 from django.db import DatabaseError
 
@@ -14,33 +15,54 @@ def check_templates(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     problems = []
     configured = templates.configured()
     if not isinstance(configured, dict):
-        return [checks.Error("WHATSAPP_TEMPLATES must be a dict of purpose -> template",
-                             id="processes.E201")]
+        return [
+            checks.Error(
+                "WHATSAPP_TEMPLATES must be a dict of purpose -> template", id="processes.E201"
+            )
+        ]
     for purpose in templates.PURPOSES:
         entry = configured.get(purpose)
         if not isinstance(entry, dict):
-            problems.append(checks.Error(f"WHATSAPP_TEMPLATES has no template for {purpose!r}",
-                                         hint="add {'name': ..., 'language': 'pt_BR', 'parameters': [...]}",
-                                         id="processes.E201"))
+            problems.append(
+                checks.Error(
+                    f"WHATSAPP_TEMPLATES has no template for {purpose!r}",
+                    hint="add {'name': ..., 'language': 'pt_BR', 'parameters': [...]}",
+                    id="processes.E201",
+                )
+            )
             continue
         for key in ("name", "language"):
             if not isinstance(entry.get(key), str) or not entry[key].strip():
-                problems.append(checks.Error(f"WHATSAPP_TEMPLATES[{purpose!r}] has no {key}", id="processes.E202"))
+                problems.append(
+                    checks.Error(
+                        f"WHATSAPP_TEMPLATES[{purpose!r}] has no {key}", id="processes.E202"
+                    )
+                )
         parameters = entry.get("parameters", ("body",))
         if not isinstance(parameters, (list, tuple)):
             parameters = [parameters]
         unknown = [p for p in parameters if p not in templates.PURPOSES[purpose]]
         if unknown:
-            problems.append(checks.Error(
-                f"WHATSAPP_TEMPLATES[{purpose!r}] takes {unknown}, which its sender does not provide",
-                hint=f"a {purpose} message provides {', '.join(templates.PURPOSES[purpose])}", id="processes.E203"))
+            problems.append(
+                checks.Error(
+                    f"WHATSAPP_TEMPLATES[{purpose!r}] takes {unknown}, which its sender does not provide",
+                    hint=f"a {purpose} message provides {', '.join(templates.PURPOSES[purpose])}",
+                    id="processes.E203",
+                )
+            )
     for purpose in configured.keys() - templates.PURPOSES.keys():
-        problems.append(checks.Warning(f"WHATSAPP_TEMPLATES[{purpose!r}] is for no purpose the processes send",
-                                       id="processes.W201"))
+        problems.append(
+            checks.Warning(
+                f"WHATSAPP_TEMPLATES[{purpose!r}] is for no purpose the processes send",
+                id="processes.W201",
+            )
+        )
     return problems
 
 
-def check_template_statuses(app_configs=None, databases=None, **kwargs) -> list[checks.CheckMessage]:
+def check_template_statuses(
+    app_configs=None, databases=None, **kwargs
+) -> list[checks.CheckMessage]:
     """System check (with the database): a configured template Meta rejected, paused or
     disabled; and one Meta never reported approved, which may not exist at Meta at all (Meta
     reports a template's status when it changes: an approved template of an older deployment
@@ -48,21 +70,34 @@ def check_template_statuses(app_configs=None, databases=None, **kwargs) -> list[
     try:
         blocked = templates_blocked()
         # Only where messages go to Meta: the console backend (development, the demo) sends none.
-        unconfirmed = templates_unconfirmed() if conf.setting("WHATSAPP_BACKEND", "console") == "cloud_api" else []
-    except DatabaseError:   # migrate checks before it creates the tables
+        unconfirmed = (
+            templates_unconfirmed()
+            if conf.setting("WHATSAPP_BACKEND", "console") == "cloud_api"
+            else []
+        )
+    except DatabaseError:  # migrate checks before it creates the tables
         return []
     problems = []
     if unconfirmed:
         listed = ", ".join(f"{name} ({language})" for name, language in unconfirmed)
-        problems.append(checks.Warning(
-            f"WhatsApp templates with no approval recorded from Meta: {listed}",
-            hint="make sure each exists and is approved in WhatsApp Manager, or name another in "
-                 "WHATSAPP_TEMPLATE_<PURPOSE>; a template Meta does not know fails every send", id="processes.W203"))
-    return problems + [checks.Warning(f"WhatsApp template {row.name} ({row.language}) is {row.status}"
-                           + (f": {row.reason}" if row.reason else ""),
-                           hint="messages of its purpose outside the 24-hour window will fail; "
-                                "fix the template in WhatsApp Manager or configure another",
-                           id="processes.W202") for row in blocked]
+        problems.append(
+            checks.Warning(
+                f"WhatsApp templates with no approval recorded from Meta: {listed}",
+                hint="make sure each exists and is approved in WhatsApp Manager, or name another in "
+                "WHATSAPP_TEMPLATE_<PURPOSE>; a template Meta does not know fails every send",
+                id="processes.W203",
+            )
+        )
+    return problems + [
+        checks.Warning(
+            f"WhatsApp template {row.name} ({row.language}) is {row.status}"
+            + (f": {row.reason}" if row.reason else ""),
+            hint="messages of its purpose outside the 24-hour window will fail; "
+            "fix the template in WhatsApp Manager or configure another",
+            id="processes.W202",
+        )
+        for row in blocked
+    ]
 
 
 def register_checks() -> None:

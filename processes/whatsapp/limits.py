@@ -4,6 +4,7 @@ WhatsApp: the Cloud API takes so many messages a second per business phone numbe
 (``WHATSAPP_SEND_RATE``, 20); a step that sends waits its turn instead of being refused.
 The language model: ``LLM_CONCURRENCY`` (4) document checks at once across all workers.
 """
+
 from durable import limit, seconds
 from processes import conf
 

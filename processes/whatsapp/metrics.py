@@ -1,5 +1,6 @@
 """What Meta says of our templates and business account, as Prometheus metrics on durable's
 /metrics (the alert rules in deploy/prometheus/durable-alerts.yml read them)."""
+
 from prometheus_client.core import GaugeMetricFamily
 
 from processes.whatsapp import templates
@@ -11,12 +12,17 @@ class WhatsAppCollector:
 
     def collect(self):
         configured = templates.configured_pairs()
-        status = GaugeMetricFamily("whatsapp_template_status", "1 for each template's current review status "
-                                   "(APPROVED, REJECTED, PAUSED, DISABLED...), as Meta last reported it.",
-                                   labels=["name", "language", "status", "configured"])
-        quality = GaugeMetricFamily("whatsapp_template_quality", "1 for each template's current quality "
-                                    "rating (GREEN, YELLOW, RED, UNKNOWN).",
-                                    labels=["name", "language", "quality", "configured"])
+        status = GaugeMetricFamily(
+            "whatsapp_template_status",
+            "1 for each template's current review status "
+            "(APPROVED, REJECTED, PAUSED, DISABLED...), as Meta last reported it.",
+            labels=["name", "language", "status", "configured"],
+        )
+        quality = GaugeMetricFamily(
+            "whatsapp_template_quality",
+            "1 for each template's current quality rating (GREEN, YELLOW, RED, UNKNOWN).",
+            labels=["name", "language", "quality", "configured"],
+        )
         for template in known_templates():
             in_use = "true" if (template.name, template.language) in configured else "false"
             if template.status:
@@ -26,7 +32,13 @@ class WhatsAppCollector:
         yield status
         yield quality
         state = account_state()
-        yield GaugeMetricFamily("whatsapp_account_restricted", "1 while Meta restricts the business account.",
-                                value=int(state.restricted))
-        yield GaugeMetricFamily("whatsapp_account_disabled", "1 while Meta disables (or is about to disable) "
-                                "the business account.", value=int(state.disabled))
+        yield GaugeMetricFamily(
+            "whatsapp_account_restricted",
+            "1 while Meta restricts the business account.",
+            value=int(state.restricted),
+        )
+        yield GaugeMetricFamily(
+            "whatsapp_account_disabled",
+            "1 while Meta disables (or is about to disable) the business account.",
+            value=int(state.disabled),
+        )

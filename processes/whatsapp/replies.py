@@ -1,5 +1,6 @@
 """Replies to our buttons and lists: which option a customer chose, and which of our questions
 it answers. The channel reads them; what an option id means is the routing process's business."""
+
 import unicodedata
 from dataclasses import dataclass
 
@@ -43,17 +44,21 @@ def option_reply(message: InboundMessage, *, company) -> OptionReply | None:
             return None
         reply = OptionReply(id=str(chosen.get("id") or ""), title=str(chosen.get("title") or ""))
     elif message.message_type == "button":
-        reply = OptionReply(id=str(content.get("payload") or ""), title=str(content.get("text") or ""),
-                            needs_question=False)
+        reply = OptionReply(
+            id=str(content.get("payload") or ""),
+            title=str(content.get("text") or ""),
+            needs_question=False,
+        )
     else:
         return None
     context = body.get("context") if isinstance(body.get("context"), dict) else {}
     ours = _questions_to(company, message)
     if context.get("id"):
         reply.question = ours.filter(provider_message_id=str(context["id"])).first()
-    elif reply.id:   # no context: the latest question of ours that offered this option
-        reply.question = next((q for q in ours.order_by("-created_at", "-pk")[:20]
-                               if reply.id in option_ids(q)), None)
+    elif reply.id:  # no context: the latest question of ours that offered this option
+        reply.question = next(
+            (q for q in ours.order_by("-created_at", "-pk")[:20] if reply.id in option_ids(q)), None
+        )
     return reply
 
 
@@ -64,16 +69,23 @@ def option_typed(message: InboundMessage, text: str, *, company) -> OptionReply 
     questions were sent close together ("Qual documento é este?", then the missing documents,
     with the same titles), a bare "1" could answer either, and nothing is guessed."""
     now = clock.now()
-    fresh = [question for question in _questions_to(company, message).filter(answered_at__isnull=True)
-             .order_by("-created_at", "-pk")[:10]
-             if (now - question.created_at).total_seconds() <= TYPED_ANSWER_WINDOW_HOURS * 3600]
+    fresh = [
+        question
+        for question in _questions_to(company, message)
+        .filter(answered_at__isnull=True)
+        .order_by("-created_at", "-pk")[:10]
+        if (now - question.created_at).total_seconds() <= TYPED_ANSWER_WINDOW_HOURS * 3600
+    ]
     context = ((message.payload or {}).get("message") or {}).get("context")
     replied_to = str(context.get("id") or "") if isinstance(context, dict) else ""
     if replied_to:
         fresh = [question for question in fresh if question.provider_message_id == replied_to]
-    elif len(fresh) > 1 and option_ids(fresh[0]) != option_ids(fresh[1]) \
-            and (fresh[0].created_at - fresh[1].created_at).total_seconds() < AMBIGUOUS_WITHIN_SECONDS:
-        return None   # (the same options twice is one question sent again, as text)
+    elif (
+        len(fresh) > 1
+        and option_ids(fresh[0]) != option_ids(fresh[1])
+        and (fresh[0].created_at - fresh[1].created_at).total_seconds() < AMBIGUOUS_WITHIN_SECONDS
+    ):
+        return None  # (the same options twice is one question sent again, as text)
     if not fresh:
         return None
     question = fresh[0]

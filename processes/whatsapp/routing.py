@@ -5,6 +5,7 @@ when the message is not its business; routers are asked in the order they regist
 (``processes.apps`` registers onboarding's). As ``approvals.panels.register_case_panel``
 does for case pages, this keeps the dependency one way: processes know the channel.
 """
+
 from collections.abc import Callable
 
 Router = Callable[[object], "tuple[str, str, object] | None"]
@@ -45,5 +46,7 @@ def route(message) -> tuple[str, str, object]:
         routed = router(message)
         if routed is not None:
             return routed
-    raise NoRouter(f"no process routes {message.message_type!r} messages "
-                   f"(routers: {', '.join(r.__qualname__ for r in _routers) or 'none registered'})")
+    raise NoRouter(
+        f"no process routes {message.message_type!r} messages "
+        f"(routers: {', '.join(r.__qualname__ for r in _routers) or 'none registered'})"
+    )

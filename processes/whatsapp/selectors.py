@@ -1,4 +1,5 @@
 """Reads of the WhatsApp channel."""
+
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -7,8 +8,15 @@ from django.utils.translation import gettext_lazy as _
 
 from durable import clock
 from processes.whatsapp import templates
-from processes.whatsapp.models import (CHANGE_TYPES, AccountEvent, InboundMessage, InboundStatus, OutboundMessage,
-                                       OutboundStatus, WhatsAppTemplate)
+from processes.whatsapp.models import (
+    CHANGE_TYPES,
+    AccountEvent,
+    InboundMessage,
+    InboundStatus,
+    OutboundMessage,
+    OutboundStatus,
+    WhatsAppTemplate,
+)
 
 
 def last_inbound_at(*, wa_id: str = "", user_id: str = "") -> datetime | None:
@@ -25,16 +33,27 @@ def last_inbound_at(*, wa_id: str = "", user_id: str = "") -> datetime | None:
 
 def inbound_needing_attention() -> QuerySet:
     """Messages no workflow took: unmatched, unsupported or failed."""
-    return InboundMessage.objects.filter(status__in=[
-        InboundStatus.UNMATCHED, InboundStatus.UNSUPPORTED, InboundStatus.FAILED])
+    return InboundMessage.objects.filter(
+        status__in=[InboundStatus.UNMATCHED, InboundStatus.UNSUPPORTED, InboundStatus.FAILED]
+    )
 
 
 # What a message that is not text was, in the reader's language.
-KIND_LABELS = {"document": _("document"), "image": _("image"), "audio": _("audio"), "video": _("video"),
-               "sticker": _("sticker"), "location": _("location"), "contacts": _("contact card"),
-               "reaction": _("reaction"), "system": _("notice from WhatsApp"),
-               "interactive": _("chose"), "button": _("chose"),
-               "edit": _("edit of a message not shown here"), "revoke": _("deletion of a message not shown here")}
+KIND_LABELS = {
+    "document": _("document"),
+    "image": _("image"),
+    "audio": _("audio"),
+    "video": _("video"),
+    "sticker": _("sticker"),
+    "location": _("location"),
+    "contacts": _("contact card"),
+    "reaction": _("reaction"),
+    "system": _("notice from WhatsApp"),
+    "interactive": _("chose"),
+    "button": _("chose"),
+    "edit": _("edit of a message not shown here"),
+    "revoke": _("deletion of a message not shown here"),
+}
 
 
 @dataclass
@@ -60,13 +79,21 @@ class ConversationLine:
 
     @property
     def status_label(self) -> str:
-        return str(OutboundStatus(self.status).label) if self.status in OutboundStatus.values else self.status
+        return (
+            str(OutboundStatus(self.status).label)
+            if self.status in OutboundStatus.values
+            else self.status
+        )
 
 
 def text_body(message: InboundMessage) -> str:
     """A text message's body ("" for any other message, or a text of the wrong shape)."""
     text = ((message.payload or {}).get("message") or {}).get("text")
-    return str(text.get("body") or "") if message.message_type == "text" and isinstance(text, dict) else ""
+    return (
+        str(text.get("body") or "")
+        if message.message_type == "text" and isinstance(text, dict)
+        else ""
+    )
 
 
 def _inbound_text(message: InboundMessage) -> str:
@@ -113,8 +140,11 @@ def conversation_for(company) -> list[ConversationLine]:
     it); one naming a message not in the conversation is a line of its own.
     """
     inbound = list(InboundMessage.objects.filter(company=company).order_by("received_at", "pk"))
-    lines = {m.wamid: ConversationLine(m.received_at, True, _inbound_text(m), m.status, m.message_type)
-             for m in inbound if m.message_type not in CHANGE_TYPES}
+    lines = {
+        m.wamid: ConversationLine(m.received_at, True, _inbound_text(m), m.status, m.message_type)
+        for m in inbound
+        if m.message_type not in CHANGE_TYPES
+    }
     for m in inbound:
         original = lines.get(changed_message_id(m))
         if original is None and m.message_type in CHANGE_TYPES:
@@ -126,9 +156,21 @@ def conversation_for(company) -> list[ConversationLine]:
             original.deleted = True
     pks = {m.wamid: m.pk for m in inbound}
     lines = [(line.at, 0, pks[wamid], line) for wamid, line in lines.items()]
-    lines += [(m.created_at, 1, m.pk, ConversationLine(m.created_at, False, m.body, m.status, options=[
-                  item["title"] for item in (m.options or {}).get("items") or []]))
-              for m in OutboundMessage.objects.filter(company=company)]
+    lines += [
+        (
+            m.created_at,
+            1,
+            m.pk,
+            ConversationLine(
+                m.created_at,
+                False,
+                m.body,
+                m.status,
+                options=[item["title"] for item in (m.options or {}).get("items") or []],
+            ),
+        )
+        for m in OutboundMessage.objects.filter(company=company)
+    ]
     return [line for *_, line in sorted(lines, key=lambda item: item[:3])]
 
 
@@ -137,6 +179,7 @@ def conversation_for(company) -> list[ConversationLine]:
 # A ban in one of these states stops the account; REINSTATE lifts it.
 BAN_STATES = {"DISABLE", "SCHEDULE_FOR_DISABLE"}
 
+
 def known_templates() -> list[WhatsAppTemplate]:
     return list(WhatsAppTemplate.objects.all())
 
@@ -144,13 +187,18 @@ def known_templates() -> list[WhatsAppTemplate]:
 def templates_blocked() -> list[WhatsAppTemplate]:
     """Configured templates Meta rejected, paused or disabled: their messages cannot go out."""
     pairs = templates.configured_pairs()
-    return [row for row in WhatsAppTemplate.objects.filter(status__in=templates.BLOCKING_STATUSES)
-            if (row.name, row.language) in pairs]
+    return [
+        row
+        for row in WhatsAppTemplate.objects.filter(status__in=templates.BLOCKING_STATUSES)
+        if (row.name, row.language) in pairs
+    ]
 
 
 def templates_unconfirmed() -> list[tuple[str, str]]:
     """Configured (name, language) pairs Meta never reported approved (no row, or another status)."""
-    approved = set(WhatsAppTemplate.objects.filter(status="APPROVED").values_list("name", "language"))
+    approved = set(
+        WhatsAppTemplate.objects.filter(status="APPROVED").values_list("name", "language")
+    )
     return sorted(pair for pair in templates.configured_pairs() if pair not in approved)
 
 
@@ -167,14 +215,27 @@ def account_state() -> AccountState:
     ban until a later REINSTATE."""
     now = clock.now()
     restricted, disabled, detail = False, False, []
-    restriction = AccountEvent.objects.filter(event="ACCOUNT_RESTRICTION").order_by("-occurred_at", "-pk").first()
+    restriction = (
+        AccountEvent.objects.filter(event="ACCOUNT_RESTRICTION")
+        .order_by("-occurred_at", "-pk")
+        .first()
+    )
     if restriction is not None:
         info = restriction.detail.get("restriction_info") or []
-        active = [item for item in info if isinstance(item, dict) and _still_holds(item.get("expiration"), now)]
+        active = [
+            item
+            for item in info
+            if isinstance(item, dict) and _still_holds(item.get("expiration"), now)
+        ]
         if active:
             restricted = True
-            detail.append("restricted: " + ", ".join(str(item.get("restriction_type", "?")) for item in active))
-    ban = AccountEvent.objects.filter(event="DISABLED_UPDATE").order_by("-occurred_at", "-pk").first()
+            detail.append(
+                "restricted: "
+                + ", ".join(str(item.get("restriction_type", "?")) for item in active)
+            )
+    ban = (
+        AccountEvent.objects.filter(event="DISABLED_UPDATE").order_by("-occurred_at", "-pk").first()
+    )
     if ban is not None:
         state = str((ban.detail.get("ban_info") or {}).get("waba_ban_state", "")).upper()
         if state in BAN_STATES:
@@ -187,4 +248,4 @@ def _still_holds(expiration, now: datetime) -> bool:
     try:
         return int(expiration) > now.timestamp()
     except (TypeError, ValueError):
-        return True   # no expiration: holds until Meta says otherwise
+        return True  # no expiration: holds until Meta says otherwise

@@ -5,6 +5,7 @@ savepoint): a part of the wrong shape is quarantined with the reason and never c
 neighbours. Routing a message to a workflow happens once it is committed, so a failure
 while routing never loses it either: it stays visible with a note.
 """
+
 import json
 import logging
 from dataclasses import dataclass, field
@@ -117,21 +118,46 @@ def webhook_parts(payload):
                 continue
             if change.get("field") in account.ACCOUNT_FIELDS:
                 kind = "account" if change["field"] == account.ACCOUNT_FIELD else "template"
-                yield Part(kind, f"{where}.value", value, "", metadata={
-                    "field": change["field"], "account_id": entry.get("id"), "time": entry.get("time")})
+                yield Part(
+                    kind,
+                    f"{where}.value",
+                    value,
+                    "",
+                    metadata={
+                        "field": change["field"],
+                        "account_id": entry.get("id"),
+                        "time": entry.get("time"),
+                    },
+                )
                 continue
-            if change.get("field") != MESSAGES_FIELD and "messages" not in value and "statuses" not in value:
+            if (
+                change.get("field") != MESSAGES_FIELD
+                and "messages" not in value
+                and "statuses" not in value
+            ):
                 # A field we do not act on (a number's quality, account alerts, calls, a user's
                 # preferences...): kept whole as an account event, never dropped unseen.
-                yield Part("account", f"{where}.value", value, "", metadata={
-                    "field": str(change.get("field") or "(no field)"), "account_id": entry.get("id"),
-                    "time": entry.get("time")})
+                yield Part(
+                    "account",
+                    f"{where}.value",
+                    value,
+                    "",
+                    metadata={
+                        "field": str(change.get("field") or "(no field)"),
+                        "account_id": entry.get("id"),
+                        "time": entry.get("time"),
+                    },
+                )
                 continue
             metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else {}
             contacts = value.get("contacts") if isinstance(value.get("contacts"), list) else []
             contacts = [c for c in contacts if isinstance(c, dict)]
-            if value.get("errors"):   # about the account or the change, not one message: for an operator
-                yield Part("change", f"{where}.value.errors", value["errors"], "WhatsApp reports errors")
+            if value.get(
+                "errors"
+            ):  # about the account or the change, not one message: for an operator
+                yield Part(
+                    "change", f"{where}.value.errors", value["errors"], "WhatsApp reports errors"
+                )
             for key, kind in (("messages", "message"), ("statuses", "status")):
                 parts = value.get(key)
                 if parts is None:
@@ -167,25 +193,36 @@ def _message_fields(part: Part) -> tuple[dict, str]:
         return {}, problem or "the message has no id"
     contact = _contact_for(message, part.contacts)
     senders = {}
-    for key, contact_key, what in (("from", "wa_id", "the sender's wa_id"),
-                                   ("from_user_id", "user_id", "the sender's user id")):
+    for key, contact_key, what in (
+        ("from", "wa_id", "the sender's wa_id"),
+        ("from_user_id", "user_id", "the sender's user id"),
+    ):
         senders[key], problem = _identifier(message.get(key), what)
         if problem:
             return {}, problem
-        if not senders[key]:   # the sender's own contact only fills a gap: a bad one is ignored
+        if not senders[key]:  # the sender's own contact only fills a gap: a bad one is ignored
             fallback, problem = _identifier(contact.get(contact_key), what)
             senders[key] = "" if problem else fallback
     try:
-        stored = {"message": storable(message, max_depth=PART_MAX_DEPTH),
-                  "contact": _storable_or_empty(contact), "metadata": _storable_or_empty(part.metadata)}
+        stored = {
+            "message": storable(message, max_depth=PART_MAX_DEPTH),
+            "contact": _storable_or_empty(contact),
+            "metadata": _storable_or_empty(part.metadata),
+        }
     except TooDeep as exc:
         return {}, f"the message is {exc}"
     message_type = message.get("type")
-    return {"wamid": wamid, "sender_wa_id": senders["from"], "sender_user_id": senders["from_user_id"],
-            "message_type": safe_text(message_type)[:32] if isinstance(message_type, str) and message_type
-            else "unknown",
-            "phone_number_id": safe_text(stored["metadata"].get("phone_number_id") or "")[:64],
-            "payload": stored, "sent_at": _timestamp(message.get("timestamp"))}, ""
+    return {
+        "wamid": wamid,
+        "sender_wa_id": senders["from"],
+        "sender_user_id": senders["from_user_id"],
+        "message_type": safe_text(message_type)[:32]
+        if isinstance(message_type, str) and message_type
+        else "unknown",
+        "phone_number_id": safe_text(stored["metadata"].get("phone_number_id") or "")[:64],
+        "payload": stored,
+        "sent_at": _timestamp(message.get("timestamp")),
+    }, ""
 
 
 def _storable_or_empty(value: dict) -> dict:
@@ -204,7 +241,8 @@ def _contact_for(message: dict, contacts: list[dict]) -> dict:
     """
     for contact in contacts:
         if (message.get("from") and contact.get("wa_id") == message.get("from")) or (
-                message.get("from_user_id") and contact.get("user_id") == message.get("from_user_id")):
+            message.get("from_user_id") and contact.get("user_id") == message.get("from_user_id")
+        ):
             return contact
     return {}
 
@@ -230,15 +268,23 @@ def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Rece
     for part in webhook_parts(payload):
         problem = part.problem or _part_apply(part, receipt, delivery)
         if problem:
-            item_quarantine(delivery=delivery, where=part.where, kind=part.kind, reason=problem,
-                            fragment=None if part.where == "the body" else part.value)  # the body is kept
+            item_quarantine(
+                delivery=delivery,
+                where=part.where,
+                kind=part.kind,
+                reason=problem,
+                fragment=None if part.where == "the body" else part.value,
+            )  # the body is kept
             receipt.quarantined += 1
-    delivery_outcome(delivery, f"{receipt.messages} message(s), {len(receipt.new_message_ids)} new, "
-                               f"{receipt.statuses} status(es)"
-                               f"{f' ({receipt.statuses_pending} for messages not known yet)' if receipt.statuses_pending else ''}"
-                               f"{f', {receipt.calls} call status(es), kept' if receipt.calls else ''}"
-                               f"{''.join(f', {change}' for change in receipt.account_changes)}"
-                               f", {receipt.quarantined} quarantined")
+    delivery_outcome(
+        delivery,
+        f"{receipt.messages} message(s), {len(receipt.new_message_ids)} new, "
+        f"{receipt.statuses} status(es)"
+        f"{f' ({receipt.statuses_pending} for messages not known yet)' if receipt.statuses_pending else ''}"
+        f"{f', {receipt.calls} call status(es), kept' if receipt.calls else ''}"
+        f"{''.join(f', {change}' for change in receipt.account_changes)}"
+        f", {receipt.quarantined} quarantined",
+    )
     return receipt
 
 
@@ -269,7 +315,7 @@ def _part_apply(part: Part, receipt: Receipt, delivery: WebhookDelivery) -> str:
                 if status_apply(status, delivery=delivery, where=part.where) is None:
                     receipt.statuses_pending += 1
                 receipt.statuses += 1
-    except Exception as exc:   # a bug must cost this part only, and stay visible
+    except Exception as exc:  # a bug must cost this part only, and stay visible
         log.exception("%s at %s could not be stored", part.kind, part.where)
         return f"{type(exc).__name__}: {exc}"
     return ""
@@ -279,12 +325,18 @@ def _account_change_apply(part: Part, receipt: Receipt, delivery: WebhookDeliver
     """Keep a template's or the account's change in its own savepoint; a problem ("" when done)."""
     try:
         with transaction.atomic():
-            receipt.account_changes.append(account.change_apply(
-                part.metadata["field"], part.value, account_id=part.metadata.get("account_id"),
-                occurred_at=_timestamp(part.metadata.get("time")), delivery=delivery))
+            receipt.account_changes.append(
+                account.change_apply(
+                    part.metadata["field"],
+                    part.value,
+                    account_id=part.metadata.get("account_id"),
+                    occurred_at=_timestamp(part.metadata.get("time")),
+                    delivery=delivery,
+                )
+            )
     except account.ChangeRefused as exc:
         return str(exc)
-    except Exception as exc:   # a bug must cost this part only, and stay visible
+    except Exception as exc:  # a bug must cost this part only, and stay visible
         log.exception("%s at %s could not be kept", part.kind, part.where)
         return f"{type(exc).__name__}: {exc}"
     return ""
@@ -299,8 +351,11 @@ CALL_HANDLED_BY = "intake (call status)"
 def is_call_status(status) -> bool:
     """A status about a call (``type: call``, a ``wacid.`` id, a call's state or fields), not a message."""
     return isinstance(status, dict) and (
-        status.get("type") == "call" or str(status.get("id") or "").startswith("wacid.")
-        or str(status.get("status") or "").casefold() in CALL_STATUSES or bool(CALL_FIELDS & status.keys()))
+        status.get("type") == "call"
+        or str(status.get("id") or "").startswith("wacid.")
+        or str(status.get("status") or "").casefold() in CALL_STATUSES
+        or bool(CALL_FIELDS & status.keys())
+    )
 
 
 def call_status_keep(part: Part, delivery: WebhookDelivery) -> None:
@@ -308,16 +363,26 @@ def call_status_keep(part: Part, delivery: WebhookDelivery) -> None:
     no calls, so nothing waits for it, and it names a call, never a message of ours, so it is
     neither applied to one nor left among the statuses waiting for their message."""
     state = part.value["status"][:32] if isinstance(part.value.get("status"), str) else "?"
-    item_quarantine(delivery=delivery, where=part.where, kind="status", fragment=part.value,
-                    reason=f"call status {state}: calls are not handled here; kept, applied to no message",
-                    handled_by=CALL_HANDLED_BY)
+    item_quarantine(
+        delivery=delivery,
+        where=part.where,
+        kind="status",
+        fragment=part.value,
+        reason=f"call status {state}: calls are not handled here; kept, applied to no message",
+        handled_by=CALL_HANDLED_BY,
+    )
 
 
 def _status_fields(status) -> tuple[dict, str]:
     if not isinstance(status, dict):
         return {}, "a status is not an object"
     provider_id, problem = _identifier(status.get("id"), "the status's message id")
-    if problem or not provider_id or not isinstance(status.get("status"), str) or not status["status"]:
+    if (
+        problem
+        or not provider_id
+        or not isinstance(status.get("status"), str)
+        or not status["status"]
+    ):
         return {}, problem or "a status needs an id and a status"
     try:
         return storable(status, max_depth=PART_MAX_DEPTH), ""
@@ -350,13 +415,16 @@ def intake_kick() -> None:
         return
     try:
         if not caches[_intake_cache()].add(INTAKE_KICK_KEY, 1, timeout=30):
-            return   # one is on its way; it clears the key before it looks for work
+            return  # one is on its way; it clears the key before it looks for work
     except Exception:
         log.warning("the intake's kick could not be coalesced; sending it anyway", exc_info=True)
     try:
         current_app.send_task("processes.intake", ignore_result=True)
     except Exception:
-        log.warning("could not send the intake task; beat's safety net processes the delivery", exc_info=True)
+        log.warning(
+            "could not send the intake task; beat's safety net processes the delivery",
+            exc_info=True,
+        )
 
 
 def _intake_cache() -> str:
@@ -372,20 +440,25 @@ def intake_drain(*, limit: int = INTAKE_BATCH) -> int:
     many workers drain at once. A delivery whose processing fails is kept, with the error
     as its outcome, and the intake goes on to the next."""
     try:
-        caches[_intake_cache()].delete(INTAKE_KICK_KEY)   # a delivery stored from now on kicks again
+        caches[_intake_cache()].delete(INTAKE_KICK_KEY)  # a delivery stored from now on kicks again
     except Exception:
         log.debug("could not clear the intake's kick", exc_info=True)
     done = 0
     while done < limit:
         with transaction.atomic():
             advisory_xact_lock(INTAKE_LOCK, WebhookSource.WHATSAPP)
-            delivery = (WebhookDelivery.objects.filter(source=WebhookSource.WHATSAPP, processed_at__isnull=True)
-                        .order_by("id").first())
+            delivery = (
+                WebhookDelivery.objects.filter(
+                    source=WebhookSource.WHATSAPP, processed_at__isnull=True
+                )
+                .order_by("id")
+                .first()
+            )
             if delivery is None:
                 return done
             _delivery_process(delivery)
         done += 1
-    intake_kick()   # more may wait: the next task goes on, behind whatever else the workers have
+    intake_kick()  # more may wait: the next task goes on, behind whatever else the workers have
     return done
 
 
@@ -395,15 +468,22 @@ def _delivery_process(delivery: WebhookDelivery) -> None:
             receipt = webhook_receive(json.loads(bytes(delivery.body)), delivery=delivery)
             for message_id in receipt.new_message_ids:
                 inbound_process(message_id)
-    except Exception as exc:   # a bug must not hold up the line: the bytes stay, with the error
+    except Exception as exc:  # a bug must not hold up the line: the bytes stay, with the error
         log.exception("WhatsApp delivery %s could not be processed", delivery.pk)
-        item_quarantine(delivery=delivery, where="the body", kind="delivery", reason=f"{type(exc).__name__}: {exc}")
+        item_quarantine(
+            delivery=delivery,
+            where="the body",
+            kind="delivery",
+            reason=f"{type(exc).__name__}: {exc}",
+        )
     WebhookDelivery.objects.filter(pk=delivery.pk).update(processed_at=clock.now())
 
 
 def intake_backlog() -> int:
     """Deliveries stored and not processed yet (health, metrics, the bench)."""
-    return WebhookDelivery.objects.filter(source=WebhookSource.WHATSAPP, processed_at__isnull=True).count()
+    return WebhookDelivery.objects.filter(
+        source=WebhookSource.WHATSAPP, processed_at__isnull=True
+    ).count()
 
 
 def inbound_store(*, wamid: str, **fields) -> InboundMessage | None:
@@ -438,7 +518,8 @@ def inbound_process(message_id: int) -> InboundMessage:
     except Exception as exc:
         log.exception("inbound message %s could not be routed", message_id)
         InboundMessage.objects.filter(pk=message_id).update(
-            status=InboundStatus.FAILED, note=f"{type(exc).__name__}: {exc}"[:2000])
+            status=InboundStatus.FAILED, note=f"{type(exc).__name__}: {exc}"[:2000]
+        )
         return InboundMessage.objects.get(pk=message_id)
 
 
@@ -454,9 +535,11 @@ def inbound_route_stale(*, older_than: timedelta = STALE_AFTER, limit: int = 200
     still ``received``: over a rate cap), the longest-waiting first, so a flood of held
     messages neither starves a lost one nor has the same ones tried every minute."""
     cutoff = clock.now() - older_than
-    stale = list(InboundMessage.objects.filter(status=InboundStatus.RECEIVED, received_at__lte=cutoff)
-                 .order_by(F("processed_at").asc(nulls_first=True), "received_at")
-                 .values_list("pk", flat=True)[:limit])
+    stale = list(
+        InboundMessage.objects.filter(status=InboundStatus.RECEIVED, received_at__lte=cutoff)
+        .order_by(F("processed_at").asc(nulls_first=True), "received_at")
+        .values_list("pk", flat=True)[:limit]
+    )
     for message_id in stale:
         inbound_process(message_id)
     return len(stale)
@@ -480,7 +563,7 @@ def _status_record(message: OutboundMessage, status: dict) -> bool:
     late "sent" or "delivered" does not undo "read"). False for a status already recorded."""
     name = str(status.get("status"))
     errors = status.get("errors") or []
-    errors = errors if isinstance(errors, list) else [errors]   # providers send a number or text too
+    errors = errors if isinstance(errors, list) else [errors]  # providers send a number or text too
     event = {"status": name, "timestamp": status.get("timestamp"), "errors": errors}
     if event in message.status_history:
         return False
@@ -489,8 +572,9 @@ def _status_record(message: OutboundMessage, status: dict) -> bool:
         message.status = name
         message.status_updated_at = clock.now()
         if name == OutboundStatus.FAILED:
-            message.error = "; ".join(str(e.get("title") or e) if isinstance(e, dict) else str(e)
-                                      for e in errors)
+            message.error = "; ".join(
+                str(e.get("title") or e) if isinstance(e, dict) else str(e) for e in errors
+            )
     if name == OutboundStatus.FAILED and _refused_as_interactive(message, errors):
         transaction.on_commit(lambda: message_resend_as_text(message), robust=True)
     return True
@@ -509,17 +593,26 @@ def message_resend_as_text(message: OutboundMessage) -> OutboundMessage:
     """Send a failed interactive message again as text, its options numbered, once (keyed
     ``<its key>:as-text``): the customer answers with the number or the option's title."""
     buttons, list_ = options_from_dict(message.options)
-    return message_send(idempotency_key=f"{message.idempotency_key}:as-text"[:255], body=message.body,
-                        company=message.company, to_wa_id=message.to_wa_id, to_user_id=message.to_user_id,
-                        buttons=buttons, list_=list_, as_text=True, purpose=message.purpose,
-                        parameters={item["name"]: item["text"] for item in message.template_parameters or []})
+    return message_send(
+        idempotency_key=f"{message.idempotency_key}:as-text"[:255],
+        body=message.body,
+        company=message.company,
+        to_wa_id=message.to_wa_id,
+        to_user_id=message.to_user_id,
+        buttons=buttons,
+        list_=list_,
+        as_text=True,
+        purpose=message.purpose,
+        parameters={item["name"]: item["text"] for item in message.template_parameters or []},
+    )
 
 
 STATUS_FIELDS = ["status_history", "status", "status_updated_at", "error"]
 
 
-def status_apply(status: dict, *, delivery: WebhookDelivery | None = None,
-                 where: str = "") -> OutboundMessage | None:
+def status_apply(
+    status: dict, *, delivery: WebhookDelivery | None = None, where: str = ""
+) -> OutboundMessage | None:
     """Move an outbound message's status forward (sent, delivered, read, failed).
 
     A status naming an id no message of ours has (yet) is kept as a PendingStatus, shown
@@ -527,15 +620,27 @@ def status_apply(status: dict, *, delivery: WebhookDelivery | None = None,
     """
     provider_id = str(status["id"])
     _lock_provider_id(provider_id)
-    message = OutboundMessage.objects.select_for_update().filter(provider_message_id=provider_id).first()
+    message = (
+        OutboundMessage.objects.select_for_update().filter(provider_message_id=provider_id).first()
+    )
     if message is None:
         timestamp = status.get("timestamp")
         PendingStatus.objects.get_or_create(
-            provider_message_id=provider_id, status=safe_text(str(status.get("status")))[:32],
+            provider_message_id=provider_id,
+            status=safe_text(str(status.get("status")))[:32],
             timestamp=safe_text(str(timestamp))[:32] if timestamp not in (None, "") else "",
-            defaults={"payload": status, "delivery": delivery, "where": where[:255], "received_at": clock.now()})
-        log.info("status %s for outbound message %s, not known yet: kept until a message gets that id",
-                 status.get("status"), provider_id)
+            defaults={
+                "payload": status,
+                "delivery": delivery,
+                "where": where[:255],
+                "received_at": clock.now(),
+            },
+        )
+        log.info(
+            "status %s for outbound message %s, not known yet: kept until a message gets that id",
+            status.get("status"),
+            provider_id,
+        )
         return None
     if _status_record(message, status):
         message.save(update_fields=STATUS_FIELDS)
@@ -555,21 +660,36 @@ def pending_statuses_apply(message: OutboundMessage) -> int:
 
     Called with the provider-id lock held, in the transaction that records the id.
     """
-    pending = sorted(PendingStatus.objects.select_for_update().filter(
-        provider_message_id=message.provider_message_id, applied_at__isnull=True), key=_provider_order)
+    pending = sorted(
+        PendingStatus.objects.select_for_update().filter(
+            provider_message_id=message.provider_message_id, applied_at__isnull=True
+        ),
+        key=_provider_order,
+    )
     if not pending:
         return 0
     for row in pending:
         _status_record(message, row.payload)
     message.save(update_fields=STATUS_FIELDS)
-    PendingStatus.objects.filter(pk__in=[row.pk for row in pending]).update(applied_at=clock.now(), message=message)
+    PendingStatus.objects.filter(pk__in=[row.pk for row in pending]).update(
+        applied_at=clock.now(), message=message
+    )
     return len(pending)
 
 
-def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str = "",
-                 to_user_id: str = "", purpose: str = "", parameters: dict | None = None,
-                 buttons: tuple[ReplyButton, ...] = (), list_: OptionList | None = None,
-                 as_text: bool = False) -> OutboundMessage:
+def message_send(
+    *,
+    idempotency_key: str,
+    body: str,
+    company=None,
+    to_wa_id: str = "",
+    to_user_id: str = "",
+    purpose: str = "",
+    parameters: dict | None = None,
+    buttons: tuple[ReplyButton, ...] = (),
+    list_: OptionList | None = None,
+    as_text: bool = False,
+) -> OutboundMessage:
     """Send a message once per idempotency key: a step that runs again finds it sent.
 
     Free text inside the 24-hour customer-service window; outside it, the template
@@ -585,52 +705,89 @@ def message_send(*, idempotency_key: str, body: str, company=None, to_wa_id: str
     """
     if company is not None:
         to_wa_id, to_user_id = company.wa_id or "", company.user_id or ""
-    interactive_check(Outgoing(to_wa_id=to_wa_id, to_user_id=to_user_id, body=body, buttons=tuple(buttons),
-                               list_=list_))
-    message, _ = OutboundMessage.objects.get_or_create(idempotency_key=idempotency_key, defaults={
-        "company": company, "to_wa_id": to_wa_id, "to_user_id": to_user_id, "body": body,
-        "purpose": purpose or templates.GENERIC,
-        "options": options_as_dict(tuple(buttons), list_), "as_text": as_text,
-        "backend": conf.setting("WHATSAPP_BACKEND", "console"), "created_at": clock.now()})
+    interactive_check(
+        Outgoing(
+            to_wa_id=to_wa_id, to_user_id=to_user_id, body=body, buttons=tuple(buttons), list_=list_
+        )
+    )
+    message, _ = OutboundMessage.objects.get_or_create(
+        idempotency_key=idempotency_key,
+        defaults={
+            "company": company,
+            "to_wa_id": to_wa_id,
+            "to_user_id": to_user_id,
+            "body": body,
+            "purpose": purpose or templates.GENERIC,
+            "options": options_as_dict(tuple(buttons), list_),
+            "as_text": as_text,
+            "backend": conf.setting("WHATSAPP_BACKEND", "console"),
+            "created_at": clock.now(),
+        },
+    )
     if message.status != OutboundStatus.QUEUED:
         return message
     last = last_inbound_at(wa_id=to_wa_id, user_id=to_user_id)
     outside = last is None or clock.now() - last > CUSTOMER_SERVICE_WINDOW
     buttons, list_ = options_from_dict(message.options)
-    outgoing = Outgoing(to_wa_id=to_wa_id, to_user_id=to_user_id, body=body, buttons=buttons, list_=list_,
-                        as_text=message.as_text)
+    outgoing = Outgoing(
+        to_wa_id=to_wa_id,
+        to_user_id=to_user_id,
+        body=body,
+        buttons=buttons,
+        list_=list_,
+        as_text=message.as_text,
+    )
     if outside:
         template = templates.template_for(message.purpose)
         outgoing.template_name, outgoing.template_language = template.name, template.language
         # The text with its options, if any, numbered on one line: a template has no buttons.
-        outgoing.template_parameters = template.values({**(parameters or {}), "body": outgoing.text()})
+        outgoing.template_parameters = template.values(
+            {**(parameters or {}), "body": outgoing.text()}
+        )
         outgoing.template_named = template.named
     backend = get_backend()
     try:
         provider_id = backend.send(outgoing, idempotency_key=idempotency_key)
     except InteractiveUnsupported:
-        log.info("message %s: the client cannot show buttons or a list; sent as text", idempotency_key)
+        log.info(
+            "message %s: the client cannot show buttons or a list; sent as text", idempotency_key
+        )
         outgoing.as_text = message.as_text = True
         provider_id = backend.send(outgoing, idempotency_key=idempotency_key)
     message.provider_message_id, message.template_name = provider_id, outgoing.template_name
     message.template_language = outgoing.template_language
-    message.template_parameters = [{"name": name, "text": text} for name, text in outgoing.template_parameters]
+    message.template_parameters = [
+        {"name": name, "text": text} for name, text in outgoing.template_parameters
+    ]
     message.status, message.sent_at = OutboundStatus.SENT, clock.now()
     with transaction.atomic():
         if provider_id:
             _lock_provider_id(str(provider_id))
-        message.save(update_fields=["provider_message_id", "template_name", "template_language",
-                                    "template_parameters", "as_text", "status", "sent_at"])
+        message.save(
+            update_fields=[
+                "provider_message_id",
+                "template_name",
+                "template_language",
+                "template_parameters",
+                "as_text",
+                "status",
+                "sent_at",
+            ]
+        )
         if provider_id:
-            pending_statuses_apply(message)   # the provider may have reported on it already
+            pending_statuses_apply(message)  # the provider may have reported on it already
     return message
 
 
 def question_answer(question: OutboundMessage) -> bool:
     """Mark a question of ours (a message with options) answered, once: False when it already
     was, so a second tap or a late reply to it changes nothing."""
-    return OutboundMessage.objects.filter(pk=question.pk, answered_at__isnull=True).update(
-        answered_at=clock.now()) == 1
+    return (
+        OutboundMessage.objects.filter(pk=question.pk, answered_at__isnull=True).update(
+            answered_at=clock.now()
+        )
+        == 1
+    )
 
 
 # A stored file's extension comes from its first bytes, never from a MIME type the
@@ -639,7 +796,9 @@ MAGIC_EXTENSIONS = [(b"%PDF-", ".pdf"), (b"\xff\xd8\xff", ".jpg"), (b"\x89PNG\r\
 
 
 def stored_extension(content: bytes) -> str:
-    return next((extension for magic, extension in MAGIC_EXTENSIONS if content.startswith(magic)), ".bin")
+    return next(
+        (extension for magic, extension in MAGIC_EXTENSIONS if content.startswith(magic)), ".bin"
+    )
 
 
 DETECTED_TYPES = {".pdf": "application/pdf", ".jpg": "image/jpeg", ".png": "image/png"}

@@ -4,6 +4,7 @@ configured in ``WHATSAPP_TEMPLATES`` and checked at startup.
 Only approved templates may start a conversation; each purpose names the template, its
 language and the parameters it takes, from what the sending step provides.
 """
+
 from dataclasses import dataclass
 
 from processes import conf
@@ -13,16 +14,19 @@ GENERIC = MessagePurpose.GENERIC.value
 # Every purpose a process sends for (the choices of ``OutboundMessage.purpose``), and the
 # parameters its sender provides (``body``, the message's whole text, always is). A
 # template may take any of them, in its own order.
-PURPOSES = {purpose.value: parameters for purpose, parameters in {
-    MessagePurpose.GENERIC: ("body",),
-    MessagePurpose.GREETING: ("body",),
-    MessagePurpose.DOCUMENTS_REQUEST: ("body", "missing"),
-    MessagePurpose.DOCUMENT_REMINDER: ("body",),
-    MessagePurpose.DECISION_APPROVED: ("body", "account"),
-    MessagePurpose.DECISION_REJECTED: ("body",),
-    MessagePurpose.DECISION_MORE_DOCUMENTS: ("body", "request"),
-    MessagePurpose.BILLING_REMINDER: ("body", "number", "invoice", "amount", "due_date"),
-}.items()}
+PURPOSES = {
+    purpose.value: parameters
+    for purpose, parameters in {
+        MessagePurpose.GENERIC: ("body",),
+        MessagePurpose.GREETING: ("body",),
+        MessagePurpose.DOCUMENTS_REQUEST: ("body", "missing"),
+        MessagePurpose.DOCUMENT_REMINDER: ("body",),
+        MessagePurpose.DECISION_APPROVED: ("body", "account"),
+        MessagePurpose.DECISION_REJECTED: ("body",),
+        MessagePurpose.DECISION_MORE_DOCUMENTS: ("body", "request"),
+        MessagePurpose.BILLING_REMINDER: ("body", "number", "invoice", "amount", "due_date"),
+    }.items()
+}
 # The template statuses Meta reports that stop a template from being sent.
 BLOCKING_STATUSES = {"REJECTED", "PAUSED", "DISABLED"}
 
@@ -41,14 +45,15 @@ class Template:
     name: str
     language: str
     parameters: tuple[str, ...]
-    named: bool = False   # Meta's named parameters ({{invoice}}) rather than positional ({{1}})
+    named: bool = False  # Meta's named parameters ({{invoice}}) rather than positional ({{1}})
 
     def values(self, given: dict) -> list[tuple[str, str]]:
         """(parameter, text) in the template's order; TemplateParameterMissing for a gap."""
         missing = [name for name in self.parameters if given.get(name) in (None, "")]
         if missing:
-            raise TemplateParameterMissing(f"template {self.name!r} ({self.purpose}) needs "
-                                           f"{', '.join(missing)}")
+            raise TemplateParameterMissing(
+                f"template {self.name!r} ({self.purpose}) needs {', '.join(missing)}"
+            )
         return [(name, template_text(given[name])) for name in self.parameters]
 
 
@@ -61,7 +66,7 @@ def template_text(value) -> str:
     """A template parameter as Meta takes it: whitespace runs collapsed to one space, cut to
     PARAMETER_MAX characters (with an ellipsis)."""
     text = " ".join(str(value).split())
-    return text if len(text) <= PARAMETER_MAX else text[:PARAMETER_MAX - 1] + "…"
+    return text if len(text) <= PARAMETER_MAX else text[: PARAMETER_MAX - 1] + "…"
 
 
 def language_code(language: str) -> str:
@@ -85,10 +90,13 @@ def template_for(purpose: str | None) -> Template:
     entry = configured().get(purpose)
     if not isinstance(entry, dict) or not entry.get("name"):
         raise TemplateMissing(f"no template for {purpose!r} in WHATSAPP_TEMPLATES")
-    return Template(purpose=purpose, name=str(entry["name"]),
-                    language=language_code(entry.get("language") or default_language()),
-                    parameters=tuple(entry.get("parameters", ("body",))),
-                    named=entry.get("parameter_format") == "named")
+    return Template(
+        purpose=purpose,
+        name=str(entry["name"]),
+        language=language_code(entry.get("language") or default_language()),
+        parameters=tuple(entry.get("parameters", ("body",))),
+        named=entry.get("parameter_format") == "named",
+    )
 
 
 def configured_pairs() -> set[tuple[str, str]]:

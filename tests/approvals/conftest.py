@@ -1,4 +1,5 @@
 """Fixtures for the approvals tests: reviewers, an outsider, and runs waiting on a case."""
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -36,7 +37,9 @@ def outsider(db):
     return make_user("olga", reviewer=False)
 
 
-def start_case(company: str = "acme", *, risk: str = "low", workflow: str = "approval_test") -> ApprovalRequest:
+def start_case(
+    company: str = "acme", *, risk: str = "low", workflow: str = "approval_test"
+) -> ApprovalRequest:
     """Start a run and drive it until it waits on its approval request; return the request."""
     args = (company, risk) if workflow in ("approval_test", "approval_routed_test") else (company,)
     run = durable_services.run_start(workflow, *args, id=f"{workflow}:{company}", actor="test")
@@ -56,8 +59,14 @@ def high_risk_case(db, clock):
 
 def start_routed_case(company: str, *, risk: str = "low", groups=("kyc",)) -> ApprovalRequest:
     """A run waiting on a case routed to ``groups``."""
-    run = durable_services.run_start("approval_routed_test", company, risk, list(groups),
-                                     id=f"approval_routed_test:{company}", actor="test")
+    run = durable_services.run_start(
+        "approval_routed_test",
+        company,
+        risk,
+        list(groups),
+        id=f"approval_routed_test:{company}",
+        actor="test",
+    )
     drive(run.id)
     return ApprovalRequest.objects.get(run_id=run.id)
 

@@ -1,4 +1,5 @@
 """The reviewer UI in headless Chromium (Debian's chromium, driven by Playwright; see tests/browser.py)."""
+
 import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission
@@ -25,7 +26,9 @@ def open_page(browser, live_server):
     contexts = []
 
     def open_as(username: str, width: int | None = None):
-        context = browser.new_context(**({"viewport": {"width": width, "height": 800}} if width else {}))
+        context = browser.new_context(
+            **({"viewport": {"width": width, "height": 800}} if width else {})
+        )
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(15000)
@@ -68,7 +71,9 @@ def test_a_reviewer_opens_an_onboarding_case_rejects_without_a_reason_then_appro
     closed = page.get_by_test_id("closed").inner_text()
     run = drive(case.run_id)
 
-    assert case.title in queue and "Business account opening" in queue and f"CNPJ {CNPJ}" in case.title
+    assert (
+        case.title in queue and "Business account opening" in queue and f"CNPJ {CNPJ}" in case.title
+    )
     assert "Padaria Boa Massa" in company and CNPJ in company and PHONE in company
     assert "contrato.pdf" in documents and "luz.pdf" in documents and "Selfie" in documents
     assert "Give a reason to reject" in error
@@ -84,7 +89,7 @@ def test_approve_is_disabled_with_the_reason_while_a_counted_document_cannot_be_
     make_user("ana", reviewer=True, groups=("kyc",))
     case = onboarding_waiting_for_compliance()
     contract = Document.objects.get(kind=DocumentKind.ARTICLES)
-    contract.file.storage.delete(contract.file.name)     # the stored file is lost
+    contract.file.storage.delete(contract.file.name)  # the stored file is lost
 
     page = open_page("ana")
     page.get_by_role("link", name=case.title).click()
@@ -101,9 +106,15 @@ def test_approve_is_disabled_with_the_reason_while_a_counted_document_cannot_be_
     case.refresh_from_db()
     assert case.status == ApprovalStatus.RETURNED
     drive(case.run_id)
-    asked = OutboundMessage.objects.filter(idempotency_key__startswith=f"{case.run_id}:more:").get().body
-    assert "Envie o contrato social com a última alteração." in asked   # the customer reads Portuguese
-    assert "stored contract" not in asked                               # never the reviewer's reason
+    asked = (
+        OutboundMessage.objects.filter(idempotency_key__startswith=f"{case.run_id}:more:")
+        .get()
+        .body
+    )
+    assert (
+        "Envie o contrato social com a última alteração." in asked
+    )  # the customer reads Portuguese
+    assert "stored contract" not in asked  # never the reviewer's reason
 
 
 def test_a_second_reviewer_on_the_same_case_sees_it_already_decided(open_page):
@@ -135,25 +146,36 @@ def test_a_user_outside_compliance_is_refused(open_page, live_server):
     assert case.title not in page.content()
 
 
-def test_a_reviewer_who_woke_the_run_in_the_admin_sees_why_they_cannot_approve_its_case(open_page, live_server):
+def test_a_reviewer_who_woke_the_run_in_the_admin_sees_why_they_cannot_approve_its_case(
+    open_page, live_server
+):
     ana = make_user("ana", reviewer=True)
     ana.is_staff = True
     ana.save(update_fields=["is_staff"])
-    ana.user_permissions.add(*Permission.objects.filter(
-        content_type__app_label="durable", codename__in=["view_workflowrun", "operate_workflowrun"]))
+    ana.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="durable",
+            codename__in=["view_workflowrun", "operate_workflowrun"],
+        )
+    )
     case = start_case("acme")
 
     page = open_page("ana")
-    page.goto(live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(case.run_id)]))
+    page.goto(
+        live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(case.run_id)])
+    )
     page.get_by_role("button", name="Wake now").click()
     page.wait_for_load_state()
     page.goto(f"{live_server.url}/approvals/{case.pk}/")
     reason = page.get_by_test_id("approve-refused").inner_text()
     approve = page.get_by_role("button", name="Approve")
 
-    assert "You woke this case's run at" in reason and "needs a reviewer who did not act on it" in reason
+    assert (
+        "You woke this case's run at" in reason
+        and "needs a reviewer who did not act on it" in reason
+    )
     assert approve.is_disabled()
-    assert page.get_by_role("button", name="Reject").is_disabled()            # no decision at all
+    assert page.get_by_role("button", name="Reject").is_disabled()  # no decision at all
     assert page.get_by_role("button", name="Request more documents").is_disabled()
     case.refresh_from_db()
     assert case.status == ApprovalStatus.PENDING

@@ -1,4 +1,5 @@
 """The supervisor dashboard and the queue's sorting and filters: figures on the page and in /metrics."""
+
 import re
 from datetime import date, timedelta
 
@@ -25,9 +26,12 @@ def scrape(client, settings):
     def get() -> dict:
         response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
         assert response.status_code == 200
-        return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-                for family in text_string_to_metric_families(response.content.decode())
-                for sample in family.samples}
+        return {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(response.content.decode())
+            for sample in family.samples
+        }
+
     return get
 
 
@@ -35,7 +39,7 @@ def scrape(client, settings):
 def decided_week(clock, junior, senior):
     """Three cases decided on one Wednesday, after 2 h, 4 h and 10 h."""
     start = clock.now()
-    clock.advance(timedelta(days=(2 - start.weekday()) % 7 + 7))   # next week's Wednesday
+    clock.advance(timedelta(days=(2 - start.weekday()) % 7 + 7))  # next week's Wednesday
     opened = clock.now()
     cases = [start_routed_case(f"c{hours}", groups=("kyc",)) for hours in (2, 4, 10)]
     for hours, case in zip((2, 4, 10), cases):
@@ -87,7 +91,10 @@ def test_metrics_carry_the_dashboard_figures(decided_week, scrape, clock):
     monday = (decided_week - timedelta(days=decided_week.weekday())).date().isoformat()
     assert metrics[("approvals_backlog", (("age", "lt_4h"), ("group", "kyc-senior")))] == 1
     assert metrics[("approvals_decisions_total", (("outcome", "approve"),))] == 3
-    assert metrics[("approvals_time_to_decision_seconds", (("quantile", "0.9"), ("week", monday)))] == 36000
+    assert (
+        metrics[("approvals_time_to_decision_seconds", (("quantile", "0.9"), ("week", monday)))]
+        == 36000
+    )
     assert metrics[("approvals_claims_stale", ())] == 0
 
 
@@ -99,12 +106,16 @@ def test_metrics_name_no_reviewer_by_default(decided_week, scrape):
     assert not any("joana" in str(key) for key in metrics)
 
 
-def test_metrics_count_each_reviewers_votes_by_name_when_the_deployment_asks(decided_week, scrape, settings):
+def test_metrics_count_each_reviewers_votes_by_name_when_the_deployment_asks(
+    decided_week, scrape, settings
+):
     settings.APPROVALS_METRICS_REVIEWER_NAMES = True
 
     metrics = scrape()
 
-    assert metrics[("approvals_decisions_total", (("outcome", "approve"), ("reviewer", "joana")))] == 3
+    assert (
+        metrics[("approvals_decisions_total", (("outcome", "approve"), ("reviewer", "joana")))] == 3
+    )
 
 
 def test_the_dashboard_shows_a_supervisor_the_figures_and_an_svg_chart(decided_week, supervisor):
@@ -118,8 +129,9 @@ NUMERIC = ("x", "y", "width", "height", "x1", "x2", "y1", "y2", "cx", "cy", "r")
 
 
 @pytest.mark.parametrize("language", ["pt-br", "en"])
-def test_every_number_of_the_dashboard_chart_parses_as_a_number_in_every_language(decided_week, supervisor,
-                                                                                     settings, language):
+def test_every_number_of_the_dashboard_chart_parses_as_a_number_in_every_language(
+    decided_week, supervisor, settings, language
+):
     """A browser draws nothing from y="192,0": the chart's coordinates are never localized."""
     import xml.etree.ElementTree as ElementTree
 
@@ -127,14 +139,26 @@ def test_every_number_of_the_dashboard_chart_parses_as_a_number_in_every_languag
     page = signed_in(supervisor).get(reverse("approval_dashboard")).content.decode()
 
     chart = ElementTree.fromstring(re.search(r'<svg class="chart".*?</svg>', page, re.S).group(0))
-    numbers = [value for element in chart.iter() for name, value in element.attrib.items() if name in NUMERIC]
+    numbers = [
+        value
+        for element in chart.iter()
+        for name, value in element.attrib.items()
+        if name in NUMERIC
+    ]
     numbers += chart.attrib["viewBox"].split()
-    assert len(numbers) > 20 and all(re.fullmatch(r"-?\d+(\.\d+)?", number) for number in numbers), numbers
+    assert len(numbers) > 20 and all(
+        re.fullmatch(r"-?\d+(\.\d+)?", number) for number in numbers
+    ), numbers
 
 
-@pytest.mark.parametrize("language, shown", [("pt-br", ["12/10", "19/10"]), ("en", ["10/12", "10/19"])])
+@pytest.mark.parametrize(
+    "language, shown", [("pt-br", ["12/10", "19/10"]), ("en", ["10/12", "10/19"])]
+)
 def test_the_charts_weeks_are_labelled_as_the_reader_writes_a_date(language, shown):
-    weeks = [figures.Week(date(2026, 10, 12), 0, None, None), figures.Week(date(2026, 10, 19), 1, 3600.0, 3600.0)]
+    weeks = [
+        figures.Week(date(2026, 10, 12), 0, None, None),
+        figures.Week(date(2026, 10, 19), 1, 3600.0, 3600.0),
+    ]
 
     with translation.override(language):
         labels = [label["text"] for label in figures.chart(weeks)["labels"]]
@@ -144,6 +168,7 @@ def test_the_charts_weeks_are_labelled_as_the_reader_writes_a_date(language, sho
 
 # --- the queue's ergonomics ---
 
+
 def test_the_queue_sorted_by_risk_puts_high_risk_first(senior, clock):
     low = start_routed_case("low", risk="low", groups=("kyc-senior",))
     high = start_routed_case("high", risk="high", groups=("kyc-senior",))
@@ -151,15 +176,20 @@ def test_the_queue_sorted_by_risk_puts_high_risk_first(senior, clock):
     assert list(selectors.approvals_open_for(senior, sort="risk")) == [high, low]
 
 
-def test_the_queue_sorted_by_age_puts_the_oldest_first_whatever_its_deadline(senior, supervisor, clock):
+def test_the_queue_sorted_by_age_puts_the_oldest_first_whatever_its_deadline(
+    senior, supervisor, clock
+):
     old = start_routed_case("old", groups=("kyc-senior",))
     clock.advance(HOUR)
     new = start_routed_case("new", groups=("kyc-senior",))
-    services.approval_extend_deadline(old.pk, actor=supervisor, due_at=old.due_at + days(5),
-                                      reason="customer abroad")
+    services.approval_extend_deadline(
+        old.pk, actor=supervisor, due_at=old.due_at + days(5), reason="customer abroad"
+    )
 
-    assert (list(selectors.approvals_open_for(senior, sort="age")),
-            list(selectors.approvals_open_for(senior, sort="deadline"))) == ([old, new], [new, old])
+    assert (
+        list(selectors.approvals_open_for(senior, sort="age")),
+        list(selectors.approvals_open_for(senior, sort="deadline")),
+    ) == ([old, new], [new, old])
 
 
 def test_the_queue_filters_by_assignee_me_and_nobody(junior, clock):
@@ -167,8 +197,10 @@ def test_the_queue_filters_by_assignee_me_and_nobody(junior, clock):
     free = start_routed_case("free", groups=("kyc",))
     services.approval_claim(mine.pk, actor=junior)
 
-    assert (list(selectors.approvals_open_for(junior, assignee="me")),
-            list(selectors.approvals_open_for(junior, assignee="none"))) == ([mine], [free])
+    assert (
+        list(selectors.approvals_open_for(junior, assignee="me")),
+        list(selectors.approvals_open_for(junior, assignee="none")),
+    ) == ([mine], [free])
 
 
 def test_the_queue_filters_by_group(senior, clock):
@@ -184,7 +216,11 @@ def test_the_queue_filters_by_group(senior, clock):
 def test_the_queue_page_keeps_its_sort_and_filters_in_the_form(junior, clock):
     start_routed_case("one", groups=("kyc",))
 
-    page = signed_in(junior).get(reverse("approval_queue"), {"sort": "age", "assignee": "none"}).content.decode()
+    page = (
+        signed_in(junior)
+        .get(reverse("approval_queue"), {"sort": "age", "assignee": "none"})
+        .content.decode()
+    )
 
     assert '<option value="age" selected>' in page and '<option value="none" selected>' in page
 
@@ -202,12 +238,16 @@ SVG_NUMBERS = re.compile(r'\b(x|y|x1|x2|y1|y2|width|height|viewBox)="([^"]*)"')
 
 @pytest.mark.parametrize("language", ["en", "pt-br"])
 def test_the_charts_coordinates_are_numbers_a_browser_reads_in_every_language(
-        decided_week, supervisor, settings, language):
-    settings.LANGUAGE_CODE = language   # the supervisor chose none: the project's language
+    decided_week, supervisor, settings, language
+):
+    settings.LANGUAGE_CODE = language  # the supervisor chose none: the project's language
     page = signed_in(supervisor).get(reverse("approval_dashboard")).content.decode()
     chart = re.search(r'<svg class="chart".*?</svg>', page, re.S).group(0)
 
     values = SVG_NUMBERS.findall(chart)
     assert len(values) > 10
-    assert [(name, value) for name, value in values
-            if not re.fullmatch(r"-?\d+(\.\d+)?( -?\d+(\.\d+)?)*", value)] == []
+    assert [
+        (name, value)
+        for name, value in values
+        if not re.fullmatch(r"-?\d+(\.\d+)?( -?\d+(\.\d+)?)*", value)
+    ] == []

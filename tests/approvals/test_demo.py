@@ -1,4 +1,5 @@
 """The reviewer workbench's demo data looks like a working week, and seeding twice changes nothing."""
+
 import io
 from html.parser import HTMLParser
 
@@ -20,16 +21,23 @@ def seeded(django_capture_on_commit_callbacks):
 
 
 def groups_of(username: str) -> set[str]:
-    return set(get_user_model().objects.get(username=username).groups.values_list("name", flat=True))
+    return set(
+        get_user_model().objects.get(username=username).groups.values_list("name", flat=True)
+    )
 
 
 def test_the_demo_has_a_stale_claim_a_case_past_sla_and_one_waiting_on_a_follow_up(seeded):
     stale = [case for case in selectors.approvals_claimed() if case.stale]
-    waiting = ApprovalRequest.objects.filter(follow_up_at__isnull=False, status=ApprovalStatus.PENDING)
+    waiting = ApprovalRequest.objects.filter(
+        follow_up_at__isnull=False, status=ApprovalStatus.PENDING
+    )
 
     assert [case.assignee.username for case in stale] == ["bruno"]
     assert [case.risk for case in figures.past_sla()] == ["high"]
-    assert waiting.count() == 1 and "carta do banco" in waiting.get().audit.get(action="follow_up").reason
+    assert (
+        waiting.count() == 1
+        and "carta do banco" in waiting.get().audit.get(action="follow_up").reason
+    )
 
 
 def test_the_demo_mixes_risks_and_groups_and_no_case_looks_like_onboarding(seeded):
@@ -97,12 +105,19 @@ def strings_in(value) -> list[str]:
 
 def test_what_the_demo_wrote_is_portuguese(seeded):
     """Findings, what customers said, reviewers' reasons: the team's own words, in Portuguese."""
-    written = [text for summary in ApprovalRequest.objects.values_list("summary", flat=True)
-               for text in strings_in(summary)]
-    written += [reason for reason in ApprovalAudit.objects.values_list("reason", flat=True) if reason]
+    written = [
+        text
+        for summary in ApprovalRequest.objects.values_list("summary", flat=True)
+        for text in strings_in(summary)
+    ]
+    written += [
+        reason for reason in ApprovalAudit.objects.values_list("reason", flat=True) if reason
+    ]
 
     assert len(written) > 20
-    assert {text: found for text in written if (found := strings_of_the_other_language(text, "pt-br"))} == {}
+    assert {
+        text: found for text in written if (found := strings_of_the_other_language(text, "pt-br"))
+    } == {}
 
 
 @pytest.mark.parametrize("username", ["ana", "carla", "sofia"])
@@ -114,25 +129,47 @@ def test_the_demo_pages_read_in_portuguese_only(seeded, client, settings, userna
     if username == "sofia":
         paths = ["/approvals/team/", "/approvals/dashboard/"]
     else:
-        paths = ["/approvals/", "/approvals/mine/", "/approvals/archive/",
-                 *(f"/approvals/{case.pk}/" for case in selectors.approvals_open_for(user))]
+        paths = [
+            "/approvals/",
+            "/approvals/mine/",
+            "/approvals/archive/",
+            *(f"/approvals/{case.pk}/" for case in selectors.approvals_open_for(user)),
+        ]
     pages = {path: client.get(path) for path in paths}
 
     assert {path: page.status_code for path, page in pages.items()} == dict.fromkeys(paths, 200)
-    foreign = {path: strings_of_the_other_language(text_of(page.content.decode()), "pt-br")
-               for path, page in pages.items()}
+    foreign = {
+        path: strings_of_the_other_language(text_of(page.content.decode()), "pt-br")
+        for path, page in pages.items()
+    }
     assert foreign == dict.fromkeys(paths, [])
 
 
 def test_the_demo_operator_is_staff_with_the_operators_permissions_not_a_superuser(seeded, client):
     ops = get_user_model().objects.get(username="ops")
     client.force_login(ops)
-    answers = {path: client.get(path).status_code for path in
-               ("/admin/durable/workflowrun/", "/admin/durable/schedule/", "/admin/processes/invoice/",
-                "/admin/auth/user/", "/approvals/")}
+    answers = {
+        path: client.get(path).status_code
+        for path in (
+            "/admin/durable/workflowrun/",
+            "/admin/durable/schedule/",
+            "/admin/processes/invoice/",
+            "/admin/auth/user/",
+            "/approvals/",
+        )
+    }
 
     assert ops.is_staff and not ops.is_superuser and groups_of("ops") == {"operators"}
-    assert ops.has_perms(["durable.operate_workflowrun", "durable.view_workflowrun", "processes.view_document"])
-    assert not ops.has_perm("approvals.decide_approvalrequest") and not ops.has_perm("processes.change_document")
-    assert answers == {"/admin/durable/workflowrun/": 200, "/admin/durable/schedule/": 200,
-                       "/admin/processes/invoice/": 200, "/admin/auth/user/": 403, "/approvals/": 403}
+    assert ops.has_perms(
+        ["durable.operate_workflowrun", "durable.view_workflowrun", "processes.view_document"]
+    )
+    assert not ops.has_perm("approvals.decide_approvalrequest") and not ops.has_perm(
+        "processes.change_document"
+    )
+    assert answers == {
+        "/admin/durable/workflowrun/": 200,
+        "/admin/durable/schedule/": 200,
+        "/admin/processes/invoice/": 200,
+        "/admin/auth/user/": 403,
+        "/approvals/": 403,
+    }

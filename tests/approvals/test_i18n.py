@@ -1,5 +1,6 @@
 """Portuguese first: the reviewer templates translate every word, the catalog answers every
 string they use, and each user reads the language they chose."""
+
 import ast
 import gettext
 import html
@@ -23,19 +24,35 @@ from tests.approvals.conftest import start_case
 from tests.approvals.test_views import signed_in
 
 TEMPLATES = sorted([*Path(settings.BASE_DIR, "templates").rglob("*.html")])
-GETTEXT_CALLS = {"gettext": (None, 0), "ngettext": (None, 0), "pgettext": (0, 1), "npgettext": (0, 1)}
+GETTEXT_CALLS = {
+    "gettext": (None, 0),
+    "ngettext": (None, 0),
+    "pgettext": (0, 1),
+    "npgettext": (0, 1),
+}
 
 
 def messages_used(template: Path) -> set[tuple[str | None, str]]:
     """(context, msgid) of every string the template asks the catalog for, read from the
     gettext calls makemessages itself extracts (django.utils.translation.template.templatize)."""
     source = templatize(template.read_text(), origin=str(template))
-    tokens = [token for token in tokenize.generate_tokens(io.StringIO(source).readline)
-              if token.type in (tokenize.NAME, tokenize.STRING, tokenize.OP)]
+    tokens = [
+        token
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type in (tokenize.NAME, tokenize.STRING, tokenize.OP)
+    ]
     found = set()
     for at, token in enumerate(tokens):
-        if token.type == tokenize.NAME and token.string in GETTEXT_CALLS and tokens[at + 1].string == "(":
-            strings = [ast.literal_eval(arg.string) for arg in tokens[at + 2:at + 8] if arg.type == tokenize.STRING]
+        if (
+            token.type == tokenize.NAME
+            and token.string in GETTEXT_CALLS
+            and tokens[at + 1].string == "("
+        ):
+            strings = [
+                ast.literal_eval(arg.string)
+                for arg in tokens[at + 2 : at + 8]
+                if arg.type == tokenize.STRING
+            ]
             context_at, msgid_at = GETTEXT_CALLS[token.string]
             found.add((strings[context_at] if context_at is not None else None, strings[msgid_at]))
     return found
@@ -46,24 +63,31 @@ def words_outside_translate(template: Path) -> list[str]:
     {% translate %} or {% blocktranslate %} covers."""
     nodelist = engines["django"].engine.from_string(template.read_text()).nodelist
     text = " ".join(node.s for node in nodelist.get_nodes_by_type(TextNode))
-    text = re.sub(r"<[^>]*>", " ", text)          # markup, attribute values included
+    text = re.sub(r"<[^>]*>", " ", text)  # markup, attribute values included
     # Not words to translate: proper names and codes shown as they are.
     text = re.sub(r"\b(CNPJ|WhatsApp)\b", " ", html.unescape(text))
     return re.findall(r"[^\W\d_]{2,}", text)
 
 
-@pytest.mark.parametrize("template", TEMPLATES, ids=lambda path: str(path.relative_to(settings.BASE_DIR)))
+@pytest.mark.parametrize(
+    "template", TEMPLATES, ids=lambda path: str(path.relative_to(settings.BASE_DIR))
+)
 def test_a_reviewer_template_has_no_word_outside_a_translate_tag(template):
     assert words_outside_translate(template) == []
 
 
-@pytest.mark.parametrize("template", TEMPLATES, ids=lambda path: str(path.relative_to(settings.BASE_DIR)))
+@pytest.mark.parametrize(
+    "template", TEMPLATES, ids=lambda path: str(path.relative_to(settings.BASE_DIR))
+)
 def test_every_string_a_reviewer_template_uses_has_a_portuguese_translation(template):
     catalog = translation.trans_real.translation("pt-br")._catalog
 
-    untranslated = [msgid for context, msgid in messages_used(template)
-                    if not catalog.get(f"{context}\x04{msgid}" if context else msgid)
-                    and not catalog.get((f"{context}\x04{msgid}" if context else msgid, 0))]
+    untranslated = [
+        msgid
+        for context, msgid in messages_used(template)
+        if not catalog.get(f"{context}\x04{msgid}" if context else msgid)
+        and not catalog.get((f"{context}\x04{msgid}" if context else msgid, 0))
+    ]
 
     assert untranslated == []
 
@@ -72,7 +96,9 @@ def test_the_project_speaks_portuguese_unless_the_environment_says_otherwise():
     source = Path(settings.BASE_DIR, "config", "settings.py").read_text()
 
     assert 'LANGUAGE_CODE = os.environ.get("LANGUAGE_CODE", "pt-br")' in source
-    assert 'REVIEWER_TIME_ZONE = os.environ.get("REVIEWER_TIME_ZONE", "America/Sao_Paulo")' in source
+    assert (
+        'REVIEWER_TIME_ZONE = os.environ.get("REVIEWER_TIME_ZONE", "America/Sao_Paulo")' in source
+    )
 
 
 @override_settings(LANGUAGE_CODE="pt-br")
@@ -85,7 +111,9 @@ def test_a_reviewer_who_chose_nothing_reads_the_queue_in_portuguese(ana, case):
 
 @override_settings(LANGUAGE_CODE="pt-br")
 def test_a_reviewer_who_chose_english_keeps_it_on_another_device(ana, case):
-    signed_in(ana).post(reverse("set_language"), {"language": "en", "next": reverse("approval_queue")})
+    signed_in(ana).post(
+        reverse("set_language"), {"language": "en", "next": reverse("approval_queue")}
+    )
 
     page = signed_in(ana).get(reverse("approval_case", args=[case.pk])).content.decode()
 
@@ -97,7 +125,9 @@ def test_the_language_switch_refuses_an_unknown_language_and_a_foreign_next(ana)
     client = signed_in(ana)
 
     unknown = client.post(reverse("set_language"), {"language": "xx"})
-    foreign = client.post(reverse("set_language"), {"language": "pt-br", "next": "https://evil.example/"})
+    foreign = client.post(
+        reverse("set_language"), {"language": "pt-br", "next": "https://evil.example/"}
+    )
 
     assert unknown.status_code == 400
     assert foreign.status_code == 302 and foreign["Location"] == reverse("approval_queue")
@@ -116,9 +146,13 @@ def test_case_times_read_in_the_reviewers_time_zone_in_the_locale_format(ana, ca
     assert "Você assumiu o caso" in page
 
 
-@pytest.mark.parametrize("language, claimed, status", [("pt-br", "assumido", "Pendente → Assumido"),
-                                                        ("en", "claimed", "Pending → Claimed")])
-def test_the_audit_trail_names_actions_and_statuses_in_the_readers_language(ana, case, language, claimed, status):
+@pytest.mark.parametrize(
+    "language, claimed, status",
+    [("pt-br", "assumido", "Pendente → Assumido"), ("en", "claimed", "Pending → Claimed")],
+)
+def test_the_audit_trail_names_actions_and_statuses_in_the_readers_language(
+    ana, case, language, claimed, status
+):
     ReviewerPreference.objects.create(user=ana, language=language, updated_at=case.created_at)
     client = signed_in(ana)
     client.post(reverse("approval_claim", args=[case.pk]))
@@ -132,10 +166,14 @@ def test_the_audit_trail_names_actions_and_statuses_in_the_readers_language(ana,
 def test_the_confirmation_after_an_approval_counts_the_approvals(ana, high_risk_case):
     client = signed_in(ana)
 
-    page = client.post(reverse("approval_decide", args=[high_risk_case.pk]), {"outcome": "approve"}, follow=True)
+    page = client.post(
+        reverse("approval_decide", args=[high_risk_case.pk]), {"outcome": "approve"}, follow=True
+    )
 
-    assert f"You approved case #{high_risk_case.pk} (1 of 2). A second reviewer must approve it too." in (
-        page.content.decode())
+    assert (
+        f"You approved case #{high_risk_case.pk} (1 of 2). A second reviewer must approve it too."
+        in (page.content.decode())
+    )
 
 
 def po_entries(path: Path) -> dict:
@@ -155,7 +193,9 @@ def po_entries(path: Path) -> dict:
                 fields[current] += ast.literal_eval(line)
         if not fields.get("msgid"):
             continue
-        key = f"{fields['msgctxt']}\x04{fields['msgid']}" if "msgctxt" in fields else fields["msgid"]
+        key = (
+            f"{fields['msgctxt']}\x04{fields['msgid']}" if "msgctxt" in fields else fields["msgid"]
+        )
         if "msgid_plural" in fields:
             entries.update({(key, n): fields[f"msgstr[{n}]"] for n in (0, 1)})
         else:
@@ -168,15 +208,22 @@ def test_the_committed_compiled_catalog_matches_the_po_file():
     with open(locale / "django.mo", "rb") as compiled:
         catalog = gettext.GNUTranslations(compiled)._catalog
 
-    assert {key: value for key, value in catalog.items() if key} == po_entries(locale / "django.po"), (
-        "run scripts/messages --compile")
+    assert {key: value for key, value in catalog.items() if key} == po_entries(
+        locale / "django.po"
+    ), "run scripts/messages --compile"
 
 
 @override_settings(LANGUAGE_CODE="pt-br")
 def test_the_admin_names_the_process_models_in_portuguese(admin_client, case):
     index = admin_client.get(reverse("admin:index")).content.decode()
 
-    for label in ("Pedidos de aprovação", "Empresas", "Documentos", "Faturas", "Entregas de webhook"):
+    for label in (
+        "Pedidos de aprovação",
+        "Empresas",
+        "Documentos",
+        "Faturas",
+        "Entregas de webhook",
+    ):
         assert label in index
 
 
@@ -186,15 +233,19 @@ def test_money_and_process_names_read_in_portuguese(junior, settings):
     from durable.testing import drive
 
     settings.LANGUAGE_CODE = "pt-br"
-    run = durable_services.run_start("limit_increase", "Padaria Boa Massa", 10_000, 30_000, id="li:money",
-                                     actor="test")
+    run = durable_services.run_start(
+        "limit_increase", "Padaria Boa Massa", 10_000, 30_000, id="li:money", actor="test"
+    )
     drive(run.id)
     case = ApprovalRequest.objects.get(run_id=run.id)
 
     queue = signed_in(junior).get(reverse("approval_queue")).content.decode()
     page = signed_in(junior).get(reverse("approval_case", args=[case.pk])).content.decode()
 
-    assert "Aumentar o limite diário de PIX de Padaria Boa Massa de R$ 10.000,00 para R$ 30.000,00" in queue
+    assert (
+        "Aumentar o limite diário de PIX de Padaria Boa Massa de R$ 10.000,00 para R$ 30.000,00"
+        in queue
+    )
     assert "Aumento de limite PIX" in queue and ">limit_increase<" not in queue
     assert "Limite diário pedido" in page and "R$ 30.000,00" in page and "R$ 30,000" not in page
 

@@ -1,5 +1,6 @@
 """Who may decide a case: members of compliance only (superuser or not), and never someone
 who acted on the case's process (segregation of duties)."""
+
 import io
 
 import pytest
@@ -44,7 +45,9 @@ def act_on_run(action: str, case, username: str) -> ApprovalRequest:
     if action == "wake":
         durable_services.run_wake(case.run_id, actor=username)
     elif action == "signal":
-        durable_services.signal_send(case.run_id, "note", {"text": "checked by phone"}, actor=username)
+        durable_services.signal_send(
+            case.run_id, "note", {"text": "checked by phone"}, actor=username
+        )
     elif action == "cancel":
         durable_services.run_cancel(case.run_id, reason="duplicate?", actor=username, graceful=True)
     return case
@@ -52,7 +55,9 @@ def act_on_run(action: str, case, username: str) -> ApprovalRequest:
 
 def case_retried_by(username: str) -> ApprovalRequest:
     """A run that failed on its first step, retried by ``username``, then opened its case."""
-    run = durable_services.run_start("approval_after_retry_test", "initech", id="approval_after_retry_test:initech", actor="test")
+    run = durable_services.run_start(
+        "approval_after_retry_test", "initech", id="approval_after_retry_test:initech", actor="test"
+    )
     assert drive(run.id).status == RunStatus.FAILED
     durable_services.run_retry(run.id, actor=username)
     drive(run.id)
@@ -74,8 +79,11 @@ def test_a_superuser_outside_compliance_can_neither_claim_nor_decide(case, opera
 def test_a_superuser_outside_compliance_gets_403_from_the_reviewer_pages(case, operator, name):
     client = signed_in(operator)
 
-    response = (client.get(reverse(name, args=[case.pk])) if name == "approval_case"
-                else client.post(reverse(name, args=[case.pk]), {"outcome": "approve"}))
+    response = (
+        client.get(reverse(name, args=[case.pk]))
+        if name == "approval_case"
+        else client.post(reverse(name, args=[case.pk]), {"outcome": "approve"})
+    )
 
     assert response.status_code == 403
     case.refresh_from_db()
@@ -92,15 +100,21 @@ def test_a_superuser_in_compliance_is_a_reviewer_like_any_other(case):
     assert (case.status, case.closed_by) == (ApprovalStatus.APPROVED, "lead")
 
 
-@pytest.mark.parametrize("action, verb", [("wake", "woke"), ("signal", "signalled"), ("cancel", "cancelled")])
-def test_a_reviewer_who_acted_on_the_run_cannot_approve_its_case_and_is_told_why(case, ana, clock, action, verb):
+@pytest.mark.parametrize(
+    "action, verb", [("wake", "woke"), ("signal", "signalled"), ("cancel", "cancelled")]
+)
+def test_a_reviewer_who_acted_on_the_run_cannot_approve_its_case_and_is_told_why(
+    case, ana, clock, action, verb
+):
     act_on_run(action, case, "ana")
 
     with pytest.raises(SegregationOfDuties) as refusal:
         services.approval_decide(case.pk, actor=ana, outcome="approve")
 
-    assert str(refusal.value) == (f"You {verb} this case's run at {clock.now():%Y-%m-%d %H:%M} UTC; "
-                                  f"case #{case.pk} needs a reviewer who did not act on it.")
+    assert str(refusal.value) == (
+        f"You {verb} this case's run at {clock.now():%Y-%m-%d %H:%M} UTC; "
+        f"case #{case.pk} needs a reviewer who did not act on it."
+    )
     case.refresh_from_db()
     assert case.status == ApprovalStatus.PENDING
     assert not ApprovalDecision.objects.filter(request=case).exists()
@@ -125,7 +139,10 @@ def test_the_refusal_names_the_latest_action_and_counts_the_others(case, ana, cl
     with pytest.raises(SegregationOfDuties) as refusal:
         services.approval_decide(case.pk, actor=ana, outcome="approve")
 
-    assert f"You woke this case's run at {clock.now():%Y-%m-%d %H:%M} UTC (and 1 other action)" in str(refusal.value)
+    assert (
+        f"You woke this case's run at {clock.now():%Y-%m-%d %H:%M} UTC (and 1 other action)"
+        in str(refusal.value)
+    )
 
 
 def test_another_reviewer_approves_a_case_whose_run_a_colleague_woke(case, ana, bruno):
@@ -138,11 +155,15 @@ def test_another_reviewer_approves_a_case_whose_run_a_colleague_woke(case, ana, 
 
 
 @pytest.mark.parametrize("outcome", ["reject", "more_documents"])
-def test_a_reviewer_who_acted_on_the_run_may_not_reject_it_or_send_it_back_either(case, ana, outcome):
+def test_a_reviewer_who_acted_on_the_run_may_not_reject_it_or_send_it_back_either(
+    case, ana, outcome
+):
     durable_services.run_wake(case.run_id, actor="ana")
 
     with pytest.raises(SegregationOfDuties, match="You woke this case's run"):
-        services.approval_decide(case.pk, actor=ana, outcome=outcome, reason="the address does not exist")
+        services.approval_decide(
+            case.pk, actor=ana, outcome=outcome, reason="the address does not exist"
+        )
 
     case.refresh_from_db()
     assert (case.status, case.decisions.count()) == (ApprovalStatus.PENDING, 0)
@@ -150,10 +171,16 @@ def test_a_reviewer_who_acted_on_the_run_may_not_reject_it_or_send_it_back_eithe
 
 def test_deciding_an_earlier_case_of_the_same_run_is_no_conflict(db, clock, ana):
     first = start_case("loop", workflow="approval_loop_test")
-    services.approval_decide(first.pk, actor=ana, outcome="more_documents", reason="the contract is unsigned")
+    services.approval_decide(
+        first.pk, actor=ana, outcome="more_documents", reason="the contract is unsigned"
+    )
     drive(first.run_id)
-    durable_services.signal_send(first.run_id, "documents_received", {"files": ["contract.pdf"]},
-                                 actor="whatsapp:5511999990000")
+    durable_services.signal_send(
+        first.run_id,
+        "documents_received",
+        {"files": ["contract.pdf"]},
+        actor="whatsapp:5511999990000",
+    )
     drive(first.run_id)
     second = ApprovalRequest.objects.filter(run_id=first.run_id).exclude(pk=first.pk).get()
 
@@ -164,7 +191,8 @@ def test_deciding_an_earlier_case_of_the_same_run_is_no_conflict(db, clock, ana)
 
 
 def test_an_operator_action_does_not_stop_two_distinct_reviewers_completing_a_high_risk_case(
-        high_risk_case, operator, ana, bruno):
+    high_risk_case, operator, ana, bruno
+):
     durable_services.run_wake(high_risk_case.run_id, actor=operator.get_username())
 
     services.approval_decide(high_risk_case.pk, actor=ana, outcome="approve")
@@ -172,11 +200,14 @@ def test_an_operator_action_does_not_stop_two_distinct_reviewers_completing_a_hi
 
     high_risk_case.refresh_from_db()
     assert high_risk_case.status == ApprovalStatus.APPROVED
-    assert [signal.payload["by"] for signal in decision_signals(high_risk_case)] == [["ana", "bruno"]]
+    assert [signal.payload["by"] for signal in decision_signals(high_risk_case)] == [
+        ["ana", "bruno"]
+    ]
 
 
 def test_one_reviewer_who_acted_leaves_the_second_approval_of_a_high_risk_case_to_someone_else(
-        high_risk_case, ana, bruno):
+    high_risk_case, ana, bruno
+):
     services.approval_decide(high_risk_case.pk, actor=ana, outcome="approve")
     durable_services.run_wake(high_risk_case.run_id, actor="bruno")
 
@@ -190,35 +221,60 @@ def test_one_reviewer_who_acted_leaves_the_second_approval_of_a_high_risk_case_t
 
 # --- changing the company in the admin ---
 
+
 @pytest.fixture
 def onboarding_case(db, clock):
     """An onboarding run and its case about a company (opened directly: only the link matters)."""
-    company = Company.objects.create(name="Padaria Boa Massa", cnpj="11.222.333/0001-81", wa_id="5511988887777")
+    company = Company.objects.create(
+        name="Padaria Boa Massa", cnpj="11.222.333/0001-81", wa_id="5511988887777"
+    )
     run = onboarding_start(company, actor="whatsapp:5511988887777")
     return services.approval_request_create(
-        run_id=run.id, signal_name="compliance_decision", idempotency_key=f"{run.id}:case",
-        title=f"Open a business account for {company.name}", subject_type="company",
-        subject_id=company.customer_id, due_at=clock.now(), actor="test")
+        run_id=run.id,
+        signal_name="compliance_decision",
+        idempotency_key=f"{run.id}:case",
+        title=f"Open a business account for {company.name}",
+        subject_type="company",
+        subject_id=company.customer_id,
+        due_at=clock.now(),
+        actor="test",
+    )
 
 
 def change_company_in_the_admin(user, company: Company, **changes) -> None:
     """POST the company's change form as ``user`` (staff, allowed to change companies)."""
     user.is_staff = True
     user.save(update_fields=["is_staff"])
-    user.user_permissions.add(*Permission.objects.filter(
-        content_type__app_label="processes", codename__in=["view_company", "change_company"]))
-    fields = {"name": company.name, "cnpj": company.cnpj, "wa_id": company.wa_id or "",
-              "user_id": company.user_id or "", "status": company.status,
-              "status_reason": company.status_reason, "escalations": company.escalations, **changes}
-    response = signed_in(user).post(reverse("admin:processes_company_change", args=[company.pk]), fields)
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="processes", codename__in=["view_company", "change_company"]
+        )
+    )
+    fields = {
+        "name": company.name,
+        "cnpj": company.cnpj,
+        "wa_id": company.wa_id or "",
+        "user_id": company.user_id or "",
+        "status": company.status,
+        "status_reason": company.status_reason,
+        "escalations": company.escalations,
+        **changes,
+    }
+    response = signed_in(user).post(
+        reverse("admin:processes_company_change", args=[company.pk]), fields
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
 
 
-def test_a_reviewer_who_changed_the_company_in_the_admin_cannot_approve_its_case(onboarding_case, ana):
+def test_a_reviewer_who_changed_the_company_in_the_admin_cannot_approve_its_case(
+    onboarding_case, ana
+):
     company = Company.objects.get(customer_id=onboarding_case.subject_id)
     change_company_in_the_admin(ana, company, name="Padaria Boa Massa Ltda")
 
-    with pytest.raises(SegregationOfDuties, match=r"You changed company Padaria Boa Massa Ltda in the admin at "):
+    with pytest.raises(
+        SegregationOfDuties, match=r"You changed company Padaria Boa Massa Ltda in the admin at "
+    ):
         services.approval_decide(onboarding_case.pk, actor=ana, outcome="approve")
 
     assert LogEntry.objects.filter(user=ana, action_flag=CHANGE, object_id=str(company.pk)).exists()
@@ -238,6 +294,7 @@ def test_a_change_to_another_company_is_no_conflict(onboarding_case, ana):
 
 # --- the reviewer UI ---
 
+
 def test_the_case_page_of_a_refused_reviewer_shows_why_and_disables_approve(case, ana):
     durable_services.run_wake(case.run_id, actor="ana")
 
@@ -250,7 +307,9 @@ def test_the_case_page_of_a_refused_reviewer_shows_why_and_disables_approve(case
 def test_approving_anyway_gets_403_with_the_reason_and_changes_nothing(case, ana):
     durable_services.signal_send(case.run_id, "note", {"text": "called the customer"}, actor="ana")
 
-    response = signed_in(ana).post(reverse("approval_decide", args=[case.pk]), {"outcome": "approve"})
+    response = signed_in(ana).post(
+        reverse("approval_decide", args=[case.pk]), {"outcome": "approve"}
+    )
 
     assert response.status_code == 403
     assert 'data-testid="error"' in response.content.decode()

@@ -1,4 +1,5 @@
 """Every transition and rule of an approval request, through the services."""
+
 import threading
 from datetime import timedelta
 
@@ -7,7 +8,15 @@ from django.db import connection
 from django_fsm import ConcurrentTransition
 
 from approvals import services
-from approvals.errors import AlreadyClosed, ClaimedByOther, FourEyes, InvalidOutcome, NotAllowed, ReasonRequired, RunEnded
+from approvals.errors import (
+    AlreadyClosed,
+    ClaimedByOther,
+    FourEyes,
+    InvalidOutcome,
+    NotAllowed,
+    ReasonRequired,
+    RunEnded,
+)
 from approvals.models import AppendOnly, ApprovalAudit, ApprovalRequest, ApprovalStatus
 from approvals.receivers import cancel_cases_of_cancelled_run
 from durable import SignalConflict
@@ -28,8 +37,13 @@ def signals_of(case):
 
 def test_request_create_is_idempotent_on_its_key(case):
     again = services.approval_request_create(
-        run_id=case.run_id, signal_name=case.signal_name, idempotency_key=case.idempotency_key,
-        title="another title", due_at=case.due_at, actor="test")
+        run_id=case.run_id,
+        signal_name=case.signal_name,
+        idempotency_key=case.idempotency_key,
+        title="another title",
+        due_at=case.due_at,
+        actor="test",
+    )
 
     assert again.pk == case.pk
     assert ApprovalRequest.objects.count() == 1
@@ -39,7 +53,11 @@ def test_a_new_case_is_pending_with_one_approval_required_and_a_three_day_deadli
     assert case.status == ApprovalStatus.PENDING
     assert case.required_approvals == 1
     assert case.due_at == clock.now() + timedelta(days=3)
-    assert (case.subject_type, case.subject_id, case.signal_name) == ("company", "acme", "compliance_decision")
+    assert (case.subject_type, case.subject_id, case.signal_name) == (
+        "company",
+        "acme",
+        "compliance_decision",
+    )
     assert case.audit.get().action == "create"
 
 
@@ -54,7 +72,13 @@ def test_claim_assigns_the_case_and_is_audited_with_the_request_metadata(case, a
     assert (case.status, case.assignee) == (ApprovalStatus.CLAIMED, ana)
     row = case.audit.get(action="claim")
     assert (row.actor, row.from_status, row.to_status, row.ip, row.user_agent, row.path) == (
-        "ana", "pending", "claimed", "10.1.2.3", "pytest-browser", "/approvals/1/decide/")
+        "ana",
+        "pending",
+        "claimed",
+        "10.1.2.3",
+        "pytest-browser",
+        "/approvals/1/decide/",
+    )
 
 
 def test_claiming_your_own_claim_again_changes_nothing(case, ana):
@@ -91,19 +115,36 @@ def test_approve_closes_the_case_and_sends_exactly_one_signal_with_the_decision(
     services.approval_decide(case.pk, actor=ana, outcome="approve", reason="all good", meta=META)
 
     case.refresh_from_db()
-    assert (case.status, case.outcome, case.closed_by) == (ApprovalStatus.APPROVED, "approve", "ana")
+    assert (case.status, case.outcome, case.closed_by) == (
+        ApprovalStatus.APPROVED,
+        "approve",
+        "ana",
+    )
     [signal] = signals_of(case)
     assert signal.dedupe_key == f"approval:{case.pk}"
     assert signal.payload | {"decided_at": None} == {
-        "request_id": case.pk, "approved": True, "outcome": "approve", "by": ["ana"],
-        "reason": "all good", "customer_message": "", "decided_at": None}
+        "request_id": case.pk,
+        "approved": True,
+        "outcome": "approve",
+        "by": ["ana"],
+        "reason": "all good",
+        "customer_message": "",
+        "decided_at": None,
+    }
     assert case.audit.get(action="approve").ip == "10.1.2.3"
 
 
-def test_a_hand_sent_signal_with_the_cases_key_is_refused_so_the_decision_still_resumes_the_run(case, ana):
+def test_a_hand_sent_signal_with_the_cases_key_is_refused_so_the_decision_still_resumes_the_run(
+    case, ana
+):
     with pytest.raises(SignalConflict, match="reserved by 'approvals'"):
-        durable_services.signal_send(case.run_id, case.signal_name, {"approved": True},
-                                     dedupe_key=f"approval:{case.pk}", actor="operator")
+        durable_services.signal_send(
+            case.run_id,
+            case.signal_name,
+            {"approved": True},
+            dedupe_key=f"approval:{case.pk}",
+            actor="operator",
+        )
 
     services.approval_decide(case.pk, actor=ana, outcome="approve")
 
@@ -144,13 +185,18 @@ def test_an_unknown_outcome_is_refused(case, ana):
 
 
 def test_more_documents_sends_the_case_back_with_its_reason(case, ana):
-    services.approval_decide(case.pk, actor=ana, outcome="more_documents", reason="selfie is blurred")
+    services.approval_decide(
+        case.pk, actor=ana, outcome="more_documents", reason="selfie is blurred"
+    )
 
     case.refresh_from_db()
     assert case.status == ApprovalStatus.RETURNED
     [signal] = signals_of(case)
     assert (signal.payload["approved"], signal.payload["outcome"], signal.payload["reason"]) == (
-        False, "more_documents", "selfie is blurred")
+        False,
+        "more_documents",
+        "selfie is blurred",
+    )
 
 
 def test_a_decided_case_is_read_only_and_the_late_reviewer_learns_who_decided(case, ana, bruno):
@@ -188,14 +234,19 @@ def test_two_different_reviewers_approve_a_high_risk_case(high_risk_case, ana, b
     services.approval_decide(high_risk_case.pk, actor=bruno, outcome="approve")
 
     high_risk_case.refresh_from_db()
-    assert (high_risk_case.status, high_risk_case.closed_by) == (ApprovalStatus.APPROVED, "ana, bruno")
+    assert (high_risk_case.status, high_risk_case.closed_by) == (
+        ApprovalStatus.APPROVED,
+        "ana, bruno",
+    )
     [signal] = signals_of(high_risk_case)
     assert signal.payload["by"] == ["ana", "bruno"]
 
 
 def test_a_second_reviewer_may_reject_after_a_first_approval(high_risk_case, ana, bruno):
     services.approval_decide(high_risk_case.pk, actor=ana, outcome="approve")
-    services.approval_decide(high_risk_case.pk, actor=bruno, outcome="reject", reason="sanctions hit")
+    services.approval_decide(
+        high_risk_case.pk, actor=bruno, outcome="reject", reason="sanctions hit"
+    )
 
     high_risk_case.refresh_from_db()
     assert high_risk_case.status == ApprovalStatus.REJECTED
@@ -241,33 +292,45 @@ def test_cancelling_the_run_cancels_its_open_case(case, ana):
 
     case.refresh_from_db()
     assert (case.status, case.closed_by) == (ApprovalStatus.CANCELLED, "ops")
-    assert case.audit.filter(action="cancel", reason="the process was cancelled: customer withdrew").exists()
+    assert case.audit.filter(
+        action="cancel", reason="the process was cancelled: customer withdrew"
+    ).exists()
     with pytest.raises(AlreadyClosed):
         services.approval_decide(case.pk, actor=ana, outcome="approve")
 
 
-@pytest.mark.parametrize("outcome, reason, decided", [("approve", "", "approved"),
-                                                      ("reject", "documents do not match", "rejected")])
-def test_a_decision_the_cancelled_run_never_acted_on_is_superseded_with_its_votes_kept(case, ana, outcome, reason,
-                                                                                      decided):
-    services.approval_decide(case.pk, actor=ana, outcome=outcome, reason=reason)   # the run has not read it
+@pytest.mark.parametrize(
+    "outcome, reason, decided",
+    [("approve", "", "approved"), ("reject", "documents do not match", "rejected")],
+)
+def test_a_decision_the_cancelled_run_never_acted_on_is_superseded_with_its_votes_kept(
+    case, ana, outcome, reason, decided
+):
+    services.approval_decide(
+        case.pk, actor=ana, outcome=outcome, reason=reason
+    )  # the run has not read it
 
     durable_services.run_cancel(case.run_id, reason="customer withdrew", actor="customer")
 
     case.refresh_from_db()
     assert (case.status, case.closed_by) == (ApprovalStatus.SUPERSEDED, "customer")
-    assert case.decisions.get().reviewer == ana                          # the vote stays, as it was given
+    assert case.decisions.get().reviewer == ana  # the vote stays, as it was given
     row = case.audit.get(action="supersede")
-    assert (row.from_status, row.to_status, row.reason) == (decided, "superseded",
-                                                            "the process was cancelled: customer withdrew")
+    assert (row.from_status, row.to_status, row.reason) == (
+        decided,
+        "superseded",
+        "the process was cancelled: customer withdrew",
+    )
     with pytest.raises(AlreadyClosed, match="before it acted on the decision"):
         services.approval_decide(case.pk, actor=ana, outcome="approve")
 
 
-def test_a_decision_the_run_read_and_acted_on_stays_decided_when_the_run_is_cancelled_after(db, clock, ana):
+def test_a_decision_the_run_read_and_acted_on_stays_decided_when_the_run_is_cancelled_after(
+    db, clock, ana
+):
     case = start_case("initech", workflow="approval_acted_then_waits")
     services.approval_decide(case.pk, actor=ana, outcome="approve")
-    drive(case.run_id)                                                   # read it, opened the account
+    drive(case.run_id)  # read it, opened the account
 
     durable_services.run_cancel(case.run_id, reason="operator stopped it", actor="ops")
 
@@ -276,7 +339,9 @@ def test_a_decision_the_run_read_and_acted_on_stays_decided_when_the_run_is_canc
 
 
 def test_a_case_sent_back_for_documents_stays_returned_when_the_run_is_cancelled_later(case, ana):
-    services.approval_decide(case.pk, actor=ana, outcome="more_documents", reason="send the contract")
+    services.approval_decide(
+        case.pk, actor=ana, outcome="more_documents", reason="send the contract"
+    )
 
     durable_services.run_cancel(case.run_id, reason="customer withdrew", actor="customer")
 
@@ -284,7 +349,9 @@ def test_a_case_sent_back_for_documents_stays_returned_when_the_run_is_cancelled
     assert case.status == ApprovalStatus.RETURNED
 
 
-def test_superseded_cases_are_in_the_archive_apart_and_not_in_the_time_to_decision(case, ana, clock):
+def test_superseded_cases_are_in_the_archive_apart_and_not_in_the_time_to_decision(
+    case, ana, clock
+):
     from approvals.figures import weekly_time_to_decision
     from approvals.selectors import approvals_archive
 
@@ -302,13 +369,19 @@ def test_a_decision_for_a_run_that_ended_is_refused_and_writes_nothing(case, ana
     try:
         durable_services.run_cancel(case.run_id, reason="customer withdrew", actor="test")
     finally:
-        run_cancelled.connect(cancel_cases_of_cancelled_run, dispatch_uid="approvals.cancel_cases_of_cancelled_run")
+        run_cancelled.connect(
+            cancel_cases_of_cancelled_run, dispatch_uid="approvals.cancel_cases_of_cancelled_run"
+        )
 
     with pytest.raises(RunEnded):
         services.approval_decide(case.pk, actor=ana, outcome="approve")
 
     case.refresh_from_db()
-    assert (case.status, case.decisions.count(), case.audit.count()) == (ApprovalStatus.PENDING, 0, 1)
+    assert (case.status, case.decisions.count(), case.audit.count()) == (
+        ApprovalStatus.PENDING,
+        0,
+        1,
+    )
 
 
 def test_a_stale_copy_of_a_case_cannot_overwrite_a_decision(case, ana):

@@ -1,4 +1,5 @@
 """The supervisor's actions: reassign, unclaim a stale claim, team page; each audited with a reason."""
+
 from datetime import timedelta
 
 import pytest
@@ -18,24 +19,35 @@ def claimed(junior_case, junior):
 
 
 def test_a_reassignment_hands_the_case_over_and_the_audit_says_who_from_whom_to_whom_why(
-        claimed, supervisor, junior2):
-    case = services.approval_reassign(claimed.pk, actor=supervisor, to_user=junior2, reason="joana is on leave")
+    claimed, supervisor, junior2
+):
+    case = services.approval_reassign(
+        claimed.pk, actor=supervisor, to_user=junior2, reason="joana is on leave"
+    )
 
     row = case.audit.get(action="reassign")
     assert (case.status, case.assignee) == (ApprovalStatus.CLAIMED, junior2)
-    assert (row.actor, row.detail, row.reason) == ("sofia", {"from": "joana", "to": "jonas"}, "joana is on leave")
+    assert (row.actor, row.detail, row.reason) == (
+        "sofia",
+        {"from": "joana", "to": "jonas"},
+        "joana is on leave",
+    )
 
 
-def test_the_previous_holder_deciding_after_a_reassignment_is_told_who_took_the_case(claimed, supervisor, junior,
-                                                                                    junior2):
-    services.approval_reassign(claimed.pk, actor=supervisor, to_user=junior2, reason="joana is on leave")
+def test_the_previous_holder_deciding_after_a_reassignment_is_told_who_took_the_case(
+    claimed, supervisor, junior, junior2
+):
+    services.approval_reassign(
+        claimed.pk, actor=supervisor, to_user=junior2, reason="joana is on leave"
+    )
 
     with pytest.raises(ClaimRevoked, match="reassigned to jonas by sofia .*joana is on leave"):
         services.approval_decide(claimed.pk, actor=junior, outcome="approve")
 
 
 def test_after_a_supervisor_releases_a_claim_its_holder_cannot_decide_without_claiming_again(
-        claimed, supervisor, junior):
+    claimed, supervisor, junior
+):
     services.approval_unclaim(claimed.pk, actor=supervisor, reason="stale since Monday")
 
     with pytest.raises(ClaimRevoked, match="released by sofia .*stale since Monday"):
@@ -56,12 +68,21 @@ def test_an_unclaim_is_audited_with_the_previous_holder(claimed, supervisor):
 
     row = case.audit.get(action="unclaim")
     assert (case.status, case.assignee) == (ApprovalStatus.PENDING, None)
-    assert (row.actor, row.detail["from"], row.from_status, row.to_status) == ("sofia", "joana", "claimed", "pending")
+    assert (row.actor, row.detail["from"], row.from_status, row.to_status) == (
+        "sofia",
+        "joana",
+        "claimed",
+        "pending",
+    )
 
 
-def test_a_reassignment_to_a_reviewer_outside_the_case_groups_is_refused(senior_case, supervisor, junior):
+def test_a_reassignment_to_a_reviewer_outside_the_case_groups_is_refused(
+    senior_case, supervisor, junior
+):
     with pytest.raises(NotEligible):
-        services.approval_reassign(senior_case.pk, actor=supervisor, to_user=junior, reason="balance the queue")
+        services.approval_reassign(
+            senior_case.pk, actor=supervisor, to_user=junior, reason="balance the queue"
+        )
 
 
 def test_a_reviewer_who_is_no_supervisor_may_not_reassign(claimed, junior2, junior):
@@ -95,14 +116,21 @@ def test_the_team_page_flags_the_stale_claim_for_the_supervisor(claimed, clock, 
 def test_a_reviewer_gets_403_on_the_team_page_and_the_dashboard(junior):
     client = signed_in(junior)
 
-    assert [client.get(reverse(name)).status_code for name in ("approval_team", "approval_dashboard")] == [403, 403]
+    assert [
+        client.get(reverse(name)).status_code for name in ("approval_team", "approval_dashboard")
+    ] == [403, 403]
 
 
-def test_the_reassign_form_posts_through_and_the_old_holder_sees_the_refusal(claimed, supervisor, junior,
-                                                                           junior2):
-    response = signed_in(supervisor).post(reverse("approval_reassign", args=[claimed.pk]),
-                                          {"to": junior2.pk, "reason": "joana is on leave"})
-    refused = signed_in(junior).post(reverse("approval_decide", args=[claimed.pk]), {"outcome": "approve"})
+def test_the_reassign_form_posts_through_and_the_old_holder_sees_the_refusal(
+    claimed, supervisor, junior, junior2
+):
+    response = signed_in(supervisor).post(
+        reverse("approval_reassign", args=[claimed.pk]),
+        {"to": junior2.pk, "reason": "joana is on leave"},
+    )
+    refused = signed_in(junior).post(
+        reverse("approval_decide", args=[claimed.pk]), {"outcome": "approve"}
+    )
 
     assert response.status_code == 302
     assert refused.status_code == 409
@@ -110,23 +138,30 @@ def test_the_reassign_form_posts_through_and_the_old_holder_sees_the_refusal(cla
 
 
 def test_a_reassignment_without_a_chosen_reviewer_is_a_clear_400(claimed, supervisor):
-    response = signed_in(supervisor).post(reverse("approval_reassign", args=[claimed.pk]),
-                                          {"to": "", "reason": "balance"})
+    response = signed_in(supervisor).post(
+        reverse("approval_reassign", args=[claimed.pk]), {"to": "", "reason": "balance"}
+    )
 
     assert response.status_code == 400
     assert "Choose the reviewer" in response.content.decode()
 
 
-def test_the_case_page_offers_the_supervisor_only_eligible_reviewers(claimed, supervisor, junior2, senior):
+def test_the_case_page_offers_the_supervisor_only_eligible_reviewers(
+    claimed, supervisor, junior2, senior
+):
     page = signed_in(supervisor).get(reverse("approval_case", args=[claimed.pk])).content.decode()
 
     assert f'<option value="{junior2.pk}">jonas</option>' in page
     assert f'<option value="{senior.pk}">sara</option>' in page
-    assert ">joana</option>" not in page   # already holds it
+    assert ">joana</option>" not in page  # already holds it
 
 
-def test_the_case_audit_trail_shows_from_whom_to_whom_a_case_was_reassigned(claimed, supervisor, junior2):
-    services.approval_reassign(claimed.pk, actor=supervisor, to_user=junior2, reason="joana is on leave")
+def test_the_case_audit_trail_shows_from_whom_to_whom_a_case_was_reassigned(
+    claimed, supervisor, junior2
+):
+    services.approval_reassign(
+        claimed.pk, actor=supervisor, to_user=junior2, reason="joana is on leave"
+    )
 
     page = signed_in(supervisor).get(reverse("approval_case", args=[claimed.pk])).content.decode()
 

@@ -30,42 +30,81 @@ def workbench():
     """ana (reading Portuguese, in kyc: onboarding routes its cases there) holds an onboarding case
     (documents, validator, conversation); one case waits in the queue; one is closed, for the archive."""
     ana = make_user("ana", reviewer=True, groups=("kyc",))
-    ReviewerPreference.objects.create(user=ana, language="pt-br", updated_at=clock.now())  # Portuguese first
+    ReviewerPreference.objects.create(
+        user=ana, language="pt-br", updated_at=clock.now()
+    )  # Portuguese first
     make_user("bruno", reviewer=True)
     onboarding = onboarding_waiting_for_compliance()
     customer_changes_during_the_review()
     services.approval_claim(onboarding.pk, actor=ana)
     start_case("globex", risk="high")
     closed = start_case("initech")
-    services.approval_decide(closed.pk, actor=ana, outcome="reject", reason="CNPJ inativo na Receita")
-    return {"queue": "/approvals/", "case": f"/approvals/{onboarding.pk}/", "mine": "/approvals/mine/",
-            "archive": "/approvals/archive/"}
+    services.approval_decide(
+        closed.pk, actor=ana, outcome="reject", reason="CNPJ inativo na Receita"
+    )
+    return {
+        "queue": "/approvals/",
+        "case": f"/approvals/{onboarding.pk}/",
+        "mine": "/approvals/mine/",
+        "archive": "/approvals/archive/",
+    }
 
 
 def customer_changes_during_the_review():
     """What a customer does on WhatsApp while the case is open, as the case page shows it: the
     greeting edited, the proof of address deleted (a finding, a hold, the document marked), a
     sentence that may mean a withdrawal answered with buttons, and "Continuar" tapped."""
+
     def deliver(message):
         for message_id in webhook_receive(whatsapp_webhook(message)).new_message_ids:
             inbound_process(message_id)
 
-    deliver({"from": PHONE, "id": "wamid.EDIT-HELLO", "timestamp": "1767225700", "type": "edit",
-             "edit": {"original_message_id": HELLO["id"], "message": {
-                 "type": "text", "text": {"body": f"Oi, é a Padaria Boa Massa, CNPJ {CNPJ}"}}}})
-    deliver({"from": PHONE, "id": "wamid.REVOKE-ADDRESS", "timestamp": "1767225710", "type": "revoke",
-             "revoke": {"original_message_id": ADDRESS["id"]}})
+    deliver(
+        {
+            "from": PHONE,
+            "id": "wamid.EDIT-HELLO",
+            "timestamp": "1767225700",
+            "type": "edit",
+            "edit": {
+                "original_message_id": HELLO["id"],
+                "message": {
+                    "type": "text",
+                    "text": {"body": f"Oi, é a Padaria Boa Massa, CNPJ {CNPJ}"},
+                },
+            },
+        }
+    )
+    deliver(
+        {
+            "from": PHONE,
+            "id": "wamid.REVOKE-ADDRESS",
+            "timestamp": "1767225710",
+            "type": "revoke",
+            "revoke": {"original_message_id": ADDRESS["id"]},
+        }
+    )
     deliver(whatsapp_message("wamid.MAYBE", wa_id=PHONE, text="desisto, quero cancelar"))
     question = OutboundMessage.objects.get(idempotency_key="confirm-withdrawal:wamid.MAYBE")
-    deliver({"from": PHONE, "id": "wamid.TAP", "timestamp": "1767225720", "type": "interactive",
-             "context": {"from": "551130000000", "id": question.provider_message_id},
-             "interactive": {"type": "button_reply", "button_reply": {"id": "withdraw:continue", "title": "Continuar"}}})
+    deliver(
+        {
+            "from": PHONE,
+            "id": "wamid.TAP",
+            "timestamp": "1767225720",
+            "type": "interactive",
+            "context": {"from": "551130000000", "id": question.provider_message_id},
+            "interactive": {
+                "type": "button_reply",
+                "button_reply": {"id": "withdraw:continue", "title": "Continuar"},
+            },
+        }
+    )
 
 
 @pytest.mark.parametrize("language", ["pt-br", "en"])
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_reviewer_page_fits_the_screen_and_has_no_serious_accessibility_violation(
-        open_page, live_server, workbench, width, language):
+    open_page, live_server, workbench, width, language
+):
     ReviewerPreference.objects.filter(user__username="ana").update(language=language)
     page = open_page("ana")
     page.set_viewport_size({"width": WIDTHS[width], "height": 900})
@@ -88,7 +127,9 @@ def test_on_a_phone_the_decision_panel_comes_before_the_evidence(open_page, live
     assert decision_top < documents_top < 3000
 
 
-def test_on_a_laptop_the_decision_panel_stays_in_view_while_the_evidence_scrolls(open_page, live_server, workbench):
+def test_on_a_laptop_the_decision_panel_stays_in_view_while_the_evidence_scrolls(
+    open_page, live_server, workbench
+):
     page = open_page("ana")
     page.set_viewport_size({"width": 1366, "height": 700})
     page.goto(live_server.url + workbench["case"])
@@ -102,7 +143,9 @@ def test_on_a_laptop_the_decision_panel_stays_in_view_while_the_evidence_scrolls
 
 
 @pytest.mark.parametrize("language", ["pt-br", "en"])
-def test_every_reviewer_page_renders_with_no_string_of_the_other_language(open_page, live_server, workbench, language):
+def test_every_reviewer_page_renders_with_no_string_of_the_other_language(
+    open_page, live_server, workbench, language
+):
     """Every catalog entry whose two languages differ: none of the other language's text shows."""
     ReviewerPreference.objects.filter(user__username="ana").update(language=language)
     page = open_page("ana")
@@ -116,7 +159,9 @@ def test_every_reviewer_page_renders_with_no_string_of_the_other_language(open_p
     assert page.evaluate("document.documentElement.lang") == language
 
 
-def test_a_colleagues_claim_and_decision_reach_an_open_case_page_without_a_reload(open_page, live_server):
+def test_a_colleagues_claim_and_decision_reach_an_open_case_page_without_a_reload(
+    open_page, live_server
+):
     ana, bruno = make_user("ana", reviewer=True), make_user("bruno", reviewer=True)
     case = start_case("acme")
     page = open_page("ana")
@@ -129,8 +174,10 @@ def test_a_colleagues_claim_and_decision_reach_an_open_case_page_without_a_reloa
     services.approval_decide(case.pk, actor=bruno, outcome="approve")
     drive(case.run_id)
     page.get_by_test_id("closed").wait_for(timeout=3000)
-    page.wait_for_function(f"document.querySelectorAll('[data-testid=timeline] tbody tr').length > {rows_before}",
-                           timeout=3000)
+    page.wait_for_function(
+        f"document.querySelectorAll('[data-testid=timeline] tbody tr').length > {rows_before}",
+        timeout=3000,
+    )
 
     assert "approved by bruno" in page.get_by_test_id("closed").inner_text()
     assert page.get_by_test_id("status").inner_text() == "Approved"
@@ -161,21 +208,26 @@ def test_a_new_case_shows_in_the_queue_with_its_count_without_a_reload(open_page
 
     case = start_case("globex")
     ana.locator(f"tr[data-case='{case.pk}']").wait_for(timeout=4000)
-    ana.wait_for_function("document.querySelector('#case-count').innerText.includes('2')", timeout=4000)
+    ana.wait_for_function(
+        "document.querySelector('#case-count').innerText.includes('2')", timeout=4000
+    )
 
     assert (before, ana.locator("#case-count").inner_text()) == ("(1)", "(2)")
     assert ana.evaluate("window.notReloaded") is True
 
 
 @override_settings(ONBOARDING_DOCUMENTS_QUIET_SECONDS=0)
-def test_the_case_links_to_its_run_in_the_admin_and_the_run_back_to_the_case(open_page, live_server):
+def test_the_case_links_to_its_run_in_the_admin_and_the_run_back_to_the_case(
+    open_page, live_server
+):
     from django.contrib.auth.models import Permission
 
     ana = make_user("ana", reviewer=True)
     ana.is_staff = True
     ana.save(update_fields=["is_staff"])
-    ana.user_permissions.add(*Permission.objects.filter(content_type__app_label="durable",
-                                                       codename="view_workflowrun"))
+    ana.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="durable", codename="view_workflowrun")
+    )
     case = start_case("acme")
     page = open_page("ana")
     page.goto(f"{live_server.url}/approvals/{case.pk}/")

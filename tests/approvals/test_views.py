@@ -1,4 +1,5 @@
 """The reviewer pages over HTTP: who gets in, CSRF, errors as 4xx with their message."""
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -46,13 +47,23 @@ def test_the_queue_filters_by_risk(ana, case, high_risk_case):
     assert f'data-case="{case.pk}"' not in page
 
 
-@pytest.mark.parametrize("name, method", [("approval_queue", "get"), ("approval_mine", "get"),
-                                          ("approval_archive", "get"), ("approval_case", "get"),
-                                          ("approval_claim", "post"), ("approval_decide", "post")])
+@pytest.mark.parametrize(
+    "name, method",
+    [
+        ("approval_queue", "get"),
+        ("approval_mine", "get"),
+        ("approval_archive", "get"),
+        ("approval_case", "get"),
+        ("approval_claim", "post"),
+        ("approval_decide", "post"),
+    ],
+)
 def test_users_outside_compliance_get_403_everywhere(outsider, case, name, method):
     args = [] if name in ("approval_queue", "approval_mine", "approval_archive") else [case.pk]
 
-    response = getattr(signed_in(outsider), method)(reverse(name, args=args), {"outcome": "approve"})
+    response = getattr(signed_in(outsider), method)(
+        reverse(name, args=args), {"outcome": "approve"}
+    )
 
     assert response.status_code == 403
     case.refresh_from_db()
@@ -70,7 +81,9 @@ def test_a_decision_without_a_csrf_token_is_refused(ana, case):
 
 
 def test_rejecting_without_a_reason_shows_the_error_and_keeps_the_case_open(ana, case):
-    response = signed_in(ana).post(reverse("approval_decide", args=[case.pk]), {"outcome": "reject"})
+    response = signed_in(ana).post(
+        reverse("approval_decide", args=[case.pk]), {"outcome": "reject"}
+    )
 
     assert response.status_code == 400
     assert "Give a reason to reject" in response.content.decode()
@@ -86,15 +99,16 @@ def test_approving_redirects_to_the_read_only_case(ana, case):
 
     assert response.status_code == 302
     assert f"You approved case #{case.pk} (1 of 1). The process resumes." in page
-    assert "This case was approved by ana" in page and "already" not in page   # not a lost race
+    assert "This case was approved by ana" in page and "already" not in page  # not a lost race
     assert reverse("approval_decide", args=[case.pk]) not in page
 
 
 def test_a_second_reviewer_deciding_a_decided_case_gets_409_naming_who_decided(ana, bruno, case):
     signed_in(ana).post(reverse("approval_decide", args=[case.pk]), {"outcome": "approve"})
 
-    response = signed_in(bruno).post(reverse("approval_decide", args=[case.pk]),
-                                     {"outcome": "reject", "reason": "no"})
+    response = signed_in(bruno).post(
+        reverse("approval_decide", args=[case.pk]), {"outcome": "reject", "reason": "no"}
+    )
 
     assert response.status_code == 409
     assert "already approved by ana" in response.content.decode()
@@ -125,8 +139,13 @@ def test_the_archive_finds_decided_cases_by_reviewer(ana, case, high_risk_case):
 
 def test_the_case_page_shows_summary_findings_timeline_and_registered_panels(ana, case):
     def company_panel(approval_request):
-        return [Section("Company", "approvals/panels/summary.html",
-                        {"facts": [("legal name", f"{approval_request.subject_id} Ltda")]})]
+        return [
+            Section(
+                "Company",
+                "approvals/panels/summary.html",
+                {"facts": [("legal name", f"{approval_request.subject_id} Ltda")]},
+            )
+        ]
 
     def broken_panel(approval_request):
         raise RuntimeError("documents store is down")
@@ -139,8 +158,15 @@ def test_the_case_page_shows_summary_findings_timeline_and_registered_panels(ana
         unregister_case_panel("approval_test", company_panel)
         unregister_case_panel("approval_test", broken_panel)
 
-    for text in ["Summary", "Validator findings", "Process timeline", "open_approval_request",
-                 "acme Ltda", "broken panel", "could not be shown"]:
+    for text in [
+        "Summary",
+        "Validator findings",
+        "Process timeline",
+        "open_approval_request",
+        "acme Ltda",
+        "broken panel",
+        "could not be shown",
+    ]:
         assert text in page
 
 
@@ -180,8 +206,14 @@ def test_the_live_poll_sends_the_decision_panel_again_only_when_the_case_moved(a
 
     fragment = client.get(live).content.decode()
 
-    assert 'id="case-decide" hx-swap-oob="outerHTML"' in fragment and "Claimed by <strong>bruno</strong>" in fragment
-    assert 'id="section-process-timeline" data-section="process-timeline" hx-swap-oob="outerHTML"' in fragment
+    assert (
+        'id="case-decide" hx-swap-oob="outerHTML"' in fragment
+        and "Claimed by <strong>bruno</strong>" in fragment
+    )
+    assert (
+        'id="section-process-timeline" data-section="process-timeline" hx-swap-oob="outerHTML"'
+        in fragment
+    )
 
 
 def test_the_live_poll_is_for_reviewers_only(outsider, case):
@@ -192,7 +224,7 @@ def test_the_live_poll_is_for_reviewers_only(outsider, case):
 
 def test_after_a_decision_next_case_opens_the_next_of_the_reviewers_queue(ana, bruno):
     first, second, third = start_case("acme"), start_case("globex"), start_case("initech")
-    services.approval_claim(third.pk, actor=bruno)             # a colleague holds this one
+    services.approval_claim(third.pk, actor=bruno)  # a colleague holds this one
     client = signed_in(ana)
     client.post(reverse("approval_decide", args=[first.pk]), {"outcome": "approve"})
 
@@ -200,7 +232,9 @@ def test_after_a_decision_next_case_opens_the_next_of_the_reviewers_queue(ana, b
     following = client.get(reverse("approval_next") + f"?after={first.pk}")
 
     assert 'data-testid="next-case"' in page
-    assert following.status_code == 302 and following["Location"] == reverse("approval_case", args=[second.pk])
+    assert following.status_code == 302 and following["Location"] == reverse(
+        "approval_case", args=[second.pk]
+    )
 
 
 def test_next_case_with_nothing_left_goes_back_to_the_queue_saying_so(ana):
@@ -217,16 +251,21 @@ def test_a_reviewer_leaves_an_internal_note_that_is_audited_and_shown_to_colleag
 
     case = start_case("acme")
 
-    response = signed_in(ana).post(reverse("approval_note", args=[case.pk]),
-                                   {"reason": "Liguei para o cliente: o contrato novo chega amanhã."})
+    response = signed_in(ana).post(
+        reverse("approval_note", args=[case.pk]),
+        {"reason": "Liguei para o cliente: o contrato novo chega amanhã."},
+    )
     page = signed_in(bruno).get(reverse("approval_case", args=[case.pk])).content.decode()
 
     assert response.status_code == 302
     note = ApprovalAudit.objects.get(request=case, action="note")
-    assert (note.actor, note.reason) == ("ana", "Liguei para o cliente: o contrato novo chega amanhã.")
-    notes = page[page.index('data-testid="notes"'):]
-    assert "Liguei para o cliente" in notes[:notes.index("</section>")]
-    assert not Signal.objects.filter(run_id=case.run_id).exists()   # nothing reaches the process
+    assert (note.actor, note.reason) == (
+        "ana",
+        "Liguei para o cliente: o contrato novo chega amanhã.",
+    )
+    notes = page[page.index('data-testid="notes"') :]
+    assert "Liguei para o cliente" in notes[: notes.index("</section>")]
+    assert not Signal.objects.filter(run_id=case.run_id).exists()  # nothing reaches the process
 
 
 def test_an_empty_note_is_refused(ana):
@@ -243,7 +282,9 @@ def test_an_empty_note_is_refused(ana):
 def test_a_reviewer_outside_a_senior_case_may_not_write_on_it(junior, senior_case):
     from approvals.models import ApprovalAudit
 
-    response = signed_in(junior).post(reverse("approval_note", args=[senior_case.pk]), {"reason": "hm"})
+    response = signed_in(junior).post(
+        reverse("approval_note", args=[senior_case.pk]), {"reason": "hm"}
+    )
 
     assert response.status_code == 403
     assert not ApprovalAudit.objects.filter(request=senior_case, action="note").exists()
@@ -251,10 +292,25 @@ def test_a_reviewer_outside_a_senior_case_may_not_write_on_it(junior, senior_cas
 
 def test_no_workbench_page_may_be_kept_by_a_browser_or_a_proxy(ana, supervisor):
     case = start_case()
-    pages = {signed_in(ana): ["/approvals/", f"/approvals/{case.pk}/", "/approvals/mine/", "/approvals/archive/"],
-             signed_in(supervisor): ["/approvals/team/", "/approvals/dashboard/", f"/approvals/{case.pk}/"]}
+    pages = {
+        signed_in(ana): [
+            "/approvals/",
+            f"/approvals/{case.pk}/",
+            "/approvals/mine/",
+            "/approvals/archive/",
+        ],
+        signed_in(supervisor): [
+            "/approvals/team/",
+            "/approvals/dashboard/",
+            f"/approvals/{case.pk}/",
+        ],
+    }
 
-    answers = {path: (response.status_code, "no-store" in response.get("Cache-Control", ""))
-               for client, paths in pages.items() for path in paths for response in [client.get(path)]}
+    answers = {
+        path: (response.status_code, "no-store" in response.get("Cache-Control", ""))
+        for client, paths in pages.items()
+        for path in paths
+        for response in [client.get(path)]
+    }
 
     assert set(answers.values()) == {(200, True)}

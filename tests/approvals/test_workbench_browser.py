@@ -1,4 +1,5 @@
 """The reviewer workbench in headless Chromium: routing, reassignment, an extended deadline."""
+
 import io
 from datetime import timedelta
 from zoneinfo import ZoneInfo
@@ -25,9 +26,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def team():
-    return {"joana": make_user("joana", reviewer=True, groups=("kyc",)),
-            "jonas": make_user("jonas", reviewer=True, groups=("kyc",)),
-            "sofia": make_user("sofia", reviewer=False, groups=("compliance-supervisor",))}
+    return {
+        "joana": make_user("joana", reviewer=True, groups=("kyc",)),
+        "jonas": make_user("jonas", reviewer=True, groups=("kyc",)),
+        "sofia": make_user("sofia", reviewer=False, groups=("compliance-supervisor",)),
+    }
 
 
 def test_a_junior_cannot_open_a_senior_case(open_page, live_server, team):
@@ -42,7 +45,9 @@ def test_a_junior_cannot_open_a_senior_case(open_page, live_server, team):
     assert case.title not in page.content()
 
 
-def test_a_supervisor_reassigns_a_claimed_case_and_the_old_holder_cannot_decide_it(open_page, live_server, team):
+def test_a_supervisor_reassigns_a_claimed_case_and_the_old_holder_cannot_decide_it(
+    open_page, live_server, team
+):
     case = start_routed_case("padaria", groups=("kyc",))
     joana = open_page("joana")
     joana.get_by_role("link", name=case.title).click()
@@ -78,25 +83,33 @@ def test_a_supervisor_reassigns_a_claimed_case_and_the_old_holder_cannot_decide_
     assert case.audit.get(action="reassign").detail == {"from": "joana", "to": "jonas"}
 
 
-def test_an_extended_deadline_prevents_expiry_under_the_fake_clock(open_page, live_server, team, clock):
+def test_an_extended_deadline_prevents_expiry_under_the_fake_clock(
+    open_page, live_server, team, clock
+):
     case = start_routed_case("tiny", groups=("kyc",))
     new_deadline = (case.due_at + days(2)).replace(second=0, microsecond=0)
 
     sofia = open_page("sofia")
     sofia.goto(f"{live_server.url}/approvals/{case.pk}/")
-    sofia.fill("#due_at", f"{timezone.localtime(new_deadline, ZoneInfo(settings.REVIEWER_TIME_ZONE)):%Y-%m-%dT%H:%M}")
+    sofia.fill(
+        "#due_at",
+        f"{timezone.localtime(new_deadline, ZoneInfo(settings.REVIEWER_TIME_ZONE)):%Y-%m-%dT%H:%M}",
+    )
     sofia.fill("#extend_reason", "the customer's bank is on strike")
     sofia.get_by_role("button", name="Extend the deadline").click()
     notice = sofia.get_by_role("status").inner_text()
-    drive(case.run_id)                                   # the run hears of the extension
-    clock.advance(days(3) + timedelta(minutes=1))        # past the old deadline
+    drive(case.run_id)  # the run hears of the extension
+    clock.advance(days(3) + timedelta(minutes=1))  # past the old deadline
     at_old_deadline = drive(case.run_id)
     case_at_old_deadline = ApprovalRequest.objects.get(pk=case.pk).status
-    clock.advance(days(2))                               # past the new one
+    clock.advance(days(2))  # past the new one
     at_new_deadline = drive(case.run_id)
 
     assert f"Case #{case.pk} is now due" in notice
-    assert (at_old_deadline.status, case_at_old_deadline) == (RunStatus.WAITING, ApprovalStatus.PENDING)
+    assert (at_old_deadline.status, case_at_old_deadline) == (
+        RunStatus.WAITING,
+        ApprovalStatus.PENDING,
+    )
     assert at_new_deadline.result == "expired"
     assert ApprovalRequest.objects.get(pk=case.pk).status == ApprovalStatus.EXPIRED
 
@@ -106,7 +119,7 @@ def test_pressing_c_on_the_case_page_claims_the_case(open_page, team):
     page = open_page("joana")
     page.get_by_role("link", name=case.title).click()
     page.wait_for_url(f"**/approvals/{case.pk}/")
-    page.wait_for_load_state("load")   # the deferred shortcuts script has run
+    page.wait_for_load_state("load")  # the deferred shortcuts script has run
 
     page.keyboard.press("c")
     page.wait_for_selector("[role=status]")
@@ -120,7 +133,7 @@ def test_pressing_the_question_mark_shows_the_shortcuts_help_and_escape_hides_it
     page = open_page("joana")
     page.get_by_role("link", name=case.title).click()
     page.wait_for_url(f"**/approvals/{case.pk}/")
-    page.wait_for_load_state("load")   # the deferred shortcuts script has run
+    page.wait_for_load_state("load")  # the deferred shortcuts script has run
 
     page.keyboard.press("?")
     shown = page.get_by_role("dialog").inner_text()
@@ -128,7 +141,6 @@ def test_pressing_the_question_mark_shows_the_shortcuts_help_and_escape_hides_it
 
     assert "Claim the case" in shown and "Approve" in shown
     assert page.locator("#shortcuts-help").is_hidden()
-
 
 
 @pytest.fixture
@@ -143,9 +155,13 @@ SUPERVISOR_PAGES = ["/approvals/dashboard/", "/approvals/team/"]
 
 @pytest.mark.parametrize("language", ["pt-br", "en"])
 @pytest.mark.parametrize("width", [1366, 390])
-def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_violation(open_page, live_server, seeded_week, width, language):  # noqa: F811
-    ReviewerPreference.objects.update_or_create(user=User.objects.get(username="sofia"),
-                                                defaults={"language": language, "updated_at": clock.now()})
+def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_violation(
+    open_page, live_server, seeded_week, width, language
+):  # noqa: F811
+    ReviewerPreference.objects.update_or_create(
+        user=User.objects.get(username="sofia"),
+        defaults={"language": language, "updated_at": clock.now()},
+    )
     page = open_page("sofia", width)
     checks, statuses = {}, {}
     for path in SUPERVISOR_PAGES:
@@ -153,13 +169,19 @@ def test_the_supervisor_pages_fit_the_screen_and_have_no_serious_accessibility_v
         checks[path] = page_check(page, f"{path.strip('/').replace('/', '-')}-{width}-{language}")
 
     assert statuses == dict.fromkeys(SUPERVISOR_PAGES, 200)
-    assert checks == {path: {"overflow": 0, "broken words": [], "serious": []} for path in SUPERVISOR_PAGES}
+    assert checks == {
+        path: {"overflow": 0, "broken words": [], "serious": []} for path in SUPERVISOR_PAGES
+    }
 
 
 @pytest.mark.parametrize("language", ["pt-br", "en"])
-def test_the_supervisor_pages_render_with_no_string_of_the_other_language(open_page, live_server, seeded_week, language):  # noqa: F811
-    ReviewerPreference.objects.update_or_create(user=User.objects.get(username="sofia"),
-                                                defaults={"language": language, "updated_at": clock.now()})
+def test_the_supervisor_pages_render_with_no_string_of_the_other_language(
+    open_page, live_server, seeded_week, language
+):  # noqa: F811
+    ReviewerPreference.objects.update_or_create(
+        user=User.objects.get(username="sofia"),
+        defaults={"language": language, "updated_at": clock.now()},
+    )
     page = open_page("sofia")
     texts = {}
     for path in SUPERVISOR_PAGES:

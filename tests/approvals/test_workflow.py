@@ -1,4 +1,5 @@
 """request_approval inside real runs: the decision resumes the run, a timeout returns None."""
+
 from datetime import datetime
 
 import pytest
@@ -33,13 +34,21 @@ def test_a_rejection_resumes_the_run_without_opening_the_account(case, ana):
     services.approval_decide(case.pk, actor=ana, outcome="reject", reason="fake ids")
     run = drive(case.run_id)
 
-    assert (run.status, run.result["outcome"], run.result["reason"]) == (RunStatus.COMPLETED, "reject", "fake ids")
+    assert (run.status, run.result["outcome"], run.result["reason"]) == (
+        RunStatus.COMPLETED,
+        "reject",
+        "fake ids",
+    )
     assert CALLS["open_account"] == 0
 
 
 def test_a_hand_sent_decision_signal_approves_nothing(case, ana):
-    durable_services.signal_send(case.run_id, "compliance_decision",
-                                 {"approved": True, "outcome": "approve", "by": ["mallory"]}, actor="ops")
+    durable_services.signal_send(
+        case.run_id,
+        "compliance_decision",
+        {"approved": True, "outcome": "approve", "by": ["mallory"]},
+        actor="ops",
+    )
     run = drive(case.run_id)
     case.refresh_from_db()
     assert (run.status, case.status) == (RunStatus.WAITING, ApprovalStatus.PENDING)
@@ -73,9 +82,13 @@ def test_replaying_a_finished_run_opens_no_second_case(case, ana):
 
 def test_more_documents_sends_the_process_back_and_opens_a_fresh_case(db, clock, ana):
     first = start_case("loop", workflow="approval_loop_test")
-    services.approval_decide(first.pk, actor=ana, outcome="more_documents", reason="no address proof")
+    services.approval_decide(
+        first.pk, actor=ana, outcome="more_documents", reason="no address proof"
+    )
     drive(first.run_id)
-    durable_services.signal_send(first.run_id, "documents_received", {"files": ["address.pdf"]}, actor="test")
+    durable_services.signal_send(
+        first.run_id, "documents_received", {"files": ["address.pdf"]}, actor="test"
+    )
     drive(first.run_id)
     second = ApprovalRequest.objects.filter(run_id=first.run_id).exclude(pk=first.pk).get()
 

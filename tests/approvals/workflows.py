@@ -1,4 +1,5 @@
 """Small workflows that ask compliance through request_approval, for the approvals tests."""
+
 # Titles are in Portuguese, as a deployment's workflows write them for its team: the pages' language checks read them.
 from approvals.workflow import Decision, request_approval
 from durable import Retry, days, workflow
@@ -10,14 +11,22 @@ def needs_approval(company: str, risk: str = "low") -> dict:
     decision = request_approval(
         title=f"Abrir conta para {company}",
         summary={"company": company, "findings": [{"check": "address", "result": "ok"}]},
-        subject=("company", company), risk=risk, timeout=days(3))
+        subject=("company", company),
+        risk=risk,
+        timeout=days(3),
+    )
     if decision is None:
         workflow.step(record, "escalate")
         return {"outcome": "expired"}
     if decision.approved:
         workflow.step(record, "open_account", idempotency_key=workflow.id)
-    return {"outcome": decision.outcome, "by": decision.by, "reason": decision.reason,
-            "typed": isinstance(decision, Decision), "decided_at": decision.decided_at}
+    return {
+        "outcome": decision.outcome,
+        "by": decision.by,
+        "reason": decision.reason,
+        "typed": isinstance(decision, Decision),
+        "decided_at": decision.decided_at,
+    }
 
 
 @workflow(name="approval_acted_then_waits")
@@ -31,8 +40,13 @@ def acted_then_waits(company: str) -> str:
 
 @workflow(name="approval_routed_test")
 def routed_approval(company: str, risk: str = "low", groups: list | None = None) -> str:
-    decision = request_approval(title=f"Raise the limit of {company}", subject=("customer", company), risk=risk,
-                                timeout=days(3), candidate_groups=groups)
+    decision = request_approval(
+        title=f"Raise the limit of {company}",
+        subject=("customer", company),
+        risk=risk,
+        timeout=days(3),
+        candidate_groups=groups,
+    )
     return "expired" if decision is None else decision.outcome
 
 
@@ -65,5 +79,7 @@ def fetch_registry(company: str) -> str:
 @workflow(name="approval_after_retry_test")
 def approval_after_a_failed_lookup(company: str) -> str:
     status = workflow.step(fetch_registry, company, retry=Retry(max_attempts=1))
-    decision = request_approval(title=f"Abrir conta para {company} ({status})", subject=("company", company))
+    decision = request_approval(
+        title=f"Abrir conta para {company} ({status})", subject=("company", company)
+    )
     return decision.outcome if decision else "expired"

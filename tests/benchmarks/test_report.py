@@ -1,5 +1,6 @@
 """The benchmark's report: medians of trials, ratios taken trial by trial, and targets that
 are called unstable rather than met when the trials disagree."""
+
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -8,7 +9,9 @@ import pytest
 
 from benchmarks import report
 
-SAVED_RUN = Path(__file__).resolve().parents[2] / "benchmarks" / "charts" / "2026-12-01-quick-peers.json"
+SAVED_RUN = (
+    Path(__file__).resolve().parents[2] / "benchmarks" / "charts" / "2026-12-01-quick-peers.json"
+)
 
 
 def test_a_figure_is_the_median_of_its_trials_with_min_max_and_spread():
@@ -41,7 +44,7 @@ def test_a_saved_run_prints_a_table_with_every_target_and_a_chart_that_is_svg():
     table = report.table(saved)
     svg = ET.fromstring(report.chart_svg(saved))
 
-    assert all(verdict.endswith("(smoke)") for _, _, verdict in rows)   # a --quick run
+    assert all(verdict.endswith("(smoke)") for _, _, verdict in rows)  # a --quick run
     assert any(target.startswith("3-step runs >= 2x DBOS direct") for target, _, _ in rows)
     assert "per step" in table
     assert svg.tag.endswith("svg")
@@ -66,10 +69,15 @@ def test_the_idle_scale_is_called_from_trials_that_alternate_with_the_empty_data
     saved["quick"] = False
 
     def idle(loaded_p50s, empty_p50s):
-        return {"runs": 1_000_000, "sweep_tick": {"p50_ms": 1.6, "max_ms": 3.1, "trials_p50_ms": [1.5, 1.6, 1.7]},
-                "resume_ms": {"p50": 4.5, "p95": 5.5, "p99": 6.5}, "bytes_per_run": 474.0,
-                "resume_p50_ms": report.summary(loaded_p50s), "empty_resume_p50_ms": report.summary(empty_p50s),
-                "resume_vs_empty": report.ratio(loaded_p50s, empty_p50s)}
+        return {
+            "runs": 1_000_000,
+            "sweep_tick": {"p50_ms": 1.6, "max_ms": 3.1, "trials_p50_ms": [1.5, 1.6, 1.7]},
+            "resume_ms": {"p50": 4.5, "p95": 5.5, "p99": 6.5},
+            "bytes_per_run": 474.0,
+            "resume_p50_ms": report.summary(loaded_p50s),
+            "empty_resume_p50_ms": report.summary(empty_p50s),
+            "resume_vs_empty": report.ratio(loaded_p50s, empty_p50s),
+        }
 
     saved["idle"] = idle([4.4, 4.5, 4.6], [4.0, 4.1, 4.2])
     close = {target: verdict for target, _, verdict in report.targets(saved)}

@@ -1,4 +1,5 @@
 """The login lockouts' admin (django-axes, which ships no pt-BR) reads in Portuguese too."""
+
 from axes.models import AccessAttempt, AccessLog
 from django.utils import translation
 

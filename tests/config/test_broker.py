@@ -1,4 +1,5 @@
 """The embedded broker: messages written by many processes are read whole, and once."""
+
 import multiprocessing
 
 from kombu import Connection
@@ -15,15 +16,21 @@ def produce(folder: str, producer: int, count: int) -> None:
 
 
 def options(folder: str) -> dict:
-    return {"data_folder_in": f"{folder}/queue", "data_folder_out": f"{folder}/queue",
-            "processed_folder": f"{folder}/processed", "control_folder": f"{folder}/control",
-            "polling_interval": 0.01}
+    return {
+        "data_folder_in": f"{folder}/queue",
+        "data_folder_out": f"{folder}/queue",
+        "processed_folder": f"{folder}/processed",
+        "control_folder": f"{folder}/control",
+        "polling_interval": 0.01,
+    }
 
 
 def test_messages_from_concurrent_producers_arrive_whole_and_once(tmp_path):
     for name in ("queue", "processed", "control"):
         (tmp_path / name).mkdir()
-    producers = [multiprocessing.Process(target=produce, args=(str(tmp_path), p, 100)) for p in range(3)]
+    producers = [
+        multiprocessing.Process(target=produce, args=(str(tmp_path), p, 100)) for p in range(3)
+    ]
     received = []
 
     with Connection(transport=Transport, transport_options=options(str(tmp_path))) as conn:

@@ -1,4 +1,5 @@
 """The shipped Celery config gives the sweep a queue of its own and takeovers a lane."""
+
 from config.celery import app
 
 
@@ -15,4 +16,8 @@ def test_a_worker_started_without_queues_consumes_the_default_the_takeover_lane_
 
 def test_each_queue_is_declared_as_celery_declares_one_it_creates():
     for name, queue in app.amqp.queues.items():
-        assert (queue.exchange.name, queue.exchange.type, queue.routing_key) == (name, "direct", name)
+        assert (queue.exchange.name, queue.exchange.type, queue.routing_key) == (
+            name,
+            "direct",
+            name,
+        )

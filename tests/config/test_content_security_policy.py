@@ -1,5 +1,6 @@
 """The Content-Security-Policy: sent on every page, and every page people use passes it in a
 real browser (a blocked inline script is a button that silently does nothing)."""
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -18,7 +19,11 @@ def test_every_response_carries_the_policy(client, db):
     for path in ("/login/", "/admin/login/", "/approvals/"):
         policy = client.get(path)["Content-Security-Policy"]
 
-        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy and "unsafe" not in policy
+        assert (
+            "script-src 'self'" in policy
+            and "frame-ancestors 'none'" in policy
+            and "unsafe" not in policy
+        )
 
 
 @pytest.mark.slow
@@ -27,10 +32,19 @@ def test_the_reviewer_pages_the_admin_and_the_api_docs_raise_no_violation(browse
     root = make_user("root", reviewer=True, groups=("kyc", services.SUPERVISOR_GROUP))
     get_user_model().objects.filter(pk=root.pk).update(is_staff=True, is_superuser=True)
     case = onboarding_waiting_for_compliance()
-    paths = ["/approvals/", f"/approvals/{case.pk}/", "/approvals/mine/", "/approvals/archive/",
-             "/approvals/team/", "/approvals/dashboard/", "/admin/", "/admin/durable/workflowrun/",
-             f"/admin/durable/workflowrun/{case.run_id}/change/", "/admin/approvals/approvalrequest/",
-             "/api/docs/"]
+    paths = [
+        "/approvals/",
+        f"/approvals/{case.pk}/",
+        "/approvals/mine/",
+        "/approvals/archive/",
+        "/approvals/team/",
+        "/approvals/dashboard/",
+        "/admin/",
+        "/admin/durable/workflowrun/",
+        f"/admin/durable/workflowrun/{case.run_id}/change/",
+        "/admin/approvals/approvalrequest/",
+        "/api/docs/",
+    ]
     context = browser.new_context()
     context.add_init_script(LISTEN)
     page = context.new_page()
@@ -47,7 +61,7 @@ def test_the_reviewer_pages_the_admin_and_the_api_docs_raise_no_violation(browse
         page.wait_for_load_state("networkidle")
         page.wait_for_timeout(100)
         violations[path] = page.evaluate("window.__violations")
-        if path == "/api/docs/":   # its script (a file now) did draw the operations
+        if path == "/api/docs/":  # its script (a file now) did draw the operations
             drawn = page.locator("#swagger-ui .opblock").count()
     context.close()
 

@@ -1,4 +1,5 @@
 """A NUL or another control character in a request is a 400 naming where, on every surface."""
+
 import json
 
 import pytest
@@ -60,14 +61,18 @@ def posted_reasons(case, clock) -> dict:
     later = f"{timezone.localtime(clock.now() + days(1)):%Y-%m-%dT%H:%M}"
     return {
         "approval_decide": {"outcome": "reject", "reason": "no\x00pe"},
-        "approval_extend": {"due_at": f"{timezone.localtime(case.due_at + days(1)):%Y-%m-%dT%H:%M}",
-                            "reason": "bank\x00strike"},
+        "approval_extend": {
+            "due_at": f"{timezone.localtime(case.due_at + days(1)):%Y-%m-%dT%H:%M}",
+            "reason": "bank\x00strike",
+        },
         "approval_follow_up": {"follow_up_at": later, "reason": "bank\x00letter"},
         "approval_unclaim": {"reason": "on\x00leave"},
     }
 
 
-@pytest.mark.parametrize("url", ["approval_decide", "approval_extend", "approval_follow_up", "approval_unclaim"])
+@pytest.mark.parametrize(
+    "url", ["approval_decide", "approval_extend", "approval_follow_up", "approval_unclaim"]
+)
 def test_a_nul_in_a_posted_reason_is_a_400_and_nothing_is_written(lead, case, clock, url):
     approvals_services.approval_claim(case.pk, actor=lead)
 
@@ -79,7 +84,9 @@ def test_a_nul_in_a_posted_reason_is_a_400_and_nothing_is_written(lead, case, cl
 
 
 def test_a_nul_in_a_multipart_field_is_a_400(lead, case):
-    response = signed_in(lead).post(reverse("approval_note", args=[case.pk]), {"reason": "a\x00b"})   # multipart
+    response = signed_in(lead).post(
+        reverse("approval_note", args=[case.pk]), {"reason": "a\x00b"}
+    )  # multipart
 
     assert refused(response)
 
@@ -87,7 +94,9 @@ def test_a_nul_in_a_multipart_field_is_a_400(lead, case):
 def test_a_nul_in_the_admins_cancel_reason_is_a_400_and_the_run_goes_on(admin_client, case):
     url = reverse("admin:durable_workflowrun_cancel", args=[quote(case.run_id)])
 
-    response = admin_client.post(url, "reason=no%00pe", content_type="application/x-www-form-urlencoded")
+    response = admin_client.post(
+        url, "reason=no%00pe", content_type="application/x-www-form-urlencoded"
+    )
 
     assert refused(response)
     assert durable_selectors.run_get(case.run_id).status == "waiting"
@@ -96,7 +105,9 @@ def test_a_nul_in_the_admins_cancel_reason_is_a_400_and_the_run_goes_on(admin_cl
 def test_line_breaks_and_tabs_in_a_reason_are_text_not_control_characters(lead, case):
     approvals_services.approval_claim(case.pk, actor=lead)
 
-    response = signed_in(lead).post(reverse("approval_note", args=[case.pk]), {"reason": "first line\r\n\tsecond"})
+    response = signed_in(lead).post(
+        reverse("approval_note", args=[case.pk]), {"reason": "first line\r\n\tsecond"}
+    )
 
     assert response.status_code == 302
     assert case.audit.filter(action="note", reason="first line\r\n\tsecond").exists()
@@ -122,11 +133,15 @@ def operator(db):
 
 
 @pytest.mark.parametrize("method, url", API_ADDRESSES.values(), ids=API_ADDRESSES.keys())
-def test_the_api_answers_a_control_character_in_its_address_in_its_own_error_format(operator, method, url):
+def test_the_api_answers_a_control_character_in_its_address_in_its_own_error_format(
+    operator, method, url
+):
     if method == "get":
         response = operator.get(url)
     else:
-        response = operator.post(url, json.dumps({"name": "x", "reason": "x"}), content_type="application/json")
+        response = operator.post(
+            url, json.dumps({"name": "x", "reason": "x"}), content_type="application/json"
+        )
 
     assert response.status_code in (400, 404)
     assert response["Content-Type"].startswith("application/json")
@@ -135,14 +150,24 @@ def test_the_api_answers_a_control_character_in_its_address_in_its_own_error_for
 API_BODIES = {
     "a workflow to start": ("/api/runs/", {"workflow": "approval_test\x00"}),
     "a signal's name": ("/api/runs/{run}/signals/", {"name": "go\x00"}),
-    "a signal's payload": ("/api/runs/{run}/signals/", {"name": "go", "payload": {"note": "a\x00b"}}),
+    "a signal's payload": (
+        "/api/runs/{run}/signals/",
+        {"name": "go", "payload": {"note": "a\x00b"}},
+    ),
     "a cancel's reason": ("/api/runs/{run}/cancel/", {"reason": "no\x00pe"}),
 }
 
 
 @pytest.mark.parametrize("url, body", API_BODIES.values(), ids=API_BODIES.keys())
-def test_a_nul_in_a_json_string_is_a_400_from_the_api_and_nothing_is_written(operator, case, url, body):
-    response = operator.post(url.format(run=case.run_id), json.dumps(body), content_type="application/json")
+def test_a_nul_in_a_json_string_is_a_400_from_the_api_and_nothing_is_written(
+    operator, case, url, body
+):
+    response = operator.post(
+        url.format(run=case.run_id), json.dumps(body), content_type="application/json"
+    )
 
-    assert response.status_code == 400 and response.json()["error"]["code"] in ("invalid", "payload_error")
+    assert response.status_code == 400 and response.json()["error"]["code"] in (
+        "invalid",
+        "payload_error",
+    )
     assert durable_selectors.run_get(case.run_id).status == "waiting"

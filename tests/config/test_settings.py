@@ -1,29 +1,45 @@
 """Settings read from the environment as a newcomer's shell sets them (a subprocess each)."""
+
 import pytest
 
 from tests.support import run_python
 
 pytestmark = pytest.mark.integration
 
-SHOW_BROKER = ("from django.conf import settings; "
-               "print(settings.CELERY_BROKER_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS['data_folder_in'])")
-SHOW_STRICT = "import django; django.setup(); from durable.runtime import strict; print(strict.installed())"
+SHOW_BROKER = (
+    "from django.conf import settings; "
+    "print(settings.CELERY_BROKER_URL, settings.CELERY_BROKER_TRANSPORT_OPTIONS['data_folder_in'])"
+)
+SHOW_STRICT = (
+    "import django; django.setup(); from durable.runtime import strict; print(strict.installed())"
+)
 
 
 def test_an_empty_broker_url_means_the_embedded_filesystem_broker(tmp_path):
-    result = run_python("-c", SHOW_BROKER, var_dir=tmp_path, CELERY_BROKER_URL="",
-                        DJANGO_SETTINGS_MODULE="config.settings")
+    result = run_python(
+        "-c",
+        SHOW_BROKER,
+        var_dir=tmp_path,
+        CELERY_BROKER_URL="",
+        DJANGO_SETTINGS_MODULE="config.settings",
+    )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["filesystem://localhost/", str(tmp_path / "broker" / "queue")]
 
 
-@pytest.mark.parametrize(("env", "installed"), [
-    ({"DEBUG": "1"}, "False"),
-    ({"DEBUG": "1", "DURABLE_STRICT": "1"}, "True"),
-], ids=["debug-alone", "explicit-strict"])
+@pytest.mark.parametrize(
+    ("env", "installed"),
+    [
+        ({"DEBUG": "1"}, "False"),
+        ({"DEBUG": "1", "DURABLE_STRICT": "1"}, "True"),
+    ],
+    ids=["debug-alone", "explicit-strict"],
+)
 def test_outside_tests_strict_mode_is_on_only_when_asked_for(tmp_path, env, installed):
-    result = run_python("-c", SHOW_STRICT, var_dir=tmp_path, DJANGO_SETTINGS_MODULE="config.settings", **env)
+    result = run_python(
+        "-c", SHOW_STRICT, var_dir=tmp_path, DJANGO_SETTINGS_MODULE="config.settings", **env
+    )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == installed

@@ -1,5 +1,6 @@
 """Throttling: failed logins locked per user and per address (visible in the admin), API tokens
 rate-limited, webhooks never throttled but bounded by body size."""
+
 import json
 
 import pytest
@@ -37,7 +38,9 @@ def test_five_failed_logins_lock_the_user_out_even_with_the_right_password(setti
     for _ in range(settings.AXES_FAILURE_LIMIT):
         log_in("ana", "guess")
 
-    client, response = log_in("ana", PASSWORD, address="198.51.100.9")   # another address: still locked
+    client, response = log_in(
+        "ana", PASSWORD, address="198.51.100.9"
+    )  # another address: still locked
 
     assert response.status_code == 429
     assert not signed_in(client)
@@ -71,7 +74,8 @@ def test_a_success_before_the_limit_starts_the_count_again(settings):
 def test_a_forwarded_for_header_does_not_change_the_address_without_a_trusted_proxy(settings):
     for n in range(settings.AXES_FAILURE_LIMIT):
         Client(REMOTE_ADDR="203.0.113.7", HTTP_X_FORWARDED_FOR=f"10.0.0.{n}").post(
-            LOGIN, {"username": f"someone-{n}", "password": "guess"})
+            LOGIN, {"username": f"someone-{n}", "password": "guess"}
+        )
 
     assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"203.0.113.7"}
 
@@ -80,7 +84,8 @@ def test_behind_one_trusted_proxy_the_address_is_the_one_the_proxy_saw(settings)
     settings.TRUSTED_PROXY_COUNT = 1
 
     Client(REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="10.9.9.9, 203.0.113.50").post(
-        LOGIN, {"username": "dora", "password": "guess"})
+        LOGIN, {"username": "dora", "password": "guess"}
+    )
 
     assert list(AccessAttempt.objects.values_list("ip_address", flat=True)) == ["203.0.113.50"]
 
@@ -109,7 +114,10 @@ def token_client():
 
 @pytest.fixture
 def three_per_minute(settings):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"token": "3/min"}}
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"token": "3/min"},
+    }
 
 
 def test_an_api_token_past_its_rate_gets_429_with_retry_after(token_client, three_per_minute):
@@ -143,12 +151,20 @@ def test_the_webhooks_are_never_throttled(three_per_minute, settings):
 
     answers = set()
     for n in range(6):
-        body = json.dumps(whatsapp_webhook(whatsapp_message(f"wamid.throttle.{n}", text="oi"))).encode()
-        answers.add(client.post(WHATSAPP_URL, data=body, content_type="application/json",
-                                HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings.WHATSAPP_APP_SECRET)).status_code)
+        body = json.dumps(
+            whatsapp_webhook(whatsapp_message(f"wamid.throttle.{n}", text="oi"))
+        ).encode()
+        answers.add(
+            client.post(
+                WHATSAPP_URL,
+                data=body,
+                content_type="application/json",
+                HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings.WHATSAPP_APP_SECRET),
+            ).status_code
+        )
 
     assert answers == {200}
-    assert WebhookDelivery.objects.count() == 6   # each stored for the intake
+    assert WebhookDelivery.objects.count() == 6  # each stored for the intake
 
 
 def test_a_webhook_body_larger_than_the_limit_is_refused_and_nothing_is_stored(settings):
@@ -156,9 +172,12 @@ def test_a_webhook_body_larger_than_the_limit_is_refused_and_nothing_is_stored(s
     message = whatsapp_message("wamid.huge", text="x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1))
     body = json.dumps(whatsapp_webhook(message)).encode()
 
-    response = APIClient().post(WHATSAPP_URL, data=body, content_type="application/json",
-                                HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings.WHATSAPP_APP_SECRET))
+    response = APIClient().post(
+        WHATSAPP_URL,
+        data=body,
+        content_type="application/json",
+        HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings.WHATSAPP_APP_SECRET),
+    )
 
     assert response.status_code in (400, 413)
     assert not InboundMessage.objects.exists()
-

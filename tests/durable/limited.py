@@ -1,4 +1,5 @@
 """Workflows and limits for the tests of queues and limits; also imported by worker subprocesses."""
+
 import time
 
 from celery import current_task
@@ -19,8 +20,9 @@ def mark(name: str) -> str:
     """Record that the step's body ran, when, and on which Celery worker."""
     info = current_step()
     worker = getattr(current_task.request, "hostname", "") if current_task else ""
-    Effect.objects.create(run_id=info.run_id, name=name, idempotency_key=info.idempotency_key,
-                          worker=worker or "")
+    Effect.objects.create(
+        run_id=info.run_id, name=name, idempotency_key=info.idempotency_key, worker=worker or ""
+    )
     return name
 
 
@@ -96,7 +98,7 @@ def slow_llm_check() -> str:
     return workflow.step(busy, 12, queue=LLM_QUEUE)
 
 
-PRIORITY_QUEUE = "test-priority-check"   # declared with x-max-priority by its own test
+PRIORITY_QUEUE = "test-priority-check"  # declared with x-max-priority by its own test
 
 
 @workflow(name="served_by_priority", queue=PRIORITY_QUEUE)

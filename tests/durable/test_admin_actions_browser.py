@@ -1,4 +1,5 @@
 """The runs admin in headless Chromium: each repair button posts its own form, as the operator clicks it."""
+
 import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission, User
@@ -17,12 +18,18 @@ PASSWORD = "correct-horse-battery"
 @pytest.fixture
 def operator_page(browser, live_server):
     user = User.objects.create_user("ops", password=PASSWORD, is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(
-        content_type__app_label="durable",
-        codename__in=["view_workflowrun", "operate_workflowrun", "view_auditevent"]))
+    user.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="durable",
+            codename__in=["view_workflowrun", "operate_workflowrun", "view_auditevent"],
+        )
+    )
     with admin_page(browser, live_server, "ops", PASSWORD) as page:
+
         def open_run(run_id: str):
-            page.goto(live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+            page.goto(
+                live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
+            )
             return page
 
         yield open_run
@@ -47,7 +54,7 @@ def test_retry_on_a_failed_run_sends_it_back_to_pending_and_is_audited(operator_
     page.get_by_role("button", name="Retry").click()
     page.wait_for_load_state()
 
-    assert run.status == RunStatus.FAILED            # as it was when the page was opened
+    assert run.status == RunStatus.FAILED  # as it was when the page was opened
     assert "sent back to pending" in page.locator("ul.messagelist").inner_text()
     assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.PENDING
     assert AuditEvent.objects.filter(run_id=run.id, action="retry", actor="ops").exists()
@@ -64,7 +71,9 @@ def test_cancel_with_a_reason_after_confirming_cancels_the_run_and_is_audited(op
 
     cancelled = WorkflowRun.objects.get(pk=run.id)
     assert "cancelled" in page.locator("ul.messagelist").inner_text()
-    assert cancelled.status == RunStatus.CANCELLED and cancelled.error["message"] == "duplicate case"
+    assert (
+        cancelled.status == RunStatus.CANCELLED and cancelled.error["message"] == "duplicate case"
+    )
     assert AuditEvent.objects.filter(run_id=run.id, action="cancel", actor="ops").exists()
 
 
@@ -79,7 +88,9 @@ def test_a_signal_sent_from_the_run_page_is_recorded_and_audited(operator_page):
     page.wait_for_load_state()
 
     assert "recorded for run" in page.locator("ul.messagelist").inner_text()
-    assert list(Signal.objects.filter(run_id=run.id).values_list("name", "payload")) == [("go", {"value": 3})]
+    assert list(Signal.objects.filter(run_id=run.id).values_list("name", "payload")) == [
+        ("go", {"value": 3})
+    ]
     assert AuditEvent.objects.filter(run_id=run.id, action="signal", actor="ops").exists()
     assert drive(run.id).result == ["before", 3, "after"]
 
@@ -90,7 +101,9 @@ def test_fork_from_here_asks_first_then_opens_the_fork_and_audits_the_operator(o
     drive(run.id)
 
     page = operator_page(run.id)
-    page.locator("#durable-journal tbody tr").nth(2).get_by_role("link", name="Fork from here").click()
+    page.locator("#durable-journal tbody tr").nth(2).get_by_role(
+        "link", name="Fork from here"
+    ).click()
     page.wait_for_load_state()
     assert "Keeps 2 journal entries" in page.locator("#content-main").inner_text()
     page.get_by_role("button", name="Fork from position 2").click()

@@ -1,5 +1,6 @@
 """The run list at scale: no page counts the whole table, and no filter reads every run for its
 choices (benchmarks/pages.py measures it with a million runs)."""
+
 from datetime import timedelta
 
 import pytest
@@ -13,29 +14,44 @@ from tests.durable.test_admin import operator  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
 LIST = reverse("admin:durable_workflowrun_changelist")
-on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql",
-                                   reason="the table's row estimate is PostgreSQL's (pg_class.reltuples)")
+on_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="the table's row estimate is PostgreSQL's (pg_class.reltuples)",
+)
 
 
 @pytest.fixture
 def runs(clock):
     """Twelve runs of two workflows, a second apart, the newest one in review."""
     now = clock.now()
-    WorkflowRun.objects.bulk_create([
-        WorkflowRun(id=f"scale:{n:02d}", workflow_name="billing" if n % 2 else "onboarding", input={},
-                    attributes={"stage": "in review" if n == 11 else "awaiting documents"},
-                    created_at=now - timedelta(seconds=11 - n), updated_at=now)
-        for n in range(12)])
+    WorkflowRun.objects.bulk_create(
+        [
+            WorkflowRun(
+                id=f"scale:{n:02d}",
+                workflow_name="billing" if n % 2 else "onboarding",
+                input={},
+                attributes={"stage": "in review" if n == 11 else "awaiting documents"},
+                created_at=now - timedelta(seconds=11 - n),
+                updated_at=now,
+            )
+            for n in range(12)
+        ]
+    )
 
 
 def counts_of_the_table(queries) -> list[str]:
-    return [query["sql"] for query in queries if "COUNT(" in query["sql"].upper() and "LIMIT" not in query["sql"]]
+    return [
+        query["sql"]
+        for query in queries
+        if "COUNT(" in query["sql"].upper() and "LIMIT" not in query["sql"]
+    ]
 
 
 @on_postgresql
 def test_an_unfiltered_list_of_a_large_table_reads_the_estimate_and_counts_nothing(
-        operator, runs, monkeypatch):   # noqa: F811
-    monkeypatch.setattr(paging, "ESTIMATE_ABOVE", 5)   # twelve runs stand for a million
+    operator, runs, monkeypatch
+):  # noqa: F811
+    monkeypatch.setattr(paging, "ESTIMATE_ABOVE", 5)  # twelve runs stand for a million
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE durable_workflowrun")
 
@@ -47,14 +63,16 @@ def test_an_unfiltered_list_of_a_large_table_reads_the_estimate_and_counts_nothi
     assert "about 12 workflow runs" in " ".join(response.content.decode().split())
 
 
-def test_a_small_table_is_counted_exactly(operator, runs):   # noqa: F811
+def test_a_small_table_is_counted_exactly(operator, runs):  # noqa: F811
     response = operator.get(LIST)
 
     assert "12 workflow runs" in " ".join(response.content.decode().split())
     assert "about 12" not in response.content.decode()
 
 
-def test_a_filter_matching_more_than_the_cap_counts_only_up_to_it_and_says_so(operator, runs, monkeypatch):  # noqa: F811
+def test_a_filter_matching_more_than_the_cap_counts_only_up_to_it_and_says_so(
+    operator, runs, monkeypatch
+):  # noqa: F811
     monkeypatch.setattr(paging, "COUNT_CAP", 4)
 
     with CaptureQueriesContext(connection) as queries:
@@ -63,7 +81,7 @@ def test_a_filter_matching_more_than_the_cap_counts_only_up_to_it_and_says_so(op
     text = " ".join(response.content.decode().split())
     assert "more than 4 workflow runs" in text
     assert counts_of_the_table(queries.captured_queries) == []
-    assert "scale:10" in text   # the newest match is on the page
+    assert "scale:10" in text  # the newest match is on the page
 
 
 def test_the_workflow_filter_offers_each_workflow_and_keeps_its_old_parameter(operator, runs):  # noqa: F811

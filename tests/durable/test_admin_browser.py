@@ -1,4 +1,5 @@
 """The runs admin in headless Chromium, on the demo's own data, at a laptop's 1366 px."""
+
 import io
 import re
 
@@ -16,7 +17,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "pw-admin-browser-1"
 COLUMNS = ["id", "workflow", "status", "waiting for", "wake at", "advances", "updated at"]
-STAMP = re.compile(r"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d [A-Z+\-0-9]+$")  # the reader's date, seconds and a time zone
+STAMP = re.compile(
+    r"^\d\d/\d\d/\d{4} \d\d:\d\d:\d\d [A-Z+\-0-9]+$"
+)  # the reader's date, seconds and a time zone
 
 
 @pytest.fixture
@@ -42,7 +45,9 @@ def admin_page(browser, live_server, demo_data):  # noqa: F811
 
 def test_at_1366_px_the_run_list_shows_every_column_without_scrolling_sideways(admin_page):
     headers = admin_page.eval_on_selector_all(
-        "#result_list thead th", "ths => ths.map(th => ({text: th.innerText.trim(), right: th.getBoundingClientRect().right}))")
+        "#result_list thead th",
+        "ths => ths.map(th => ({text: th.innerText.trim(), right: th.getBoundingClientRect().right}))",
+    )
     widths = admin_page.evaluate("""() => ({
         viewport: window.innerWidth,
         page: document.documentElement.scrollWidth,
@@ -59,27 +64,48 @@ def test_at_1366_px_the_run_list_shows_every_column_without_scrolling_sideways(a
 def test_the_run_list_shows_wake_and_update_times_to_the_second_with_their_zone(admin_page):
     cells = admin_page.eval_on_selector_all(
         "#result_list td.field-wake_at_stamp time, #result_list td.field-updated_at_stamp time",
-        "times => times.map(t => t.innerText.replace(/\\s+/g, ' ').trim())")
+        "times => times.map(t => t.innerText.replace(/\\s+/g, ' ').trim())",
+    )
 
     assert len(cells) >= 13  # every run has an update time; the waiting ones a wake time
     assert all(STAMP.match(cell) for cell in cells), cells
 
 
 def test_a_run_pages_timeline_draws_its_bars_in_the_browser(admin_page):
-    run_id = WorkflowRun.objects.filter(journal__kind="step").order_by("created_at").values_list("id", flat=True).first()
-    admin_page.goto(admin_page.url.split("/admin/")[0] + reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+    run_id = (
+        WorkflowRun.objects.filter(journal__kind="step")
+        .order_by("created_at")
+        .values_list("id", flat=True)
+        .first()
+    )
+    admin_page.goto(
+        admin_page.url.split("/admin/")[0]
+        + reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
+    )
 
-    bars = admin_page.eval_on_selector_all("#durable-timeline rect", "rects => rects.map(r => r.getBBox().width)")
-    box = admin_page.eval_on_selector("#durable-timeline", "svg => svg.getBoundingClientRect().width")
+    bars = admin_page.eval_on_selector_all(
+        "#durable-timeline rect", "rects => rects.map(r => r.getBBox().width)"
+    )
+    box = admin_page.eval_on_selector(
+        "#durable-timeline", "svg => svg.getBoundingClientRect().width"
+    )
 
     assert bars and all(width > 0 for width in bars), bars
     assert 0 < box <= 1366
 
 
 def test_on_a_390_px_phone_the_timeline_shrinks_to_the_screen(admin_page):
-    run_id = WorkflowRun.objects.filter(journal__kind="step").order_by("created_at").values_list("id", flat=True).first()
+    run_id = (
+        WorkflowRun.objects.filter(journal__kind="step")
+        .order_by("created_at")
+        .values_list("id", flat=True)
+        .first()
+    )
     admin_page.set_viewport_size({"width": 390, "height": 844})
-    admin_page.goto(admin_page.url.split("/admin/")[0] + reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+    admin_page.goto(
+        admin_page.url.split("/admin/")[0]
+        + reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
+    )
 
     drawn = admin_page.evaluate("""() => {
         const svg = document.querySelector('#durable-timeline'), box = svg.getBoundingClientRect();
@@ -90,5 +116,5 @@ def test_on_a_390_px_phone_the_timeline_shrinks_to_the_screen(admin_page):
     }""")
 
     assert 0 < drawn["width"] and drawn["left"] >= 0 and drawn["right"] <= drawn["viewport"], drawn
-    assert drawn["holder"][0] <= drawn["holder"][1], drawn     # nothing hidden to the side
+    assert drawn["holder"][0] <= drawn["holder"][1], drawn  # nothing hidden to the side
     assert drawn["bars"] and all(width > 0 for width in drawn["bars"]), drawn

@@ -1,5 +1,6 @@
 """The run page's timeline: an SVG drawn on the server, steps as bars over time, the engine's
 markers folded away, numbers written with a dot in every language."""
+
 import re
 
 import pytest
@@ -33,7 +34,9 @@ def sleeping_run(clock):
 
 def run_page(client, run_id: str) -> str:
     viewer = staff_with(client, "view_workflowrun", username="viewer")
-    return viewer.get(reverse("admin:durable_workflowrun_change", args=[quote(run_id)])).content.decode()
+    return viewer.get(
+        reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
+    ).content.decode()
 
 
 def timeline(page: str) -> str:
@@ -43,7 +46,7 @@ def timeline(page: str) -> str:
 def test_the_timeline_draws_a_bar_per_step_and_wait_and_folds_the_markers(client, sleeping_run):
     svg = timeline(run_page(client, sleeping_run.id))
 
-    assert svg.count("<rect ") == 2      # the step and the sleep; now() and the attributes folded
+    assert svg.count("<rect ") == 2  # the step and the sleep; now() and the attributes folded
     assert "2 engine markers folded away" in svg
     assert "sleep sleep: waiting" in svg
 
@@ -55,11 +58,15 @@ def test_a_step_name_is_escaped_in_the_timeline(client, sleeping_run):
 
 
 @pytest.mark.parametrize("language", ["pt-br", "en"])
-def test_the_timeline_numbers_are_written_with_a_dot_in_every_language(client, sleeping_run, language):
+def test_the_timeline_numbers_are_written_with_a_dot_in_every_language(
+    client, sleeping_run, language
+):
     with translation.override(language):
         svg = timeline(run_page(client, sleeping_run.id))
 
-    drawing = svg.split(">", 1)[1]     # the bars, labels and axis, past the <svg> tag's own width="100%"
+    drawing = svg.split(">", 1)[
+        1
+    ]  # the bars, labels and axis, past the <svg> tag's own width="100%"
     numbers = re.findall(r' (?:x|y|width|height|x1|x2|y1|y2)="([^"]*)"', drawing)
     assert numbers and all(re.fullmatch(r"-?\d+(\.\d+)?", number) for number in numbers), numbers
     assert "12.5 s since the run started" in svg

@@ -1,4 +1,5 @@
 """The REST API: permissions, the error shape, input validation, and every action through the services."""
+
 import json
 import re
 
@@ -17,8 +18,9 @@ pytestmark = pytest.mark.django_db
 
 def user_with(*codenames: str, username: str = "operator") -> User:
     user = User.objects.create_user(username, password="pw-unused-123")
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="durable",
-                                                         codename__in=codenames))
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="durable", codename__in=codenames)
+    )
     return user
 
 
@@ -62,7 +64,9 @@ def test_list_filters_by_status_and_workflow_and_paginates(operator, clock):
     services.run_start("three_steps", 2, id="three:2", actor="test")
     drive(services.run_start("step_wait_step", id="wait:1", actor="test").id)
 
-    response = operator.get("/api/runs/", {"status": "pending", "workflow": "three_steps", "page_size": 1})
+    response = operator.get(
+        "/api/runs/", {"status": "pending", "workflow": "three_steps", "page_size": 1}
+    )
 
     body = response.json()
     assert response.status_code == 200
@@ -117,7 +121,7 @@ def test_a_filter_of_white_space_alone_is_taken_as_sent_and_matches_no_run(opera
 
     response = operator.get("/api/runs/", {"workflow": blank, "parent": blank})
 
-    assert response.status_code == 200   # the schema says any non-empty text: no trimming to blank
+    assert response.status_code == 200  # the schema says any non-empty text: no trimming to blank
     assert response.json()["count"] == 0
 
 
@@ -131,8 +135,13 @@ def test_a_signal_name_keeps_its_spaces(operator, waiting_run):
 def test_the_schema_says_text_fields_take_no_nul_and_pages_have_bounds(operator):
     schema = operator.get("/api/schema/", HTTP_ACCEPT="application/json").json()
 
-    assert schema["components"]["schemas"]["SignalSendRequest"]["properties"]["name"]["pattern"] == "^[^\\u0000]*$"
-    page_size = next(p for p in schema["paths"]["/api/runs/"]["get"]["parameters"] if p["name"] == "page_size")
+    assert (
+        schema["components"]["schemas"]["SignalSendRequest"]["properties"]["name"]["pattern"]
+        == "^[^\\u0000]*$"
+    )
+    page_size = next(
+        p for p in schema["paths"]["/api/runs/"]["get"]["parameters"] if p["name"] == "page_size"
+    )
     assert (page_size["schema"]["minimum"], page_size["schema"]["maximum"]) == (1, 500)
 
 
@@ -140,14 +149,20 @@ def test_an_empty_reason_is_valid_by_the_schema_as_the_api_takes_it(operator):
     """oneOf forbids a value two alternatives accept: "" was both "text without NUL" and
     "empty", so the schema said a blank reason was invalid (schemathesis found it)."""
     schema = operator.get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    reasons = {name: schema["components"]["schemas"][name]["properties"]["reason"]
-               for name in ("BulkRequestRequest", "RunCancelRequest", "SchedulePauseRequest")}
+    reasons = {
+        name: schema["components"]["schemas"][name]["properties"]["reason"]
+        for name in ("BulkRequestRequest", "RunCancelRequest", "SchedulePauseRequest")
+    }
 
-    assert {name: ("oneOf" in reason, reason["type"], reason["maxLength"]) for name, reason in reasons.items()} == {
-        name: (False, "string", 1000) for name in reasons}
+    assert {
+        name: ("oneOf" in reason, reason["type"], reason["maxLength"])
+        for name, reason in reasons.items()
+    } == {name: (False, "string", 1000) for name in reasons}
 
 
-def test_detail_of_an_id_with_colon_slash_and_space_shows_journal_and_signals(operator, waiting_run):
+def test_detail_of_an_id_with_colon_slash_and_space_shows_journal_and_signals(
+    operator, waiting_run
+):
     services.signal_send(waiting_run.id, "unrelated", {"x": 1}, actor="test")
 
     response = operator.get("/api/runs/orders:c-42/a%20b/")
@@ -156,7 +171,9 @@ def test_detail_of_an_id_with_colon_slash_and_space_shows_journal_and_signals(op
     assert response.status_code == 200
     assert body["id"] == "orders:c-42/a b"
     assert [(e["position"], e["kind"], e["name"], e["status"]) for e in body["journal"]] == [
-        (0, "step", "record", "completed"), (1, "signal", "go", "waiting")]
+        (0, "step", "record", "completed"),
+        (1, "signal", "go", "waiting"),
+    ]
     assert body["signals"][0]["name"] == "unrelated" and body["signals"][0]["consumed"] is False
 
 
@@ -173,13 +190,20 @@ def test_an_unknown_run_is_a_404_run_not_found(operator):
     response = operator.get("/api/runs/nope:1/")
 
     assert response.status_code == 404
-    assert response.json()["error"] == {"code": "run_not_found", "message": "no run with id 'nope:1'",
-                                        "detail": None}
+    assert response.json()["error"] == {
+        "code": "run_not_found",
+        "message": "no run with id 'nope:1'",
+        "detail": None,
+    }
 
 
 def test_start_creates_a_run_and_audits_the_request(operator):
-    response = post_json(operator, "/api/runs/", {"workflow": "three_steps", "id": "three:api",
-                                                  "args": [5]}, HTTP_USER_AGENT="ops-test/1")
+    response = post_json(
+        operator,
+        "/api/runs/",
+        {"workflow": "three_steps", "id": "three:api", "args": [5]},
+        HTTP_USER_AGENT="ops-test/1",
+    )
 
     assert response.status_code == 201
     run = WorkflowRun.objects.get(pk="three:api")
@@ -203,7 +227,9 @@ def test_starting_the_same_id_again_returns_the_existing_run_with_200(operator):
 def test_starting_an_existing_id_with_other_input_is_a_409_conflict(operator):
     post_json(operator, "/api/runs/", {"workflow": "three_steps", "id": "three:c", "args": [5]})
 
-    response = post_json(operator, "/api/runs/", {"workflow": "three_steps", "id": "three:c", "args": [6]})
+    response = post_json(
+        operator, "/api/runs/", {"workflow": "three_steps", "id": "three:c", "args": [6]}
+    )
 
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "run_conflict"
@@ -243,8 +269,12 @@ def test_a_viewer_cannot_start_a_run(viewer):
 
 def test_a_signal_resumes_the_run_and_the_idempotency_key_dedupes_it(operator, waiting_run):
     url = "/api/runs/orders:c-42/a%20b/signals/"
-    first = post_json(operator, url, {"name": "go", "payload": {"value": 7}}, HTTP_IDEMPOTENCY_KEY="req-1")
-    again = post_json(operator, url, {"name": "go", "payload": {"value": 7}}, HTTP_IDEMPOTENCY_KEY="req-1")
+    first = post_json(
+        operator, url, {"name": "go", "payload": {"value": 7}}, HTTP_IDEMPOTENCY_KEY="req-1"
+    )
+    again = post_json(
+        operator, url, {"name": "go", "payload": {"value": 7}}, HTTP_IDEMPOTENCY_KEY="req-1"
+    )
 
     run = drive(waiting_run.id)
 
@@ -257,8 +287,11 @@ def test_a_signal_resumes_the_run_and_the_idempotency_key_dedupes_it(operator, w
 def test_an_oversized_signal_is_a_413_and_nothing_is_written(operator, waiting_run, settings):
     settings.DURABLE_API_MAX_PAYLOAD_BYTES = 1024
 
-    response = post_json(operator, "/api/runs/orders:c-42/a%20b/signals/",
-                         {"name": "go", "payload": {"blob": "x" * 2000}})
+    response = post_json(
+        operator,
+        "/api/runs/orders:c-42/a%20b/signals/",
+        {"name": "go", "payload": {"blob": "x" * 2000}},
+    )
 
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "payload_too_large"
@@ -266,8 +299,11 @@ def test_an_oversized_signal_is_a_413_and_nothing_is_written(operator, waiting_r
 
 
 def test_a_payload_with_a_nul_character_is_a_400_and_nothing_is_written(operator, waiting_run):
-    response = post_json(operator, "/api/runs/orders:c-42/a%20b/signals/",
-                         {"name": "go", "payload": {"text": "a\u0000b"}})
+    response = post_json(
+        operator,
+        "/api/runs/orders:c-42/a%20b/signals/",
+        {"name": "go", "payload": {"text": "a\u0000b"}},
+    )
 
     assert response.status_code == 400
     assert "NUL" in json.dumps(response.json()["error"]["detail"])
@@ -281,8 +317,12 @@ def nested(depth: int):
     return payload
 
 
-def test_a_signal_nested_500_deep_is_a_400_payload_error_and_nothing_is_written(operator, waiting_run):
-    response = post_json(operator, f"/api/runs/{waiting_run.id}/signals/", {"name": "go", "payload": nested(500)})
+def test_a_signal_nested_500_deep_is_a_400_payload_error_and_nothing_is_written(
+    operator, waiting_run
+):
+    response = post_json(
+        operator, f"/api/runs/{waiting_run.id}/signals/", {"name": "go", "payload": nested(500)}
+    )
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "payload_error"
@@ -293,8 +333,12 @@ def test_a_signal_nested_500_deep_is_a_400_payload_error_and_nothing_is_written(
 def test_the_nesting_limit_is_a_setting(operator, waiting_run, settings):
     settings.DURABLE_API_MAX_PAYLOAD_DEPTH = 4
 
-    too_deep = post_json(operator, f"/api/runs/{waiting_run.id}/signals/", {"name": "go", "payload": nested(5)})
-    fits = post_json(operator, f"/api/runs/{waiting_run.id}/signals/", {"name": "go", "payload": nested(3)})
+    too_deep = post_json(
+        operator, f"/api/runs/{waiting_run.id}/signals/", {"name": "go", "payload": nested(5)}
+    )
+    fits = post_json(
+        operator, f"/api/runs/{waiting_run.id}/signals/", {"name": "go", "payload": nested(3)}
+    )
 
     assert too_deep.status_code == 400 and too_deep.json()["error"]["code"] == "payload_error"
     assert fits.status_code == 201
@@ -311,7 +355,9 @@ def test_start_input_nested_too_deep_is_a_400_payload_error(operator):
 def test_a_body_too_deep_for_the_json_parser_is_a_400_payload_error(operator, waiting_run):
     body = '{"name": "go", "payload": ' + "[" * 5000 + "]" * 5000 + "}"
 
-    response = operator.post(f"/api/runs/{waiting_run.id}/signals/", body, content_type="application/json")
+    response = operator.post(
+        f"/api/runs/{waiting_run.id}/signals/", body, content_type="application/json"
+    )
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "payload_error"
@@ -336,7 +382,9 @@ def test_a_signal_to_a_finished_run_is_a_409(operator, clock):
 
 
 def test_cancel_records_the_reason_and_who_cancelled(operator, waiting_run):
-    response = post_json(operator, "/api/runs/orders:c-42/a%20b/cancel/", {"reason": "customer withdrew"})
+    response = post_json(
+        operator, "/api/runs/orders:c-42/a%20b/cancel/", {"reason": "customer withdrew"}
+    )
 
     run = WorkflowRun.objects.get(pk=waiting_run.id)
     assert response.status_code == 200 and response.json()["status"] == "cancelled"
@@ -380,7 +428,9 @@ def test_the_schema_and_the_docs_page_are_served_without_a_cdn(operator, viewer)
     assert docs.status_code == 200
     page = docs.content.decode()
     assert "swagger-ui" in page and "/static/drf_spectacular_sidecar/" in page
-    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "the docs page loads something from elsewhere"
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), (
+        "the docs page loads something from elsewhere"
+    )
 
 
 @pytest.mark.parametrize("page", ["/api/docs/"])
@@ -412,26 +462,43 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
     from schemathesis import GenerationMode
     from schemathesis.config import SchemathesisConfig
 
-    token = token_create(user_with("view_workflowrun", "operate_workflowrun", "view_schedule", "operate_schedule"),
-                         scope="operate").secret
+    token = token_create(
+        user_with("view_workflowrun", "operate_workflowrun", "view_schedule", "operate_schedule"),
+        scope="operate",
+    ).secret
     auth = {"Authorization": f"Token {token}"}
     drive(services.run_start("step_wait_step", id="orders:st-1", actor="test").id)
-    schedule_create("st-daily", "three_steps", cron_expression="0 0 * * *", id_template="st:{date}", args=[1],
-                    actor="test")
+    schedule_create(
+        "st-daily",
+        "three_steps",
+        cron_expression="0 0 * * *",
+        id_template="st:{date}",
+        args=[1],
+        actor="test",
+    )
     # Every check runs. Two exceptions, stated here: a start whose body fits the schema may
     # still name no registered workflow or not bind to its parameters (a 400 the schema cannot
     # express: each workflow has its own signature); a bulk filter's keys other than status,
     # workflow and version must be attr.<identifier> (OpenAPI 3.0 has no propertyNames); a
     # confirmation token is valid only if this server signed it for this user.
-    accepted_or_400 = {"positive_data_acceptance": {"expected-statuses": ["2xx", "400", "401", "403", "404", "409"]}}
-    config = SchemathesisConfig.from_dict({"operations": [
-        {"include-name": "POST /api/runs/", "checks": accepted_or_400},
-        {"include-name": "POST /api/bulk/", "checks": accepted_or_400},
-        {"include-name": "POST /api/bulk/confirm/", "checks": accepted_or_400},
-    ]})
-    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application(),
-                                            config=config, headers=auth)
-    checks = None   # every built-in check schemathesis has, not a chosen few
+    accepted_or_400 = {
+        "positive_data_acceptance": {
+            "expected-statuses": ["2xx", "400", "401", "403", "404", "409"]
+        }
+    }
+    config = SchemathesisConfig.from_dict(
+        {
+            "operations": [
+                {"include-name": "POST /api/runs/", "checks": accepted_or_400},
+                {"include-name": "POST /api/bulk/", "checks": accepted_or_400},
+                {"include-name": "POST /api/bulk/confirm/", "checks": accepted_or_400},
+            ]
+        }
+    )
+    schema = schemathesis.openapi.from_wsgi(
+        "/api/schema/?format=json", get_wsgi_application(), config=config, headers=auth
+    )
+    checks = None  # every built-in check schemathesis has, not a chosen few
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {op.label for op in operations} >= {"GET /api/runs/", "POST /api/runs/{run_id}/signals/"}
 
@@ -442,29 +509,58 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(clock):
         ("GET /api/runs/{run_id}/", {"run_id": "orders:st-1"}, None, schemathesis.core.NOT_SET),
         ("POST /api/runs/", {}, None, {"workflow": "three_steps", "args": [1]}),
         ("POST /api/runs/{run_id}/signals/", {"run_id": "orders:st-1"}, None, {"name": "go"}),
-        ("POST /api/runs/{run_id}/wake/", {"run_id": "orders:st-1"}, None, schemathesis.core.NOT_SET),
-        ("POST /api/bulk/", {}, None, {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True}),
+        (
+            "POST /api/runs/{run_id}/wake/",
+            {"run_id": "orders:st-1"},
+            None,
+            schemathesis.core.NOT_SET,
+        ),
+        (
+            "POST /api/bulk/",
+            {},
+            None,
+            {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True},
+        ),
         ("POST /api/bulk/", {}, None, {"action": "wake", "filter": {"workflow": "step_wait_step"}}),
         ("POST /api/runs/{run_id}/fork/", {"run_id": "orders:st-1"}, None, {"at_position": 1}),
         ("GET /api/schedules/", {}, None, schemathesis.core.NOT_SET),
-        ("POST /api/schedules/{name}/trigger/", {"name": "st-daily"}, None, schemathesis.core.NOT_SET),
+        (
+            "POST /api/schedules/{name}/trigger/",
+            {"name": "st-daily"},
+            None,
+            schemathesis.core.NOT_SET,
+        ),
         ("POST /api/schedules/{name}/pause/", {"name": "st-daily"}, None, {"reason": "test"}),
-        ("POST /api/schedules/{name}/resume/", {"name": "st-daily"}, None, schemathesis.core.NOT_SET),
+        (
+            "POST /api/schedules/{name}/resume/",
+            {"name": "st-daily"},
+            None,
+            schemathesis.core.NOT_SET,
+        ),
         ("POST /api/runs/{run_id}/cancel/", {"run_id": "orders:st-1"}, None, {"reason": "test"}),
     ]
     for label, path_parameters, query, body in known:
         case = by_label[label].Case(path_parameters=path_parameters, query=query, body=body)
         assert case.call_and_validate(headers=auth, checks=checks).status_code in (200, 201), label
-    preview = by_label["POST /api/bulk/"].Case(body={"action": "cancel", "filter": {"status": "waiting"},
-                                                     "dry_run": True}).call(headers=auth).json()
+    preview = (
+        by_label["POST /api/bulk/"]
+        .Case(body={"action": "cancel", "filter": {"status": "waiting"}, "dry_run": True})
+        .call(headers=auth)
+        .json()
+    )
     confirm = by_label["POST /api/bulk/confirm/"].Case(body={"token": preview["token"]})
     assert confirm.call_and_validate(headers=auth, checks=checks).status_code == 200
 
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+
             @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(max_examples=30, deadline=None, database=None,
-                      suppress_health_check=list(HealthCheck))
+            @settings(
+                max_examples=30,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
             def check(case):
                 case.call_and_validate(headers=auth, checks=checks)
 
@@ -493,18 +589,23 @@ def test_a_graceful_cancel_through_the_api_lets_the_workflow_clean_up(operator, 
     run = services.run_start("polite_cancel", "c-api", id="cancel:api", actor="test")
     drive(run.id)
 
-    response = post_json(operator, f"/api/runs/{run.id}/cancel/", {"reason": "asked by phone",
-                                                                   "graceful": True})
+    response = post_json(
+        operator, f"/api/runs/{run.id}/cancel/", {"reason": "asked by phone", "graceful": True}
+    )
 
     assert response.status_code == 200 and response.json()["status"] == "waiting"
     assert drive(run.id).status == "cancelled"
 
 
-def test_a_signal_reusing_a_key_with_another_payload_is_a_409_signal_conflict(operator, waiting_run):
+def test_a_signal_reusing_a_key_with_another_payload_is_a_409_signal_conflict(
+    operator, waiting_run
+):
     url = "/api/runs/orders:c-42/a%20b/signals/"
     post_json(operator, url, {"name": "go", "payload": {"value": 7}}, HTTP_IDEMPOTENCY_KEY="req-9")
 
-    response = post_json(operator, url, {"name": "go", "payload": {"value": 8}}, HTTP_IDEMPOTENCY_KEY="req-9")
+    response = post_json(
+        operator, url, {"name": "go", "payload": {"value": 8}}, HTTP_IDEMPOTENCY_KEY="req-9"
+    )
 
     assert response.status_code == 409
     error = response.json()["error"]
@@ -512,9 +613,15 @@ def test_a_signal_reusing_a_key_with_another_payload_is_a_409_signal_conflict(op
     assert list(Signal.objects.values_list("payload", flat=True)) == [{"value": 7}]
 
 
-def test_a_signal_under_the_approvals_reserved_prefix_is_a_409_naming_the_owner(operator, waiting_run):
-    response = post_json(operator, "/api/runs/orders:c-42/a%20b/signals/", {"name": "go"},
-                         HTTP_IDEMPOTENCY_KEY="approval:1")
+def test_a_signal_under_the_approvals_reserved_prefix_is_a_409_naming_the_owner(
+    operator, waiting_run
+):
+    response = post_json(
+        operator,
+        "/api/runs/orders:c-42/a%20b/signals/",
+        {"name": "go"},
+        HTTP_IDEMPOTENCY_KEY="approval:1",
+    )
 
     assert response.status_code == 409
     assert "reserved by 'approvals'" in response.json()["error"]["message"]
@@ -529,41 +636,65 @@ def _typed_body_fields():
     schema = SchemaGenerator().get_schema(request=None, public=True)
     components = schema["components"]["schemas"]
     for path, operations in schema["paths"].items():
-        body = operations.get("post", {}).get("requestBody", {}).get("content", {}).get("application/json")
+        body = (
+            operations.get("post", {})
+            .get("requestBody", {})
+            .get("content", {})
+            .get("application/json")
+        )
         reference = (body or {}).get("schema", {}).get("$ref", "")
-        for name, spec in components.get(reference.rsplit("/", 1)[-1], {}).get("properties", {}).items():
+        for name, spec in (
+            components.get(reference.rsplit("/", 1)[-1], {}).get("properties", {}).items()
+        ):
             if spec.get("type") in MISTYPED and not spec.get("readOnly"):
                 yield path, name, spec["type"]
 
 
-MISTYPED = {"string": [0, 1, True, 2.5], "boolean": [0, 1, "true", "yes", None],
-            "integer": ["1", 1.0, True, None]}
+MISTYPED = {
+    "string": [0, 1, True, 2.5],
+    "boolean": [0, 1, "true", "yes", None],
+    "integer": ["1", 1.0, True, None],
+}
 
 
-def test_every_string_boolean_or_integer_of_a_request_body_refuses_another_json_type(operator, waiting_run):
+def test_every_string_boolean_or_integer_of_a_request_body_refuses_another_json_type(
+    operator, waiting_run
+):
     fields = list(_typed_body_fields())
-    assert {("/api/runs/{run_id}/cancel/", "graceful"), ("/api/runs/{run_id}/signals/", "name"),
-            ("/api/runs/{run_id}/fork/", "at_position")} <= {(path, name) for path, name, _ in fields}
-    valid = {"/api/runs/": {"workflow": "three_steps", "args": [1]},
-             "/api/runs/{run_id}/signals/": {"name": "go"},
-             "/api/runs/{run_id}/cancel/": {"reason": "r", "graceful": False},
-             "/api/runs/{run_id}/fork/": {"at_position": 0},
-             "/api/bulk/": {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True},
-             "/api/bulk/confirm/": {"token": "t"},
-             "/api/invoices/{number}/void/": {"reason": "r"},
-             "/api/invoices/{number}/due-date/": {"due_at": "2099-01-01T00:00:00+00:00"},
-             "/api/schedules/{name}/pause/": {"reason": "r"}}
+    assert {
+        ("/api/runs/{run_id}/cancel/", "graceful"),
+        ("/api/runs/{run_id}/signals/", "name"),
+        ("/api/runs/{run_id}/fork/", "at_position"),
+    } <= {(path, name) for path, name, _ in fields}
+    valid = {
+        "/api/runs/": {"workflow": "three_steps", "args": [1]},
+        "/api/runs/{run_id}/signals/": {"name": "go"},
+        "/api/runs/{run_id}/cancel/": {"reason": "r", "graceful": False},
+        "/api/runs/{run_id}/fork/": {"at_position": 0},
+        "/api/bulk/": {"action": "wake", "filter": {"status": "waiting"}, "dry_run": True},
+        "/api/bulk/confirm/": {"token": "t"},
+        "/api/invoices/{number}/void/": {"reason": "r"},
+        "/api/invoices/{number}/due-date/": {"due_at": "2099-01-01T00:00:00+00:00"},
+        "/api/schedules/{name}/pause/": {"reason": "r"},
+    }
     User.objects.get(username="operator").user_permissions.add(
         Permission.objects.get(content_type__app_label="processes", codename="change_invoice"),
-        Permission.objects.get(content_type__app_label="durable", codename="operate_schedule"))
+        Permission.objects.get(content_type__app_label="durable", codename="operate_schedule"),
+    )
     before = (WorkflowRun.objects.count(), Signal.objects.count())
 
     accepted = []
     for path, name, json_type in fields:
-        url = path.replace("{run_id}", "orders:c-42%2Fa%20b").replace("{number}", "NF-1").replace("{name}", "daily")
+        url = (
+            path.replace("{run_id}", "orders:c-42%2Fa%20b")
+            .replace("{number}", "NF-1")
+            .replace("{name}", "daily")
+        )
         for value in MISTYPED[json_type]:
             response = post_json(operator, url, {**valid[path], name: value})
-            if response.status_code != 400 or name not in (response.json()["error"]["detail"] or {}):
+            if response.status_code != 400 or name not in (
+                response.json()["error"]["detail"] or {}
+            ):
                 accepted.append((path, name, value, response.status_code))
 
     assert accepted == []

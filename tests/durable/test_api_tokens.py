@@ -1,4 +1,5 @@
 """API tokens: stored as digests, scoped read or operate, expiring, revocable; managed from a shell."""
+
 import importlib
 import json
 import re
@@ -24,8 +25,9 @@ EVERY_PERMISSION = ("view_workflowrun", "operate_workflowrun", "view_schedule", 
 @pytest.fixture
 def operator():
     user = User.objects.create_user("operator", password="pw-unused-123")
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="durable",
-                                                         codename__in=EVERY_PERMISSION))
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="durable", codename__in=EVERY_PERMISSION)
+    )
     return user
 
 
@@ -36,8 +38,11 @@ def client_with(secret: str) -> APIClient:
 
 
 def start(client) -> int:
-    return client.post("/api/runs/", json.dumps({"workflow": "three_steps", "args": [1], "id": "tokens:1"}),
-                       content_type="application/json").status_code
+    return client.post(
+        "/api/runs/",
+        json.dumps({"workflow": "three_steps", "args": [1], "id": "tokens:1"}),
+        content_type="application/json",
+    ).status_code
 
 
 def test_a_token_works_until_it_expires(operator, clock):
@@ -75,8 +80,11 @@ def test_a_revoked_token_is_refused(operator):
 def test_a_read_token_gets_403_on_a_post_even_when_its_user_may_operate(operator):
     read = client_with(token_create(operator, scope="read").secret)
 
-    response = read.post("/api/runs/", json.dumps({"workflow": "three_steps", "args": [1], "id": "tokens:1"}),
-                         content_type="application/json")
+    response = read.post(
+        "/api/runs/",
+        json.dumps({"workflow": "three_steps", "args": [1], "id": "tokens:1"}),
+        content_type="application/json",
+    )
 
     assert response.status_code == 403
     assert response.json()["error"]["code"] == "token_scope"
@@ -84,12 +92,20 @@ def test_a_read_token_gets_403_on_a_post_even_when_its_user_may_operate(operator
 
 
 def test_a_read_token_cannot_pause_a_schedule_or_act_in_bulk_either(operator):
-    schedule_create("tokens-daily", "three_steps", cron_expression="0 0 * * *", id_template="t:{date}", args=[1],
-                    actor="test")
+    schedule_create(
+        "tokens-daily",
+        "three_steps",
+        cron_expression="0 0 * * *",
+        id_template="t:{date}",
+        args=[1],
+        actor="test",
+    )
     read = client_with(token_create(operator, scope="read").secret)
 
     pause = read.post("/api/schedules/tokens-daily/pause/", {"reason": "x"}, format="json")
-    bulk = read.post("/api/bulk/", {"action": "cancel", "filter": {"status": ["waiting"]}}, format="json")
+    bulk = read.post(
+        "/api/bulk/", {"action": "cancel", "filter": {"status": ["waiting"]}}, format="json"
+    )
 
     assert (pause.status_code, bulk.status_code) == (403, 403)
     assert read.get("/api/schedules/").status_code == 200
@@ -111,14 +127,25 @@ def test_the_database_holds_no_usable_secret(operator):
 
     assert not any(issued.secret in value for value in stored)
     assert row.digest != issued.secret and issued.secret.startswith(row.prefix)
-    assert client_with(row.digest).get("/api/runs/").status_code == 401   # what a stolen dump holds
+    assert client_with(row.digest).get("/api/runs/").status_code == 401  # what a stolen dump holds
 
 
 def test_the_command_creates_a_token_and_prints_its_secret_once(operator):
     out = StringIO()
 
-    call_command("durable", "token", "create", "operator", "--scope", "read", "--days", "10",
-                 "--name", "grafana", stdout=out)
+    call_command(
+        "durable",
+        "token",
+        "create",
+        "operator",
+        "--scope",
+        "read",
+        "--days",
+        "10",
+        "--name",
+        "grafana",
+        stdout=out,
+    )
 
     secret = out.getvalue().strip().splitlines()[-1]
     token = ApiToken.objects.get()
@@ -136,9 +163,14 @@ def test_the_command_lists_tokens_without_their_secrets(operator):
     call_command("durable", "token", "list", stdout=out)
 
     listing = out.getvalue()
-    assert re.search(rf"^{read.token.pk}\s+{re.escape(read.secret[:8])}…\s+operator\s+read\s+grafana\s.*active$",
-                     listing, re.MULTILINE), listing
-    assert re.search(rf"^{revoked.token.pk}\s.*\soperate\s.*revoked$", listing, re.MULTILINE), listing
+    assert re.search(
+        rf"^{read.token.pk}\s+{re.escape(read.secret[:8])}…\s+operator\s+read\s+grafana\s.*active$",
+        listing,
+        re.MULTILINE,
+    ), listing
+    assert re.search(rf"^{revoked.token.pk}\s.*\soperate\s.*revoked$", listing, re.MULTILINE), (
+        listing
+    )
     assert read.secret not in listing and revoked.secret not in listing
     assert read.token.digest not in listing
 
@@ -150,14 +182,20 @@ def test_revoking_a_token_that_does_not_exist_says_so():
         call_command("durable", "token", "revoke", "404", stdout=StringIO())
 
 
-def test_a_key_of_the_old_authtoken_table_keeps_working_as_an_expiring_operate_token(operator, clock):
+def test_a_key_of_the_old_authtoken_table_keeps_working_as_an_expiring_operate_token(
+    operator, clock
+):
     """The upgrade path of durable/migrations/0018_api_tokens.py, run on a table as DRF left it."""
     migration = importlib.import_module("durable.migrations.0018_api_tokens")
     old_key = "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"
     with connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created timestamp with time zone "
-                       "NOT NULL, user_id integer NOT NULL)")
-        cursor.execute("INSERT INTO authtoken_token VALUES (%s, %s, %s)", [old_key, clock.now(), operator.pk])
+        cursor.execute(
+            "CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created timestamp with time zone "
+            "NOT NULL, user_id integer NOT NULL)"
+        )
+        cursor.execute(
+            "INSERT INTO authtoken_token VALUES (%s, %s, %s)", [old_key, clock.now(), operator.pk]
+        )
 
     migration.move_authtoken_keys(apps, connection)
 

@@ -1,5 +1,6 @@
 """Retention: durable archive moves finished runs out of the hot tables, keeps the audit chains
 verifiable, and leaves every archived run readable (admin, API, export, replay)."""
+
 import gzip
 import io
 import json
@@ -16,8 +17,13 @@ from approvals.services import approval_decide
 from durable import services
 from durable.features import archive, history
 from durable.surfaces import checks
-from durable.models.archive import (ArchiveBatch, ArchivedAuditEvent, ArchivedJournalEntry, ArchivedRun,
-                                    ArchivedSignal)
+from durable.models.archive import (
+    ArchiveBatch,
+    ArchivedAuditEvent,
+    ArchivedJournalEntry,
+    ArchivedRun,
+    ArchivedSignal,
+)
 from durable.durations import parse_age
 from durable.errors import RunArchived
 from durable.models import AuditEvent, JournalEntry, RunStatus, Signal, WorkflowRun
@@ -28,7 +34,9 @@ from tests.durable.test_api import client_for, user_with
 from tests.durable.workflows import a_then_b
 
 pytestmark = pytest.mark.django_db
-on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's trigger and row locks")
+on_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="PostgreSQL's trigger and row locks"
+)
 
 
 def durable(*argv: str) -> tuple[int, str]:
@@ -46,7 +54,9 @@ def finished_run(run_id: str, *, signal: bool = True) -> WorkflowRun:
         run = services.run_start("reorder", id=run_id, actor="ana")
         drive(run.id)
         if signal:
-            services.signal_send(run.id, "go", {"by": "ana"}, dedupe_key=f"go-{run_id}", actor="ana")
+            services.signal_send(
+                run.id, "go", {"by": "ana"}, dedupe_key=f"go-{run_id}", actor="ana"
+            )
             drive(run.id)
     return WorkflowRun.objects.get(pk=run_id)
 
@@ -84,25 +94,41 @@ def test_final_statuses_are_those_no_transition_of_the_state_machine_leaves():
     for status in RunStatus.values:
         leaves = list(WorkflowRun(status=status).get_available_status_transitions())
         assert (status in finals) == (not leaves), status
-    assert RunStatus.COMPLETED in finals and RunStatus.FAILED not in finals   # failed can be retried
+    assert RunStatus.COMPLETED in finals and RunStatus.FAILED not in finals  # failed can be retried
 
 
 def test_archive_moves_a_finished_run_with_its_journal_signals_and_audit(old_runs):
     run = old_runs[0]
-    journal = list(JournalEntry.objects.filter(run_id=run.id).order_by("position").values_list("id", "name"))
+    journal = list(
+        JournalEntry.objects.filter(run_id=run.id).order_by("position").values_list("id", "name")
+    )
     signals = list(Signal.objects.filter(run_id=run.id).values_list("id", "name"))
-    audit = list(AuditEvent.objects.filter(run_id=run.id).order_by("chain_seq").values_list("id", "action"))
+    audit = list(
+        AuditEvent.objects.filter(run_id=run.id).order_by("chain_seq").values_list("id", "action")
+    )
 
     archive_now()
 
     assert not WorkflowRun.objects.filter(pk=run.id).exists()
     assert not JournalEntry.objects.filter(run_id=run.id).exists()
     assert ArchivedRun.objects.get(pk=run.id).result == run.result
-    assert list(ArchivedJournalEntry.objects.filter(run_id=run.id).order_by("position")
-                .values_list("id", "name")) == journal
+    assert (
+        list(
+            ArchivedJournalEntry.objects.filter(run_id=run.id)
+            .order_by("position")
+            .values_list("id", "name")
+        )
+        == journal
+    )
     assert list(ArchivedSignal.objects.filter(run_id=run.id).values_list("id", "name")) == signals
-    assert list(ArchivedAuditEvent.objects.filter(run_id=run.id).order_by("chain_seq")
-                .values_list("id", "action"))[:-1] == audit
+    assert (
+        list(
+            ArchivedAuditEvent.objects.filter(run_id=run.id)
+            .order_by("chain_seq")
+            .values_list("id", "action")
+        )[:-1]
+        == audit
+    )
 
 
 def test_each_archived_chain_ends_with_an_archive_event_naming_who_archived_it(old_runs):
@@ -148,7 +174,9 @@ def test_runs_go_in_batches_of_the_given_size(old_runs):
     output = archive_now("--batch-size", "2")
 
     assert sorted(ArchiveBatch.objects.values_list("runs", flat=True)) == [1, 2]
-    assert "archived 3 completed/cancelled/continued run(s)" in output and "in 2 batch(es)" in output
+    assert (
+        "archived 3 completed/cancelled/continued run(s)" in output and "in 2 batch(es)" in output
+    )
 
 
 def test_a_bad_age_exits_2_with_the_reason():
@@ -160,26 +188,36 @@ def test_a_bad_age_exits_2_with_the_reason():
 
 def test_ages_read_like_the_rule():
     assert [parse_age(text) for text in ("90d", "12h", "2w", "30m", "45s", "10")] == [
-        timedelta(days=90), timedelta(hours=12), timedelta(weeks=2), timedelta(minutes=30),
-        timedelta(seconds=45), timedelta(seconds=10)]
+        timedelta(days=90),
+        timedelta(hours=12),
+        timedelta(weeks=2),
+        timedelta(minutes=30),
+        timedelta(seconds=45),
+        timedelta(seconds=10),
+    ]
 
 
 # --- the audit chain ---
 
 
 def test_audit_verify_passes_after_archiving(old_runs):
-    rows = AuditEvent.objects.count() + len(old_runs)       # plus one archive event per run
+    rows = AuditEvent.objects.count() + len(old_runs)  # plus one archive event per run
     archive_now()
 
     code, output = verify_audit()
 
     assert code == 0, output
-    assert f"durable_archivedauditevent: {rows} row(s) in 3 chain(s); append-only trigger enabled" in output
+    assert (
+        f"durable_archivedauditevent: {rows} row(s) in 3 chain(s); append-only trigger enabled"
+        in output
+    )
 
 
-def test_chains_archived_after_their_heads_were_exported_verify_against_them(old_runs, settings, tmp_path):
+def test_chains_archived_after_their_heads_were_exported_verify_against_them(
+    old_runs, settings, tmp_path
+):
     settings.DURABLE_AUDIT_HEADS_FILE = str(tmp_path / "heads.jsonl")
-    rows = AuditEvent.objects.count() + len(old_runs)       # plus one archive event per run
+    rows = AuditEvent.objects.count() + len(old_runs)  # plus one archive event per run
     durable("audit", "export-heads")
     archive_now()
 
@@ -202,8 +240,11 @@ def test_an_altered_archived_audit_row_breaks_its_chain(old_runs):
 
     archive_now()
     row = ArchivedAuditEvent.objects.filter(run_id=old_runs[0].id).order_by("chain_seq").first()
-    tampered("durable_archivedauditevent", 'UPDATE durable_archivedauditevent SET actor = %s WHERE id = %s',
-             ["mallory", row.id])
+    tampered(
+        "durable_archivedauditevent",
+        "UPDATE durable_archivedauditevent SET actor = %s WHERE id = %s",
+        ["mallory", row.id],
+    )
 
     code, output = verify_audit()
 
@@ -223,7 +264,9 @@ def test_an_audit_row_cannot_be_deleted_unless_its_copy_is_in_the_archive(old_ru
 # --- export files ---
 
 
-def test_export_writes_gzip_json_lines_and_keeps_a_tombstone_and_the_audit_chain(old_runs, tmp_path):
+def test_export_writes_gzip_json_lines_and_keeps_a_tombstone_and_the_audit_chain(
+    old_runs, tmp_path
+):
     audit_rows = AuditEvent.objects.filter(run_id=old_runs[0].id).count()
     archive_now("--export", str(tmp_path))
 
@@ -246,7 +289,9 @@ def test_the_export_file_is_what_its_batch_recorded(old_runs, tmp_path):
     assert hashlib.sha256(open(batch.export_file, "rb").read()).hexdigest() == batch.export_sha256
 
 
-def test_a_partial_file_of_a_batch_that_never_committed_is_removed_by_the_next_pass(old_runs, tmp_path):
+def test_a_partial_file_of_a_batch_that_never_committed_is_removed_by_the_next_pass(
+    old_runs, tmp_path
+):
     leftover = tmp_path / "runs-20260101T000000-0123456789abcdef0123456789abcdef.jsonl.gz.partial"
     leftover.write_bytes(b"killed half-way")
 
@@ -259,7 +304,7 @@ def test_a_partial_file_of_a_batch_that_never_committed_is_removed_by_the_next_p
 def test_a_partial_file_of_a_committed_batch_is_completed_by_the_next_pass(old_runs, tmp_path):
     archive_now("--export", str(tmp_path))
     final = next(tmp_path.glob("*.jsonl.gz"))
-    final.rename(str(final) + archive.PARTIAL)        # killed between the commit and the rename
+    final.rename(str(final) + archive.PARTIAL)  # killed between the commit and the rename
 
     archive.recover_exports(tmp_path)
 
@@ -270,13 +315,20 @@ def test_a_batch_that_fails_rolls_back_whole_and_removes_its_file(old_runs, tmp_
     from django.db import IntegrityError
 
     archive_now()
-    again = WorkflowRun.objects.create(             # the same id back in the hot table
-        id=old_runs[0].id, workflow_name="reorder", input=old_runs[0].input, status=RunStatus.COMPLETED,
-        created_at=clock.now() - timedelta(days=99), updated_at=clock.now() - timedelta(days=99),
-        finished_at=clock.now() - timedelta(days=99))
+    again = WorkflowRun.objects.create(  # the same id back in the hot table
+        id=old_runs[0].id,
+        workflow_name="reorder",
+        input=old_runs[0].input,
+        status=RunStatus.COMPLETED,
+        created_at=clock.now() - timedelta(days=99),
+        updated_at=clock.now() - timedelta(days=99),
+        finished_at=clock.now() - timedelta(days=99),
+    )
 
     with pytest.raises(IntegrityError):
-        archive.archive_pass(finished_before=archive.cutoff("90d"), actor="test", export_dir=tmp_path)
+        archive.archive_pass(
+            finished_before=archive.cutoff("90d"), actor="test", export_dir=tmp_path
+        )
 
     assert WorkflowRun.objects.filter(pk=again.id).exists()
     assert ArchiveBatch.objects.count() == 1 and not list(tmp_path.iterdir())
@@ -310,7 +362,9 @@ def test_replay_works_on_archived_runs(old_runs, reorder):
     assert "replayed 3 histories: 3 ok, 0 failed" in output
 
 
-def test_replay_works_on_exported_runs_from_the_database_and_from_the_files(old_runs, reorder, tmp_path):
+def test_replay_works_on_exported_runs_from_the_database_and_from_the_files(
+    old_runs, reorder, tmp_path
+):
     archive_now("--export", str(tmp_path))
 
     from_database = durable("replay", "--archived", "--status", "completed")
@@ -372,10 +426,18 @@ def test_the_admin_shows_an_archived_run_read_only_with_journal_signals_and_audi
     staff_with(client, "view_workflowrun")
     archive_now()
 
-    page = client.get(reverse("admin:durable_archivedrun_change", args=[quote(old_runs[0].id)])).content.decode()
+    page = client.get(
+        reverse("admin:durable_archivedrun_change", args=[quote(old_runs[0].id)])
+    ).content.decode()
 
-    for text in ['id="durable-journal"', "<code>a</code>", "<code>go</code>", 'id="durable-audit"',
-                 ">archived<", "the archive tables"]:
+    for text in [
+        'id="durable-journal"',
+        "<code>a</code>",
+        "<code>go</code>",
+        'id="durable-audit"',
+        ">archived<",
+        "the archive tables",
+    ]:
         assert text in page
     assert "Cancel run" not in page and 'name="_save"' not in page
 
@@ -387,7 +449,9 @@ def test_the_admin_lists_archived_runs_and_finds_one_by_its_attributes(client, c
     clock.advance(timedelta(days=100))
     archive_now()
 
-    page = client.get(reverse("admin:durable_archivedrun_changelist"), {"q": "11222333000181"}).content.decode()
+    page = client.get(
+        reverse("admin:durable_archivedrun_changelist"), {"q": "11222333000181"}
+    ).content.decode()
 
     assert reverse("admin:durable_archivedrun_change", args=[quote(run.id)]) in page
 
@@ -405,8 +469,10 @@ def test_the_admin_refuses_archived_runs_to_staff_without_view_permission(client
 
 
 def test_every_relation_to_runs_is_moved_or_kept_without_a_database_constraint():
-    kept = {f"{r.related_model._meta.label}.{r.field.name}": r.field.db_constraint
-            for r in archive.kept_relations()}
+    kept = {
+        f"{r.related_model._meta.label}.{r.field.name}": r.field.db_constraint
+        for r in archive.kept_relations()
+    }
 
     assert kept.get("approvals.ApprovalRequest.run") is False
     assert not any(kept.values()), f"a kept relation with a constraint holds its runs hot: {kept}"
@@ -423,11 +489,15 @@ def test_an_approval_case_stays_and_its_page_shows_the_archived_run(clock):
 
     from tests.approvals.test_views import signed_in
 
-    page = signed_in(make_user("carla", reviewer=True)).get(reverse("approval_case", args=[case.pk])).content.decode()
+    page = (
+        signed_in(make_user("carla", reviewer=True))
+        .get(reverse("approval_case", args=[case.pk]))
+        .content.decode()
+    )
     assert ApprovalRequest.objects.get(pk=case.pk).status == ApprovalStatus.APPROVED
     assert ArchivedRun.objects.filter(pk=case.run_id).exists()
     assert "The run is completed." in page and f'<code class="run-id">{case.run_id}</code>' in page
-    assert "open_approval_request" in page     # the timeline, read from the archive
+    assert "open_approval_request" in page  # the timeline, read from the archive
 
 
 # --- the retention policy ---
@@ -441,7 +511,12 @@ def test_retention_is_off_by_default(old_runs, settings):
 
 
 def test_a_retention_pass_archives_at_most_max_runs(old_runs, settings):
-    settings.DURABLE_RETENTION = {"finished_before": "90d", "export": None, "batch_size": 1, "max_runs": 2}
+    settings.DURABLE_RETENTION = {
+        "finished_before": "90d",
+        "export": None,
+        "batch_size": 1,
+        "max_runs": 2,
+    }
 
     report = archive.retention_pass()
 
@@ -511,7 +586,11 @@ def test_sizes_reports_rows_and_bytes_per_finished_run_for_each_workflow(old_run
 
     code, output = durable("sizes")
 
-    rows = {(cells[0], cells[2]): cells for cells in (line.split() for line in output.splitlines()) if len(cells) == 6}
+    rows = {
+        (cells[0], cells[2]): cells
+        for cells in (line.split() for line in output.splitlines())
+        if len(cells) == 6
+    }
     assert code == 0, output
     assert float(rows[("reorder", "journal")][3]) == journal_per_run
     assert int(rows[("reorder", "run")][4]) > 0

@@ -1,4 +1,5 @@
 """Search attributes: set by the body, journaled, merged on the run, filtered in the API and admin."""
+
 import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission, User
@@ -35,7 +36,9 @@ def badly_attributed() -> str:
 
 @pytest.fixture
 def waiting_run(clock):
-    return drive(services.run_start(attributed_onboarding, "12345678000199", id="onb:attr", actor="test").id)
+    return drive(
+        services.run_start(attributed_onboarding, "12345678000199", id="onb:attr", actor="test").id
+    )
 
 
 def attribute_entries(run_id: str) -> int:
@@ -43,8 +46,11 @@ def attribute_entries(run_id: str) -> int:
 
 
 def test_attributes_are_stored_on_the_run_with_their_journal_entry(waiting_run):
-    assert waiting_run.attributes == {"cnpj": "12345678000199", "customer": "Padaria Pão Quente",
-                                      "stage": "awaiting selfie"}
+    assert waiting_run.attributes == {
+        "cnpj": "12345678000199",
+        "customer": "Padaria Pão Quente",
+        "stage": "awaiting selfie",
+    }
     entry = JournalEntry.objects.get(run_id=waiting_run.id, kind=EntryKind.ATTRIBUTES)
     assert (entry.position, entry.result["stage"]) == (0, "awaiting selfie")
 
@@ -55,8 +61,12 @@ def test_attributes_set_twice_merge_key_by_key_and_the_latest_wins(waiting_run):
     run = drive(waiting_run.id)
 
     assert run.status == RunStatus.COMPLETED
-    assert run.attributes == {"cnpj": "12345678000199", "customer": "Padaria Pão Quente",
-                              "stage": "in review", "reviewers": 2}
+    assert run.attributes == {
+        "cnpj": "12345678000199",
+        "customer": "Padaria Pão Quente",
+        "stage": "in review",
+        "reviewers": 2,
+    }
     assert attribute_entries(run.id) == 2
 
 
@@ -73,8 +83,15 @@ def test_replay_does_not_write_recorded_attributes_again(waiting_run):
 def test_a_worker_that_lost_its_lease_writes_neither_the_entry_nor_the_attributes(clock):
     run = services.run_start(attributed_onboarding, "1", id="onb:fenced", actor="test")
     _, lease = live.claim(run.id, owner="worker-a")
-    entry = JournalEntry(run_id=run.id, position=0, kind=EntryKind.ATTRIBUTES, name="attributes",
-                         status="completed", result={"stage": "stale"}, created_at=clock.now())
+    entry = JournalEntry(
+        run_id=run.id,
+        position=0,
+        kind=EntryKind.ATTRIBUTES,
+        name="attributes",
+        status="completed",
+        result={"stage": "stale"},
+        created_at=clock.now(),
+    )
     services.run_cancel(run.id, reason="stop", actor="test")
 
     with pytest.raises(Fenced):
@@ -84,7 +101,9 @@ def test_a_worker_that_lost_its_lease_writes_neither_the_entry_nor_the_attribute
     assert attribute_entries(run.id) == 0
 
 
-def test_a_value_that_is_not_a_json_scalar_is_a_type_error_in_the_body_and_nothing_is_recorded(clock):
+def test_a_value_that_is_not_a_json_scalar_is_a_type_error_in_the_body_and_nothing_is_recorded(
+    clock,
+):
     run = drive(services.run_start(badly_attributed, id="bad:attr", actor="test").id)
 
     assert run.status == RunStatus.FAILED
@@ -110,12 +129,25 @@ def test_a_recorded_history_with_attributes_replays(waiting_run):
 def thousand_runs(clock):
     now = clock.now()
     WorkflowRun.objects.bulk_create(
-        [WorkflowRun(id=f"bulk:{i:04d}", workflow_name="attributed_onboarding", input={},
-                     status=RunStatus.WAITING, created_at=now, updated_at=now,
-                     attributes={"cnpj": f"{i:014d}", "branch": i % 10, "vip": i % 100 == 0,
-                                 "stage": "awaiting selfie" if i % 2 else "in review"})
-         for i in range(1000)],
-        batch_size=500)
+        [
+            WorkflowRun(
+                id=f"bulk:{i:04d}",
+                workflow_name="attributed_onboarding",
+                input={},
+                status=RunStatus.WAITING,
+                created_at=now,
+                updated_at=now,
+                attributes={
+                    "cnpj": f"{i:014d}",
+                    "branch": i % 10,
+                    "vip": i % 100 == 0,
+                    "stage": "awaiting selfie" if i % 2 else "in review",
+                },
+            )
+            for i in range(1000)
+        ],
+        batch_size=500,
+    )
 
 
 @pytest.fixture
@@ -133,21 +165,27 @@ def listed(response) -> set[str]:
     return {run["id"] for run in response.json()["results"]}
 
 
-def test_the_api_filter_returns_exactly_the_run_with_that_attribute_among_a_thousand(api, thousand_runs):
+def test_the_api_filter_returns_exactly_the_run_with_that_attribute_among_a_thousand(
+    api, thousand_runs
+):
     response = api.get("/api/runs/", {"attr.cnpj": "00000000000042"})
 
     assert listed(response) == {"bulk:0042"}
     assert response.json()["results"][0]["attributes"]["cnpj"] == "00000000000042"
 
 
-def test_several_attribute_filters_combine_with_and_and_numbers_match_their_json_text(api, thousand_runs):
+def test_several_attribute_filters_combine_with_and_and_numbers_match_their_json_text(
+    api, thousand_runs
+):
     response = api.get("/api/runs/", {"attr.branch": "0", "attr.vip": "true", "page_size": 500})
 
     assert listed(response) == {f"bulk:{i:04d}" for i in range(0, 1000, 100)}
 
 
 def test_an_attribute_filter_with_spaces_matches_the_whole_value(api, thousand_runs):
-    response = api.get("/api/runs/", {"attr.stage": "in review", "attr.branch": "3", "page_size": 500})
+    response = api.get(
+        "/api/runs/", {"attr.stage": "in review", "attr.branch": "3", "page_size": 500}
+    )
 
     assert response.json()["count"] == 0  # odd branches are all "awaiting selfie"
     assert api.get("/api/runs/", {"attr.stage": "in review"}).json()["count"] == 500
@@ -165,10 +203,14 @@ def test_the_attribute_filter_is_answered_by_the_gin_index(thousand_runs):
     from durable import selectors
 
     with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")  # 1,000 rows: make the planner show its choice
+        cursor.execute(
+            "SET LOCAL enable_seqscan = off"
+        )  # 1,000 rows: make the planner show its choice
     # Unordered: with sequential scans off, a list ordered by created_at may walk that index
     # instead (with a million runs, EXPLAIN ANALYZE shows the GIN index, then a sort of the matches).
-    plan = selectors.runs_with_attributes(WorkflowRun.objects.order_by(), [("cnpj", "00000000000042")]).explain()
+    plan = selectors.runs_with_attributes(
+        WorkflowRun.objects.order_by(), [("cnpj", "00000000000042")]
+    ).explain()
 
     assert "durable_run_attributes" in plan
 
@@ -187,11 +229,19 @@ def admin_client(client):
 @pytest.fixture
 def staged_runs(clock):
     now = clock.now()
-    for run_id, attributes in [("onb:selfie", {"stage": "awaiting selfie", "cnpj": "11222333000181"}),
-                               ("onb:review", {"stage": "in review", "cnpj": "99888777000166"}),
-                               ("onb:plain", {})]:
-        WorkflowRun.objects.create(id=run_id, workflow_name="attributed_onboarding", input={},
-                                   attributes=attributes, created_at=now, updated_at=now)
+    for run_id, attributes in [
+        ("onb:selfie", {"stage": "awaiting selfie", "cnpj": "11222333000181"}),
+        ("onb:review", {"stage": "in review", "cnpj": "99888777000166"}),
+        ("onb:plain", {}),
+    ]:
+        WorkflowRun.objects.create(
+            id=run_id,
+            workflow_name="attributed_onboarding",
+            input={},
+            attributes=attributes,
+            created_at=now,
+            updated_at=now,
+        )
 
 
 def changelist(client, **params):
@@ -224,7 +274,9 @@ def test_the_admin_list_shows_the_stage_as_the_runs_human_status(admin_client, s
 
 
 def test_the_admin_run_page_shows_the_attributes(admin_client, waiting_run):
-    response = admin_client.get(reverse("admin:durable_workflowrun_change", args=[quote(waiting_run.id)]))
+    response = admin_client.get(
+        reverse("admin:durable_workflowrun_change", args=[quote(waiting_run.id)])
+    )
 
     page = response.content.decode()
     assert "Search attributes" in page and "Padaria Pão Quente" in page and "12345678000199" in page
@@ -256,8 +308,9 @@ def run_case(case: str) -> WorkflowRun:
 def test_a_value_that_is_not_a_json_scalar_is_named_by_its_type_in_the_error(clock):
     run = run_case("list")
 
-    assert run.error["message"] == ("search attribute 'tags' must be a JSON scalar (str, int, float, "
-                                    "bool or None), not list")
+    assert run.error["message"] == (
+        "search attribute 'tags' must be a JSON scalar (str, int, float, bool or None), not list"
+    )
 
 
 def test_an_infinite_number_is_a_value_error_naming_the_attribute_and_the_value(clock):
@@ -265,7 +318,9 @@ def test_an_infinite_number_is_a_value_error_naming_the_attribute_and_the_value(
 
     assert run.status == RunStatus.FAILED
     assert (run.error["type"], run.error["message"]) == (
-        "ValueError", "search attribute 'ratio' must be a finite number, not inf")
+        "ValueError",
+        "search attribute 'ratio' must be a finite number, not inf",
+    )
     assert run.attributes == {}
 
 
@@ -280,7 +335,9 @@ def test_short_text_with_a_nul_is_a_value_error_saying_what_text_is_allowed(cloc
 
     assert run.status == RunStatus.FAILED
     assert (run.error["type"], run.error["message"]) == (
-        "ValueError", "search attribute 'note' must be text of at most 1000 characters without NUL")
+        "ValueError",
+        "search attribute 'note' must be text of at most 1000 characters without NUL",
+    )
     assert run.attributes == {}
 
 
@@ -295,8 +352,10 @@ def test_a_short_name_with_a_double_underscore_is_refused(clock):
     run = run_case("double_underscore")
 
     assert run.status == RunStatus.FAILED
-    assert run.error["message"] == ("search attribute name 'a__b' must be an identifier of at most "
-                                    "64 characters without a double underscore")
+    assert run.error["message"] == (
+        "search attribute name 'a__b' must be an identifier of at most "
+        "64 characters without a double underscore"
+    )
 
 
 def test_a_name_of_exactly_the_longest_length_is_stored(clock):

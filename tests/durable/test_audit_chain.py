@@ -1,5 +1,6 @@
 """Tamper-evident audit trails: append-only in the database, hash-chained per run and per case,
 and ``durable audit verify`` names the first broken link."""
+
 import io
 import threading
 
@@ -17,7 +18,9 @@ from durable.models import AuditEvent, WorkflowRun
 from tests.approvals.conftest import start_case
 
 pytestmark = pytest.mark.django_db
-on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="the DELETE trigger is PostgreSQL's")
+on_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the DELETE trigger is PostgreSQL's"
+)
 
 
 def verify() -> tuple[int, str]:
@@ -43,7 +46,9 @@ def tampered(table: str, statement: str, params: list) -> None:
     trigger = chain.trigger_name(table)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred checks pending before ALTER TABLE
+            cursor.execute(
+                "SET CONSTRAINTS ALL IMMEDIATE"
+            )  # no deferred checks pending before ALTER TABLE
             cursor.execute(f'ALTER TABLE "{table}" DISABLE TRIGGER {trigger}')
             cursor.execute(statement, params)
             cursor.execute(f'ALTER TABLE "{table}" ENABLE TRIGGER {trigger}')
@@ -77,7 +82,9 @@ def test_verify_passes_on_untouched_trails_and_reports_the_guards(trail):
 def test_an_update_through_raw_sql_is_refused_by_the_database(trail):
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("UPDATE durable_auditevent SET actor = %s WHERE id = %s", ["mallory", trail[0].pk])
+            cursor.execute(
+                "UPDATE durable_auditevent SET actor = %s WHERE id = %s", ["mallory", trail[0].pk]
+            )
 
     assert AuditEvent.objects.get(pk=trail[0].pk).actor == "ana"
 
@@ -96,7 +103,9 @@ def test_an_approval_audit_update_through_raw_sql_is_refused_by_the_database():
 
     with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("UPDATE approvals_approvalaudit SET reason = 'edited' WHERE id = %s", [row.pk])
+            cursor.execute(
+                "UPDATE approvals_approvalaudit SET reason = 'edited' WHERE id = %s", [row.pk]
+            )
 
     assert ApprovalAudit.objects.get(pk=row.pk).reason == row.reason
 
@@ -113,8 +122,11 @@ def test_queryset_update_and_delete_are_refused_by_the_orm(trail):
 
 
 def test_a_row_altered_with_the_trigger_disabled_is_found_by_verify(trail):
-    tampered("durable_auditevent", "UPDATE durable_auditevent SET actor = %s WHERE id = %s",
-             ["someone-else", trail[1].pk])
+    tampered(
+        "durable_auditevent",
+        "UPDATE durable_auditevent SET actor = %s WHERE id = %s",
+        ["someone-else", trail[1].pk],
+    )
 
     code, out = verify()
 
@@ -126,14 +138,22 @@ def test_a_row_altered_with_the_trigger_disabled_is_found_by_verify(trail):
 def test_a_row_altered_and_hashed_again_without_the_key_is_found_by_verify(trail):
     last = trail[-1]
     last.actor = "someone-else"
-    rehashed = chain.row_digest(last, last.prev_hash, parent="run", fields=AuditEvent.chained_fields)
-    tampered("durable_auditevent", "UPDATE durable_auditevent SET actor = %s, row_hash = %s WHERE id = %s",
-             ["someone-else", rehashed, last.pk])
+    rehashed = chain.row_digest(
+        last, last.prev_hash, parent="run", fields=AuditEvent.chained_fields
+    )
+    tampered(
+        "durable_auditevent",
+        "UPDATE durable_auditevent SET actor = %s, row_hash = %s WHERE id = %s",
+        ["someone-else", rehashed, last.pk],
+    )
 
     code, out = verify()
 
     assert code == 1
-    assert f"chain 'audit:c-1' breaks at seq 3 (row id {last.pk}): its seal does not match its hash" in out
+    assert (
+        f"chain 'audit:c-1' breaks at seq 3 (row id {last.pk}): its seal does not match its hash"
+        in out
+    )
 
 
 def test_every_audit_row_is_sealed_with_the_key(trail):
@@ -148,14 +168,20 @@ def test_untouched_trails_verify_against_the_heads_exported_earlier(trail, setti
     settings.DURABLE_AUDIT_HEADS_FILE = str(tmp_path / "heads.jsonl")
     waiting = services.run_start("step_wait_step", id="audit:c-2", actor="ana")
     call_command("durable", "audit", "export-heads", stdout=io.StringIO())
-    services.signal_send(waiting.id, "late", {}, actor="ana")   # a chain goes on past its exported head
-    start_case("acme")                                          # and a new one starts
+    services.signal_send(
+        waiting.id, "late", {}, actor="ana"
+    )  # a chain goes on past its exported head
+    start_case("acme")  # and a new one starts
     call_command("durable", "audit", "export-heads", stdout=io.StringIO())
 
     out = io.StringIO()
-    call_command("durable", "audit", "verify", "--against", str(tmp_path / "heads.jsonl"), stdout=out)
+    call_command(
+        "durable", "audit", "verify", "--against", str(tmp_path / "heads.jsonl"), stdout=out
+    )
 
-    assert "against the heads of" in out.getvalue() and "BROKEN" not in out.getvalue()   # and it exited 0
+    assert (
+        "against the heads of" in out.getvalue() and "BROKEN" not in out.getvalue()
+    )  # and it exited 0
 
 
 def test_a_row_deleted_from_the_middle_of_a_trail_is_found_by_verify(trail):
@@ -170,8 +196,11 @@ def test_a_row_deleted_from_the_middle_of_a_trail_is_found_by_verify(trail):
 def test_an_altered_approval_audit_row_is_found_by_verify():
     case = start_case("acme")
     row = case.audit.first()
-    tampered("approvals_approvalaudit", "UPDATE approvals_approvalaudit SET ip = %s WHERE id = %s",
-             ["203.0.113.66", row.pk])
+    tampered(
+        "approvals_approvalaudit",
+        "UPDATE approvals_approvalaudit SET ip = %s WHERE id = %s",
+        ["203.0.113.66", row.pk],
+    )
 
     code, out = verify()
 
@@ -183,7 +212,9 @@ def test_a_missing_trigger_makes_verify_fail(trail):
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute('ALTER TABLE "durable_auditevent" DISABLE TRIGGER durable_auditevent_append_only')
+            cursor.execute(
+                'ALTER TABLE "durable_auditevent" DISABLE TRIGGER durable_auditevent_append_only'
+            )
         else:
             cursor.execute("DROP TRIGGER durable_auditevent_append_only")
 
@@ -233,8 +264,11 @@ def test_writers_racing_on_one_run_keep_its_chain_whole():
 
     code, out = verify()
     assert errors == []
-    assert list(AuditEvent.objects.filter(run_id=run.id).values_list("chain_seq", flat=True)
-                .order_by("chain_seq")) == list(range(1, 42))
+    assert list(
+        AuditEvent.objects.filter(run_id=run.id)
+        .values_list("chain_seq", flat=True)
+        .order_by("chain_seq")
+    ) == list(range(1, 42))
     assert code == 0, out
 
 
@@ -242,14 +276,21 @@ def test_writers_racing_on_one_run_keep_its_chain_whole():
 def test_a_signal_sent_outside_a_transaction_is_linked_and_hashed_as_verify_expects():
     run = services.run_start("step_wait_step", id="audit:autocommit", actor="test")
 
-    signal = services.signal_send(run.id, "note", {"text": "ação ✓", "n": 1.0}, actor="ana",
-                                  audit={"via": "api", "zeta": [1, {"b": 2, "a": 1}]})
+    signal = services.signal_send(
+        run.id,
+        "note",
+        {"text": "ação ✓", "n": 1.0},
+        actor="ana",
+        audit={"via": "api", "zeta": [1, {"b": 2, "a": 1}]},
+    )
 
     event = AuditEvent.objects.get(run_id=run.id, action="signal")
     before = AuditEvent.objects.get(run_id=run.id, chain_seq=1)
     assert event.detail["signal_id"] == signal.pk
     assert (event.chain_seq, event.prev_hash) == (2, before.row_hash)
-    assert event.row_hash == chain.row_digest(event, event.prev_hash, parent="run", fields=AuditEvent.chained_fields)
+    assert event.row_hash == chain.row_digest(
+        event, event.prev_hash, parent="run", fields=AuditEvent.chained_fields
+    )
     assert verify()[0] == 0
 
 
@@ -261,9 +302,13 @@ def test_a_signal_that_waited_for_another_writers_lock_still_extends_the_chain()
     def holder():
         try:
             with transaction.atomic():
-                services.signal_send(run.id, "note", {"by": "holder"}, actor="holder")  # locks the run
+                services.signal_send(
+                    run.id, "note", {"by": "holder"}, actor="holder"
+                )  # locks the run
                 holding.set()
-                threading.Event().wait(0.5)  # the other sender's statement starts, and waits for the row
+                threading.Event().wait(
+                    0.5
+                )  # the other sender's statement starts, and waits for the row
         except Exception as error:  # reported below
             errors.append(error)
         finally:
@@ -273,36 +318,64 @@ def test_a_signal_that_waited_for_another_writers_lock_still_extends_the_chain()
     thread = threading.Thread(target=holder)
     thread.start()
     holding.wait(timeout=10)
-    services.signal_send(run.id, "note", {"by": "main"}, actor="main")  # its snapshot misses the holder's row
+    services.signal_send(
+        run.id, "note", {"by": "main"}, actor="main"
+    )  # its snapshot misses the holder's row
     thread.join(timeout=30)
 
     assert errors == []
-    assert list(AuditEvent.objects.filter(run_id=run.id).order_by("chain_seq")
-                .values_list("chain_seq", "actor")) == [(1, "test"), (2, "holder"), (3, "main")]
+    assert list(
+        AuditEvent.objects.filter(run_id=run.id)
+        .order_by("chain_seq")
+        .values_list("chain_seq", "actor")
+    ) == [(1, "test"), (2, "holder"), (3, "main")]
     assert verify()[0] == 0
 
 
 def test_the_body_cut_at_its_holes_is_the_body_once_the_database_fills_them():
     run = services.run_start("step_wait_step", id="audit:holes", actor="test")
-    event = AuditEvent(run_id=run.id, action="signal", actor="ana", created_at=run.created_at,
-                       detail={"name": "go", "a": "durable-hole-x", "signal_id": "hole-2"})
+    event = AuditEvent(
+        run_id=run.id,
+        action="signal",
+        actor="ana",
+        created_at=run.created_at,
+        detail={"name": "go", "a": "durable-hole-x", "signal_id": "hole-2"},
+    )
     event.chain_seq = "hole-1"
 
-    pieces = chain.body_around(event, ["hole-1", "hole-2"], parent="run", fields=AuditEvent.chained_fields)
+    pieces = chain.body_around(
+        event, ["hole-1", "hole-2"], parent="run", fields=AuditEvent.chained_fields
+    )
 
     event.chain_seq, event.detail["signal_id"] = 7, 42
-    assert "7".join([pieces[0], "42".join(pieces[1:])]) == chain.row_body(event, parent="run",
-                                                                             fields=AuditEvent.chained_fields)
+    assert "7".join([pieces[0], "42".join(pieces[1:])]) == chain.row_body(
+        event, parent="run", fields=AuditEvent.chained_fields
+    )
 
 
 def test_values_the_database_stores_in_its_own_form_still_verify():
     run = services.run_start("step_wait_step", id="audit:forms", actor="test")
-    AuditEvent.objects.create(run_id=run.id, action="note", actor="ops", created_at=run.created_at,
-                              detail={"whole": 1.0, "big": 1e20, "small": 1.5e-7, "text": "ação ✓",
-                                      "nested": [{"b": 2, "a": (1, 2)}]})
+    AuditEvent.objects.create(
+        run_id=run.id,
+        action="note",
+        actor="ops",
+        created_at=run.created_at,
+        detail={
+            "whole": 1.0,
+            "big": 1e20,
+            "small": 1.5e-7,
+            "text": "ação ✓",
+            "nested": [{"b": 2, "a": (1, 2)}],
+        },
+    )
     start_case("ipv6")
-    ApprovalAudit.objects.create(request=start_case("ipv6-2"), actor="ana", action="note",
-                                 ip="2001:0db8:0000:0000:0000:0000:0000:0001", created_at=run.created_at)
+    ApprovalAudit.objects.create(
+        request=start_case("ipv6-2"),
+        actor="ana",
+        action="note",
+        ip="2001:0db8:0000:0000:0000:0000:0000:0001",
+        created_at=run.created_at,
+    )
 
     code, out = verify()
 
@@ -312,8 +385,12 @@ def test_values_the_database_stores_in_its_own_form_still_verify():
 def test_the_admin_offers_no_way_to_delete_a_run_or_its_audit_events(client, trail):
     client.force_login(User.objects.create_superuser("root", password="pw-unused-123"))
 
-    run_delete = client.post(reverse("admin:durable_workflowrun_delete", args=[quote("audit:c-1")]), {"post": "yes"})
-    event_delete = client.post(reverse("admin:durable_auditevent_delete", args=[trail[0].pk]), {"post": "yes"})
+    run_delete = client.post(
+        reverse("admin:durable_workflowrun_delete", args=[quote("audit:c-1")]), {"post": "yes"}
+    )
+    event_delete = client.post(
+        reverse("admin:durable_auditevent_delete", args=[trail[0].pk]), {"post": "yes"}
+    )
 
     assert (run_delete.status_code, event_delete.status_code) == (403, 403)
     assert AuditEvent.objects.filter(run_id="audit:c-1").count() == 3

@@ -1,6 +1,7 @@
 """The audit trail against the database's own owner: the app runs as a role that can only
 add and read audit rows, rows are sealed with a key the database never sees, and the chains'
 heads exported outside it show rows cut from the end or a table emptied."""
+
 import io
 import uuid
 from types import SimpleNamespace
@@ -14,11 +15,20 @@ from durable import chain, services
 from durable.models import AuditEvent, WorkflowRun
 
 pytestmark = [
-    pytest.mark.skipif(connection.vendor != "postgresql",
-                       reason="roles, table owners and session_replication_role are PostgreSQL's; SQLite has none"),
-    pytest.mark.django_db(transaction=True),   # the app role's own connection sees committed rows only
+    pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="roles, table owners and session_replication_role are PostgreSQL's; SQLite has none",
+    ),
+    pytest.mark.django_db(
+        transaction=True
+    ),  # the app role's own connection sees committed rows only
 ]
-AUDIT_TABLES = ["durable_auditevent", "durable_archivedauditevent", "durable_scheduleevent", "approvals_approvalaudit"]
+AUDIT_TABLES = [
+    "durable_auditevent",
+    "durable_archivedauditevent",
+    "durable_scheduleevent",
+    "approvals_approvalaudit",
+]
 TRIGGER = chain.trigger_name("durable_auditevent")
 
 
@@ -44,8 +54,15 @@ def app_role():
 
         def connect() -> psycopg.Connection:
             settings = connection.settings_dict
-            opened.append(psycopg.connect(host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
-                                          dbname=settings["NAME"], user=name, autocommit=True))
+            opened.append(
+                psycopg.connect(
+                    host=settings["HOST"] or "127.0.0.1",
+                    port=settings["PORT"] or 5432,
+                    dbname=settings["NAME"],
+                    user=name,
+                    autocommit=True,
+                )
+            )
             return opened[-1]
 
         yield SimpleNamespace(name=name, connect=connect)
@@ -79,10 +96,15 @@ def rehash_from(seq: int, run_id: str) -> None:
     rows = list(AuditEvent.objects.filter(run_id=run_id).order_by("chain_seq"))
     prev = rows[seq - 2].row_hash if seq > 1 else chain.GENESIS
     with connection.cursor() as cursor:
-        for row in rows[seq - 1:]:
-            row.prev_hash, row.row_hash = prev, chain.row_digest(row, prev, parent="run", fields=AuditEvent.chained_fields)
-            cursor.execute("UPDATE durable_auditevent SET prev_hash = %s, row_hash = %s WHERE id = %s",
-                           [row.prev_hash, row.row_hash, row.pk])
+        for row in rows[seq - 1 :]:
+            row.prev_hash, row.row_hash = (
+                prev,
+                chain.row_digest(row, prev, parent="run", fields=AuditEvent.chained_fields),
+            )
+            cursor.execute(
+                "UPDATE durable_auditevent SET prev_hash = %s, row_hash = %s WHERE id = %s",
+                [row.prev_hash, row.row_hash, row.pk],
+            )
             prev = row.row_hash
 
 
@@ -94,6 +116,7 @@ def as_owner_with_the_trigger_disabled(statement: str, params: list) -> None:
 
 
 # --- (a) disabling the trigger ---
+
 
 def test_the_app_role_cannot_disable_the_audit_trigger(app_role, trail):
     app = app_role.connect()
@@ -107,17 +130,23 @@ def test_the_app_role_cannot_disable_the_audit_trigger(app_role, trail):
 def test_a_row_edited_and_hashed_again_by_the_owner_is_found_by_verify(trail):
     with connection.cursor() as cursor:
         cursor.execute(f"ALTER TABLE durable_auditevent DISABLE TRIGGER {TRIGGER}")
-        cursor.execute("UPDATE durable_auditevent SET actor = 'someone-else' WHERE id = %s", [trail[1].pk])
+        cursor.execute(
+            "UPDATE durable_auditevent SET actor = 'someone-else' WHERE id = %s", [trail[1].pk]
+        )
         rehash_from(2, "tamper:c-1")
         cursor.execute(f"ALTER TABLE durable_auditevent ENABLE TRIGGER {TRIGGER}")
 
     code, out = durable("audit", "verify")
 
     assert code == 1
-    assert f"chain 'tamper:c-1' breaks at seq 2 (row id {trail[1].pk}): its seal does not match its hash" in out
+    assert (
+        f"chain 'tamper:c-1' breaks at seq 2 (row id {trail[1].pk}): its seal does not match its hash"
+        in out
+    )
 
 
 # --- (b) session_replication_role = replica ---
+
 
 def test_the_app_role_cannot_switch_triggers_off_for_its_session(app_role, trail):
     app = app_role.connect()
@@ -130,7 +159,9 @@ def test_a_row_edited_in_replica_mode_is_found_by_verify_though_the_trigger_is_o
     with connection.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")
         try:
-            cursor.execute("UPDATE durable_auditevent SET detail = '{}' WHERE id = %s", [trail[1].pk])
+            cursor.execute(
+                "UPDATE durable_auditevent SET detail = '{}' WHERE id = %s", [trail[1].pk]
+            )
             rehash_from(2, "tamper:c-1")
         finally:
             cursor.execute("SET session_replication_role = DEFAULT")
@@ -144,9 +175,14 @@ def test_a_row_edited_in_replica_mode_is_found_by_verify_though_the_trigger_is_o
 
 # --- (c) a row cut from the end of a chain ---
 
-def test_a_tail_row_deleted_after_the_heads_were_exported_is_found_against_them(trail, exported_heads):
+
+def test_a_tail_row_deleted_after_the_heads_were_exported_is_found_against_them(
+    trail, exported_heads
+):
     durable("audit", "export-heads")
-    as_owner_with_the_trigger_disabled("DELETE FROM durable_auditevent WHERE id = %s", [trail[-1].pk])
+    as_owner_with_the_trigger_disabled(
+        "DELETE FROM durable_auditevent WHERE id = %s", [trail[-1].pk]
+    )
 
     code, out = durable("audit", "verify", "--against", str(exported_heads))
 
@@ -155,6 +191,7 @@ def test_a_tail_row_deleted_after_the_heads_were_exported_is_found_against_them(
 
 
 # --- (d) TRUNCATE ---
+
 
 def test_the_app_role_cannot_empty_an_audit_table(app_role, trail):
     app = app_role.connect()
@@ -169,7 +206,9 @@ def test_the_app_role_cannot_empty_an_audit_table(app_role, trail):
     assert AuditEvent.objects.filter(run_id="tamper:c-1").count() == 3
 
 
-def test_an_audit_table_emptied_after_the_heads_were_exported_is_found_against_them(trail, exported_heads):
+def test_an_audit_table_emptied_after_the_heads_were_exported_is_found_against_them(
+    trail, exported_heads
+):
     durable("audit", "export-heads")
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE durable_auditevent")
@@ -182,6 +221,7 @@ def test_an_audit_table_emptied_after_the_heads_were_exported_is_found_against_t
 
 # --- what the app role still does ---
 
+
 def test_the_app_role_cannot_change_or_delete_an_audit_row(app_role, trail):
     app = app_role.connect()
 
@@ -190,7 +230,9 @@ def test_the_app_role_cannot_change_or_delete_an_audit_row(app_role, trail):
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         app.execute("DELETE FROM durable_scheduleevent")
     with pytest.raises(psycopg.errors.RestrictViolation, match="append-only"):
-        app.execute("DELETE FROM durable_auditevent WHERE id = %s", [trail[0].pk])   # granted for archiving only
+        app.execute(
+            "DELETE FROM durable_auditevent WHERE id = %s", [trail[0].pk]
+        )  # granted for archiving only
 
     assert AuditEvent.objects.filter(run_id="tamper:c-1").count() == 3
 
@@ -214,4 +256,3 @@ def test_the_app_runs_as_its_role_and_its_trails_verify(app_role, exported_heads
     assert ran_as == app_role.name
     assert code == 0, out
     assert WorkflowRun.objects.get(pk="tamper:as-app").signal_seq == 1
-

@@ -1,4 +1,5 @@
 """The admin's bulk operation: form, a confirmation page with the count (nothing done yet), then the act."""
+
 import re
 
 import pytest
@@ -47,16 +48,24 @@ def test_the_confirmation_page_shows_the_count_and_changes_nothing(operator, blo
     assert not AuditEvent.objects.filter(action="retry").exists()
 
 
-def test_confirming_retries_each_run_with_its_own_audit_row_and_reports_the_counts(operator, blocked_v1_and_v2):
+def test_confirming_retries_each_run_with_its_own_audit_row_and_reports_the_counts(
+    operator, blocked_v1_and_v2
+):
     token = token_in(operator.post(BULK, RETRY_V1).content.decode())
 
     response = operator.post(BULK, {"token": token})
 
-    assert response.status_code == 302 and response["Location"] == reverse("admin:durable_workflowrun_changelist")
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "admin:durable_workflowrun_changelist"
+    )
     assert [str(message) for message in get_messages(response.wsgi_request)][0].startswith(
-        "2 runs sent back to pending; 0 skipped")
+        "2 runs sent back to pending; 0 skipped"
+    )
     retries = AuditEvent.objects.filter(action="retry")
-    assert sorted(retries.values_list("run_id", "actor")) == [("reorder:1", "ops"), ("reorder:2", "ops")]
+    assert sorted(retries.values_list("run_id", "actor")) == [
+        ("reorder:1", "ops"),
+        ("reorder:2", "ops"),
+    ]
     assert all(event.detail["via"] == "admin" for event in retries)
     assert WorkflowRun.objects.get(pk="reorder:v2").status == RunStatus.BLOCKED
 
@@ -64,37 +73,46 @@ def test_confirming_retries_each_run_with_its_own_audit_row_and_reports_the_coun
 def test_a_run_finished_between_count_and_confirm_is_left_out(operator, clock):
     for n in range(2):
         drive(services.run_start("step_wait_step", id=f"wait:{n}", actor="test").id)
-    token = token_in(operator.post(BULK, {"action": "cancel", "workflow": "step_wait_step"}).content.decode())
+    token = token_in(
+        operator.post(BULK, {"action": "cancel", "workflow": "step_wait_step"}).content.decode()
+    )
     services.run_cancel("wait:1", reason="by hand", actor="colleague")
 
     response = operator.post(BULK, {"token": token})
 
     assert str(list(get_messages(response.wsgi_request))[0]).startswith("1 run cancelled")
-    assert list(AuditEvent.objects.filter(action="cancel").values_list("run_id", "actor").order_by("run_id")) == [
-        ("wait:0", "ops"), ("wait:1", "colleague")]
+    assert list(
+        AuditEvent.objects.filter(action="cancel").values_list("run_id", "actor").order_by("run_id")
+    ) == [("wait:0", "ops"), ("wait:1", "colleague")]
 
 
 def test_the_form_starts_from_the_run_lists_filters(operator, blocked_v1_and_v2):
-    html = operator.get(BULK, {"status__exact": "blocked", "workflow_name": "reorder", "stage": "in review"}
-                        ).content.decode()
+    html = operator.get(
+        BULK, {"status__exact": "blocked", "workflow_name": "reorder", "stage": "in review"}
+    ).content.decode()
 
     assert '<option value="blocked" selected>' in html
     assert 'name="workflow" value="reorder"' in html and "stage=in review</textarea>" in html
 
 
 def test_the_run_list_links_to_the_bulk_form_with_its_filters(operator, blocked_v1_and_v2):
-    html = operator.get(reverse("admin:durable_workflowrun_changelist"), {"status__exact": "blocked"}).content.decode()
+    html = operator.get(
+        reverse("admin:durable_workflowrun_changelist"), {"status__exact": "blocked"}
+    ).content.decode()
 
     assert f'href="{BULK}?status__exact=blocked"' in html
 
 
-@pytest.mark.parametrize("form, message", [
-    ({"action": "wake"}, "Choose at least one filter"),
-    ({"action": "wake", "attributes": "cnpj"}, "is not name=value"),
-    ({"action": "wake", "attributes": "no-dash=1"}, "must be an identifier"),
-    ({"action": "wake", "status": "sleeping"}, "Select a valid choice"),
-    ({"action": "delete", "status": "failed"}, "Select a valid choice"),
-])
+@pytest.mark.parametrize(
+    "form, message",
+    [
+        ({"action": "wake"}, "Choose at least one filter"),
+        ({"action": "wake", "attributes": "cnpj"}, "is not name=value"),
+        ({"action": "wake", "attributes": "no-dash=1"}, "must be an identifier"),
+        ({"action": "wake", "status": "sleeping"}, "Select a valid choice"),
+        ({"action": "delete", "status": "failed"}, "Select a valid choice"),
+    ],
+)
 def test_a_bad_filter_is_a_400_with_the_form_saying_why(operator, form, message):
     response = operator.post(BULK, form)
 
@@ -110,7 +128,11 @@ def test_too_many_runs_is_refused_on_the_form_page(operator, blocked_v1_and_v2, 
 
 
 def test_a_viewer_gets_403_on_the_form_and_the_confirmation(viewer, blocked_v1_and_v2):
-    refusals = [viewer.get(BULK), viewer.post(BULK, RETRY_V1), viewer.post(BULK, {"token": "anything"})]
+    refusals = [
+        viewer.get(BULK),
+        viewer.post(BULK, RETRY_V1),
+        viewer.post(BULK, {"token": "anything"}),
+    ]
 
     assert [response.status_code for response in refusals] == [403, 403, 403]
     assert not AuditEvent.objects.filter(action="retry").exists()
@@ -141,16 +163,24 @@ def test_the_bulk_form_refuses_a_post_without_the_csrf_token(blocked_v1_and_v2):
     assert set(WorkflowRun.objects.values_list("status", flat=True)) == {RunStatus.BLOCKED}
 
 
-def test_a_pass_that_runs_out_of_time_offers_to_continue_with_the_runs_left(operator, blocked_v1_and_v2, settings):
-    settings.DURABLE_BULK_PASS_SECONDS = 0    # every pass stops after its first run
+def test_a_pass_that_runs_out_of_time_offers_to_continue_with_the_runs_left(
+    operator, blocked_v1_and_v2, settings
+):
+    settings.DURABLE_BULK_PASS_SECONDS = 0  # every pass stops after its first run
     token = token_in(operator.post(BULK, RETRY_V1).content.decode())
 
     first = operator.post(BULK, {"token": token})
     second = operator.post(BULK, {"token": token_in(first.content.decode())})
 
-    assert "1 run left." in first.content.decode() and "Continue: retry 1 more" in first.content.decode()
+    assert (
+        "1 run left." in first.content.decode()
+        and "Continue: retry 1 more" in first.content.decode()
+    )
     assert second.status_code == 302
-    assert sorted(AuditEvent.objects.filter(action="retry").values_list("run_id", flat=True)) == ["reorder:1", "reorder:2"]
+    assert sorted(AuditEvent.objects.filter(action="retry").values_list("run_id", flat=True)) == [
+        "reorder:1",
+        "reorder:2",
+    ]
 
 
 def test_a_double_clicked_confirm_acts_once(operator, clock):

@@ -1,4 +1,5 @@
 """Cancelling: immediate by default; graceful lets the body clean up, within a deadline."""
+
 from datetime import timedelta
 
 import pytest
@@ -26,7 +27,8 @@ def cancelled_hooks():
 
 
 def test_a_graceful_cancel_raises_cancelled_where_the_body_waits_and_its_cleanup_runs_once(
-        clock, cancelled_hooks):
+    clock, cancelled_hooks
+):
     run = services.run_start("polite_cancel", "c-1", id="cancel:polite", actor="test")
     drive(run.id)
 
@@ -103,7 +105,9 @@ def test_cancel_is_immediate_unless_asked_to_be_graceful(clock):
 
 def test_a_graceful_cancel_of_a_run_whose_body_cannot_run_is_immediate(clock):
     run = services.run_start("withdraws", id="cancel:failed", actor="test")
-    services.signal_send(run.id, "reply", {"nope": 1}, actor="test")  # the body fails on the missing key
+    services.signal_send(
+        run.id, "reply", {"nope": 1}, actor="test"
+    )  # the body fails on the missing key
     assert drive(run.id).status == RunStatus.FAILED
 
     run = services.run_cancel(run.id, reason="clean up", graceful=True, actor="test")
@@ -184,7 +188,9 @@ def test_a_replayed_cancel_carries_the_same_reason_and_actor(clock):
 def test_cleanup_that_outlives_its_deadline_keeps_the_reason_and_who_cancelled(clock):
     run = services.run_start("slow_cleanup", id="cancel:slow-who", actor="test")
     drive(run.id)
-    services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True, cleanup=hours(1))
+    services.run_cancel(
+        run.id, reason="customer withdrew", actor="ops", graceful=True, cleanup=hours(1)
+    )
     drive(run.id)
     clock.advance(hours(1) + timedelta(seconds=1))
 
@@ -194,7 +200,9 @@ def test_cleanup_that_outlives_its_deadline_keeps_the_reason_and_who_cancelled(c
 
 
 @pytest.mark.parametrize("waited", [seconds(0), seconds(11)], ids=["backing-off", "retry-due"])
-def test_a_graceful_cancel_at_a_failed_step_ends_the_run_there_without_another_attempt(clock, waited):
+def test_a_graceful_cancel_at_a_failed_step_ends_the_run_there_without_another_attempt(
+    clock, waited
+):
     """During the 10 s back-off, or once it is over and the second attempt is due."""
     run = services.run_start("gives_up", id="cancel:backoff", actor="test")
     drive(run.id)  # the first attempt failed
@@ -221,7 +229,9 @@ def test_a_graceful_cancel_that_arrives_before_a_child_is_started_starts_no_chil
     assert not WorkflowRun.objects.filter(parent_id=run.id).exists()
 
 
-def test_a_graceful_cancel_that_finds_a_waits_deadline_passed_cancels_there_instead_of_timing_out(clock):
+def test_a_graceful_cancel_that_finds_a_waits_deadline_passed_cancels_there_instead_of_timing_out(
+    clock,
+):
     run = services.run_start("polite_cancel", "c-9", id="cancel:deadline-passed", actor="test")
     drive(run.id)
     clock.advance(days(7) + timedelta(seconds=1))
@@ -243,7 +253,8 @@ def test_a_graceful_cancel_that_finds_a_sleep_over_cancels_at_the_sleep(clock):
 
     assert run.status == RunStatus.CANCELLED
     assert list(JournalEntry.objects.filter(run_id=run.id).values_list("kind", "status")) == [
-        (EntryKind.SLEEP, EntryStatus.CANCELLED)]
+        (EntryKind.SLEEP, EntryStatus.CANCELLED)
+    ]
     assert CALLS["woke"] == 0
 
 
@@ -259,19 +270,29 @@ def test_a_graceful_cancel_is_never_delivered_at_a_patch_marker_but_at_the_next_
         services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
         run = drive(run.id)
 
-    entries = list(JournalEntry.objects.filter(run_id=run.id).order_by("position").values_list("kind", "status"))
+    entries = list(
+        JournalEntry.objects.filter(run_id=run.id)
+        .order_by("position")
+        .values_list("kind", "status")
+    )
     assert run.status == RunStatus.CANCELLED
-    assert entries == [(EntryKind.PATCH, EntryStatus.COMPLETED), (EntryKind.SIGNAL, EntryStatus.CANCELLED)]
+    assert entries == [
+        (EntryKind.PATCH, EntryStatus.COMPLETED),
+        (EntryKind.SIGNAL, EntryStatus.CANCELLED),
+    ]
 
 
 def test_a_run_replaying_a_delivered_cancel_whose_request_is_gone_ends_cancelled_by_the_workflow(
-        clock, cancelled_hooks):
+    clock, cancelled_hooks
+):
     run = services.run_start("polite_cancel", "c-12", id="cancel:request-gone", actor="test")
     drive(run.id)
     # The cancel was delivered at the wait and journaled; the request itself is no longer on the run.
     JournalEntry.objects.filter(run_id=run.id, position=0).update(
-        status=EntryStatus.CANCELLED, wake_at=None,
-        error={"type": "Cancelled", "message": "customer withdrew", "actor": "ops"})
+        status=EntryStatus.CANCELLED,
+        wake_at=None,
+        error={"type": "Cancelled", "message": "customer withdrew", "actor": "ops"},
+    )
     WorkflowRun.objects.filter(pk=run.id).update(wake_at=clock.now())
 
     run = drive(run.id)
@@ -288,7 +309,12 @@ def test_a_gracefully_cancelled_run_says_it_was_cancelled_why_by_whom_and_gracef
 
     run = drive(run.id)
 
-    assert run.error == {"type": "Cancelled", "message": "customer withdrew", "actor": "ops", "graceful": True}
+    assert run.error == {
+        "type": "Cancelled",
+        "message": "customer withdrew",
+        "actor": "ops",
+        "graceful": True,
+    }
 
 
 def test_a_body_that_cancels_itself_is_cancelled_by_the_workflow_with_no_result(clock):
@@ -297,7 +323,11 @@ def test_a_body_that_cancels_itself_is_cancelled_by_the_workflow_with_no_result(
 
     run = drive(run.id)
 
-    assert (run.error["message"], run.error["actor"], run.result) == ("customer withdrew", "workflow", None)
+    assert (run.error["message"], run.error["actor"], run.result) == (
+        "customer withdrew",
+        "workflow",
+        None,
+    )
 
 
 def test_a_gracefully_cancelled_run_keeps_no_pending_cancel_request(clock):
@@ -327,7 +357,9 @@ def test_the_cancelled_hook_is_sent_by_the_workflow_run_model(clock):
     def receiver(sender, run_id, **kwargs):
         seen.append(run_id)
 
-    hooks.run_cancelled.connect(receiver, sender=WorkflowRun, weak=False, dispatch_uid="test-cancelled-sender")
+    hooks.run_cancelled.connect(
+        receiver, sender=WorkflowRun, weak=False, dispatch_uid="test-cancelled-sender"
+    )
     run = services.run_start("polite_cancel", "c-12", id="cancel:sender", actor="test")
     drive(run.id)
     services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
@@ -361,8 +393,12 @@ def cleans_up_into_something_unstorable() -> object:
 
 
 def test_a_cleanup_whose_value_cannot_be_stored_ends_the_run_cancelled_with_no_result(clock):
-    with override_workflow(cleans_up_into_something_unstorable, name="cleans_up_into_something_unstorable"):
-        run = services.run_start("cleans_up_into_something_unstorable", id="cancel:unstorable", actor="test")
+    with override_workflow(
+        cleans_up_into_something_unstorable, name="cleans_up_into_something_unstorable"
+    ):
+        run = services.run_start(
+            "cleans_up_into_something_unstorable", id="cancel:unstorable", actor="test"
+        )
         drive(run.id)
         services.run_cancel(run.id, reason="stop", graceful=True, actor="test")
         run = drive(run.id)
@@ -395,12 +431,21 @@ def test_a_graceful_cancel_is_never_delivered_at_a_deterministic_value_but_at_th
         services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
         run = drive(run.id)
 
-    entries = list(JournalEntry.objects.filter(run_id=run.id).order_by("position").values_list("kind", "status"))
+    entries = list(
+        JournalEntry.objects.filter(run_id=run.id)
+        .order_by("position")
+        .values_list("kind", "status")
+    )
     assert run.status == RunStatus.CANCELLED
-    assert entries == [(EntryKind.UUID, EntryStatus.COMPLETED), (EntryKind.SIGNAL, EntryStatus.CANCELLED)]
+    assert entries == [
+        (EntryKind.UUID, EntryStatus.COMPLETED),
+        (EntryKind.SIGNAL, EntryStatus.CANCELLED),
+    ]
 
 
-def test_a_child_cancelled_with_a_parent_cancelled_without_a_reason_says_its_parent_was_cancelled(clock):
+def test_a_child_cancelled_with_a_parent_cancelled_without_a_reason_says_its_parent_was_cancelled(
+    clock,
+):
     parent = services.run_start("one_child", "e-2", id="cancel:bare-parent", actor="test")
     drive(parent.id)
 
@@ -411,7 +456,9 @@ def test_a_child_cancelled_with_a_parent_cancelled_without_a_reason_says_its_par
     assert child.error["message"] == "its parent cancel:bare-parent was cancelled: cancelled"
 
 
-def test_a_graceful_cancel_sends_the_run_to_a_worker_to_clean_up(clock, django_capture_on_commit_callbacks):
+def test_a_graceful_cancel_sends_the_run_to_a_worker_to_clean_up(
+    clock, django_capture_on_commit_callbacks
+):
     run = services.run_start("polite_cancel", "c-13", id="cancel:sent", actor="test")
     drive(run.id)
 
@@ -426,7 +473,8 @@ def test_a_cancel_request_without_a_reason_or_actor_reaches_the_body_with_empty_
     drive(run.id)
     # A request that names neither (written by hand, or by an older engine), waking the run.
     WorkflowRun.objects.filter(pk=run.id).update(
-        cancel_request={"deadline": (clock.now() + hours(1)).isoformat()}, wake_at=clock.now())
+        cancel_request={"deadline": (clock.now() + hours(1)).isoformat()}, wake_at=clock.now()
+    )
 
     run = drive(run.id)
 
@@ -442,11 +490,13 @@ def cleanup_that_now_steps_instead_of_napping() -> str:
         return "cleaned up"
 
 
-def test_a_cleanup_whose_code_no_longer_fits_its_journal_ends_the_run_cancelled_naming_the_divergence(clock):
+def test_a_cleanup_whose_code_no_longer_fits_its_journal_ends_the_run_cancelled_naming_the_divergence(
+    clock,
+):
     run = services.run_start("cleanup_after_a_nap", id="cancel:diverged", actor="test")
     drive(run.id)
     services.run_cancel(run.id, reason="stop", actor="ops", graceful=True)
-    drive(run.id)   # the cleanup naps
+    drive(run.id)  # the cleanup naps
 
     with override_workflow(cleanup_that_now_steps_instead_of_napping, name="cleanup_after_a_nap"):
         clock.advance(timedelta(seconds=2))

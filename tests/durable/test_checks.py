@@ -1,4 +1,5 @@
 """The system check reads workflow bodies and names every call that breaks replay."""
+
 import datetime
 import inspect
 import random
@@ -168,10 +169,10 @@ def deterministic_body(batch_id: str, moment: str) -> dict:
     token = workflow.uuid4()
     draw = workflow.random()
     statement = workflow.step(fetch_statement, batch_id)
-    workflow.step(time.time, name="stamp")                      # a reference: runs in the step
-    workflow.step(lambda: uuid.uuid4().hex, name="token")        # a lambda handed to a step
+    workflow.step(time.time, name="stamp")  # a reference: runs in the step
+    workflow.step(lambda: uuid.uuid4().hex, name="token")  # a lambda handed to a step
 
-    def post_correction(entry_id: str) -> str:                  # defined here, runs in a step
+    def post_correction(entry_id: str) -> str:  # defined here, runs in a step
         return f"{entry_id}@{datetime.datetime.now().isoformat()}"
 
     workflow.step(post_correction, "e9", name="post_e9")
@@ -180,9 +181,17 @@ def deterministic_body(batch_id: str, moment: str) -> dict:
     quoted = urllib.parse.quote(batch_id)
     local = time.localtime(0)
     seeded = random.Random(batch_id).random()
-    return {"started": started, "token": token, "draw": draw,
-            "statement": statement, "parsed": parsed, "id": name_id, "q": quoted,
-            "local": local, "seeded": seeded}
+    return {
+        "started": started,
+        "token": token,
+        "draw": draw,
+        "statement": statement,
+        "parsed": parsed,
+        "id": name_id,
+        "q": quoted,
+        "local": local,
+        "seeded": seeded,
+    }
 
 
 def test_deterministic_alternatives_and_steps_are_not_flagged():
@@ -203,7 +212,8 @@ def reaches_the_clock_through_another_module():
 
 def test_a_module_reached_through_another_module_is_resolved():
     assert [f.call for f in inspect_function(reaches_the_clock_through_another_module)] == [
-        "engine_workflows.time.time"]
+        "engine_workflows.time.time"
+    ]
 
 
 def silenced_on_purpose():
@@ -240,7 +250,9 @@ def evaluates_a_call_in_step_arguments():
 
 
 def test_a_call_evaluated_in_a_steps_arguments_runs_in_the_body_and_is_flagged():
-    assert [f.rule.id for f in inspect_function(evaluates_a_call_in_step_arguments)] == ["durable.W003"]
+    assert [f.rule.id for f in inspect_function(evaluates_a_call_in_step_arguments)] == [
+        "durable.W003"
+    ]
 
 
 # --- through Django's check framework ---

@@ -1,4 +1,5 @@
 """``manage.py durable``: the same services from a shell, readable output, non-zero exits on errors."""
+
 import json
 import subprocess
 import sys
@@ -84,7 +85,11 @@ def test_cancel_and_retry_go_through_the_services(clock):
 
     run = WorkflowRun.objects.get(pk=failed.id)
     assert run.status == RunStatus.CANCELLED and run.error["message"] == "not needed"
-    assert list(AuditEvent.objects.filter(run=run).values_list("action", flat=True)) == ["start", "retry", "cancel"]
+    assert list(AuditEvent.objects.filter(run=run).values_list("action", flat=True)) == [
+        "start",
+        "retry",
+        "cancel",
+    ]
 
 
 def test_a_graceful_cancel_lets_the_workflow_say_goodbye_and_records_the_cli(clock):
@@ -94,7 +99,10 @@ def test_a_graceful_cancel_lets_the_workflow_say_goodbye_and_records_the_cli(clo
     run = drive(run.id)
 
     assert "the workflow cleans up first" in printed
-    assert (run.status, run.result) == (RunStatus.CANCELLED, "bye: customer asked (cli:" + run.result.split("(cli:")[1])
+    assert (run.status, run.result) == (
+        RunStatus.CANCELLED,
+        "bye: customer asked (cli:" + run.result.split("(cli:")[1],
+    )
     assert AuditEvent.objects.get(run=run, action="cancel").detail["graceful"] is True
 
 
@@ -114,7 +122,9 @@ def test_status_shows_the_run_its_journal_and_its_signals(waiting_run):
 
 
 def test_status_names_a_runs_parent_children_and_search_attributes(clock):
-    parent = drive(services.run_start("reconcile_disputes", [("e1", 1)], id="recon:cli", actor="test").id)
+    parent = drive(
+        services.run_start("reconcile_disputes", [("e1", 1)], id="recon:cli", actor="test").id
+    )
     child = drive("recon:cli:child:0")
     WorkflowRun.objects.filter(pk=parent.id).update(attributes={"stage": "correcting"})
 
@@ -164,8 +174,14 @@ def test_list_filters_by_status_and_workflow(waiting_run):
 
 
 def test_an_unknown_run_makes_the_process_exit_non_zero():
-    result = subprocess.run([sys.executable, "manage.py", "durable", "status", "no:such-run"], cwd=ROOT,
-                            env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "durable", "status", "no:such-run"],
+        cwd=ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert result.returncode == 1
     assert "no run with id 'no:such-run'" in result.stderr
@@ -186,7 +202,9 @@ def without_the_api_extra(monkeypatch):
     monkeypatch.setattr(command.importlib, "import_module", import_module)
 
 
-def test_a_subcommand_that_needs_an_extra_says_which_and_the_others_still_work(without_the_api_extra, waiting_run):
+def test_a_subcommand_that_needs_an_extra_says_which_and_the_others_still_work(
+    without_the_api_extra, waiting_run
+):
     with pytest.raises(CommandError, match=r"django-durable-flows\[api\]"):
         durable("status", waiting_run.id)
 

@@ -1,4 +1,5 @@
 """The codec: a step's value reads the same live and replayed, typed by its annotation."""
+
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
@@ -25,8 +26,12 @@ class Invoice:
 
 
 def test_a_dataclass_round_trips_through_its_annotation():
-    invoice = Invoice("inv-1", dt.date(2026, 12, 1), Money(Decimal("10.50"), "BRL"),
-                      [Money(Decimal("10.50"), "BRL")])
+    invoice = Invoice(
+        "inv-1",
+        dt.date(2026, 12, 1),
+        Money(Decimal("10.50"), "BRL"),
+        [Money(Decimal("10.50"), "BRL")],
+    )
 
     assert codec.roundtrip(invoice, Invoice) == invoice
 

@@ -1,5 +1,6 @@
 """Continue-as-new: a run ends ``continued`` and its successor starts with new arguments and an
 empty journal in the same transaction; the chain is reached through any of its ids."""
+
 from datetime import timedelta
 from io import StringIO
 
@@ -84,13 +85,16 @@ def test_the_chain_runs_to_its_end_and_every_id_names_the_newest(first):
 
     assert (newest.id, newest.status, newest.result) == ("billing:7~3", RunStatus.COMPLETED, 60)
     assert run_current("billing:7~2").id == "billing:7~3"
-    assert run_chain(newest) == run_chain(WorkflowRun.objects.get(pk="billing:7")) == [
-        "billing:7", "billing:7~2", "billing:7~3"]
+    assert (
+        run_chain(newest)
+        == run_chain(WorkflowRun.objects.get(pk="billing:7"))
+        == ["billing:7", "billing:7~2", "billing:7~3"]
+    )
 
 
 def test_signals_the_run_had_not_taken_go_to_its_successor(first):
     pay(first.id, 10, key="pix:1")
-    pay(first.id, 20, key="pix:2")             # arrives before the run continues
+    pay(first.id, 20, key="pix:2")  # arrives before the run continues
 
     drive(first.id)
 
@@ -107,8 +111,12 @@ def test_only_the_continuing_runs_own_untaken_signals_go_to_its_successor(first,
 
     drive(first.id)
 
-    assert list(Signal.objects.filter(run_id="billing:8").values_list("payload", flat=True)) == [{"amount": 99}]
-    assert list(Signal.objects.filter(run_id="billing:7~2").values_list("payload", flat=True)) == [{"amount": 20}]
+    assert list(Signal.objects.filter(run_id="billing:8").values_list("payload", flat=True)) == [
+        {"amount": 99}
+    ]
+    assert list(Signal.objects.filter(run_id="billing:7~2").values_list("payload", flat=True)) == [
+        {"amount": 20}
+    ]
 
 
 def test_a_redelivered_signal_sent_to_the_first_run_is_still_one_signal(first):
@@ -116,7 +124,7 @@ def test_a_redelivered_signal_sent_to_the_first_run_is_still_one_signal(first):
     pay(first.id, 20, key="pix:2")
     drive(first.id)
 
-    pay("billing:7", 20, key="pix:2")          # the provider retries, to the id it knows
+    pay("billing:7", 20, key="pix:2")  # the provider retries, to the id it knows
 
     assert Signal.objects.filter(dedupe_key="pix:2").count() == 1
 
@@ -125,7 +133,7 @@ def test_a_signal_a_middle_run_took_redelivered_to_the_first_id_is_still_one_sig
     pay(first.id, 10)
     drive(first.id)
     pay("billing:7", 20, key="pix:2")
-    drive("billing:7~2")                       # took pix:2, continued as billing:7~3
+    drive("billing:7~2")  # took pix:2, continued as billing:7~3
 
     pay("billing:7", 20, key="pix:2")
 
@@ -177,7 +185,9 @@ def test_a_continued_run_replays_from_its_recorded_history(first):
     pay(first.id, 10)
     drive(first.id)
 
-    report = history.history_replay(history.history_parse(history.history_export(first.id), source="test"))
+    report = history.history_replay(
+        history.history_parse(history.history_export(first.id), source="test")
+    )
 
     assert report.ok, report.summary
     assert "continues as new" in report.summary
@@ -202,7 +212,7 @@ def ask_to_cancel_me(n: int) -> int:
 @workflow(name="cancelled_while_continuing")
 def cancelled_while_continuing(n: int) -> str:
     if n == 1:
-        workflow.step(ask_to_cancel_me, n)      # the cancel lands while the run is running
+        workflow.step(ask_to_cancel_me, n)  # the cancel lands while the run is running
         workflow.continue_as_new(2)
     try:
         workflow.wait_for_signal("never")
@@ -225,7 +235,10 @@ def test_a_graceful_cancel_asked_during_the_advance_that_continues_goes_to_the_s
     successor = drive("cwc:1~2")
 
     assert first.status == RunStatus.CONTINUED
-    assert (successor.status, successor.result) == (RunStatus.CANCELLED, "cleaned up: customer left")
+    assert (successor.status, successor.result) == (
+        RunStatus.CANCELLED,
+        "cleaned up: customer left",
+    )
 
 
 def test_a_chain_whose_first_run_was_archived_is_still_reached_by_its_first_id(first, clock):

@@ -1,4 +1,5 @@
 """Crashes: a step interrupted mid-way runs again; the steps before it do not."""
+
 import os
 import signal
 import subprocess

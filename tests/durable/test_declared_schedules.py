@@ -1,5 +1,6 @@
 """Schedules declared in code: `durable schedule sync` makes the database say what the apps
 declare (paused ones stay paused, undeclared ones stay), and a system check reports drift."""
+
 from importlib import import_module
 from io import StringIO
 
@@ -16,12 +17,22 @@ from tests.durable.test_schedules import daily_report  # noqa: F401  (registers 
 
 pytestmark = pytest.mark.django_db
 
-REPORT = DeclaredSchedule(name="report-daily", workflow="daily_report", cron="0 6 * * *",
-                          timezone="America/Sao_Paulo", id_template="report:{date}", args=["{date}"])
+REPORT = DeclaredSchedule(
+    name="report-daily",
+    workflow="daily_report",
+    cron="0 6 * * *",
+    timezone="America/Sao_Paulo",
+    id_template="report:{date}",
+    args=["{date}"],
+)
 
 
 def drift_warnings() -> list[str]:
-    return [message.msg for message in check_declared_schedules(databases=["default"]) if message.id == "durable.W201"]
+    return [
+        message.msg
+        for message in check_declared_schedules(databases=["default"])
+        if message.id == "durable.W201"
+    ]
 
 
 @pytest.fixture
@@ -46,8 +57,10 @@ def test_a_synced_database_shows_no_drift(reconcile_daily):
 
 def test_a_schedule_changed_by_hand_is_reported_and_synced_back(reconcile_daily):
     Schedule.objects.filter(name="reconcile-daily").update(cron="0 1 * * *")
-    assert drift_warnings() == ["schedule 'reconcile-daily' differs from its declaration: cron is '0 1 * * *', "
-                                "declared '30 0 * * *'"]
+    assert drift_warnings() == [
+        "schedule 'reconcile-daily' differs from its declaration: cron is '0 1 * * *', "
+        "declared '30 0 * * *'"
+    ]
 
     out = StringIO()
     call_command("durable", "schedule", "sync", stdout=out)
@@ -65,7 +78,11 @@ def test_a_declared_schedule_missing_from_the_database_is_created(clock):
     assert [(drift.name, drift.missing) for drift in drifts] == [("report-daily", True)]
     created = Schedule.objects.get(name="report-daily")
     assert (created.cron, created.timezone, created.args, created.paused) == (
-        "0 6 * * *", "America/Sao_Paulo", ["{date}"], False)
+        "0 6 * * *",
+        "America/Sao_Paulo",
+        ["{date}"],
+        False,
+    )
 
 
 def test_a_sync_never_resumes_a_schedule_an_operator_paused(clock):
@@ -97,7 +114,9 @@ def test_a_schedule_no_app_declares_is_left_as_it_is_and_named(clock):
 
 
 def test_a_declaration_that_cannot_work_is_refused_with_the_reason(clock):
-    broken = DeclaredSchedule(name="broken", workflow="daily_report", cron="61 * * * *", id_template="b:{date}")
+    broken = DeclaredSchedule(
+        name="broken", workflow="daily_report", cron="61 * * * *", id_template="b:{date}"
+    )
 
     with pytest.raises(declared.schedules.ScheduleInvalid):
         declared.schedules_sync(actor="deploy", declared=[broken])
@@ -106,8 +125,14 @@ def test_a_declaration_that_cannot_work_is_refused_with_the_reason(clock):
 
 
 def test_the_sync_command_exits_2_on_a_declaration_that_cannot_work(clock, monkeypatch):
-    monkeypatch.setattr("processes.schedules.SCHEDULES", [
-        DeclaredSchedule(name="broken", workflow="no_such_workflow", cron="0 0 * * *", id_template="b:{date}")])
+    monkeypatch.setattr(
+        "processes.schedules.SCHEDULES",
+        [
+            DeclaredSchedule(
+                name="broken", workflow="no_such_workflow", cron="0 0 * * *", id_template="b:{date}"
+            )
+        ],
+    )
 
     with pytest.raises(CommandError) as refused:
         call_command("durable", "schedule", "sync", stdout=StringIO())

@@ -1,5 +1,6 @@
 """workflow.deprecate_patch: the patched branch is kept alone; runs that recorded the patch
 marker and runs started after the deprecation both replay."""
+
 import pytest
 
 from durable import services, workflow
@@ -26,7 +27,9 @@ def deprecated_reminder() -> str:
 
 
 def replays(run_id: str) -> bool:
-    return history.history_replay(history.history_parse(history.history_export(run_id), source="test")).ok
+    return history.history_replay(
+        history.history_parse(history.history_export(run_id), source="test")
+    ).ok
 
 
 def test_a_run_that_recorded_the_marker_goes_on_after_the_deprecation(clock):
@@ -48,4 +51,6 @@ def test_a_run_started_after_the_deprecation_records_no_marker_and_replays(clock
 
     assert not JournalEntry.objects.filter(run_id=run.id, kind=EntryKind.PATCH).exists()
     assert list(JournalEntry.objects.filter(run_id=run.id).values_list("position", "name")) == [
-        (0, "email"), (1, "go")]
+        (0, "email"),
+        (1, "go"),
+    ]

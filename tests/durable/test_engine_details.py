@@ -1,5 +1,6 @@
 """Details of the engine that operators and bodies rely on: error texts, typed results, the
 kinds of failures an atomic step can have."""
+
 import logging
 from datetime import timedelta
 
@@ -20,12 +21,16 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_bad_attribute_name_is_refused_with_the_rule_it_broke():
-    with pytest.raises(ValueError, match="must be an identifier of at most 64 characters without a "
-                                         "double underscore"):
+    with pytest.raises(
+        ValueError,
+        match="must be an identifier of at most 64 characters without a double underscore",
+    ):
         check_attribute_name("not an identifier")
 
 
-def test_a_delivered_graceful_cancel_is_journaled_as_a_cancelled_error_with_its_reason_and_actor(clock):
+def test_a_delivered_graceful_cancel_is_journaled_as_a_cancelled_error_with_its_reason_and_actor(
+    clock,
+):
     run = services.run_start("polite_cancel", "c-9", id="cancel:entry", actor="test")
     drive(run.id)
     services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True)
@@ -40,7 +45,7 @@ def test_a_delivered_graceful_cancel_is_journaled_as_a_cancelled_error_with_its_
 def duplicate_booking(idempotency_key: str) -> int:
     effect("duplicate_booking")
     Once.objects.create(key="taken")
-    return Once.objects.create(key="taken").pk     # the step's own IntegrityError
+    return Once.objects.create(key="taken").pk  # the step's own IntegrityError
 
 
 def test_an_atomic_steps_own_integrity_error_is_a_step_failure_not_a_lost_lease(clock):
@@ -52,14 +57,16 @@ def test_an_atomic_steps_own_integrity_error_is_a_step_failure_not_a_lost_lease(
 
     assert run.status == RunStatus.FAILED
     assert "IntegrityError" in run.error["message"]
-    assert not Once.objects.exists()        # the failed attempt's first write rolled back too
+    assert not Once.objects.exists()  # the failed attempt's first write rolled back too
     assert CALLS["duplicate_booking"] == 1
 
 
 def prefer_for_nobody(idempotency_key: str) -> int:
     effect("prefer_for_nobody")
     # A user that does not exist: the foreign key is checked at commit (deferred), not here.
-    return ReviewerPreference.objects.create(user_id=987654321, language="pt-br", updated_at=timezone.now()).pk
+    return ReviewerPreference.objects.create(
+        user_id=987654321, language="pt-br", updated_at=timezone.now()
+    ).pk
 
 
 @pytest.mark.django_db(transaction=True)  # a real COMMIT, where the deferred key is checked
@@ -68,7 +75,9 @@ def test_an_atomic_steps_foreign_key_refused_at_commit_is_a_step_failure_not_a_l
         return workflow.step(prefer_for_nobody, atomic=True, retry=Retry(max_attempts=1))
 
     with override_workflow(prefers_for_nobody, name="prefers_for_nobody"):
-        run = drive(services.run_start("prefers_for_nobody", id="atomic:deferred-fk", actor="test").id)
+        run = drive(
+            services.run_start("prefers_for_nobody", id="atomic:deferred-fk", actor="test").id
+        )
 
     assert run.status == RunStatus.FAILED, run.error
     assert "IntegrityError" in run.error["message"]
@@ -85,10 +94,18 @@ def died_inside_the_first_attempt(run_id: str) -> None:
     """A worker claimed the run, journaled slow_lookup's attempt as started (30 s timeout),
     then died inside it."""
     WorkflowRun.objects.filter(pk=run_id).update(advances=1)
-    JournalEntry.objects.create(run_id=run_id, position=0, kind="step", name="slow_lookup",
-                                status=EntryStatus.STARTED, attempt=1, started_at=durable_clock.now(),
-                                wake_at=durable_clock.now() + timedelta(seconds=30),
-                                created_at=durable_clock.now(), updated_at=durable_clock.now())
+    JournalEntry.objects.create(
+        run_id=run_id,
+        position=0,
+        kind="step",
+        name="slow_lookup",
+        status=EntryStatus.STARTED,
+        attempt=1,
+        started_at=durable_clock.now(),
+        wake_at=durable_clock.now() + timedelta(seconds=30),
+        created_at=durable_clock.now(),
+        updated_at=durable_clock.now(),
+    )
 
 
 def test_an_attempt_found_running_past_its_timeout_counts_as_failed_and_is_retried(clock):
@@ -102,7 +119,11 @@ def test_an_attempt_found_running_past_its_timeout_counts_as_failed_and_is_retri
 
         run = drive(run.id)
         entry = JournalEntry.objects.get(run_id=run.id, position=0)
-        assert (run.status, entry.status, entry.attempt) == (RunStatus.WAITING, EntryStatus.RETRYING, 1)
+        assert (run.status, entry.status, entry.attempt) == (
+            RunStatus.WAITING,
+            EntryStatus.RETRYING,
+            1,
+        )
         assert entry.error["type"] == "StepTimeout"
         assert "was still running 0:00:30 after it started (attempt 1)" in entry.error["message"]
 
@@ -114,7 +135,7 @@ def test_an_attempt_found_running_past_its_timeout_counts_as_failed_and_is_retri
 
 
 def outlasts_its_timeout(idempotency_key: str) -> str:
-    durable_clock.sleep(10)   # on the test's fake clock: ten seconds pass inside the step
+    durable_clock.sleep(10)  # on the test's fake clock: ten seconds pass inside the step
     return "too late"
 
 
@@ -172,7 +193,9 @@ def test_a_run_whose_arguments_the_new_code_no_longer_takes_is_blocked_saying_wh
     assert "TypeError: too many positional arguments" in run.error["message"]
 
 
-def test_an_attempt_found_past_its_timeout_under_a_graceful_cancel_ends_cancelled_at_that_step(clock):
+def test_an_attempt_found_past_its_timeout_under_a_graceful_cancel_ends_cancelled_at_that_step(
+    clock,
+):
     def looks_up():
         return workflow.step(slow_lookup, timeout=seconds(30), retry=Retry(max_attempts=3))
 
@@ -184,10 +207,20 @@ def test_an_attempt_found_past_its_timeout_under_a_graceful_cancel_ends_cancelle
 
         run = drive(run.id)
 
-    entries = list(JournalEntry.objects.filter(run_id=run.id).values_list("position", "name", "status", "error"))
+    entries = list(
+        JournalEntry.objects.filter(run_id=run.id).values_list(
+            "position", "name", "status", "error"
+        )
+    )
     assert run.status == RunStatus.CANCELLED
-    assert entries == [(0, "slow_lookup", EntryStatus.CANCELLED,
-                        {"type": "Cancelled", "message": "customer withdrew", "actor": "ops"})]
+    assert entries == [
+        (
+            0,
+            "slow_lookup",
+            EntryStatus.CANCELLED,
+            {"type": "Cancelled", "message": "customer withdrew", "actor": "ops"},
+        )
+    ]
     assert CALLS["slow_lookup"] == 0
 
 
@@ -197,7 +230,11 @@ def returns_something_unstorable() -> object:
 
 def test_a_body_that_returns_a_value_the_journal_cannot_store_fails_its_run_saying_so(clock):
     with override_workflow(returns_something_unstorable, name="returns_something_unstorable"):
-        run = drive(services.run_start("returns_something_unstorable", id="result:unstorable", actor="test").id)
+        run = drive(
+            services.run_start(
+                "returns_something_unstorable", id="result:unstorable", actor="test"
+            ).id
+        )
 
     assert run.status == RunStatus.FAILED
     assert run.error["type"] == "PayloadError"

@@ -1,4 +1,5 @@
 """What the run row says once an advance ends: when it ended, what it waits for, who holds it."""
+
 import logging
 import threading
 import time
@@ -16,6 +17,7 @@ from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps
 
 pytestmark = pytest.mark.django_db
+
 
 def test_a_completed_run_records_when_it_finished(clock):
     run = services.run_start(three_steps, 1, id="finish:completed", actor="test")
@@ -85,7 +87,9 @@ def test_a_stale_holder_cannot_park_the_run_even_when_no_signal_came(clock, sett
     assert WorkflowRun.objects.get(pk=run.id).lease_owner == "b"
 
 
-def test_a_stale_holder_that_sees_a_new_signal_is_fenced_rather_than_told_to_look_again(clock, settings):
+def test_a_stale_holder_that_sees_a_new_signal_is_fenced_rather_than_told_to_look_again(
+    clock, settings
+):
     run = services.run_start("collect_two", id="finish:stale-signal", actor="test")
     stale_run, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
@@ -99,7 +103,9 @@ def test_a_stale_holder_that_sees_a_new_signal_is_fenced_rather_than_told_to_loo
 def test_a_holder_that_sees_a_new_signal_reads_its_own_runs_sequence(clock):
     run = services.run_start("collect_two", id="finish:race", actor="test")
     clock.advance(timedelta(seconds=1))
-    other = services.run_start("collect_two", id="finish:race-newer", actor="test")  # listed first (newest first)
+    other = services.run_start(
+        "collect_two", id="finish:race-newer", actor="test"
+    )  # listed first (newest first)
     claimed_run, lease = live.claim(run.id, owner="a")
     live.claim(other.id, owner="a")  # the same fencing token: both runs' first claim
     services.signal_send(other.id, "item", {"n": 1}, actor="test")

@@ -1,5 +1,6 @@
 """Forking a run from a step: a new run with the source's input and its journal up to a
 position, running the code deployed now from there; the source is never changed."""
+
 import pytest
 
 from durable import services, workflow
@@ -25,11 +26,11 @@ def amount_of(invoice: int) -> int:
 
 @workflow(name="fork_billing")
 def fork_billing(invoice: int) -> dict:
-    workflow.set_attributes(stage="issuing")                # 0
-    amount = workflow.step(amount_of, invoice)              # 1
-    receipt = workflow.step(charge, invoice, amount)        # 2
-    paid = workflow.wait_for_signal("paid")                 # 3
-    workflow.set_attributes(stage="paid")                   # 4
+    workflow.set_attributes(stage="issuing")  # 0
+    amount = workflow.step(amount_of, invoice)  # 1
+    receipt = workflow.step(charge, invoice, amount)  # 2
+    paid = workflow.wait_for_signal("paid")  # 3
+    workflow.set_attributes(stage="paid")  # 4
     return {"amount": amount, "receipt": receipt, "paid": paid}
 
 
@@ -95,14 +96,22 @@ def test_a_fork_runs_the_code_deployed_now_from_its_position(paid_run):
 
 
 def test_the_source_is_not_changed_by_its_fork(paid_run):
-    journal_before = list(JournalEntry.objects.filter(run_id=paid_run.id).values_list("position", "status", "result"))
+    journal_before = list(
+        JournalEntry.objects.filter(run_id=paid_run.id).values_list("position", "status", "result")
+    )
 
     drive(services.run_fork(paid_run.id, at_position=2, actor="ops:ana").id)
 
     paid_run.refresh_from_db()
     assert paid_run.status == RunStatus.COMPLETED
-    assert list(JournalEntry.objects.filter(run_id=paid_run.id).values_list("position", "status", "result")) \
+    assert (
+        list(
+            JournalEntry.objects.filter(run_id=paid_run.id).values_list(
+                "position", "status", "result"
+            )
+        )
         == journal_before
+    )
 
 
 def test_the_fork_and_its_source_name_each_other(paid_run):
@@ -117,8 +126,16 @@ def test_both_runs_get_an_audit_row_naming_the_actor(paid_run):
 
     on_source = AuditEvent.objects.filter(run_id=paid_run.id, action="fork").get()
     on_fork = AuditEvent.objects.filter(run_id=fork.id).get()
-    assert (on_source.actor, on_source.detail["fork"], on_source.detail["at_position"]) == ("ops:ana", fork.id, 2)
-    assert (on_fork.action, on_fork.actor, on_fork.detail["forked_from"]) == ("fork", "ops:ana", paid_run.id)
+    assert (on_source.actor, on_source.detail["fork"], on_source.detail["at_position"]) == (
+        "ops:ana",
+        fork.id,
+        2,
+    )
+    assert (on_fork.action, on_fork.actor, on_fork.detail["forked_from"]) == (
+        "fork",
+        "ops:ana",
+        paid_run.id,
+    )
 
 
 def test_signals_the_source_took_at_or_after_the_position_are_the_forks_to_take_again(paid_run):
@@ -126,7 +143,11 @@ def test_signals_the_source_took_at_or_after_the_position_are_the_forks_to_take_
 
     reapplied = Signal.objects.get(run_id=fork.id)
 
-    assert (reapplied.name, reapplied.payload, reapplied.dedupe_key) == ("paid", {"by": "pix"}, "pix:1")
+    assert (reapplied.name, reapplied.payload, reapplied.dedupe_key) == (
+        "paid",
+        {"by": "pix"},
+        "pix:1",
+    )
     assert reapplied.consumed_position is None
     assert drive(fork.id).status == RunStatus.COMPLETED
 

@@ -1,5 +1,6 @@
 """Forking from the operators' surfaces: ``manage.py durable fork``, ``POST /api/runs/<id>/fork/``
 and the admin's "Fork from here"; each confirms first and records who forked."""
+
 import io
 import json
 
@@ -129,7 +130,9 @@ def test_the_api_refuses_a_position_in_a_wait_with_409_and_the_reason(clock):
     assert forks_of(SOURCE) == []
 
 
-@pytest.mark.parametrize("body", [{}, {"at_position": -1}, {"at_position": "1"}, {"at_position": 1.0}])
+@pytest.mark.parametrize(
+    "body", [{}, {"at_position": -1}, {"at_position": "1"}, {"at_position": 1.0}]
+)
 def test_the_api_refuses_a_missing_or_mistyped_position_with_400(finished_run, body):
     operator = client_for(user_with("view_workflowrun", "operate_workflowrun"))
 
@@ -162,10 +165,12 @@ def fork_page(position) -> str:
 def test_each_journal_row_links_to_a_fork_from_there(client, finished_run):
     operator = staff_with(client, "view_workflowrun", "operate_workflowrun")
 
-    page = operator.get(reverse("admin:durable_workflowrun_change", args=[quote(SOURCE)])).content.decode()
+    page = operator.get(
+        reverse("admin:durable_workflowrun_change", args=[quote(SOURCE)])
+    ).content.decode()
 
     assert page.count("Fork from here") == 3
-    assert f'{reverse("admin:durable_workflowrun_fork", args=[quote(SOURCE)])}?at=2' in page
+    assert f"{reverse('admin:durable_workflowrun_fork', args=[quote(SOURCE)])}?at=2" in page
 
 
 def test_the_confirmation_says_what_is_kept_and_forks_nothing_yet(client, finished_run):
@@ -185,7 +190,9 @@ def test_confirming_forks_records_the_operator_and_opens_the_fork(client, finish
 
     fork = forks_of(SOURCE)[0]
     assert response.status_code == 302
-    assert response["Location"] == reverse("admin:durable_workflowrun_change", args=[quote(fork.id)])
+    assert response["Location"] == reverse(
+        "admin:durable_workflowrun_change", args=[quote(fork.id)]
+    )
     assert AuditEvent.objects.get(run_id=SOURCE, action="fork").actor == "ops"
     assert drive(fork.id).status == RunStatus.COMPLETED
 
@@ -194,7 +201,9 @@ def test_the_fork_page_links_back_to_its_source(client, finished_run):
     operator = staff_with(client, "view_workflowrun", "operate_workflowrun")
     fork = services.run_fork(SOURCE, at_position=1, actor="test")
 
-    page = operator.get(reverse("admin:durable_workflowrun_change", args=[quote(fork.id)])).content.decode()
+    page = operator.get(
+        reverse("admin:durable_workflowrun_change", args=[quote(fork.id)])
+    ).content.decode()
 
     assert reverse("admin:durable_workflowrun_change", args=[quote(SOURCE)]) in page
     assert "at position 1" in page
@@ -214,7 +223,9 @@ def test_the_confirmation_of_a_refused_position_says_why_and_offers_no_fork(clie
 def test_a_viewer_gets_no_fork_link_and_no_fork(client, finished_run):
     viewer = staff_with(client, "view_workflowrun", username="viewer")
 
-    page = viewer.get(reverse("admin:durable_workflowrun_change", args=[quote(SOURCE)])).content.decode()
+    page = viewer.get(
+        reverse("admin:durable_workflowrun_change", args=[quote(SOURCE)])
+    ).content.decode()
     posted = viewer.post(fork_page(1), {"at": "1"})
 
     assert "Fork from here" not in page

@@ -1,4 +1,5 @@
 """``manage.py durable health``: exit 0 only when the database, the broker and the sweep are healthy."""
+
 import io
 import os
 import subprocess
@@ -60,6 +61,7 @@ def test_a_failing_check_registered_by_an_app_makes_health_fail(sweep_just_ran, 
 def test_an_app_check_that_raises_is_a_failure_not_a_crash(sweep_just_ran, app_check):
     def ledger_check():
         raise RuntimeError("no ledger table")
+
     app_check(ledger_check)
 
     code, out = health()
@@ -69,7 +71,9 @@ def test_an_app_check_that_raises_is_a_failure_not_a_crash(sweep_just_ran, app_c
 
 
 def test_a_sweep_that_stopped_running_makes_health_fail(sweep_just_ran):
-    sweep.sweep_cache().set(sweep.SWEEP_CACHE_KEY, {"duration": 0.01, "dispatched": 0, "at": time.time() - 3600})
+    sweep.sweep_cache().set(
+        sweep.SWEEP_CACHE_KEY, {"duration": 0.01, "dispatched": 0, "at": time.time() - 3600}
+    )
 
     code, out = health()
 
@@ -88,12 +92,24 @@ def test_runs_due_long_ago_mean_no_worker_advances_them(sweep_just_ran):
 
 
 def test_an_unreachable_database_and_broker_each_fail_on_their_own(tmp_path):
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "config.settings",
-           "DEBUG": "1", "DURABLE_VAR_DIR": str(tmp_path),
-           "DATABASE_URL": "postgres://nobody@127.0.0.1:1/nowhere", "CELERY_BROKER_URL": "redis://127.0.0.1:1/0"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "1",
+        "DURABLE_VAR_DIR": str(tmp_path),
+        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/nowhere",
+        "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",
+    }
 
-    result = subprocess.run([sys.executable, "manage.py", "durable", "health"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "durable", "health"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert result.returncode == 1
     assert "FAIL database: unreachable" in result.stdout

@@ -1,4 +1,5 @@
 """History export and read-only replay: recorded journals must still replay against today's code."""
+
 import json
 from datetime import timedelta
 from io import StringIO
@@ -92,9 +93,13 @@ def test_export_writes_the_workflow_its_input_journal_and_signals(exported):
     assert (document["run"]["workflow_name"], document["run"]["workflow_version"]) == ("reorder", 1)
     assert document["run"]["input"] == {"args": [], "kwargs": {}}
     assert [(e["position"], e["kind"], e["name"]) for e in document["journal"]] == [
-        (0, "step", "a"), (1, "signal", "go"), (2, "step", "b")]
+        (0, "step", "a"),
+        (1, "signal", "go"),
+        (2, "step", "b"),
+    ]
     assert [(s["name"], s["payload"], s["consumed_position"]) for s in document["signals"]] == [
-        ("go", {"by": "ana"}, 1)]
+        ("go", {"by": "ana"}, 1)
+    ]
 
 
 def test_export_to_standard_output_is_the_same_document(finished_run, exported):
@@ -241,8 +246,11 @@ def test_live_runs_that_the_new_code_would_block_are_reported(db, clock):
 
     assert code == 1
     assert "run reorder:live" in output and "diverges at position 0" in output
-    assert list(JournalEntry.objects.filter(run_id="reorder:live").order_by("position")
-                .values_list("name", "status")) == [("a", "completed"), ("go", "waiting")]
+    assert list(
+        JournalEntry.objects.filter(run_id="reorder:live")
+        .order_by("position")
+        .values_list("name", "status")
+    ) == [("a", "completed"), ("go", "waiting")]
 
 
 # --- patched() in replay ---
@@ -268,18 +276,27 @@ def test_histories_from_before_and_after_a_patch_both_replay(exported, tmp_path)
     assert code == 0, output
     assert "replayed 2 histories: 2 ok, 0 failed" in output
     assert [e["name"] for e in json.loads((tmp_path / "patched.json").read_text())["journal"]] == [
-        "a", "extra-step", "extra", "go"]
+        "a",
+        "extra-step",
+        "extra",
+        "go",
+    ]
 
 
 # A sleep still ahead, a sleep due by the time of the replay, a wait past its deadline: the
 # replay stops where the run waited, and says where.
-@pytest.mark.parametrize("workflow_name, later", [
-    ("nap", timedelta(0)),
-    ("nap", timedelta(hours=2)),
-    ("wait_with_deadline", timedelta(days=8)),
-], ids=["asleep", "sleep-due", "wait-expired"])
-def test_a_history_that_ends_at_a_timer_ends_its_replay_at_the_timer_s_position(db, clock, tmp_path,
-                                                                              workflow_name, later):
+@pytest.mark.parametrize(
+    "workflow_name, later",
+    [
+        ("nap", timedelta(0)),
+        ("nap", timedelta(hours=2)),
+        ("wait_with_deadline", timedelta(days=8)),
+    ],
+    ids=["asleep", "sleep-due", "wait-expired"],
+)
+def test_a_history_that_ends_at_a_timer_ends_its_replay_at_the_timer_s_position(
+    db, clock, tmp_path, workflow_name, later
+):
     run = services.run_start(workflow_name, id=f"history:timer:{workflow_name}", actor="test")
     drive(run.id)
     path = _export(run, tmp_path)
@@ -291,8 +308,12 @@ def test_a_history_that_ends_at_a_timer_ends_its_replay_at_the_timer_s_position(
     assert "at position 0 the run was waiting there" in report.summary
 
 
-def test_a_history_that_ends_in_a_step_s_back_off_ends_its_replay_at_the_step_s_position(db, clock, tmp_path):
-    run = drive(services.run_start("gives_up", id="history:backoff", actor="test").id)   # the first attempt failed
+def test_a_history_that_ends_in_a_step_s_back_off_ends_its_replay_at_the_step_s_position(
+    db, clock, tmp_path
+):
+    run = drive(
+        services.run_start("gives_up", id="history:backoff", actor="test").id
+    )  # the first attempt failed
     path = _export(run, tmp_path)
 
     report = history.history_replay(history.history_load(path))

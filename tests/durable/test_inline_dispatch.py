@@ -1,5 +1,6 @@
 """DURABLE_DISPATCHER = "inline": a run advances in the process whose commit dispatched it, with
 no broker and no worker (a first project, a script, the wheel's example)."""
+
 import pytest
 
 from durable import services
@@ -8,7 +9,9 @@ from durable.models import RunStatus, WorkflowRun
 pytestmark = pytest.mark.django_db
 
 
-def test_a_run_started_and_signalled_inline_completes_without_a_worker(settings, django_capture_on_commit_callbacks):
+def test_a_run_started_and_signalled_inline_completes_without_a_worker(
+    settings, django_capture_on_commit_callbacks
+):
     settings.DURABLE_DISPATCHER = "inline"
 
     with django_capture_on_commit_callbacks(execute=True):

@@ -1,4 +1,5 @@
 """Leases and fencing: one advance per run; a worker that lost its lease writes nothing."""
+
 import logging
 import re
 import socket
@@ -55,7 +56,11 @@ def test_the_new_holder_finishes_the_run_with_no_duplicate_entry(clock, settings
     run = drive(run.id, owner="b")
 
     assert run.status == RunStatus.COMPLETED
-    assert list(JournalEntry.objects.filter(run=run).values_list("position", flat=True)) == [0, 1, 2]
+    assert list(JournalEntry.objects.filter(run=run).values_list("position", flat=True)) == [
+        0,
+        1,
+        2,
+    ]
 
 
 def _statements_to_drive(run_id: str, queue: str | None) -> int:
@@ -94,7 +99,11 @@ def test_a_new_runs_first_advance_does_not_read_its_journal(clock):
     with CaptureQueriesContext(connection) as queries:
         drive(run.id)
 
-    reads = [q["sql"] for q in queries if q["sql"].lstrip().startswith("SELECT") and "durable_journalentry" in q["sql"]]
+    reads = [
+        q["sql"]
+        for q in queries
+        if q["sql"].lstrip().startswith("SELECT") and "durable_journalentry" in q["sql"]
+    ]
     assert reads == []
     assert WorkflowRun.objects.get(pk=run.id).status == RunStatus.COMPLETED
 
@@ -105,7 +114,9 @@ def test_a_heartbeat_after_the_run_was_parked_gives_it_no_lease(clock):
     lease.settle(WorkflowRun.objects.get(pk=run.id), Settlement.park(None, "signal:item"))
 
     assert lease.extend() is False
-    assert WorkflowRun.objects.filter(pk=run.id, lease_expires_at__isnull=True, wake_at__isnull=True).exists()
+    assert WorkflowRun.objects.filter(
+        pk=run.id, lease_expires_at__isnull=True, wake_at__isnull=True
+    ).exists()
 
 
 def test_a_fenced_finish_leaves_the_run_object_as_it_was(clock, settings):
@@ -117,12 +128,16 @@ def test_a_fenced_finish_leaves_the_run_object_as_it_was(clock, settings):
     with pytest.raises(Fenced):
         stale.settle(stale_run, Settlement.complete(1))
 
-    assert stale_run.status == RunStatus.RUNNING  # changed in memory only after a write that succeeded
+    assert (
+        stale_run.status == RunStatus.RUNNING
+    )  # changed in memory only after a write that succeeded
     assert WorkflowRun.objects.get(pk=run.id).result is None
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's"
+)
 def test_a_connection_the_database_dropped_while_idle_is_reopened_for_the_claim():
     run = services.run_start(three_steps, 1, id="lease:idle-killed", actor="test")
     with connection.cursor() as cursor:
@@ -207,6 +222,7 @@ def _extended(run_id, times: int = 1):
     def extended() -> bool:
         seen.add(_expiry(run_id))
         return len(seen) > times
+
     return extended
 
 
@@ -218,7 +234,9 @@ def test_the_heartbeat_extends_the_lease_of_a_step_that_outlasts_a_third_of_it()
 
     _beat_until(_extended(run.id), lease)  # a step that runs for a while
 
-    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at >= claimed_until + timedelta(seconds=0.9)
+    assert WorkflowRun.objects.get(pk=run.id).lease_expires_at >= claimed_until + timedelta(
+        seconds=0.9
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -234,10 +252,16 @@ def test_the_heartbeat_keeps_extending_a_lease_after_its_first_extension():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_lease_too_fresh_to_extend_does_not_hold_back_the_heartbeat_of_the_next():
-    _, fresh = live.claim(services.run_start(three_steps, 1, id="lease:fresh", actor="test").id, owner="a",
-                            lease_seconds=60)
-    _, due = live.claim(services.run_start(three_steps, 2, id="lease:due", actor="test").id, owner="a",
-                          lease_seconds=0.6)
+    _, fresh = live.claim(
+        services.run_start(three_steps, 1, id="lease:fresh", actor="test").id,
+        owner="a",
+        lease_seconds=60,
+    )
+    _, due = live.claim(
+        services.run_start(three_steps, 2, id="lease:due", actor="test").id,
+        owner="a",
+        lease_seconds=0.6,
+    )
 
     extended = _extended(due.run_id)
 
@@ -248,11 +272,17 @@ def test_a_lease_too_fresh_to_extend_does_not_hold_back_the_heartbeat_of_the_nex
 
 @pytest.mark.django_db(transaction=True)
 def test_a_step_past_its_timeout_does_not_hold_back_the_heartbeat_of_the_next():
-    _, late = live.claim(services.run_start(three_steps, 1, id="lease:late", actor="test").id, owner="a",
-                           lease_seconds=0.6)
+    _, late = live.claim(
+        services.run_start(three_steps, 1, id="lease:late", actor="test").id,
+        owner="a",
+        lease_seconds=0.6,
+    )
     late.step_deadline = time.monotonic()
-    _, due = live.claim(services.run_start(three_steps, 2, id="lease:due-after-late", actor="test").id, owner="a",
-                          lease_seconds=0.6)
+    _, due = live.claim(
+        services.run_start(three_steps, 2, id="lease:due-after-late", actor="test").id,
+        owner="a",
+        lease_seconds=0.6,
+    )
 
     extended = _extended(due.run_id)
 
@@ -276,8 +306,11 @@ def test_the_heartbeat_logs_no_lost_lease_for_a_lease_it_extends(caplog):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_a_step_past_its_timeout_once_however_many_ticks_it_stays(caplog):
-    _, late = live.claim(services.run_start(three_steps, 1, id="lease:late-once", actor="test").id, owner="a",
-                           lease_seconds=0.6)
+    _, late = live.claim(
+        services.run_start(three_steps, 1, id="lease:late-once", actor="test").id,
+        owner="a",
+        lease_seconds=0.6,
+    )
     late.step_deadline = time.monotonic()
     run = services.run_start(three_steps, 2, id="lease:ticks", actor="test")
     _, ticking = live.claim(run.id, owner="a", lease_seconds=0.6)
@@ -303,9 +336,11 @@ def test_the_heartbeat_thread_ends_without_an_error_once_its_leases_are_released
     assert not [t for t in set(threading.enumerate()) - threads_before if t.is_alive()]
 
 
-def test_a_heartbeat_thread_that_finds_no_lease_to_keep_waits_its_idle_time_and_ends_cleanly(monkeypatch):
+def test_a_heartbeat_thread_that_finds_no_lease_to_keep_waits_its_idle_time_and_ends_cleanly(
+    monkeypatch,
+):
     beat = heartbeat.Heartbeat()
-    beat.IDLE_EXIT_SECONDS = 0.3   # the step it started for was over before its first look
+    beat.IDLE_EXIT_SECONDS = 0.3  # the step it started for was over before its first look
     errors = []
     monkeypatch.setattr(threading, "excepthook", errors.append)
     thread = threading.Thread(target=beat._loop)
@@ -354,7 +389,9 @@ def in_another_open_transaction(act, *, commits_after: float = 30):
         thread.join(timeout=30)
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has no row locks to pass over")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SQLite has no row locks to pass over"
+)
 @pytest.mark.django_db(transaction=True)
 def test_a_heartbeat_passes_over_a_run_row_another_transaction_holds_instead_of_waiting():
     run = services.run_start(three_steps, 1, id="lease:locked-row", actor="test")
@@ -368,7 +405,9 @@ def test_a_heartbeat_passes_over_a_run_row_another_transaction_holds_instead_of_
     assert WorkflowRun.objects.get(pk=run.id).lease_expires_at == claimed_until
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="one-statement journal writes are PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="one-statement journal writes are PostgreSQL's"
+)
 @pytest.mark.django_db(transaction=True)
 def test_a_journal_write_racing_an_uncommitted_cancel_waits_for_it_and_is_fenced():
     run = services.run_start(three_steps, 1, id="lease:racing-cancel", actor="test")
@@ -403,7 +442,9 @@ def test_an_extended_lease_is_also_when_the_sweep_looks_at_the_run_again(clock):
     assert row.wake_at == row.lease_expires_at == clock.now() + timedelta(seconds=lease.seconds)
 
 
-def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_crash_loop(clock, settings):
+def test_a_run_taken_over_again_and_again_at_the_same_position_is_blocked_as_a_crash_loop(
+    clock, settings
+):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
     run = services.run_start(three_steps, 1, id="lease:crash-loop", actor="test")
     as_if_its_worker_died(run, takeovers=2, at=0)  # two takeovers already happened there
@@ -457,7 +498,9 @@ def test_a_heartbeat_whose_thread_ended_idle_starts_a_new_one_for_the_next_step(
     assert not thread.is_alive() and alive and restarted is not thread
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="idle_in_transaction_session_timeout is PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="idle_in_transaction_session_timeout is PostgreSQL's"
+)
 @pytest.mark.django_db(transaction=True)
 def test_a_writer_frozen_between_its_fence_and_its_commit_holds_the_run_no_longer_than_its_lease():
     from django.db import DatabaseError
@@ -479,7 +522,7 @@ def test_a_writer_frozen_between_its_fence_and_its_commit_holds_the_run_no_longe
 def test_the_heartbeat_logs_which_run_lost_its_lease_while_a_step_ran(caplog):
     run = services.run_start(three_steps, 1, id="lease:lost-log", actor="test")
     _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
-    services.run_cancel(run.id, reason="operator", actor="ops")   # bumps the token under the step
+    services.run_cancel(run.id, reason="operator", actor="ops")  # bumps the token under the step
 
     with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
         _beat_until(lambda: "lease lost" in caplog.text, lease)
@@ -492,7 +535,7 @@ def test_the_heartbeat_logs_a_step_past_its_timeout_and_does_not_extend_its_leas
     run = services.run_start(three_steps, 1, id="lease:timeout-log", actor="test")
     _, lease = live.claim(run.id, owner="a", lease_seconds=0.6)
     claimed_until = WorkflowRun.objects.get(pk=run.id).lease_expires_at
-    lease.step_deadline = time.monotonic()           # the step's timeout has passed
+    lease.step_deadline = time.monotonic()  # the step's timeout has passed
 
     with caplog.at_level(logging.WARNING, logger="durable.runtime.heartbeat"):
         _beat_until(lambda: "past its timeout" in caplog.text, lease)
@@ -563,14 +606,18 @@ def kills_its_worker(x: int) -> int:
     raise SystemExit("the worker process dies inside the step")
 
 
-def test_a_worker_dying_in_the_same_step_again_and_again_gets_the_run_blocked_at_the_limit(clock, settings):
+def test_a_worker_dying_in_the_same_step_again_and_again_gets_the_run_blocked_at_the_limit(
+    clock, settings
+):
     settings.DURABLE_CRASH_LOOP_LIMIT = 3
 
     def dies_at_its_second_step():
         return workflow.step(kills_its_worker, workflow.step(add_one, 1))
 
     with override_workflow(dies_at_its_second_step, name="dies_at_its_second_step"):
-        run = services.run_start("dies_at_its_second_step", id="lease:crash-loop-natural", actor="test")
+        run = services.run_start(
+            "dies_at_its_second_step", id="lease:crash-loop-natural", actor="test"
+        )
         for _ in range(3):  # the first holder, then two takeovers of its expired lease
             with pytest.raises(SystemExit):
                 drive(run.id)
@@ -587,15 +634,33 @@ def test_a_write_that_would_take_a_signal_already_taken_is_refused_naming_the_si
     run = services.run_start("collect_two", id="lease:signal-taken-twice", actor="test")
     signal = services.signal_send(run.id, "item", {"n": 1}, actor="test")
     _, lease = live.claim(run.id, owner="a")
-    lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
-                              created_at=clock.now()), consume=[signal])
-    again = JournalEntry(run_id=run.id, position=1, kind="signal", name="item", status="completed",
-                         created_at=clock.now())
+    lease.record(
+        JournalEntry(
+            run_id=run.id,
+            position=0,
+            kind="signal",
+            name="item",
+            status="completed",
+            created_at=clock.now(),
+        ),
+        consume=[signal],
+    )
+    again = JournalEntry(
+        run_id=run.id,
+        position=1,
+        kind="signal",
+        name="item",
+        status="completed",
+        created_at=clock.now(),
+    )
 
     with pytest.raises(Divergence) as refused:
         lease.record(again, consume=[signal])
 
-    assert refused.value.message == f"signals [{signal.pk}] (item): one was consumed by another position"
+    assert (
+        refused.value.message
+        == f"signals [{signal.pk}] (item): one was consumed by another position"
+    )
     assert not JournalEntry.objects.filter(run_id=run.id, position=1).exists()
 
 
@@ -604,16 +669,32 @@ def test_a_refused_batch_of_signals_names_each_of_their_names_once(clock):
     item = services.signal_send(run.id, "item", {"n": 1}, actor="test")
     note = services.signal_send(run.id, "note", {"n": 2}, actor="test")
     _, lease = live.claim(run.id, owner="a")
-    lease.record(JournalEntry(run_id=run.id, position=0, kind="signal", name="item", status="completed",
-                              created_at=clock.now()), consume=[item])
-    batch = JournalEntry(run_id=run.id, position=1, kind="signals", name="batch", status="completed",
-                         created_at=clock.now())
+    lease.record(
+        JournalEntry(
+            run_id=run.id,
+            position=0,
+            kind="signal",
+            name="item",
+            status="completed",
+            created_at=clock.now(),
+        ),
+        consume=[item],
+    )
+    batch = JournalEntry(
+        run_id=run.id,
+        position=1,
+        kind="signals",
+        name="batch",
+        status="completed",
+        created_at=clock.now(),
+    )
 
     with pytest.raises(Divergence) as refused:
         lease.record(batch, consume=[note, item])
 
-    assert refused.value.message == (f"signals [{note.pk}, {item.pk}] (item, note): "
-                                     "one was consumed by another position")
+    assert refused.value.message == (
+        f"signals [{note.pk}, {item.pk}] (item, note): one was consumed by another position"
+    )
 
 
 def _backend_pid(conn) -> int:
@@ -624,8 +705,10 @@ def _backend_pid(conn) -> int:
 
 def _other_backends() -> set[int]:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                       "AND pid <> pg_backend_pid()")
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
         return {pid for (pid,) in cursor.fetchall()}
 
 
@@ -635,12 +718,16 @@ def _terminate(pid: int) -> None:
     killer = connection.copy()
     try:
         with killer.cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])  # durable: allow (a test cut)
+            cursor.execute(
+                "SELECT pg_terminate_backend(%s, 5000)", [pid]
+            )  # durable: allow (a test cut)
     finally:
         killer.close()
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's"
+)
 @pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_logs_which_run_it_failed_to_extend_and_the_databases_error(caplog):
     run = services.run_start(three_steps, 1, id="lease:beat-failed", actor="test")
@@ -669,9 +756,13 @@ def loses_its_connection(x: int) -> int:
     return x + 1
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's"
+)
 @pytest.mark.django_db(transaction=True)
-def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_run_position_and_error(caplog):
+def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_run_position_and_error(
+    caplog,
+):
     def one_step():
         return workflow.step(loses_its_connection, 1)
 
@@ -682,8 +773,11 @@ def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_r
 
     assert (run.status, run.result, CALLS["loses_its_connection"]) == (RunStatus.COMPLETED, 2, 1)
     assert JournalEntry.objects.filter(run_id=run.id).count() == 1
-    assert re.search(rf"run {re.escape(run.id)}: journal write at position 0 failed \(.*connection.*\); "
-                     "retrying on a fresh connection", caplog.text)
+    assert re.search(
+        rf"run {re.escape(run.id)}: journal write at position 0 failed \(.*connection.*\); "
+        "retrying on a fresh connection",
+        caplog.text,
+    )
 
 
 def cut_once_before_an_atomic_step(cut: list) -> int:
@@ -691,11 +785,18 @@ def cut_once_before_an_atomic_step(cut: list) -> int:
     if not cut:  # after the claim and the first entry, before the atomic step's transaction
         cut.append(connection.connection.info.backend_pid)  # psycopg knows it: no query in the body
         _terminate(cut[0])
-    return workflow.step(create_once, "account", idempotency_key=f"{workflow.id}:account", atomic=True,
-                         retry=Retry(max_attempts=1))
+    return workflow.step(
+        create_once,
+        "account",
+        idempotency_key=f"{workflow.id}:account",
+        atomic=True,
+        retry=Retry(max_attempts=1),
+    )
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's"
+)
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_cut_before_an_atomic_steps_body_spends_none_of_its_attempts():
     cut = []
@@ -798,11 +899,15 @@ def reply_lost_once_after(statement: bytes):
         listener.close()
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement fenced insert is PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the one-statement fenced insert is PostgreSQL's"
+)
 @pytest.mark.django_db(transaction=True)
 def test_a_journal_write_that_committed_before_its_connection_died_is_not_written_twice():
     def one_timed_step():
-        return workflow.step(add_one, 1, timeout=seconds(30))  # its start is journaled, then updated
+        return workflow.step(
+            add_one, 1, timeout=seconds(30)
+        )  # its start is journaled, then updated
 
     with override_workflow(one_timed_step, name="one_timed_step"):
         run = services.run_start("one_timed_step", id="lease:write-landed", actor="test")
@@ -811,20 +916,30 @@ def test_a_journal_write_that_committed_before_its_connection_died_is_not_writte
 
     assert cut.is_set()
     assert (run.status, run.result, CALLS["add_one"]) == (RunStatus.COMPLETED, 2, 1)
-    assert list(JournalEntry.objects.filter(run_id=run.id).values_list("position", "attempt")) == [(0, 1)]
+    assert list(JournalEntry.objects.filter(run_id=run.id).values_list("position", "attempt")) == [
+        (0, 1)
+    ]
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement fenced insert is PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the one-statement fenced insert is PostgreSQL's"
+)
 @pytest.mark.django_db(transaction=True)
-def test_a_stale_holder_whose_reply_was_lost_does_not_take_the_new_holders_entry_for_its_own(clock, settings):
+def test_a_stale_holder_whose_reply_was_lost_does_not_take_the_new_holders_entry_for_its_own(
+    clock, settings
+):
     run = services.run_start(three_steps, 1, id="lease:landed-stale", actor="test")
     _, stale = live.claim(run.id, owner="a")
     clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
     _, new = live.claim(run.id, owner="b")
-    new.record(JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
-                            result=2))
-    same_position = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one",
-                                 status="completed", result=2)
+    new.record(
+        JournalEntry(
+            run_id=run.id, position=0, kind="step", name="add_one", status="completed", result=2
+        )
+    )
+    same_position = JournalEntry(
+        run_id=run.id, position=0, kind="step", name="add_one", status="completed", result=2
+    )
 
     with reply_lost_once_after(b"WITH fence AS") as cut, pytest.raises(Fenced):
         stale.record(same_position)
@@ -844,8 +959,12 @@ def test_a_takeover_after_progress_counts_from_one_should_its_worker_die_there_t
 
     lease.note_recovery(0)
 
-    assert WorkflowRun.objects.filter(pk=run.id).values_list("recoveries", "recovery_position").get() == (1, 0)
-    assert WorkflowRun.objects.filter(pk=other.id).values_list("recoveries", "recovery_position").get() == (6, 7)
+    assert WorkflowRun.objects.filter(pk=run.id).values_list(
+        "recoveries", "recovery_position"
+    ).get() == (1, 0)
+    assert WorkflowRun.objects.filter(pk=other.id).values_list(
+        "recoveries", "recovery_position"
+    ).get() == (6, 7)
 
 
 def test_a_stale_holder_does_not_reset_the_takeover_count(clock, settings):
@@ -857,17 +976,31 @@ def test_a_stale_holder_does_not_reset_the_takeover_count(clock, settings):
 
     stale.note_recovery(0)
 
-    assert WorkflowRun.objects.filter(pk=run.id).values_list("recoveries", "recovery_position").get() == (7, 7)
+    assert WorkflowRun.objects.filter(pk=run.id).values_list(
+        "recoveries", "recovery_position"
+    ).get() == (7, 7)
 
 
 def test_an_atomic_write_at_a_position_already_recorded_is_fenced(clock):
     run = services.run_start(three_steps, 1, id="lease:atomic-twice", actor="test")
     _, lease = live.claim(run.id, owner="a")
-    first = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
-                         created_at=clock.now())
+    first = JournalEntry(
+        run_id=run.id,
+        position=0,
+        kind="step",
+        name="add_one",
+        status="completed",
+        created_at=clock.now(),
+    )
     lease.record(first, effect=lambda: None)
-    again = JournalEntry(run_id=run.id, position=0, kind="step", name="add_one", status="completed",
-                         created_at=clock.now())
+    again = JournalEntry(
+        run_id=run.id,
+        position=0,
+        kind="step",
+        name="add_one",
+        status="completed",
+        created_at=clock.now(),
+    )
 
     with pytest.raises(Fenced):
         lease.record(again, effect=lambda: None)

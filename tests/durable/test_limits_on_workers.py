@@ -1,4 +1,5 @@
 """Queues and limits on real Celery workers: counts hold across processes, a killed holder frees its slot."""
+
 import time
 from datetime import timedelta
 
@@ -21,7 +22,10 @@ def completed(prefix: str) -> int:
 
 def start_many(workflow_name: str, count: int, prefix: str, *args) -> list[str]:
     with transaction.atomic():
-        return [services.run_start(workflow_name, *args, n, id=f"{prefix}{n}", actor="test").id for n in range(count)]
+        return [
+            services.run_start(workflow_name, *args, n, id=f"{prefix}{n}", actor="test").id
+            for n in range(count)
+        ]
 
 
 def busiest_window(times: list, width: timedelta) -> int:
@@ -39,7 +43,8 @@ def intervals(run_prefix: str) -> list[tuple]:
     """(start, end, run id) of every busy step, paired by the step's idempotency key."""
     marks = {}
     for name, key, at, run_id in Effect.objects.filter(run_id__startswith=run_prefix).values_list(
-            "name", "idempotency_key", "created_at", "run_id"):
+        "name", "idempotency_key", "created_at", "run_id"
+    ):
         marks.setdefault(key, {"run": run_id})[name] = at
     return [(m["start"], m["end"], m["run"]) for m in marks.values() if "start" in m and "end" in m]
 
@@ -47,7 +52,7 @@ def intervals(run_prefix: str) -> list[tuple]:
 def most_at_once(spans: list[tuple]) -> int:
     events = sorted([(start, 1) for start, _, _ in spans] + [(end, -1) for _, end, _ in spans])
     running = most = 0
-    for _, change in events:   # an end sorts before a start at the same instant
+    for _, change in events:  # an end sorts before a start at the same instant
         running += change
         most = max(most, running)
     return most
@@ -103,18 +108,28 @@ def test_a_killed_worker_holding_the_only_slot_does_not_keep_it(celery):
     celery.start_worker("doomed")
     celery.start_beat()
     hog = services.run_start("hog_the_slot", 1, id="hog:1", actor="test")
-    wait_until(lambda: Effect.objects.filter(run_id=hog.id, name="start").exists(), timeout=60,
-               message="the hog to take the slot")
+    wait_until(
+        lambda: Effect.objects.filter(run_id=hog.id, name="start").exists(),
+        timeout=60,
+        message="the hog to take the slot",
+    )
     queued = services.run_start("one_at_a_time", 1, id="queued:1", actor="test")
-    wait_until(lambda: WorkflowRun.objects.filter(pk=queued.id, waiting_for="limit:test-one").exists(),
-               timeout=30, message="the second run to wait for the slot")
+    wait_until(
+        lambda: WorkflowRun.objects.filter(pk=queued.id, waiting_for="limit:test-one").exists(),
+        timeout=30,
+        message="the second run to wait for the slot",
+    )
 
     celery.kill("doomed")
     killed_at = time.monotonic()
     celery.start_worker("replacement")
-    wait_until(lambda: status_of(queued.id) == RunStatus.COMPLETED, timeout=60, message="the waiter")
+    wait_until(
+        lambda: status_of(queued.id) == RunStatus.COMPLETED, timeout=60, message="the waiter"
+    )
     waited = time.monotonic() - killed_at
-    wait_until(lambda: status_of(hog.id) == RunStatus.COMPLETED, timeout=60, message="the hog, retaken")
+    wait_until(
+        lambda: status_of(hog.id) == RunStatus.COMPLETED, timeout=60, message="the hog, retaken"
+    )
 
     print(f"the waiter completed {waited:.1f}s after its slot's holder was killed (2 s lease)")
     assert Effect.objects.filter(run_id=queued.id, name="end").count() == 1
@@ -125,8 +140,11 @@ def test_a_busy_llm_worker_does_not_delay_sends_on_the_default_queue(celery):
     celery.start_worker("llm", concurrency=1, queues=[LLM_QUEUE])
     celery.start_beat()
     check = services.run_start("slow_llm_check", id="llm:1", actor="test")
-    wait_until(lambda: Effect.objects.filter(run_id=check.id, name="start").exists(), timeout=60,
-               message="the llm worker to start the check")
+    wait_until(
+        lambda: Effect.objects.filter(run_id=check.id, name="start").exists(),
+        timeout=60,
+        message="the llm worker to start the check",
+    )
     started = time.monotonic()
 
     start_many("send_now", 20, "now:")
@@ -135,6 +153,8 @@ def test_a_busy_llm_worker_does_not_delay_sends_on_the_default_queue(celery):
 
     assert not Effect.objects.filter(run_id=check.id, name="end").exists()  # the check still runs
     wait_until(lambda: status_of(check.id) == RunStatus.COMPLETED, timeout=60, message="the check")
-    workers = dict(Effect.objects.filter(name__in=["start", "send"]).values_list("name", "worker").distinct())
+    workers = dict(
+        Effect.objects.filter(name__in=["start", "send"]).values_list("name", "worker").distinct()
+    )
     print(f"20 sends completed in {sent_in:.1f}s while the llm worker was busy for 12 s")
     assert workers["start"].startswith("llm-") and workers["send"].startswith("default-")

@@ -1,5 +1,6 @@
 """/metrics: the engine's state read from the database at scrape time, behind staff or a token;
 and log records stamped with the run id and position."""
+
 import logging
 from datetime import timedelta
 
@@ -25,9 +26,12 @@ def scrape(client, settings):
     def get() -> dict:
         response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
         assert response.status_code == 200
-        return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-                for family in text_string_to_metric_families(response.content.decode())
-                for sample in family.samples}
+        return {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(response.content.decode())
+            for sample in family.samples
+        }
+
     return get
 
 
@@ -43,7 +47,11 @@ def test_metrics_need_a_token_or_a_staff_login(client, settings):
     client.force_login(admin)
     staff = client.get("/metrics")
 
-    assert (anonymous.status_code, wrong_token.status_code, not_staff.status_code) == (401, 401, 403)
+    assert (anonymous.status_code, wrong_token.status_code, not_staff.status_code) == (
+        401,
+        401,
+        403,
+    )
     assert staff.status_code == 200 and b"durable_runs" in staff.content
 
 
@@ -66,13 +74,17 @@ def test_runs_are_counted_by_workflow_and_status(scrape, clock):
 
 
 def test_steps_retries_advances_and_signals_are_counted(scrape, clock):
-    run = drive(services.run_start("gives_up", id="g:1", actor="test").id)       # attempt 1 fails, backs off
+    run = drive(
+        services.run_start("gives_up", id="g:1", actor="test").id
+    )  # attempt 1 fails, backs off
     for _ in range(2):
         clock.advance(timedelta(minutes=5))
-        run = drive(run.id)                                            # attempts 2 and 3
+        run = drive(run.id)  # attempts 2 and 3
     waiting = drive(services.run_start("step_wait_step", id="w:1", actor="test").id)
     services.signal_send(waiting.id, "go", {"value": 1}, dedupe_key="k", actor="test")
-    services.signal_send(waiting.id, "go", {"value": 1}, dedupe_key="k", actor="test")   # a redelivery
+    services.signal_send(
+        waiting.id, "go", {"value": 1}, dedupe_key="k", actor="test"
+    )  # a redelivery
 
     metrics = scrape()
 
@@ -80,7 +92,10 @@ def test_steps_retries_advances_and_signals_are_counted(scrape, clock):
     assert metrics[("durable_steps_executed_total", (("workflow", "gives_up"),))] == 3
     assert metrics[("durable_step_retries_total", (("workflow", "gives_up"),))] == 2
     advances = WorkflowRun.objects.get(pk="g:1").advances
-    assert advances >= 3 and metrics[("durable_advances_total", (("workflow", "gives_up"),))] == advances
+    assert (
+        advances >= 3
+        and metrics[("durable_advances_total", (("workflow", "gives_up"),))] == advances
+    )
     assert metrics[("durable_signals_received_total", (("workflow", "step_wait_step"),))] == 1
     assert metrics[("durable_signals_pending", ())] == 1
 
@@ -106,7 +121,7 @@ def test_blocked_runs_are_a_gauge_of_their_own(scrape, clock):
 
 
 def test_sweep_lag_is_the_age_of_the_oldest_due_wake_at(scrape, clock):
-    drive(services.run_start("nap", id="nap:1", actor="test").id)                  # wakes in an hour
+    drive(services.run_start("nap", id="nap:1", actor="test").id)  # wakes in an hour
 
     clock.advance(timedelta(hours=1, seconds=30))
 
@@ -171,12 +186,13 @@ def wall_clock(monkeypatch):
 
 
 def test_a_sweep_more_than_two_intervals_after_the_last_is_logged_and_counted_as_late(
-        scrape, clock, settings, wall_clock, caplog):
+    scrape, clock, settings, wall_clock, caplog
+):
     settings.DURABLE_SWEEP_INTERVAL_SECONDS = 1
     sweep.sweep_due()
-    wall_clock[0] += 1.5                       # on time: under two intervals
+    wall_clock[0] += 1.5  # on time: under two intervals
     sweep.sweep_due()
-    wall_clock[0] += 70                        # the sweep's queue was behind for 70 s
+    wall_clock[0] += 70  # the sweep's queue was behind for 70 s
     with caplog.at_level(logging.WARNING, logger="durable.runtime.sweep"):
         sweep.sweep_due()
 
@@ -187,7 +203,9 @@ def test_a_sweep_more_than_two_intervals_after_the_last_is_logged_and_counted_as
     assert "durable-sweep" in caplog.text
 
 
-def test_a_sweep_on_time_logs_nothing_and_counts_no_late_sweep(scrape, clock, settings, wall_clock, caplog):
+def test_a_sweep_on_time_logs_nothing_and_counts_no_late_sweep(
+    scrape, clock, settings, wall_clock, caplog
+):
     settings.DURABLE_SWEEP_INTERVAL_SECONDS = 1
     with caplog.at_level(logging.WARNING, logger="durable.runtime.sweep"):
         for _ in range(3):

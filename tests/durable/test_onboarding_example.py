@@ -1,4 +1,5 @@
 """The onboarding example of DESIGN.md, with fake steps, runs to completion under the driver."""
+
 import pytest
 
 from durable import days, services, workflow
@@ -36,8 +37,9 @@ def onboarding(customer_id: str) -> str:
     n = 0
     while not result.ok:
         n += 1
-        workflow.step(send_whatsapp, customer_id, result.missing,
-                      idempotency_key=f"{workflow.id}:ask:{n}")
+        workflow.step(
+            send_whatsapp, customer_id, result.missing, idempotency_key=f"{workflow.id}:ask:{n}"
+        )
         docs = workflow.wait_for_signal("documents_received", timeout=days(7))
         if docs is None:
             workflow.step(close_case, customer_id, reason="documents never completed")
@@ -58,16 +60,31 @@ def test_onboarding_asks_twice_for_missing_documents_then_opens_the_account(cloc
     run = services.run_start(onboarding, "c-42", id="onboarding:c-42", actor="test")
     assert drive(run.id).waiting_for == "signal:documents_received"
 
-    services.signal_send(run.id, "documents_received", {"kinds": ["articles"]}, dedupe_key="m1", actor="test")
+    services.signal_send(
+        run.id, "documents_received", {"kinds": ["articles"]}, dedupe_key="m1", actor="test"
+    )
     drive(run.id)
     clock.advance(days(2))
-    services.signal_send(run.id, "documents_received", {"kinds": ["articles", "address"]}, dedupe_key="m2", actor="test")
+    services.signal_send(
+        run.id,
+        "documents_received",
+        {"kinds": ["articles", "address"]},
+        dedupe_key="m2",
+        actor="test",
+    )
     drive(run.id)
-    services.signal_send(run.id, "documents_received", {"kinds": ["articles", "address", "selfie"]},
-                         dedupe_key="m3", actor="test")
+    services.signal_send(
+        run.id,
+        "documents_received",
+        {"kinds": ["articles", "address", "selfie"]},
+        dedupe_key="m3",
+        actor="test",
+    )
     run = drive(run.id)
     assert run.waiting_for == "signal:compliance_decision"
-    services.signal_send(run.id, "compliance_decision", {"approved": True, "by": "ana"}, actor="test")
+    services.signal_send(
+        run.id, "compliance_decision", {"approved": True, "by": "ana"}, actor="test"
+    )
     run = drive(run.id)
 
     assert run.status == RunStatus.COMPLETED

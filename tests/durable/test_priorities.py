@@ -1,5 +1,6 @@
 """Priorities, 0..9, higher first: in the sweep's pick, in a limit's line (first come, first
 served within one priority), and in the message the broker carries."""
+
 from datetime import timedelta
 
 import pytest
@@ -24,12 +25,16 @@ def urgent_slot(n: int) -> str:
 
 def waiting_at_the_limit(n: int, *, priority: int = 5, workflow_name: str = "one_at_a_time") -> str:
     """A run claimed by a worker whose step asks for ONE_AT_A_TIME; returns its id."""
-    run = services.run_start(workflow_name, n, id=f"{workflow_name}:{n}", actor="test", priority=priority)
+    run = services.run_start(
+        workflow_name, n, id=f"{workflow_name}:{n}", actor="test", priority=priority
+    )
     drive(run.id, owner=f"worker-{n}")
     return run.id
 
 
-def test_a_run_starts_with_its_priority_and_its_message_carries_it(clock, django_capture_on_commit_callbacks):
+def test_a_run_starts_with_its_priority_and_its_message_carries_it(
+    clock, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_start("three_steps", 1, id="prio:start", actor="test", priority=8)
 
@@ -66,8 +71,15 @@ def test_a_priority_that_is_not_a_whole_number_from_0_to_9_starts_nothing(clock,
     assert not WorkflowRun.objects.exists()
 
 
-def test_the_sweep_picks_higher_priorities_first_and_the_soonest_within_one(clock, django_capture_on_commit_callbacks):
-    for name, priority, due_in in [("low", 1, 1), ("high-late", 9, 3), ("high-soon", 9, 2), ("mid", 5, 0)]:
+def test_the_sweep_picks_higher_priorities_first_and_the_soonest_within_one(
+    clock, django_capture_on_commit_callbacks
+):
+    for name, priority, due_in in [
+        ("low", 1, 1),
+        ("high-late", 9, 3),
+        ("high-soon", 9, 2),
+        ("mid", 5, 0),
+    ]:
         services.run_start("three_steps", 1, id=name, actor="test", priority=priority)
         WorkflowRun.objects.filter(pk=name).update(wake_at=clock.now() + timedelta(seconds=due_in))
     clock.advance(timedelta(seconds=5))
@@ -80,7 +92,8 @@ def test_the_sweep_picks_higher_priorities_first_and_the_soonest_within_one(cloc
 
 
 def test_a_freed_slot_goes_to_the_highest_priority_waiter_first_come_within_one(
-        clock, django_capture_on_commit_callbacks):
+    clock, django_capture_on_commit_callbacks
+):
     holder = services.run_start("hog_the_slot", 1, id="holder", actor="test")
     _, lease = live.claim(holder.id, owner="holder-worker")
     assert lease.acquire_limit(ONE_AT_A_TIME, "", 0, "celery") is None
@@ -93,8 +106,11 @@ def test_a_freed_slot_goes_to_the_highest_priority_waiter_first_come_within_one(
         lease.release_limit(ONE_AT_A_TIME, "", 0)
 
     assert testing.dispatched == [urgent]
-    line = list(LimitTicket.objects.filter(state="waiting").order_by("-priority", "queued_at", "id")
-                .values_list("run_id", flat=True))
+    line = list(
+        LimitTicket.objects.filter(state="waiting")
+        .order_by("-priority", "queued_at", "id")
+        .values_list("run_id", flat=True)
+    )
     assert line == [urgent, also_urgent, early]
 
 
@@ -108,13 +124,16 @@ def test_a_step_of_its_own_priority_takes_that_place_in_the_line(clock):
     assert LimitTicket.objects.get(run_id=run_id).priority == 9
 
 
-@pytest.mark.parametrize(("priority", "url", "expected"), [
-    (7, "amqp://guest:guest@127.0.0.1:5672//", 7),
-    (7, "redis://127.0.0.1:6379/0", None),      # as every message sent without one: first there
-    (5, "redis://127.0.0.1:6379/0", None),
-    (2, "redis://127.0.0.1:6379/0", 7),         # behind them
-    (7, "filesystem://localhost/", None),
-])
+@pytest.mark.parametrize(
+    ("priority", "url", "expected"),
+    [
+        (7, "amqp://guest:guest@127.0.0.1:5672//", 7),
+        (7, "redis://127.0.0.1:6379/0", None),  # as every message sent without one: first there
+        (5, "redis://127.0.0.1:6379/0", None),
+        (2, "redis://127.0.0.1:6379/0", 7),  # behind them
+        (7, "filesystem://localhost/", None),
+    ],
+)
 def test_the_broker_hears_the_priority_as_it_reads_one(priority, url, expected):
     assert broker_priority(priority, url) == expected
 
@@ -134,8 +153,9 @@ def test_a_takeover_goes_on_the_lane_without_a_priority(clock, django_capture_on
 def test_an_advance_message_carries_the_brokers_priority(monkeypatch, settings):
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/0"
     sent = []
-    monkeypatch.setattr(tasks.advance, "apply_async",
-                        lambda args, kwargs, **options: sent.append(options))
+    monkeypatch.setattr(
+        tasks.advance, "apply_async", lambda args, kwargs, **options: sent.append(options)
+    )
 
     tasks.send_advance("run-1", priority=1)
 
@@ -145,9 +165,14 @@ def test_an_advance_message_carries_the_brokers_priority(monkeypatch, settings):
 def test_the_api_starts_a_run_with_a_priority_and_shows_it(clock):
     operator = client_for(user_with("view_workflowrun", "operate_workflowrun"))
 
-    started = post_json(operator, "/api/runs/", {"workflow": "three_steps", "args": [1], "id": "prio:api",
-                                                 "priority": 9})
-    refused = post_json(operator, "/api/runs/", {"workflow": "three_steps", "args": [1], "priority": 10})
+    started = post_json(
+        operator,
+        "/api/runs/",
+        {"workflow": "three_steps", "args": [1], "id": "prio:api", "priority": 9},
+    )
+    refused = post_json(
+        operator, "/api/runs/", {"workflow": "three_steps", "args": [1], "priority": 10}
+    )
 
     assert (started.status_code, started.json()["priority"]) == (201, 9)
     assert refused.status_code == 400 and "priority" in refused.json()["error"]["detail"]

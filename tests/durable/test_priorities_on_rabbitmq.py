@@ -1,5 +1,6 @@
 """Priorities on a real RabbitMQ: advances that wait in a priority queue (x-max-priority) are
 served higher first by a worker that comes to them, whatever order they were sent in."""
+
 import pytest
 from django.conf import settings
 
@@ -10,9 +11,13 @@ from tests.effects.models import Effect
 from tests.workers import wait_until
 
 pytestmark = [
-    pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(broker_priority(9, settings.CELERY_BROKER_URL) != 9,
-                       reason="message priorities in this order are RabbitMQ's (the amqp broker)"),
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        broker_priority(9, settings.CELERY_BROKER_URL) != 9,
+        reason="message priorities in this order are RabbitMQ's (the amqp broker)",
+    ),
 ]
 
 
@@ -36,12 +41,21 @@ def priority_queue():
 
 
 def test_runs_waiting_in_a_priority_queue_are_served_highest_first(celery, priority_queue):
-    for n, priority in enumerate([1, 2, 9, 3, 8, 0]):   # sent in this order, nobody consuming yet
-        services.run_start("served_by_priority", n, id=f"prio:rabbit:{n}", actor="test", priority=priority)
+    for n, priority in enumerate([1, 2, 9, 3, 8, 0]):  # sent in this order, nobody consuming yet
+        services.run_start(
+            "served_by_priority", n, id=f"prio:rabbit:{n}", actor="test", priority=priority
+        )
 
-    celery.start_worker("ordered", concurrency=1, queues=[PRIORITY_QUEUE],
-                        env={"CELERY_TASK_QUEUE_MAX_PRIORITY": "10"})
+    celery.start_worker(
+        "ordered",
+        concurrency=1,
+        queues=[PRIORITY_QUEUE],
+        env={"CELERY_TASK_QUEUE_MAX_PRIORITY": "10"},
+    )
     wait_until(lambda: Effect.objects.count() == 6, timeout=60, message="the six runs to be served")
 
-    served = [name.removeprefix("served-") for name in Effect.objects.order_by("pk").values_list("name", flat=True)]
-    assert served == ["2", "4", "3", "1", "0", "5"]   # priorities 9, 8, 3, 2, 1, 0
+    served = [
+        name.removeprefix("served-")
+        for name in Effect.objects.order_by("pk").values_list("name", flat=True)
+    ]
+    assert served == ["2", "4", "3", "1", "0", "5"]  # priorities 9, 8, 3, 2, 1, 0

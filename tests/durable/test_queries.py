@@ -1,5 +1,6 @@
 """Queries: a run's state read by replaying its body from the journal, with nothing run and
 nothing written; the handler answers as the body left things at the run's position."""
+
 from datetime import timedelta
 
 import pytest
@@ -52,14 +53,20 @@ def waiting_run(clock):
 
 
 def test_a_query_answers_the_state_the_body_had_at_the_runs_position(waiting_run):
-    assert services.run_query(waiting_run.id, "state") == {"stage": "awaiting payment", "reminders": 0}
+    assert services.run_query(waiting_run.id, "state") == {
+        "stage": "awaiting payment",
+        "reminders": 0,
+    }
 
 
 def test_a_query_follows_the_run_as_its_journal_grows(waiting_run, clock):
     clock.advance(timedelta(days=1, seconds=1))
     drive(waiting_run.id)
 
-    assert services.run_query(waiting_run.id, "state") == {"stage": "awaiting payment", "reminders": 1}
+    assert services.run_query(waiting_run.id, "state") == {
+        "stage": "awaiting payment",
+        "reminders": 1,
+    }
 
 
 def test_a_query_takes_arguments(waiting_run):
@@ -77,13 +84,18 @@ def test_a_finished_run_answers_as_its_body_ended(waiting_run):
 def test_a_query_reads_the_run_and_its_journal_and_writes_nothing(waiting_run, clock):
     clock.advance(timedelta(days=1, seconds=1))
     drive(waiting_run.id)
-    journal_before = list(JournalEntry.objects.filter(run_id=waiting_run.id).values_list("position", "status"))
+    journal_before = list(
+        JournalEntry.objects.filter(run_id=waiting_run.id).values_list("position", "status")
+    )
 
     with CaptureQueriesContext(connection) as statements:
         services.run_query(waiting_run.id, "state")
 
     assert [s["sql"].split()[0] for s in statements.captured_queries] == ["SELECT", "SELECT"]
-    assert list(JournalEntry.objects.filter(run_id=waiting_run.id).values_list("position", "status")) == journal_before
+    assert (
+        list(JournalEntry.objects.filter(run_id=waiting_run.id).values_list("position", "status"))
+        == journal_before
+    )
     assert Effect.objects.filter(name="remind").count() == 1
 
 
@@ -137,7 +149,10 @@ def test_the_api_answers_a_query_to_whoever_may_view_runs(waiting_run):
     response = viewer.get("/api/runs/invoice:9/queries/state/")
 
     assert response.status_code == 200
-    assert response.json() == {"query": "state", "result": {"stage": "awaiting payment", "reminders": 0}}
+    assert response.json() == {
+        "query": "state",
+        "result": {"stage": "awaiting payment", "reminders": 0},
+    }
 
 
 def test_the_api_passes_each_arg_as_json_when_it_parses(waiting_run):

@@ -1,4 +1,5 @@
 """Queues: a step that asks for another Celery queue hands its run there, and back after it."""
+
 from datetime import timedelta
 
 import pytest
@@ -18,7 +19,9 @@ def marks(run_id: str) -> list[str]:
     return list(Effect.objects.filter(run_id=run_id).order_by("id").values_list("name", flat=True))
 
 
-def test_a_step_on_another_queue_hands_the_run_to_that_queue(clock, django_capture_on_commit_callbacks):
+def test_a_step_on_another_queue_hands_the_run_to_that_queue(
+    clock, django_capture_on_commit_callbacks
+):
     run = services.run_start(llm_in_the_middle, id="queue:1", actor="test")
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -29,7 +32,9 @@ def test_a_step_on_another_queue_hands_the_run_to_that_queue(clock, django_captu
     assert testing.dispatch_queues[run.id] == LLM_QUEUE
 
 
-def test_the_step_after_it_goes_back_to_the_default_queue(clock, django_capture_on_commit_callbacks):
+def test_the_step_after_it_goes_back_to_the_default_queue(
+    clock, django_capture_on_commit_callbacks
+):
     run = services.run_start(llm_in_the_middle, id="queue:2", actor="test")
     drive(run.id, queue=DEFAULT)
 
@@ -59,7 +64,9 @@ def test_an_in_process_driver_runs_every_step_whatever_its_queue(clock):
     assert drive(run.id).status == RunStatus.COMPLETED
 
 
-def test_a_workflow_with_a_queue_is_started_on_that_queue(clock, django_capture_on_commit_callbacks):
+def test_a_workflow_with_a_queue_is_started_on_that_queue(
+    clock, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_start(all_on_llm, id="queue:5", actor="test")
 
@@ -76,7 +83,9 @@ def test_a_workflow_with_a_queue_reached_on_the_default_queue_is_handed_to_its_o
     assert marks(run.id) == []
 
 
-def test_runs_that_name_no_queue_are_dispatched_without_one(clock, django_capture_on_commit_callbacks):
+def test_runs_that_name_no_queue_are_dispatched_without_one(
+    clock, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         services.run_start("three_steps", 1, id="queue:7", actor="test")
 

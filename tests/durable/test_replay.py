@@ -1,4 +1,5 @@
 """Replay: recorded steps return their recorded results and never run again."""
+
 import functools
 
 import pytest
@@ -7,7 +8,15 @@ from durable import Retry, current_step, seconds, services, workflow
 from durable.runtime.executor import MAX_REPLAYS_PER_ADVANCE
 from durable.models import JournalEntry, RunStatus
 from durable.testing import drive, override_workflow
-from tests.durable.workflows import CALLS, a_then_b, always_fails, b_then_a, record, three_steps, validate
+from tests.durable.workflows import (
+    CALLS,
+    a_then_b,
+    always_fails,
+    b_then_a,
+    record,
+    three_steps,
+    validate,
+)
 from tests.effects.models import Effect
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +30,10 @@ def test_a_run_of_three_steps_completes_with_the_last_result(clock):
     assert run.status == RunStatus.COMPLETED
     assert run.result == 4
     assert list(JournalEntry.objects.filter(run=run).values_list("position", "name", "result")) == [
-        (0, "add_one", 2), (1, "add_one", 3), (2, "add_one", 4)]
+        (0, "add_one", 2),
+        (1, "add_one", 3),
+        (2, "add_one", 4),
+    ]
 
 
 def test_replay_returns_recorded_results_without_calling_the_step_again(clock):
@@ -70,7 +82,9 @@ def test_an_exception_in_the_body_fails_the_run_with_its_error(clock):
 
 
 def test_a_steps_dataclass_result_comes_back_as_that_dataclass(clock):
-    with override_workflow(lambda: type(workflow.step(validate, ["articles"])).__name__, name="typed_step"):
+    with override_workflow(
+        lambda: type(workflow.step(validate, ["articles"])).__name__, name="typed_step"
+    ):
         run = services.run_start("typed_step", id="typed:1", actor="test")
 
         run = drive(run.id)
@@ -167,9 +181,13 @@ def test_a_step_of_a_callable_without_a_name_is_journaled_under_its_class(clock)
     assert JournalEntry.objects.get(run_id=run.id, position=0).name == "Notifier"
 
 
-def test_a_step_of_a_partial_is_journaled_under_the_wrapped_function_so_any_process_replays_it(clock):
-    with override_workflow(lambda: workflow.step(functools.partial(functools.partial(validate), ["id"])),
-                           name="partial_step"):
+def test_a_step_of_a_partial_is_journaled_under_the_wrapped_function_so_any_process_replays_it(
+    clock,
+):
+    with override_workflow(
+        lambda: workflow.step(functools.partial(functools.partial(validate), ["id"])),
+        name="partial_step",
+    ):
         run = services.run_start("partial_step", id="partial:1", actor="test")
 
         run = drive(run.id)

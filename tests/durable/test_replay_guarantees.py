@@ -3,6 +3,7 @@
 Only the public API: workflows, services, ``drive`` and the fake clock, with the models
 read for outcomes. docs/testing.md names the deliberate break each test was seen to catch.
 """
+
 from datetime import timedelta
 
 import pytest
@@ -17,8 +18,11 @@ pytestmark = pytest.mark.django_db
 
 
 def _journal(run_id: str) -> list[tuple]:
-    return list(JournalEntry.objects.filter(run_id=run_id).order_by("position").values_list(
-        "position", "kind", "status", "result"))
+    return list(
+        JournalEntry.objects.filter(run_id=run_id)
+        .order_by("position")
+        .values_list("position", "kind", "status", "result")
+    )
 
 
 # --- deterministic values ---
@@ -95,7 +99,9 @@ def test_a_signal_redelivered_after_it_was_consumed_resumes_nothing(clock):
     services.signal_send(run.id, "item", {"n": 1}, dedupe_key="wamid.1", actor="test")
     drive(run.id)
 
-    services.signal_send(run.id, "item", {"n": 1}, dedupe_key="wamid.1", actor="test")  # the provider retries
+    services.signal_send(
+        run.id, "item", {"n": 1}, dedupe_key="wamid.1", actor="test"
+    )  # the provider retries
     run = drive(run.id)
 
     assert run.status == RunStatus.WAITING
@@ -144,7 +150,9 @@ def test_a_changed_timeout_argument_does_not_move_a_recorded_deadline(clock):
 
 def cancel_own_run() -> str:
     effect("cancel_own_run")
-    services.run_cancel(workflow.id, reason="an operator cancelled while the step ran", actor="test")
+    services.run_cancel(
+        workflow.id, reason="an operator cancelled while the step ran", actor="test"
+    )
     return "finished after the cancel"
 
 
@@ -209,4 +217,7 @@ def test_a_failed_step_runs_again_exactly_when_its_back_off_ends(clock):
     assert CALLS["always_fails"] == 2
     entry = JournalEntry.objects.get(run_id=run.id, position=0)
     assert (entry.status, entry.attempt, entry.wake_at) == (
-        EntryStatus.RETRYING, 2, clock.now() + seconds(20))
+        EntryStatus.RETRYING,
+        2,
+        clock.now() + seconds(20),
+    )

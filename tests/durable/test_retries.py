@@ -1,4 +1,5 @@
 """Retries: a failing step backs off on durable timers, then fails into the body."""
+
 from datetime import timedelta
 
 import pytest
@@ -105,7 +106,9 @@ def fails_then_reports_after_a_wait():
     try:
         workflow.step(always_fails, retry=Retry(max_attempts=1))
     except StepFailed as failure:
-        caught = f"{failure.step_name}: {failure.error_type}: {failure.message} after {failure.attempts}"
+        caught = (
+            f"{failure.step_name}: {failure.error_type}: {failure.message} after {failure.attempts}"
+        )
     workflow.wait_for_signal("go")
     return caught
 

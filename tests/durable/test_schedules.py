@@ -1,4 +1,5 @@
 """Durable schedules: rows fired by the sweep, each occurrence once, whatever the sweep missed."""
+
 import threading
 from datetime import datetime, timedelta, timezone
 
@@ -11,8 +12,13 @@ from durable.features.cron import ScheduleInvalid
 from durable.errors import WorkflowNotFound
 from durable.models import AuditEvent, WorkflowRun
 from durable.models.schedules import Schedule, ScheduleEvent
-from durable.features.schedules import (fire_due, schedule_create, schedule_pause, schedule_resume,
-                                        schedule_update)
+from durable.features.schedules import (
+    fire_due,
+    schedule_create,
+    schedule_pause,
+    schedule_resume,
+    schedule_update,
+)
 from durable.testing import fake_clock
 from durable.tasks import tick
 from tests.durable.workflows import record
@@ -29,22 +35,38 @@ def daily_report(day: str) -> str:
 
 
 def report_ids() -> list[str]:
-    return sorted(WorkflowRun.objects.filter(workflow_name="daily_report").values_list("id", flat=True))
+    return sorted(
+        WorkflowRun.objects.filter(workflow_name="daily_report").values_list("id", flat=True)
+    )
 
 
-def daily(catch_up: str = "all", *, cron: str = "0 0 * * *", tz: str = "UTC", template: str = "report:{date}",
-          name: str = "report-daily"):
-    return schedule_create(name, "daily_report", cron_expression=cron, timezone=tz, id_template=template,
-                           args=["{date}"], catch_up=catch_up, actor="test")
+def daily(
+    catch_up: str = "all",
+    *,
+    cron: str = "0 0 * * *",
+    tz: str = "UTC",
+    template: str = "report:{date}",
+    name: str = "report-daily",
+):
+    return schedule_create(
+        name,
+        "daily_report",
+        cron_expression=cron,
+        timezone=tz,
+        id_template=template,
+        args=["{date}"],
+        catch_up=catch_up,
+        actor="test",
+    )
 
 
 def test_three_days_without_a_sweep_start_each_missed_day_once():
     with fake_clock(NOON) as clock:
         daily("all")
-        clock.advance(days(3))          # beat is down: no sweep for three days
+        clock.advance(days(3))  # beat is down: no sweep for three days
 
         tick()
-        tick()                     # and again: nothing twice
+        tick()  # and again: nothing twice
 
     assert report_ids() == ["report:2026-05-06", "report:2026-05-07", "report:2026-05-08"]
 
@@ -55,8 +77,14 @@ def test_each_occurrence_passes_its_own_date_to_the_workflow():
         clock.advance(days(2))
         tick()
 
-    assert WorkflowRun.objects.get(pk="report:2026-05-06").input == {"args": ["2026-05-06"], "kwargs": {}}
-    assert WorkflowRun.objects.get(pk="report:2026-05-07").input == {"args": ["2026-05-07"], "kwargs": {}}
+    assert WorkflowRun.objects.get(pk="report:2026-05-06").input == {
+        "args": ["2026-05-06"],
+        "kwargs": {},
+    }
+    assert WorkflowRun.objects.get(pk="report:2026-05-07").input == {
+        "args": ["2026-05-07"],
+        "kwargs": {},
+    }
 
 
 def test_latest_starts_only_the_most_recent_missed_occurrence():
@@ -67,7 +95,12 @@ def test_latest_starts_only_the_most_recent_missed_occurrence():
         tick()
 
     assert report_ids() == ["report:2026-05-08"]
-    assert ScheduleEvent.objects.get(schedule__name="report-daily", action="fire").detail["skipped_since"] == "2026-05-06T00:00:00+00:00"
+    assert (
+        ScheduleEvent.objects.get(schedule__name="report-daily", action="fire").detail[
+            "skipped_since"
+        ]
+        == "2026-05-06T00:00:00+00:00"
+    )
 
 
 def test_skip_starts_no_missed_occurrence_and_fires_the_next_one():
@@ -77,7 +110,7 @@ def test_skip_starts_no_missed_occurrence_and_fires_the_next_one():
         tick()
         nothing_missed = report_ids()
 
-        clock.advance(hours(12) + minutes(0.5))   # 00:00:30 on the 9th: on time
+        clock.advance(hours(12) + minutes(0.5))  # 00:00:30 on the 9th: on time
         tick()
 
     assert nothing_missed == []
@@ -89,13 +122,24 @@ def test_skip_starts_no_missed_occurrence_and_fires_the_next_one():
 def test_a_sweep_on_time_fires_the_occurrence_under_every_policy():
     with fake_clock(NOON) as clock:
         for policy in ("all", "latest", "skip"):
-            schedule_create(f"report-{policy}", "daily_report", cron_expression="0 0 * * *",
-                            id_template=f"report:{policy}:{{date}}", args=["{date}"], catch_up=policy, actor="test")
+            schedule_create(
+                f"report-{policy}",
+                "daily_report",
+                cron_expression="0 0 * * *",
+                id_template=f"report:{policy}:{{date}}",
+                args=["{date}"],
+                catch_up=policy,
+                actor="test",
+            )
         clock.advance(hours(12) + timedelta(seconds=1))
 
         tick()
 
-    assert report_ids() == ["report:all:2026-05-06", "report:latest:2026-05-06", "report:skip:2026-05-06"]
+    assert report_ids() == [
+        "report:all:2026-05-06",
+        "report:latest:2026-05-06",
+        "report:skip:2026-05-06",
+    ]
 
 
 def two_days_paused_then_resumed(clock) -> list[str]:
@@ -104,7 +148,7 @@ def two_days_paused_then_resumed(clock) -> list[str]:
     clock.advance(days(2))
     tick()
     while_paused = report_ids()
-    schedule_resume("report-daily", actor="ana")   # 2026-05-07 12:00
+    schedule_resume("report-daily", actor="ana")  # 2026-05-07 12:00
     clock.advance(hours(12))
     tick()
     return while_paused
@@ -124,23 +168,30 @@ def test_pause_and_resume_are_audited_with_their_actor():
     with fake_clock(NOON):
         daily()
         schedule_pause("report-daily", actor="ana", reason="bank maintenance")
-        schedule_pause("report-daily", actor="bia")     # already paused: nothing changes
+        schedule_pause("report-daily", actor="bia")  # already paused: nothing changes
         schedule_resume("report-daily", actor="carla")
 
-    assert list(ScheduleEvent.objects.filter(schedule__name="report-daily").order_by("chain_seq")
-                .values_list("action", "actor")) == [
-        ("create", "test"), ("pause", "ana"), ("resume", "carla")]
-    assert ScheduleEvent.objects.get(schedule__name="report-daily", action="pause").detail["reason"] == "bank maintenance"
+    assert list(
+        ScheduleEvent.objects.filter(schedule__name="report-daily")
+        .order_by("chain_seq")
+        .values_list("action", "actor")
+    ) == [("create", "test"), ("pause", "ana"), ("resume", "carla")]
+    assert (
+        ScheduleEvent.objects.get(schedule__name="report-daily", action="pause").detail["reason"]
+        == "bank maintenance"
+    )
 
 
 def test_sao_paulo_midnight_is_three_in_the_morning_utc_and_names_its_own_date():
     with fake_clock(NOON) as clock:
         daily(tz="America/Sao_Paulo")
-        clock.advance(hours(14) + minutes(59))   # 02:59 UTC on the 6th: 23:59 on the 5th in São Paulo
+        clock.advance(
+            hours(14) + minutes(59)
+        )  # 02:59 UTC on the 6th: 23:59 on the 5th in São Paulo
         tick()
         before_midnight = report_ids()
 
-        clock.advance(minutes(1))                # 03:00 UTC: midnight of the 6th in São Paulo
+        clock.advance(minutes(1))  # 03:00 UTC: midnight of the 6th in São Paulo
         tick()
 
     assert before_midnight == []
@@ -151,7 +202,9 @@ def test_sao_paulo_midnight_is_three_in_the_morning_utc_and_names_its_own_date()
 
 def test_the_date_in_the_id_is_the_schedules_zone_not_utc():
     with fake_clock(datetime(2026, 5, 5, 12, tzinfo=timezone.utc)) as clock:
-        daily(cron="0 22 * * *", tz="America/Sao_Paulo")   # 22:00 in São Paulo is 01:00 UTC the next day
+        daily(
+            cron="0 22 * * *", tz="America/Sao_Paulo"
+        )  # 22:00 in São Paulo is 01:00 UTC the next day
         clock.advance(hours(13) + minutes(1))
         tick()
 
@@ -159,14 +212,16 @@ def test_the_date_in_the_id_is_the_schedules_zone_not_utc():
 
 
 def test_a_time_the_clock_skips_at_the_start_of_summer_time_fires_when_the_clock_jumps():
-    with fake_clock(datetime(2026, 3, 7, 12, tzinfo=timezone.utc)) as clock:   # New York: 8 March, 02:00 -> 03:00
+    with fake_clock(
+        datetime(2026, 3, 7, 12, tzinfo=timezone.utc)
+    ) as clock:  # New York: 8 March, 02:00 -> 03:00
         daily(cron="30 2 * * *", tz="America/New_York")
         clock.advance(days(1))
         tick()
 
     assert report_ids() == ["report:2026-03-08"]
     start = AuditEvent.objects.get(run_id="report:2026-03-08", action="start")
-    assert start.detail["occurrence"] == "2026-03-08T07:00:00+00:00"    # 03:00 EDT
+    assert start.detail["occurrence"] == "2026-03-08T07:00:00+00:00"  # 03:00 EDT
 
 
 def test_an_occurrence_started_by_hand_is_not_started_again():
@@ -193,7 +248,10 @@ def test_a_run_started_by_a_schedule_names_the_schedule_as_its_actor():
 
     event = AuditEvent.objects.get(run_id="report:2026-05-06", action="start")
     assert (event.actor, event.detail["schedule"], event.detail["occurrence"]) == (
-        "schedule:report-daily", "report-daily", "2026-05-06T00:00:00+00:00")
+        "schedule:report-daily",
+        "report-daily",
+        "2026-05-06T00:00:00+00:00",
+    )
 
 
 def test_a_long_outage_is_caught_up_in_batches_without_losing_an_occurrence(settings):
@@ -213,7 +271,7 @@ def test_a_long_outage_is_caught_up_in_batches_without_losing_an_occurrence(sett
 def test_a_long_outage_is_caught_up_a_hundred_occurrences_per_sweep_by_default():
     with fake_clock(NOON) as clock:
         daily("all", cron="* * * * *", template="report:{datetime}")
-        clock.advance(hours(2))         # 120 missed minutes
+        clock.advance(hours(2))  # 120 missed minutes
 
         first = fire_due()
 
@@ -225,7 +283,9 @@ def test_a_longer_misfire_grace_lets_a_late_sweep_fire_the_occurrence_of_a_skip_
     settings.DURABLE_SCHEDULE_MISFIRE_GRACE_SECONDS = 600
     with fake_clock(NOON) as clock:
         daily("skip")
-        clock.advance(hours(12) + minutes(5))   # five minutes late: missed under the default grace of a minute
+        clock.advance(
+            hours(12) + minutes(5)
+        )  # five minutes late: missed under the default grace of a minute
 
         tick()
 
@@ -234,42 +294,76 @@ def test_a_longer_misfire_grace_lets_a_late_sweep_fire_the_occurrence_of_a_skip_
 
 def test_the_schedule_placeholder_in_the_input_is_the_schedules_name():
     with fake_clock(NOON) as clock:
-        schedule_create("report-named", "daily_report", cron_expression="0 0 * * *", id_template="named:{date}",
-                        args=["{schedule} {date}"], actor="test")
+        schedule_create(
+            "report-named",
+            "daily_report",
+            cron_expression="0 0 * * *",
+            id_template="named:{date}",
+            args=["{schedule} {date}"],
+            actor="test",
+        )
         clock.advance(hours(13))
 
         tick()
 
-    assert WorkflowRun.objects.get(pk="named:2026-05-06").input == {"args": ["report-named 2026-05-06"], "kwargs": {}}
+    assert WorkflowRun.objects.get(pk="named:2026-05-06").input == {
+        "args": ["report-named 2026-05-06"],
+        "kwargs": {},
+    }
 
 
 def test_a_schedule_passes_its_keyword_input_to_each_occurrence():
     with fake_clock(NOON) as clock:
-        schedule_create("report-by-keyword", "daily_report", cron_expression="0 0 * * *", id_template="kw:{date}",
-                        kwargs={"day": "{date}"}, actor="test")
+        schedule_create(
+            "report-by-keyword",
+            "daily_report",
+            cron_expression="0 0 * * *",
+            id_template="kw:{date}",
+            kwargs={"day": "{date}"},
+            actor="test",
+        )
         clock.advance(hours(13))
 
         tick()
 
-    assert WorkflowRun.objects.get(pk="kw:2026-05-06").input == {"args": [], "kwargs": {"day": "2026-05-06"}}
+    assert WorkflowRun.objects.get(pk="kw:2026-05-06").input == {
+        "args": [],
+        "kwargs": {"day": "2026-05-06"},
+    }
 
 
 def test_a_schedule_moved_to_another_hour_keeps_its_keyword_input():
     with fake_clock(NOON) as clock:
-        schedule_create("report-by-keyword", "daily_report", cron_expression="0 0 * * *", id_template="kw:{date}",
-                        kwargs={"day": "{date}"}, actor="test")
+        schedule_create(
+            "report-by-keyword",
+            "daily_report",
+            cron_expression="0 0 * * *",
+            id_template="kw:{date}",
+            kwargs={"day": "{date}"},
+            actor="test",
+        )
         schedule_update("report-by-keyword", actor="test", cron="0 6 * * *")
         clock.advance(hours(19))
 
         tick()
 
-    assert WorkflowRun.objects.get(pk="kw:2026-05-06").input == {"args": [], "kwargs": {"day": "2026-05-06"}}
+    assert WorkflowRun.objects.get(pk="kw:2026-05-06").input == {
+        "args": [],
+        "kwargs": {"day": "2026-05-06"},
+    }
 
 
 def test_a_schedule_created_paused_starts_nothing_until_it_is_resumed():
     with fake_clock(NOON) as clock:
-        schedule_create("report-daily", "daily_report", cron_expression="0 0 * * *", id_template="report:{date}",
-                        args=["{date}"], paused=True, actor="test")
+        schedule_create(
+            "report-daily",
+            "daily_report",
+            cron_expression="0 0 * * *",
+            id_template="report:{date}",
+            args=["{date}"],
+            paused=True,
+            actor="test",
+        )
         while_paused = two_days_paused_then_resumed(clock)
 
     assert while_paused == []
@@ -319,8 +413,12 @@ def test_a_schedule_whose_workflow_is_gone_records_why_and_the_sweep_goes_on():
 
     schedule = Schedule.objects.get(name="report-daily")
     assert picked == [nap.id]
-    assert schedule.last_error == "WorkflowNotFound: no workflow named 'retired_report' is registered"
-    assert schedule.next_fire_at == datetime(2026, 5, 6, tzinfo=timezone.utc)   # still due once fixed
+    assert (
+        schedule.last_error == "WorkflowNotFound: no workflow named 'retired_report' is registered"
+    )
+    assert schedule.next_fire_at == datetime(
+        2026, 5, 6, tzinfo=timezone.utc
+    )  # still due once fixed
 
 
 def test_with_no_schedule_due_firing_costs_one_query(clock, django_assert_num_queries):
@@ -334,7 +432,9 @@ def test_with_no_schedule_due_firing_costs_one_query(clock, django_assert_num_qu
 
 
 def test_a_bad_cron_expression_is_refused_with_the_field_at_fault():
-    with pytest.raises(ScheduleInvalid, match=r"cron expression '61 0 \* \* \*' is not valid: Bad minute"):
+    with pytest.raises(
+        ScheduleInvalid, match=r"cron expression '61 0 \* \* \*' is not valid: Bad minute"
+    ):
         daily(cron="61 0 * * *")
 
     assert not Schedule.objects.filter(name="report-daily").exists()
@@ -366,42 +466,66 @@ def test_an_unknown_placeholder_is_refused_naming_the_known_ones():
 
 
 def test_an_unknown_catch_up_policy_is_refused_naming_the_policies(clock):
-    with pytest.raises(ScheduleInvalid, match="catch-up policy 'sometimes' is not one of all, latest, skip"):
+    with pytest.raises(
+        ScheduleInvalid, match="catch-up policy 'sometimes' is not one of all, latest, skip"
+    ):
         daily("sometimes")
 
 
 def test_changing_a_field_that_cannot_be_edited_is_refused_naming_the_editable_ones(clock):
     daily()
 
-    with pytest.raises(ScheduleInvalid, match=r"schedule fields \['paused'\] cannot be changed \(only workflow_name, "
-                                              r"cron, timezone, id_template, args, kwargs, catch_up\)"):
+    with pytest.raises(
+        ScheduleInvalid,
+        match=r"schedule fields \['paused'\] cannot be changed \(only workflow_name, "
+        r"cron, timezone, id_template, args, kwargs, catch_up\)",
+    ):
         schedule_update("report-daily", actor="test", paused=True)
 
 
 def test_an_unregistered_workflow_is_refused():
     with pytest.raises(WorkflowNotFound):
-        schedule_create("nothing", "no_such_workflow", cron_expression="0 0 * * *", id_template="x:{date}",
-                        actor="test")
+        schedule_create(
+            "nothing",
+            "no_such_workflow",
+            cron_expression="0 0 * * *",
+            id_template="x:{date}",
+            actor="test",
+        )
 
 
 def test_input_the_workflow_cannot_take_is_refused():
     from durable.errors import PayloadError
 
     with pytest.raises(PayloadError, match="does not fit workflow 'daily_report'"):
-        schedule_create("report-bad", "daily_report", cron_expression="0 0 * * *", id_template="r:{date}",
-                        args=["{date}", "extra"], actor="test")
+        schedule_create(
+            "report-bad",
+            "daily_report",
+            cron_expression="0 0 * * *",
+            id_template="r:{date}",
+            args=["{date}", "extra"],
+            actor="test",
+        )
 
 
 # --- two sweeps at once ---
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="two connections racing need PostgreSQL")
+@pytest.mark.skipif(
+    "connection.vendor != 'postgresql'", reason="two connections racing need PostgreSQL"
+)
 @pytest.mark.django_db(transaction=True)
 def test_two_sweeps_racing_fire_each_occurrence_once():
     start = datetime(2026, 5, 5, 12, 0, 30, tzinfo=timezone.utc)
     with fake_clock(start):
-        schedule_create("report-minutely", "daily_report", cron_expression="* * * * *",
-                        id_template="report:{datetime}", args=["{datetime}"], actor="test")
+        schedule_create(
+            "report-minutely",
+            "daily_report",
+            cron_expression="* * * * *",
+            id_template="report:{datetime}",
+            args=["{datetime}"],
+            actor="test",
+        )
     rounds, errors, fired = 20, [], []
 
     def sweeper(barrier: threading.Barrier):
@@ -410,7 +534,7 @@ def test_two_sweeps_racing_fire_each_occurrence_once():
                 with fake_clock(start + timedelta(minutes=n)):
                     barrier.wait()
                     fired.extend(fire_due())
-        except Exception as error:   # reported below with the outcome
+        except Exception as error:  # reported below with the outcome
             errors.append(error)
             barrier.abort()
         finally:
@@ -425,15 +549,20 @@ def test_two_sweeps_racing_fire_each_occurrence_once():
 
     assert errors == []
     assert len(report_ids()) == rounds
-    assert sorted(fired) == report_ids()     # no occurrence was fired by both sweeps
-    assert ScheduleEvent.objects.filter(schedule__name="report-minutely", action="fire").count() == rounds
+    assert sorted(fired) == report_ids()  # no occurrence was fired by both sweeps
+    assert (
+        ScheduleEvent.objects.filter(schedule__name="report-minutely", action="fire").count()
+        == rounds
+    )
 
 
 @pytest.mark.parametrize("catch_up", ["all", "latest", "skip"])
 def test_a_next_fire_time_that_is_no_occurrence_moves_to_the_next_one_without_firing(catch_up):
     with fake_clock(NOON) as clock:
         schedule = daily(catch_up)
-        Schedule.objects.filter(pk=schedule.pk).update(next_fire_at=NOON + minutes(1))   # set by hand
+        Schedule.objects.filter(pk=schedule.pk).update(
+            next_fire_at=NOON + minutes(1)
+        )  # set by hand
         clock.advance(minutes(2))
 
         fire_due()
@@ -449,7 +578,9 @@ def test_a_schedule_moved_to_another_time_zone_fires_next_at_that_zone_s_next_oc
 
         schedule = schedule_update("report-daily", timezone="America/Sao_Paulo", actor="ana")
 
-    assert schedule.next_fire_at == datetime(2026, 5, 6, 3, 0, tzinfo=timezone.utc)   # midnight in São Paulo
+    assert schedule.next_fire_at == datetime(
+        2026, 5, 6, 3, 0, tzinfo=timezone.utc
+    )  # midnight in São Paulo
     assert Schedule.objects.get(name="report-daily").next_fire_at == schedule.next_fire_at
 
 
@@ -468,10 +599,18 @@ def test_a_schedule_that_cannot_fire_is_marked_changed_when_its_error_is_recorde
 
 def test_input_that_is_not_a_list_and_an_object_is_refused_saying_what_each_must_be():
     with pytest.raises(ScheduleInvalid) as refused:
-        schedule_create("report-daily", "daily_report", cron_expression="0 0 * * *", id_template="report:{date}",
-                        args={"day": "{date}"}, actor="test")
+        schedule_create(
+            "report-daily",
+            "daily_report",
+            cron_expression="0 0 * * *",
+            id_template="report:{date}",
+            args={"day": "{date}"},
+            actor="test",
+        )
 
-    assert str(refused.value) == "a schedule's args must be a JSON list and its kwargs a JSON object"
+    assert (
+        str(refused.value) == "a schedule's args must be a JSON list and its kwargs a JSON object"
+    )
 
 
 def test_pausing_a_schedule_reads_and_locks_its_row_once(clock):
@@ -481,5 +620,14 @@ def test_pausing_a_schedule_reads_and_locks_its_row_once(clock):
         schedule_pause("report-daily", actor="ana")
 
     table = Schedule._meta.db_table
-    assert len([q for q in queries if q["sql"].lstrip().startswith("SELECT") and f'FROM "{table}"' in q["sql"]]) == 1
-    assert ScheduleEvent.objects.filter(schedule__name="report-daily").count() == 2   # create, pause
+    assert (
+        len(
+            [
+                q
+                for q in queries
+                if q["sql"].lstrip().startswith("SELECT") and f'FROM "{table}"' in q["sql"]
+            ]
+        )
+        == 1
+    )
+    assert ScheduleEvent.objects.filter(schedule__name="report-daily").count() == 2  # create, pause

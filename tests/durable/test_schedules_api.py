@@ -1,5 +1,6 @@
 """The schedules' REST API: list, pause, resume and trigger, through the services, audited,
 with the view and operate permissions of schedules."""
+
 import json
 from datetime import datetime, timezone
 
@@ -20,9 +21,15 @@ NOON = datetime(2026, 5, 5, 12, 0, tzinfo=timezone.utc)
 @pytest.fixture
 def report_schedule():
     with fake_clock(NOON):
-        return schedule_create("report-daily", "daily_report", cron_expression="0 0 * * *",
-                               timezone="America/Sao_Paulo", id_template="report:{date}", args=["{date}"],
-                               actor="test")
+        return schedule_create(
+            "report-daily",
+            "daily_report",
+            cron_expression="0 0 * * *",
+            timezone="America/Sao_Paulo",
+            id_template="report:{date}",
+            args=["{date}"],
+            actor="test",
+        )
 
 
 @pytest.fixture
@@ -39,7 +46,11 @@ def test_the_list_shows_each_schedule_with_its_next_occurrence(operator, report_
 
     report = listed["report-daily"]
     assert (report["workflow"], report["cron"], report["timezone"], report["paused"]) == (
-        "daily_report", "0 0 * * *", "America/Sao_Paulo", False)
+        "daily_report",
+        "0 0 * * *",
+        "America/Sao_Paulo",
+        False,
+    )
     assert report["next_fire_at"].startswith("2026-05-06T03:00")
 
 
@@ -49,7 +60,9 @@ def test_pause_and_resume_go_through_the_services_and_are_audited(operator, repo
 
     assert (paused.status_code, paused.json()["paused"]) == (200, True)
     assert (resumed.status_code, resumed.json()["paused"]) == (200, False)
-    events = list(ScheduleEvent.objects.filter(schedule=report_schedule).values_list("action", "actor"))
+    events = list(
+        ScheduleEvent.objects.filter(schedule=report_schedule).values_list("action", "actor")
+    )
     assert events[-2:] == [("pause", "scheduler"), ("resume", "scheduler")]
 
 
@@ -58,7 +71,11 @@ def test_trigger_starts_the_occurrence_of_now_once(operator, report_schedule):
         first = post(operator, "/api/schedules/report-daily/trigger/")
         again = post(operator, "/api/schedules/report-daily/trigger/")
 
-    assert (first.status_code, first.json()["run"]["id"], first.json()["started"]) == (201, "report:2026-05-05", True)
+    assert (first.status_code, first.json()["run"]["id"], first.json()["started"]) == (
+        201,
+        "report:2026-05-05",
+        True,
+    )
     assert (again.status_code, again.json()["started"]) == (200, False)
     assert WorkflowRun.objects.get(pk="report:2026-05-05").input["args"] == ["2026-05-05"]
     assert ScheduleEvent.objects.filter(schedule=report_schedule, action="trigger").count() == 2
@@ -81,7 +98,9 @@ def test_an_unknown_schedule_is_a_404_in_the_error_shape(operator):
 
 
 def test_viewing_runs_is_not_enough_to_see_or_operate_schedules(report_schedule):
-    run_viewer = client_for(user_with("view_workflowrun", "operate_workflowrun", username="runs-only"))
+    run_viewer = client_for(
+        user_with("view_workflowrun", "operate_workflowrun", username="runs-only")
+    )
     schedule_viewer = client_for(user_with("view_schedule", username="viewer"))
 
     assert run_viewer.get("/api/schedules/").status_code == 403

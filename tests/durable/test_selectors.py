@@ -1,4 +1,5 @@
 """Reads apps make of runs, without the engine's tables."""
+
 import pytest
 
 from durable import selectors, services
@@ -10,8 +11,10 @@ pytestmark = pytest.mark.django_db
 def test_step_results_are_the_named_steps_results_oldest_first(clock):
     run = drive(services.run_start("step_wait_step", id="selectors:results", actor="test").id)
 
-    assert [(step.name, step.position, step.result) for step in selectors.step_results(run.id, ["record"])] \
-        == [("record", 0, "before")]
+    assert [
+        (step.name, step.position, step.result)
+        for step in selectors.step_results(run.id, ["record"])
+    ] == [("record", 0, "before")]
     assert selectors.step_results(run.id, ["no_such_step"]) == []
 
 
@@ -20,7 +23,10 @@ def test_a_signal_is_not_a_step_result_even_under_a_wanted_name(clock):
     services.signal_send(run.id, "go", {"ok": True}, actor="test")
     run = drive(run.id)
 
-    assert [step.result for step in selectors.step_results(run.id, ["record", "go"])] == ["before", "after"]
+    assert [step.result for step in selectors.step_results(run.id, ["record", "go"])] == [
+        "before",
+        "after",
+    ]
 
 
 def test_runs_started_by_lists_a_parents_children_and_run_exists_only_live_runs(clock):
@@ -28,7 +34,10 @@ def test_runs_started_by_lists_a_parents_children_and_run_exists_only_live_runs(
     services.run_start("three_steps", 2, id="selectors:child-b", parent=parent.id, actor="test")
     services.run_start("three_steps", 3, id="selectors:child-a", parent=parent.id, actor="test")
 
-    assert [run.id for run in selectors.runs_started_by(parent.id)] == ["selectors:child-a", "selectors:child-b"]
+    assert [run.id for run in selectors.runs_started_by(parent.id)] == [
+        "selectors:child-a",
+        "selectors:child-b",
+    ]
     assert selectors.run_exists(parent.id) and not selectors.run_exists("selectors:nobody")
 
 
@@ -47,5 +56,7 @@ def test_only_a_run_whose_sole_wait_is_a_signal_is_one_a_wake_cannot_change(cloc
     napping = drive(services.run_start("nap", id="wake-only:nap", actor="test").id)
     waiting = drive(services.run_start("step_wait_step", id="wake-only:wait", actor="test").id)
 
-    assert (selectors.run_signal_wait_only(napping.id), selectors.run_signal_wait_only(waiting.id)) == (
-        "", waiting.waiting_for)
+    assert (
+        selectors.run_signal_wait_only(napping.id),
+        selectors.run_signal_wait_only(waiting.id),
+    ) == ("", waiting.waiting_for)

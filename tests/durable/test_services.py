@@ -1,4 +1,5 @@
 """Services: idempotent start, cancel, retry rules, audit rows, dispatch on commit."""
+
 from datetime import timedelta
 
 import pytest
@@ -27,7 +28,10 @@ def test_starting_an_existing_id_returns_the_existing_run(clock):
 def test_a_start_is_audited_with_the_workflow_and_version_it_runs(clock):
     run = services.run_start(three_steps, 1, id="start:audited", actor="ops")
 
-    assert AuditEvent.objects.get(run_id=run.id, action="start").detail == {"workflow": "three_steps", "version": 1}
+    assert AuditEvent.objects.get(run_id=run.id, action="start").detail == {
+        "workflow": "three_steps",
+        "version": 1,
+    }
 
 
 def test_starting_an_existing_id_with_other_input_is_a_conflict(clock):
@@ -41,10 +45,15 @@ def test_start_accepts_the_workflow_name_and_records_the_version(clock):
     run = services.run_start("three_steps", 5, id="byname:1", actor="test")
 
     assert (run.workflow_name, run.workflow_version, run.input) == (
-        "three_steps", 1, {"args": [5], "kwargs": {}})
+        "three_steps",
+        1,
+        {"args": [5], "kwargs": {}},
+    )
 
 
-def test_a_run_is_dispatched_only_when_the_callers_transaction_commits(django_capture_on_commit_callbacks):
+def test_a_run_is_dispatched_only_when_the_callers_transaction_commits(
+    django_capture_on_commit_callbacks,
+):
     with django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
             services.run_start(three_steps, 1, id="commit:1", actor="test")
@@ -111,7 +120,9 @@ def test_only_failed_or_blocked_runs_can_be_retried(clock):
         services.run_retry(run.id, actor="test")
 
 
-def test_the_retried_run_returned_is_pending_again_and_due_within_the_dispatch_grace(clock, settings):
+def test_the_retried_run_returned_is_pending_again_and_due_within_the_dispatch_grace(
+    clock, settings
+):
     failed = drive(services.run_start("fails_in_body", id="retry:returned", actor="test").id)
     clock.advance(timedelta(minutes=5))
 
@@ -125,7 +136,9 @@ def test_the_retried_run_returned_is_pending_again_and_due_within_the_dispatch_g
 def test_waking_a_finished_run_is_refused_naming_the_statuses_that_can_be_woken(clock):
     run = drive(services.run_start(three_steps, 1, id="wake:finished", actor="test").id)
 
-    with pytest.raises(InvalidTransition, match="is completed; only pending or waiting runs can be woken"):
+    with pytest.raises(
+        InvalidTransition, match="is completed; only pending or waiting runs can be woken"
+    ):
         services.run_wake(run.id, actor="test")
 
 
@@ -148,10 +161,14 @@ def test_run_lock_outside_a_transaction_is_refused_as_it_would_hold_nothing():
     with pytest.raises(RuntimeError) as refused:
         services.run_lock(run.id)
 
-    assert str(refused.value) == ("run_lock holds the row until the transaction ends: call it inside one")
+    assert str(refused.value) == (
+        "run_lock holds the row until the transaction ends: call it inside one"
+    )
 
 
-def test_waking_a_sleeping_run_sends_it_to_a_worker_once_the_wake_commits(clock, django_capture_on_commit_callbacks):
+def test_waking_a_sleeping_run_sends_it_to_a_worker_once_the_wake_commits(
+    clock, django_capture_on_commit_callbacks
+):
     run = drive(services.run_start("nap", id="wake:sent", actor="test").id)
     testing.dispatched.clear()
 
@@ -173,12 +190,19 @@ def test_waking_a_sleeping_run_marks_the_run_changed_now(clock, settings):
 
 
 def test_a_graceful_cancel_is_audited_as_graceful_under_the_name_of_who_asked(clock):
-    run = drive(services.run_start("polite_cancel", "c-audit", id="cancel:audited", actor="test").id)
+    run = drive(
+        services.run_start("polite_cancel", "c-audit", id="cancel:audited", actor="test").id
+    )
 
-    services.run_cancel(run.id, reason="customer withdrew", actor="ops", graceful=True, audit={"ticket": "T-1"})
+    services.run_cancel(
+        run.id, reason="customer withdrew", actor="ops", graceful=True, audit={"ticket": "T-1"}
+    )
 
     event = AuditEvent.objects.get(run_id=run.id, action="cancel")
     assert event.actor == "ops"
-    assert event.detail == {"reason": "customer withdrew", "graceful": True,
-                            "cleanup_until": WorkflowRun.objects.get(pk=run.id).cancel_request["deadline"],
-                            "ticket": "T-1"}
+    assert event.detail == {
+        "reason": "customer withdrew",
+        "graceful": True,
+        "cleanup_until": WorkflowRun.objects.get(pk=run.id).cancel_request["deadline"],
+        "ticket": "T-1",
+    }

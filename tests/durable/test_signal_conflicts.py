@@ -1,4 +1,5 @@
 """Signal dedupe keys: a redelivery is the same signal, anything else under the key is refused."""
+
 import threading
 import time
 
@@ -27,8 +28,11 @@ def reserved_prefix():
 
 def written(run_id: str) -> tuple:
     run = WorkflowRun.objects.get(pk=run_id)
-    return (Signal.objects.filter(run_id=run_id).count(),
-            AuditEvent.objects.filter(run_id=run_id, action="signal").count(), run.signal_seq)
+    return (
+        Signal.objects.filter(run_id=run_id).count(),
+        AuditEvent.objects.filter(run_id=run_id, action="signal").count(),
+        run.signal_seq,
+    )
 
 
 def test_the_same_key_with_another_payload_is_a_conflict_and_writes_nothing(waiting_run):
@@ -55,24 +59,34 @@ def test_true_and_one_are_different_payloads(waiting_run):
     services.signal_send(waiting_run.id, "item", {"n": 1}, dedupe_key="wamid.3", actor="test")
 
     with pytest.raises(SignalConflict):
-        services.signal_send(waiting_run.id, "item", {"n": True}, dedupe_key="wamid.3", actor="test")
+        services.signal_send(
+            waiting_run.id, "item", {"n": True}, dedupe_key="wamid.3", actor="test"
+        )
 
 
 def test_an_identical_redelivery_returns_the_existing_signal_whatever_the_key_order(waiting_run):
-    first = services.signal_send(waiting_run.id, "item", {"n": 1, "text": "oi"}, dedupe_key="wamid.4", actor="test")
+    first = services.signal_send(
+        waiting_run.id, "item", {"n": 1, "text": "oi"}, dedupe_key="wamid.4", actor="test"
+    )
 
-    again = services.signal_send(waiting_run.id, "item", {"text": "oi", "n": 1}, dedupe_key="wamid.4", actor="test")
+    again = services.signal_send(
+        waiting_run.id, "item", {"text": "oi", "n": 1}, dedupe_key="wamid.4", actor="test"
+    )
 
     assert again.pk == first.pk
     assert written(waiting_run.id)[:2] == (1, 1)
 
 
 def test_a_redelivery_to_a_finished_run_returns_the_existing_signal(waiting_run):
-    first = services.signal_send(waiting_run.id, "item", {"n": 1}, dedupe_key="wamid.late", actor="test")
+    first = services.signal_send(
+        waiting_run.id, "item", {"n": 1}, dedupe_key="wamid.late", actor="test"
+    )
     services.signal_send(waiting_run.id, "item", {"n": 2}, actor="test")
     assert drive(waiting_run.id).status == RunStatus.COMPLETED
 
-    again = services.signal_send(waiting_run.id, "item", {"n": 1}, dedupe_key="wamid.late", actor="test")
+    again = services.signal_send(
+        waiting_run.id, "item", {"n": 1}, dedupe_key="wamid.late", actor="test"
+    )
 
     assert again.pk == first.pk
 
@@ -96,13 +110,17 @@ def test_a_conflict_inside_the_callers_transaction_leaves_it_usable(waiting_run)
 
     with transaction.atomic():
         with pytest.raises(SignalConflict):
-            services.signal_send(waiting_run.id, "item", {"n": 2}, dedupe_key="wamid.5", actor="test")
+            services.signal_send(
+                waiting_run.id, "item", {"n": 2}, dedupe_key="wamid.5", actor="test"
+            )
         services.signal_send(waiting_run.id, "item", {"n": 3}, actor="test")
 
     assert sorted(Signal.objects.values_list("payload__n", flat=True)) == [1, 3]
 
 
-def test_a_reserved_prefix_is_refused_to_other_senders_naming_its_owner(waiting_run, reserved_prefix):
+def test_a_reserved_prefix_is_refused_to_other_senders_naming_its_owner(
+    waiting_run, reserved_prefix
+):
     with pytest.raises(SignalConflict, match="reserved by 'front-desk'"):
         services.signal_send(waiting_run.id, "item", {"n": 1}, dedupe_key="desk:7", actor="test")
 
@@ -110,14 +128,28 @@ def test_a_reserved_prefix_is_refused_to_other_senders_naming_its_owner(waiting_
 
 
 def test_the_owner_of_a_reserved_prefix_sends_with_reserved_by(waiting_run, reserved_prefix):
-    services.signal_send(waiting_run.id, "item", {"n": 1}, dedupe_key="desk:7", reserved_by="front-desk", actor="test")
+    services.signal_send(
+        waiting_run.id,
+        "item",
+        {"n": 1},
+        dedupe_key="desk:7",
+        reserved_by="front-desk",
+        actor="test",
+    )
 
     assert Signal.objects.get().dedupe_key == "desk:7"
 
 
 def test_claiming_a_reservation_the_key_is_not_under_is_an_error(waiting_run, reserved_prefix):
     with pytest.raises(ValueError, match="under no prefix reserved"):
-        services.signal_send(waiting_run.id, "item", {"n": 1}, dedupe_key="other:7", reserved_by="front-desk", actor="test")
+        services.signal_send(
+            waiting_run.id,
+            "item",
+            {"n": 1},
+            dedupe_key="other:7",
+            reserved_by="front-desk",
+            actor="test",
+        )
 
     assert not Signal.objects.exists()
 
@@ -141,7 +173,9 @@ def test_two_concurrent_sends_with_one_key_and_two_payloads_leave_one_signal_and
         try:
             barrier.wait(timeout=10)
             with transaction.atomic():
-                services.signal_send(run.id, "item", {"n": n}, dedupe_key="wamid.race", actor="test")
+                services.signal_send(
+                    run.id, "item", {"n": n}, dedupe_key="wamid.race", actor="test"
+                )
                 time.sleep(0.3)  # hold the row: the other sender has checked the key and waits
             outcomes.append("sent")
         except SignalConflict:

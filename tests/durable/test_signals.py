@@ -1,4 +1,5 @@
 """Signals: kept until a wait takes them, in order, once per dedupe key."""
+
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -21,7 +22,10 @@ def test_signals_sent_before_the_wait_are_consumed_in_order(clock):
 
     assert run.status == RunStatus.COMPLETED
     assert run.result == [1, 2]
-    assert list(Signal.objects.filter(run=run).values_list("consumed_position", flat=True)) == [0, 1]
+    assert list(Signal.objects.filter(run=run).values_list("consumed_position", flat=True)) == [
+        0,
+        1,
+    ]
 
 
 def test_a_redelivered_signal_with_the_same_dedupe_key_is_one_signal(clock):
@@ -59,7 +63,9 @@ def test_a_signal_to_a_completed_run_is_a_clear_error(clock):
     assert not Signal.objects.filter(run_id=run.id).exists()
 
 
-def test_a_signal_to_a_run_parked_without_a_deadline_makes_it_due_for_the_sweep_within_the_grace(clock, settings):
+def test_a_signal_to_a_run_parked_without_a_deadline_makes_it_due_for_the_sweep_within_the_grace(
+    clock, settings
+):
     settings.DURABLE_DISPATCH_GRACE_SECONDS = 10
     run = drive(services.run_start("collect_two", id="collect:grace", actor="test").id)
     assert (run.status, run.wake_at) == (RunStatus.WAITING, None)
@@ -108,7 +114,9 @@ def test_the_payload_reads_as_keys_and_as_attributes(clock):
 
 
 def signal_own_run(name: str) -> None:
-    services.signal_send(workflow.id, name, {"from": "a webhook that landed mid-advance"}, actor="test")
+    services.signal_send(
+        workflow.id, name, {"from": "a webhook that landed mid-advance"}, actor="test"
+    )
 
 
 def waits_signals_itself_then_waits():
@@ -134,7 +142,11 @@ def test_the_wait_that_consumed_a_signal_records_which_signal_it_was(clock):
     drive(run.id)
 
     assert JournalEntry.objects.get(run_id=run.id, position=0).result == {
-        "signal_id": signal.pk, "name": "item", "payload": {"n": 1}, "at": signal.created_at.isoformat()}
+        "signal_id": signal.pk,
+        "name": "item",
+        "payload": {"n": 1},
+        "at": signal.created_at.isoformat(),
+    }
 
 
 @dataclass
@@ -191,7 +203,10 @@ def test_a_signal_and_its_audit_row_name_the_same_signal_and_wake_the_run_once(c
     signal = services.signal_send(run.id, "go", {"n": 1}, actor="alice")
 
     assert Signal.objects.get(pk=signal.pk).name == "go"
-    assert AuditEvent.objects.filter(run_id=run.id, action="signal").get().detail["signal_id"] == signal.pk
+    assert (
+        AuditEvent.objects.filter(run_id=run.id, action="signal").get().detail["signal_id"]
+        == signal.pk
+    )
     assert WorkflowRun.objects.get(pk=run.id).signal_seq == before + 1
 
 
@@ -204,5 +219,8 @@ def test_a_refused_signal_wakes_nothing(clock):
         services.signal_send(run.id, "late", {}, actor="test")
 
     after = WorkflowRun.objects.get(pk=run.id)
-    assert (after.signal_seq, after.wake_at, after.updated_at) == (finished.signal_seq, finished.wake_at,
-                                                                    finished.updated_at)
+    assert (after.signal_seq, after.wake_at, after.updated_at) == (
+        finished.signal_seq,
+        finished.wake_at,
+        finished.updated_at,
+    )

@@ -1,4 +1,5 @@
 """Strict mode: a workflow body that reads the clock, draws randomness or does I/O is blocked."""
+
 import datetime
 import logging
 import random
@@ -86,7 +87,9 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("body", "call", "fix"), REFUSED, ids=[r[0].__name__ for r in REFUSED])
-def test_a_call_that_breaks_replay_blocks_the_run_naming_the_call_and_the_fix(clock, body, call, fix):
+def test_a_call_that_breaks_replay_blocks_the_run_naming_the_call_and_the_fix(
+    clock, body, call, fix
+):
     run = run_body(body)
 
     assert run.status == RunStatus.BLOCKED
@@ -190,8 +193,9 @@ def test_a_fixed_body_resumes_after_retry(clock):
         run = services.run_start("fixable", id="fixable:1", actor="test")
         drive(run.id)
 
-    with override_workflow(lambda: workflow.step(record, "before") and workflow.now().isoformat(),
-                           name="fixable"):
+    with override_workflow(
+        lambda: workflow.step(record, "before") and workflow.now().isoformat(), name="fixable"
+    ):
         services.run_retry(run.id, actor="test")
         run = drive(run.id)
 
@@ -200,10 +204,15 @@ def test_a_fixed_body_resumes_after_retry(clock):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("env", [{"DEBUG": "1"}, {"DEBUG": "1", "DURABLE_STRICT": "1"}],
-                         ids=["debug", "debug-and-strict"])
+@pytest.mark.parametrize(
+    "env",
+    [{"DEBUG": "1"}, {"DEBUG": "1", "DURABLE_STRICT": "1"}],
+    ids=["debug", "debug-and-strict"],
+)
 def test_strict_mode_leaves_the_models_as_their_migrations_describe_them(tmp_path, env):
-    result = run_python("manage.py", "makemigrations", "--check", "--dry-run", var_dir=tmp_path, **env)
+    result = run_python(
+        "manage.py", "makemigrations", "--check", "--dry-run", var_dir=tmp_path, **env
+    )
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "No changes detected" in result.stdout

@@ -1,4 +1,5 @@
 """Advances running at once in threads of one process, as under Celery's threads pool."""
+
 import threading
 from datetime import datetime, timezone
 
@@ -23,8 +24,10 @@ def test_two_runs_advanced_at_once_by_two_threads_each_see_their_own_clock_and_s
         saw = workflow.step(meet_the_other_thread)
         return {"now": workflow.now().isoformat(), "step_saw": saw}
 
-    clocks = {"meet:a": datetime(2030, 1, 1, tzinfo=timezone.utc),
-              "meet:b": datetime(2031, 6, 1, tzinfo=timezone.utc)}
+    clocks = {
+        "meet:a": datetime(2030, 1, 1, tzinfo=timezone.utc),
+        "meet:b": datetime(2031, 6, 1, tzinfo=timezone.utc),
+    }
     errors = []
 
     def advance(run_id: str):
@@ -47,4 +50,5 @@ def test_two_runs_advanced_at_once_by_two_threads_each_see_their_own_clock_and_s
 
     assert errors == []
     assert {run.id: run.result for run in WorkflowRun.objects.filter(pk__in=clocks)} == {
-        run_id: {"now": start.isoformat(), "step_saw": run_id} for run_id, start in clocks.items()}
+        run_id: {"now": start.isoformat(), "step_saw": run_id} for run_id, start in clocks.items()
+    }

@@ -1,4 +1,5 @@
 """Runs on a real worker with Celery's ``threads`` pool: many I/O-bound steps in one process."""
+
 import time
 
 import pytest
@@ -18,8 +19,10 @@ THREADS = 50
 
 def start_io_runs(workflow: str, count: int, seconds_to_wait: float) -> list[str]:
     with transaction.atomic():
-        return [services.run_start(workflow, n, seconds_to_wait, id=f"{workflow}:{n}", actor="test").id
-                for n in range(count)]
+        return [
+            services.run_start(workflow, n, seconds_to_wait, id=f"{workflow}:{n}", actor="test").id
+            for n in range(count)
+        ]
 
 
 def completed(run_ids: list[str]) -> int:
@@ -43,22 +46,30 @@ def test_500_io_bound_runs_on_one_threads_worker_complete_with_each_step_run_onc
     started = time.monotonic()
 
     run_ids = start_io_runs("io_bound", 500, 0.2)
-    wait_until(lambda: completed(run_ids) == 500, timeout=240, interval=0.2, message="500 completed runs")
+    wait_until(
+        lambda: completed(run_ids) == 500, timeout=240, interval=0.2, message="500 completed runs"
+    )
     elapsed = time.monotonic() - started
 
-    assert sorted(WorkflowRun.objects.filter(pk__in=run_ids).values_list("result", flat=True)) == list(range(500))
+    assert sorted(
+        WorkflowRun.objects.filter(pk__in=run_ids).values_list("result", flat=True)
+    ) == list(range(500))
     assert list(per_run(Effect.objects.filter(name="wait_on_io")).values()) == [1] * 500
     steps = JournalEntry.objects.filter(run_id__in=run_ids, kind=EntryKind.STEP)
-    assert list(steps.values_list("attempt", flat=True)) == [1] * 500  # one entry each, none retried
+    assert (
+        list(steps.values_list("attempt", flat=True)) == [1] * 500
+    )  # one entry each, none retried
     print(f"500 runs of one 0.2 s step on --pool threads --concurrency {THREADS}: {elapsed:.1f} s")
 
 
 def test_thirty_steps_longer_than_the_lease_on_one_threads_worker_all_keep_their_leases(celery):
     celery.start_worker("threads", concurrency=THREADS, pool="threads")  # 20 threads idle, ready to
-    celery.start_beat()                                                  # take over a lost lease
+    celery.start_beat()  # take over a lost lease
 
     run_ids = start_io_runs("io_bound", 30, 3.0)  # the lease is 2 s: the heartbeat keeps each
-    wait_until(lambda: completed(run_ids) == 30, timeout=120, interval=0.2, message="30 completed runs")
+    wait_until(
+        lambda: completed(run_ids) == 30, timeout=120, interval=0.2, message="30 completed runs"
+    )
 
     assert set(WorkflowRun.objects.filter(pk__in=run_ids).values_list("advances", flat=True)) == {1}
     assert set(per_run(Effect.objects.filter(name="wait_on_io")).values()) == {1}
@@ -89,12 +100,16 @@ def test_a_threads_worker_killed_mid_atomic_steps_is_replaced_and_no_effect_repe
     celery.start_worker("doomed", concurrency=20, pool="threads")
     celery.start_beat()
     run_ids = start_io_runs("io_bound_atomic", 60, 0.5)
-    wait_until(lambda: Once.objects.count() >= 10, timeout=120, message="some atomic steps to commit")
+    wait_until(
+        lambda: Once.objects.count() >= 10, timeout=120, message="some atomic steps to commit"
+    )
 
     celery.kill("doomed")
     interrupted = WorkflowRun.objects.filter(pk__in=run_ids, status=RunStatus.RUNNING).count()
     celery.start_worker("replacement", concurrency=20, pool="threads")
-    wait_until(lambda: completed(run_ids) == 60, timeout=180, interval=0.2, message="60 completed runs")
+    wait_until(
+        lambda: completed(run_ids) == 60, timeout=180, interval=0.2, message="60 completed runs"
+    )
 
     assert interrupted > 0, "the kill landed between steps: the test proved nothing"
     assert Once.objects.count() == 60
@@ -103,22 +118,36 @@ def test_a_threads_worker_killed_mid_atomic_steps_is_replaced_and_no_effect_repe
     print(f"killed with {interrupted} runs inside their atomic step; every booking happened once")
 
 
-@pytest.mark.skipif(not ON_POSTGRESQL, reason="SQLite locks the whole database: a held write transaction "
-                                              "stalls every writer, heartbeats included (docs/operations.md)")
-def test_a_run_row_locked_by_a_slow_transaction_does_not_stall_the_heartbeat_of_the_other_runs(celery):
+@pytest.mark.skipif(
+    not ON_POSTGRESQL,
+    reason="SQLite locks the whole database: a held write transaction "
+    "stalls every writer, heartbeats included (docs/operations.md)",
+)
+def test_a_run_row_locked_by_a_slow_transaction_does_not_stall_the_heartbeat_of_the_other_runs(
+    celery,
+):
     celery.start_worker("threads", concurrency=40, pool="threads")
     celery.start_beat()
     run_ids = start_io_runs("io_bound", 20, 4.0)
     locked = services.run_start("io_bound", 99, 4.0, id="io_bound:locked", actor="test").id
-    wait_until(lambda: Effect.objects.filter(name="wait_on_io").count() == 21, timeout=60,
-               message="every step to be running")
+    wait_until(
+        lambda: Effect.objects.filter(name="wait_on_io").count() == 21,
+        timeout=60,
+        message="every step to be running",
+    )
 
     with transaction.atomic():  # a webhook that signals the run, then works on in its transaction
         services.signal_send(locked, "poke", actor="test")
         time.sleep(4.0)  # twice the lease
-    wait_until(lambda: completed([*run_ids, locked]) == 21, timeout=120, interval=0.2,
-               message="21 completed runs")
+    wait_until(
+        lambda: completed([*run_ids, locked]) == 21,
+        timeout=120,
+        interval=0.2,
+        message="21 completed runs",
+    )
 
     others = WorkflowRun.objects.filter(pk__in=run_ids)
     assert set(others.values_list("advances", flat=True)) == {1}
-    assert set(per_run(Effect.objects.filter(name="wait_on_io", run_id__in=run_ids)).values()) == {1}
+    assert set(per_run(Effect.objects.filter(name="wait_on_io", run_id__in=run_ids)).values()) == {
+        1
+    }

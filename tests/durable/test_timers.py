@@ -1,4 +1,5 @@
 """Timers: deadlines and sleeps are recorded once and fire on the (fake) clock."""
+
 import threading
 from datetime import timedelta
 
@@ -69,7 +70,8 @@ def test_sleep_wakes_after_its_duration(clock):
 
 
 def test_the_sweep_sends_a_run_whose_lease_expired_to_the_takeover_lane_and_a_timer_to_its_queue(
-        clock, django_capture_on_commit_callbacks):
+    clock, django_capture_on_commit_callbacks
+):
     napping = services.run_start("nap", id="nap:lane", actor="test")
     drive(napping.id)
     held = services.run_start("nap", id="nap:held", actor="test")
@@ -91,7 +93,8 @@ def send_as_before_queues(run_id: str, *, delay: float) -> None:
 
 
 def test_a_sender_that_knows_no_lane_gets_a_takeover_as_the_plain_advance_it_always_got(
-        clock, settings, django_capture_on_commit_callbacks):
+    clock, settings, django_capture_on_commit_callbacks
+):
     settings.DURABLE_DISPATCHER = f"{__name__}.send_as_before_queues"
     held = services.run_start("nap", id="nap:old-sender", actor="test")
     live.claim(held.id, owner="a worker that then died")
@@ -117,9 +120,10 @@ def test_the_sweep_dispatches_runs_whose_wake_time_has_passed(clock, settings):
     assert sweep_due() == []  # not again while its message is in flight
 
 
-
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SKIP LOCKED is PostgreSQL's; SQLite has one writer")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SKIP LOCKED is PostgreSQL's; SQLite has one writer"
+)
 def test_a_run_another_sweep_holds_is_skipped_and_the_others_are_picked(clock):
     for run_id in ("nap:held", "nap:free"):
         drive(services.run_start("nap", id=run_id, actor="test").id)
@@ -129,7 +133,9 @@ def test_a_run_another_sweep_holds_is_skipped_and_the_others_are_picked(clock):
     def another_sweep():
         try:
             with transaction.atomic():
-                list(WorkflowRun.objects.select_for_update().filter(pk="nap:held").values_list("pk"))
+                list(
+                    WorkflowRun.objects.select_for_update().filter(pk="nap:held").values_list("pk")
+                )
                 holding.set()
                 release.wait(timeout=10)
         finally:
@@ -150,7 +156,9 @@ def test_a_run_another_sweep_holds_is_skipped_and_the_others_are_picked(clock):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's pick is a SELECT, then an UPDATE")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SQLite's pick is a SELECT, then an UPDATE"
+)
 def test_a_sweep_picks_and_moves_its_runs_in_one_statement_on_postgresql(clock):
     for run_id in ("nap:one", "nap:two"):
         drive(services.run_start("nap", id=run_id, actor="test").id)
@@ -164,7 +172,8 @@ def test_a_sweep_picks_and_moves_its_runs_in_one_statement_on_postgresql(clock):
 
 
 def test_a_timer_due_before_the_next_tick_is_sent_now_with_a_countdown(
-        clock, django_capture_on_commit_callbacks):
+    clock, django_capture_on_commit_callbacks
+):
     run = services.run_start("nap", id="nap:lookahead", actor="test")
     drive(run.id)
     clock.advance(minutes(60) - timedelta(milliseconds=400))
@@ -174,7 +183,6 @@ def test_a_timer_due_before_the_next_tick_is_sent_now_with_a_countdown(
 
     assert picked == ["nap:lookahead"]
     assert testing.dispatch_delays["nap:lookahead"] == pytest.approx(0.4)
-
 
 
 def test_a_zero_length_sleep_completes_without_waiting(clock):
@@ -279,9 +287,13 @@ def test_a_crash_loop_at_a_new_sleep_names_the_sleep_in_its_reason(clock, settin
 # --- copies of the sweep's message: a backlog makes the sweep send a run again ---
 
 
-def test_the_sweep_s_message_carries_the_run_s_count_of_advances(clock, settings, django_capture_on_commit_callbacks):
+def test_the_sweep_s_message_carries_the_run_s_count_of_advances(
+    clock, settings, django_capture_on_commit_callbacks
+):
     run = services.run_start("wait_with_deadline", id="count:1", actor="test")
-    clock.advance(timedelta(seconds=settings.DURABLE_DISPATCH_GRACE_SECONDS + 1))   # its message was lost
+    clock.advance(
+        timedelta(seconds=settings.DURABLE_DISPATCH_GRACE_SECONDS + 1)
+    )  # its message was lost
 
     with django_capture_on_commit_callbacks(execute=True):
         assert sweep_due() == [run.id]
@@ -291,9 +303,9 @@ def test_the_sweep_s_message_carries_the_run_s_count_of_advances(clock, settings
 
 def test_a_copy_that_arrives_after_the_run_moved_on_is_dropped_without_a_replay(clock):
     run = services.run_start("wait_with_deadline", id="copy:1", actor="test")
-    drive(run.id)   # the first message came through: the run waits for days
+    drive(run.id)  # the first message came through: the run waits for days
 
-    outcome = executor.advance(run.id, advances=0)   # the sweep's copy, sent while the first waited
+    outcome = executor.advance(run.id, advances=0)  # the sweep's copy, sent while the first waited
 
     assert outcome == executor.Outcome.SKIPPED
     assert WorkflowRun.objects.get(pk=run.id).advances == 1
@@ -302,7 +314,7 @@ def test_a_copy_that_arrives_after_the_run_moved_on_is_dropped_without_a_replay(
 def test_a_copy_is_still_taken_when_the_run_is_due_anyway(clock):
     run = services.run_start("wait_with_deadline", id="copy:2", actor="test")
     drive(run.id)
-    clock.advance(days(7))   # its deadline passed: the copy has work to do after all
+    clock.advance(days(7))  # its deadline passed: the copy has work to do after all
 
     outcome = executor.advance(run.id, advances=0)
 
@@ -312,7 +324,7 @@ def test_a_copy_is_still_taken_when_the_run_is_due_anyway(clock):
 def test_a_message_that_is_not_a_copy_is_taken_whatever_the_run_s_count(clock):
     run = services.run_start("wait_with_deadline", id="copy:3", actor="test")
     drive(run.id)
-    services.signal_send(run.id, "documents_received", {}, actor="test")   # wakes it, sends afresh
+    services.signal_send(run.id, "documents_received", {}, actor="test")  # wakes it, sends afresh
 
     assert executor.advance(run.id) == executor.Outcome.COMPLETED
 
@@ -320,16 +332,18 @@ def test_a_message_that_is_not_a_copy_is_taken_whatever_the_run_s_count(clock):
 def test_a_run_no_worker_claims_is_sent_again_later_each_time(clock, settings):
     settings.DURABLE_DISPATCH_GRACE_SECONDS = 10
     settings.DURABLE_SWEEP_LOOKAHEAD_SECONDS = 1
-    run = services.run_start("wait_with_deadline", id="resend:1", actor="test")   # its message is stuck
+    run = services.run_start(
+        "wait_with_deadline", id="resend:1", actor="test"
+    )  # its message is stuck
     sent_at = []
 
-    for second in range(200):   # a sweep every second; no worker takes the run
+    for second in range(200):  # a sweep every second; no worker takes the run
         if run.id in sweep_due():
             sent_at.append(second)
         clock.advance(timedelta(seconds=1))
 
     gaps = [later - earlier for earlier, later in zip(sent_at, sent_at[1:])]
-    assert gaps == [10, 20, 40, 80]   # a grace period, then twice as long each time
+    assert gaps == [10, 20, 40, 80]  # a grace period, then twice as long each time
 
 
 def test_a_run_claimed_since_its_last_resend_is_sent_at_the_plain_grace_again(clock, settings):
@@ -339,9 +353,9 @@ def test_a_run_claimed_since_its_last_resend_is_sent_at_the_plain_grace_again(cl
     clock.advance(timedelta(seconds=10))
     sweep_due()
     clock.advance(timedelta(seconds=11))
-    sweep_due()                    # sent twice, no worker came
+    sweep_due()  # sent twice, no worker came
     live.claim(run.id, owner="a worker that dies at once", lease_seconds=1)
     clock.advance(timedelta(seconds=1))
 
-    assert sweep_due() == [run.id]   # the takeover: never held back
+    assert sweep_due() == [run.id]  # the takeover: never held back
     assert WorkflowRun.objects.get(pk=run.id).wake_at == clock.now() + timedelta(seconds=11)

@@ -1,5 +1,6 @@
 """Updates: a validated request into a running workflow, refused at once with a reason or
 applied by its handler inside the workflow (journaled once), its result returned to the caller."""
+
 import json
 from datetime import timedelta
 
@@ -59,7 +60,9 @@ def update(run_id: str, name: str, payload, **options) -> str:
     return stored.value.update_id
 
 
-def test_an_update_sent_while_the_run_waits_is_applied_by_its_handler_and_journaled(waiting_invoice):
+def test_an_update_sent_while_the_run_waits_is_applied_by_its_handler_and_journaled(
+    waiting_invoice,
+):
     update_id = update(waiting_invoice.id, "change_due_date", {"due": "2027-02-01"})
 
     run = drive(waiting_invoice.id)
@@ -73,7 +76,9 @@ def test_an_update_sent_while_the_run_waits_is_applied_by_its_handler_and_journa
 
 def test_a_validator_refuses_at_once_with_its_reason_and_nothing_is_stored(waiting_invoice):
     with pytest.raises(UpdateRejected, match="a new due date is needed"):
-        services.run_update(waiting_invoice.id, "change_due_date", {"due": ""}, actor="ops", timeout=0)
+        services.run_update(
+            waiting_invoice.id, "change_due_date", {"due": ""}, actor="ops", timeout=0
+        )
 
     assert not Signal.objects.filter(run_id=waiting_invoice.id).exists()
 
@@ -83,7 +88,9 @@ def test_the_validator_sees_the_runs_state_as_the_journal_has_it(waiting_invoice
     drive(waiting_invoice.id)
 
     with pytest.raises(UpdateRejected, match="the invoice is paid"):
-        services.run_update(waiting_invoice.id, "change_due_date", {"due": "2027-03-01"}, actor="ops", timeout=0)
+        services.run_update(
+            waiting_invoice.id, "change_due_date", {"due": "2027-03-01"}, actor="ops", timeout=0
+        )
 
 
 def test_an_update_the_body_does_not_take_is_not_found(waiting_invoice):
@@ -92,11 +99,19 @@ def test_an_update_the_body_does_not_take_is_not_found(waiting_invoice):
 
 
 def test_the_same_dedupe_key_is_the_same_update_applied_once(waiting_invoice):
-    first = update(waiting_invoice.id, "change_due_date", {"due": "2027-02-01"}, dedupe_key="ticket-9")
+    first = update(
+        waiting_invoice.id, "change_due_date", {"due": "2027-02-01"}, dedupe_key="ticket-9"
+    )
     drive(waiting_invoice.id)
 
-    again = services.run_update(waiting_invoice.id, "change_due_date", {"due": "2027-02-01"}, actor="ops",
-                                timeout=0, dedupe_key="ticket-9")      # the caller retries: the result at once
+    again = services.run_update(
+        waiting_invoice.id,
+        "change_due_date",
+        {"due": "2027-02-01"},
+        actor="ops",
+        timeout=0,
+        dedupe_key="ticket-9",
+    )  # the caller retries: the result at once
     drive(waiting_invoice.id)
 
     assert first == "ticket-9" and again == {"due": "2027-02-01", "changes": 1}
@@ -112,7 +127,10 @@ def test_a_handler_that_raises_fails_the_update_not_the_workflow(waiting_invoice
     assert run.status == RunStatus.WAITING
     with pytest.raises(UpdateFailed, match="ZeroDivisionError") as failed:
         services.update_wait(run, update_id, timeout=0)
-    assert (failed.value.error_type, failed.value.reason) == ("ZeroDivisionError", "division by zero")
+    assert (failed.value.error_type, failed.value.reason) == (
+        "ZeroDivisionError",
+        "division by zero",
+    )
 
 
 def hand_over(run_id: str) -> str:
@@ -122,7 +140,9 @@ def hand_over(run_id: str) -> str:
 
 @workflow(name="released_by_update")
 def released_by_update() -> str:
-    workflow.on_update("release", lambda payload: workflow.step(hand_over, workflow.id, atomic=True))
+    workflow.on_update(
+        "release", lambda payload: workflow.step(hand_over, workflow.id, atomic=True)
+    )
     got = workflow.wait_for_signal("released", timeout=days(30))
     return f"released by {got['by']}"
 
@@ -135,7 +155,9 @@ def test_a_handler_that_hands_the_wait_its_signal_ends_the_wait_in_the_same_adva
 
     assert (run.status, run.result) == (RunStatus.COMPLETED, "released by update")
     assert services.update_wait(run, update_id, timeout=0) == "handed"
-    report = history.history_replay(history.history_parse(history.history_export(run.id), source="test"))
+    report = history.history_replay(
+        history.history_parse(history.history_export(run.id), source="test")
+    )
     assert report.ok, report.summary
 
 
@@ -147,19 +169,25 @@ def test_a_run_with_updates_replays_from_its_recorded_history(waiting_invoice, c
     clock.advance(timedelta(days=2))
     run = drive(waiting_invoice.id)
 
-    report = history.history_replay(history.history_parse(history.history_export(run.id), source="test"))
+    report = history.history_replay(
+        history.history_parse(history.history_export(run.id), source="test")
+    )
 
     assert run.status == RunStatus.COMPLETED and run.result["due"] == "2027-02-01"
     assert report.ok, report.summary
 
 
-def test_a_handler_killed_half_way_runs_again_from_its_journal_without_repeating_its_step(waiting_invoice, clock):
+def test_a_handler_killed_half_way_runs_again_from_its_journal_without_repeating_its_step(
+    waiting_invoice, clock
+):
     """The update's entry is journaled before its handler runs: a worker that died after the
     handler's step, before the outcome, leaves a started entry the next holder completes."""
     update_id = update(waiting_invoice.id, "change_due_date", {"due": "2027-02-01"})
     drive(waiting_invoice.id)
     entry = JournalEntry.objects.get(run_id=waiting_invoice.id, kind=EntryKind.UPDATE)
-    JournalEntry.objects.filter(pk=entry.pk).update(status="started")   # as a worker killed before its last write
+    JournalEntry.objects.filter(pk=entry.pk).update(
+        status="started"
+    )  # as a worker killed before its last write
 
     run = drive(waiting_invoice.id)
 
@@ -167,8 +195,14 @@ def test_a_handler_killed_half_way_runs_again_from_its_journal_without_repeating
     assert Effect.objects.filter(name="due:2027-02-01").count() == 1
 
 
-@pytest.mark.parametrize("name", ["durable.update:change_due_date", "Durable.Update:change_due_date",
-                                  "DURABLE.UPDATE:change_due_date"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "durable.update:change_due_date",
+        "Durable.Update:change_due_date",
+        "DURABLE.UPDATE:change_due_date",
+    ],
+)
 def test_a_signal_cannot_pass_for_an_update_in_any_case(waiting_invoice, name):
     with pytest.raises(SignalConflict, match="are updates"):
         services.signal_send(waiting_invoice.id, name, {"due": "x"}, actor="ops")
@@ -178,17 +212,25 @@ def test_a_signal_cannot_pass_for_an_update_in_any_case(waiting_invoice, name):
 
 def test_an_update_inside_a_transaction_is_stored_with_it_and_not_waited_for(waiting_invoice):
     with pytest.raises(UpdateTimeout, match="is stored"):
-        services.run_update(waiting_invoice.id, "change_due_date", {"due": "2027-02-01"}, actor="ops", timeout=5)
+        services.run_update(
+            waiting_invoice.id, "change_due_date", {"due": "2027-02-01"}, actor="ops", timeout=5
+        )
 
-    assert Signal.objects.filter(run_id=waiting_invoice.id, name="durable.update:change_due_date").exists()
+    assert Signal.objects.filter(
+        run_id=waiting_invoice.id, name="durable.update:change_due_date"
+    ).exists()
 
 
 # --- POST /api/runs/<id>/updates/<name>/ (waiting needs a worker: tests/durable/test_updates_on_workers.py) ---
 
 
 def post_update(client, name: str, body: dict, **headers):
-    return client.post(f"/api/runs/inv:3/updates/{name}/", json.dumps(body), content_type="application/json",
-                       **headers)
+    return client.post(
+        f"/api/runs/inv:3/updates/{name}/",
+        json.dumps(body),
+        content_type="application/json",
+        **headers,
+    )
 
 
 def test_the_api_answers_a_refused_update_with_422_and_the_reason(waiting_invoice):
@@ -203,8 +245,12 @@ def test_the_api_answers_a_refused_update_with_422_and_the_reason(waiting_invoic
 def test_the_api_answers_202_when_the_update_is_stored_and_not_applied_yet(waiting_invoice):
     operator = client_for(user_with("view_workflowrun", "operate_workflowrun"))
 
-    response = post_update(operator, "change_due_date", {"payload": {"due": "2027-02-01"}, "timeout": 0},
-                           HTTP_IDEMPOTENCY_KEY="ticket-1")
+    response = post_update(
+        operator,
+        "change_due_date",
+        {"payload": {"due": "2027-02-01"}, "timeout": 0},
+        HTTP_IDEMPOTENCY_KEY="ticket-1",
+    )
 
     assert response.status_code == 202
     assert response.json() == {"update_id": "ticket-1", "status": "stored", "result": None}
@@ -212,12 +258,20 @@ def test_the_api_answers_202_when_the_update_is_stored_and_not_applied_yet(waiti
 
 def test_the_api_answers_200_with_the_result_once_applied(waiting_invoice):
     operator = client_for(user_with("view_workflowrun", "operate_workflowrun"))
-    post_update(operator, "change_due_date", {"payload": {"due": "2027-02-01"}, "timeout": 0},
-                HTTP_IDEMPOTENCY_KEY="ticket-1")
+    post_update(
+        operator,
+        "change_due_date",
+        {"payload": {"due": "2027-02-01"}, "timeout": 0},
+        HTTP_IDEMPOTENCY_KEY="ticket-1",
+    )
     drive(waiting_invoice.id)
 
-    again = post_update(operator, "change_due_date", {"payload": {"due": "2027-02-01"}, "timeout": 0},
-                        HTTP_IDEMPOTENCY_KEY="ticket-1")
+    again = post_update(
+        operator,
+        "change_due_date",
+        {"payload": {"due": "2027-02-01"}, "timeout": 0},
+        HTTP_IDEMPOTENCY_KEY="ticket-1",
+    )
 
     assert again.status_code == 200
     assert again.json()["result"] == {"due": "2027-02-01", "changes": 1}
@@ -233,5 +287,8 @@ def test_the_api_refuses_a_timeout_that_is_not_a_number_of_seconds_up_to_30(wait
 def test_a_viewer_cannot_send_an_update(waiting_invoice):
     viewer = client_for(user_with("view_workflowrun", username="viewer"))
 
-    assert post_update(viewer, "change_due_date", {"payload": {"due": "2027-02-01"}}).status_code == 403
+    assert (
+        post_update(viewer, "change_due_date", {"payload": {"due": "2027-02-01"}}).status_code
+        == 403
+    )
     assert not Signal.objects.exists()

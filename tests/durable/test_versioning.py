@@ -1,4 +1,5 @@
 """Determinism: a journal that no longer matches the code blocks the run; patched() branches."""
+
 import pytest
 
 from durable import services, workflow
@@ -29,7 +30,9 @@ def a_then_return() -> str:
     return workflow.step(record, "a", name="a")
 
 
-def test_code_that_now_finishes_before_its_journal_does_blocks_the_run_naming_what_was_recorded(clock):
+def test_code_that_now_finishes_before_its_journal_does_blocks_the_run_naming_what_was_recorded(
+    clock,
+):
     with override_workflow(a_then_b, name="shrinks"):
         run = services.run_start("shrinks", id="shrinks:1", actor="test")
         drive(run.id)  # journal: step 'a', then the wait for "go"
@@ -39,7 +42,9 @@ def test_code_that_now_finishes_before_its_journal_does_blocks_the_run_naming_wh
         run = drive(run.id)
 
     assert run.status == RunStatus.BLOCKED
-    assert "the code has finished but the journal recorded signal 'go' there" in run.error["message"]
+    assert (
+        "the code has finished but the journal recorded signal 'go' there" in run.error["message"]
+    )
 
 
 def test_a_blocked_run_resumes_after_the_code_is_restored_and_retried(clock):
@@ -97,7 +102,11 @@ def test_patched_is_false_when_replaying_a_journal_recorded_before_the_patch(clo
         old = drive(old.id)
 
     assert old.status == RunStatus.COMPLETED
-    assert list(JournalEntry.objects.filter(run=old).values_list("name", flat=True)) == ["a", "old", "go"]
+    assert list(JournalEntry.objects.filter(run=old).values_list("name", flat=True)) == [
+        "a",
+        "old",
+        "go",
+    ]
     assert CALLS["new"] == 0
 
 
@@ -109,7 +118,11 @@ def test_patched_is_true_for_new_runs(clock):
 
     assert new.status == RunStatus.COMPLETED
     assert list(JournalEntry.objects.filter(run=new).values_list("kind", "name")) == [
-        ("step", "a"), ("patch", "new-greeting"), ("step", "new"), ("signal", "go")]
+        ("step", "a"),
+        ("patch", "new-greeting"),
+        ("step", "new"),
+        ("signal", "go"),
+    ]
     assert CALLS["old"] == 0
 
 

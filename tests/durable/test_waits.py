@@ -1,4 +1,5 @@
 """Waits for real conversations: one of several signals, everything buffered, a batch."""
+
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -71,7 +72,9 @@ def test_drain_takes_every_buffered_signal_in_order_in_one_entry(clock):
     assert drained.kind == EntryKind.DRAIN and len(drained.result["payloads"]) == 3
     assert set(Signal.objects.filter(run=run).values_list("consumed_position", flat=True)) == {0}
 
-    services.signal_send(run.id, "item", {"n": 4}, actor="test")  # after the drain: the next wait takes it
+    services.signal_send(
+        run.id, "item", {"n": 4}, actor="test"
+    )  # after the drain: the next wait takes it
     run = drive(run.id)
 
     assert run.result == {"early": [1, 2, 3], "later": 4}
@@ -165,11 +168,15 @@ def waits_for_names(names) -> str:  # no hint: the input arrives as it was given
 @pytest.mark.parametrize("names", [["paid", ""], ["paid", 3], [], "paid"])
 def test_wait_for_any_refuses_anything_but_a_list_of_signal_names(clock, names):
     with override_workflow(waits_for_names, name="waits_for_names"):
-        run = drive(services.run_start("waits_for_names", names, id=f"any:names:{names!r}", actor="test").id)
+        run = drive(
+            services.run_start("waits_for_names", names, id=f"any:names:{names!r}", actor="test").id
+        )
 
     assert run.status == RunStatus.FAILED
     assert run.error["type"] == "TypeError"
-    assert run.error["message"] == "wait_for_any takes a list of signal names, e.g. ['paid', 'voided']"
+    assert (
+        run.error["message"] == "wait_for_any takes a list of signal names, e.g. ['paid', 'voided']"
+    )
 
 
 def test_collect_takes_what_came_together_and_leaves_a_later_signal_for_the_next_batch(clock):

@@ -1,4 +1,5 @@
 """The new waits and graceful cancel on a real Celery worker and beat."""
+
 import time
 
 import pytest
@@ -13,13 +14,20 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(t
 
 
 def finished(run_id: str) -> WorkflowRun:
-    wait_until(lambda: WorkflowRun.objects.get(pk=run_id).is_finished, timeout=60, message=f"{run_id} to end")
+    wait_until(
+        lambda: WorkflowRun.objects.get(pk=run_id).is_finished,
+        timeout=60,
+        message=f"{run_id} to end",
+    )
     return WorkflowRun.objects.get(pk=run_id)
 
 
 def waiting(run_id: str) -> None:
-    wait_until(lambda: WorkflowRun.objects.get(pk=run_id).status == RunStatus.WAITING, timeout=60,
-               message=f"{run_id} to wait")
+    wait_until(
+        lambda: WorkflowRun.objects.get(pk=run_id).status == RunStatus.WAITING,
+        timeout=60,
+        message=f"{run_id} to wait",
+    )
 
 
 def test_wait_for_any_on_a_worker_resumes_with_the_signal_that_came(celery):
@@ -77,7 +85,9 @@ def test_a_graceful_cancel_whose_cleanup_kills_its_worker_still_cleans_up_once(c
     assert Once.objects.filter(key=f"{run.id}:bye").count() == 1
 
 
-def test_on_a_worker_attributes_find_the_run_and_a_conflicting_redelivery_changes_nothing(celery, client):
+def test_on_a_worker_attributes_find_the_run_and_a_conflicting_redelivery_changes_nothing(
+    celery, client
+):
     from django.contrib.auth.models import Permission, User
 
     from durable import SignalConflict
@@ -93,9 +103,13 @@ def test_on_a_worker_attributes_find_the_run_and_a_conflicting_redelivery_change
 
     found = client.get("/api/runs/", {"attr.cnpj": "22.333.444/0001-90"}).json()["results"]
     assert [r["id"] for r in found] == ["workers:staged:22"]
-    services.signal_send("workers:staged:22", "documents", {"kind": "contrato"}, dedupe_key="wamid.7", actor="test")
+    services.signal_send(
+        "workers:staged:22", "documents", {"kind": "contrato"}, dedupe_key="wamid.7", actor="test"
+    )
     with pytest.raises(SignalConflict):
-        services.signal_send("workers:staged:22", "documents", {"kind": "selfie"}, dedupe_key="wamid.7", actor="test")
+        services.signal_send(
+            "workers:staged:22", "documents", {"kind": "selfie"}, dedupe_key="wamid.7", actor="test"
+        )
 
     assert finished("workers:staged:22").result == "contrato"
     in_review = client.get("/api/runs/", {"attr.stage": "in review"}).json()["results"]

@@ -1,4 +1,5 @@
 """Workflows used by the engine's tests; also imported by worker subprocesses."""
+
 import os
 import time
 from collections import Counter
@@ -16,8 +17,11 @@ def effect(name: str) -> None:
     """Count a step's body in memory and in the effects table (which survives a SIGKILL)."""
     CALLS[name] += 1
     info = current_step()
-    Effect.objects.create(run_id=info.run_id if info else "", name=name,
-                          idempotency_key=info.idempotency_key if info else "")
+    Effect.objects.create(
+        run_id=info.run_id if info else "",
+        name=name,
+        idempotency_key=info.idempotency_key if info else "",
+    )
 
 
 def add_one(x: int) -> int:
@@ -39,7 +43,9 @@ class Validation:
 def validate(kinds: list[str]) -> Validation:
     effect("validate")
     required = ["articles", "address", "selfie"]
-    return Validation(ok=all(k in kinds for k in required), missing=[k for k in required if k not in kinds])
+    return Validation(
+        ok=all(k in kinds for k in required), missing=[k for k in required if k not in kinds]
+    )
 
 
 @workflow(name="three_steps")
@@ -89,7 +95,9 @@ def always_fails() -> None:
 @workflow(name="gives_up")
 def gives_up() -> str:
     try:
-        workflow.step(always_fails, retry=Retry(max_attempts=3, initial_interval=seconds(10), backoff=2))
+        workflow.step(
+            always_fails, retry=Retry(max_attempts=3, initial_interval=seconds(10), backoff=2)
+        )
     except StepFailed as failure:
         return f"gave up after {failure.attempts}: {failure.error_type}: {failure.message}"
     return "unreachable"
@@ -108,21 +116,32 @@ def crashes_once() -> str:
 
 @workflow(name="crash_in_middle")
 def crash_in_middle() -> list:
-    return [workflow.step(record, "first"), workflow.step(crashes_once), workflow.step(record, "last")]
+    return [
+        workflow.step(record, "first"),
+        workflow.step(crashes_once),
+        workflow.step(record, "last"),
+    ]
 
 
 def slow_effect() -> str:
     """Records its effect, then takes long enough to be killed."""
     effect("slow_effect")
     delay = float(os.environ.get("SLOW_STEP_SECONDS", "0"))
-    if delay and Effect.objects.filter(name="slow_effect", run_id=current_step().run_id).count() == 1:
+    if (
+        delay
+        and Effect.objects.filter(name="slow_effect", run_id=current_step().run_id).count() == 1
+    ):
         time.sleep(delay)
     return "slow done"
 
 
 @workflow(name="killed_mid_step")
 def killed_mid_step() -> list:
-    return [workflow.step(record, "first"), workflow.step(slow_effect), workflow.step(record, "last")]
+    return [
+        workflow.step(record, "first"),
+        workflow.step(slow_effect),
+        workflow.step(record, "last"),
+    ]
 
 
 def create_once(key: str, idempotency_key: str) -> int:
@@ -220,7 +239,9 @@ def write_then_fail(idempotency_key: str) -> int:
 
 @workflow(name="atomic_retry")
 def atomic_retry() -> int:
-    return workflow.step(write_then_fail, atomic=True, retry=Retry(max_attempts=2, initial_interval=seconds(5)))
+    return workflow.step(
+        write_then_fail, atomic=True, retry=Retry(max_attempts=2, initial_interval=seconds(5))
+    )
 
 
 @workflow(name="atomic_write")
@@ -229,6 +250,7 @@ def atomic_write() -> int:
 
 
 # --- waits on several signals, batches, and graceful cancel ---
+
 
 @workflow(name="paid_or_voided")
 def paid_or_voided() -> dict | None:
@@ -315,7 +337,9 @@ def cleanup_survives_a_kill(customer: str) -> str:
         workflow.wait_for_signal("documents", timeout=days(7))
         return "done"
     except workflow.Cancelled:
-        workflow.step(goodbye_that_dies_once, customer, idempotency_key=f"{workflow.id}:bye", atomic=True)
+        workflow.step(
+            goodbye_that_dies_once, customer, idempotency_key=f"{workflow.id}:bye", atomic=True
+        )
         raise
 
 

@@ -24,6 +24,10 @@ def chaos_settings(settings):
 
 @pytest.fixture
 def celery_processes(tmp_path, chaos_settings):
-    with running_celery(tmp_path, DURABLE_LEASE_SECONDS="2", DURABLE_DISPATCH_GRACE_SECONDS="1",
-                        DURABLE_SWEEP_INTERVAL_SECONDS="0.5") as processes:
+    with running_celery(
+        tmp_path,
+        DURABLE_LEASE_SECONDS="2",
+        DURABLE_DISPATCH_GRACE_SECONDS="1",
+        DURABLE_SWEEP_INTERVAL_SECONDS="0.5",
+    ) as processes:
         yield processes

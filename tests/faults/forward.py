@@ -7,6 +7,7 @@ Prints ``<listen spec> <bound address>:<port>`` per route, then ``ready``; runs 
 A connection is forwarded as bytes, both ways; when either side ends it, both are closed,
 so a server that drops a client (PostgreSQL ending an idle transaction) is seen as such.
 """
+
 import asyncio
 import sys
 
@@ -39,7 +40,9 @@ async def serve(routes: list[str]) -> None:
         target_host, target_port = target.rsplit(":", 1)
         server = await asyncio.start_server(
             lambda r, w, h=target_host, p=int(target_port): _forward(h, p, r, w),
-            listen_host, int(listen_port))
+            listen_host,
+            int(listen_port),
+        )
         servers.append(server)
         bound = server.sockets[0].getsockname()
         print(f"{route} {bound[0]}:{bound[1]}", flush=True)

@@ -1,5 +1,6 @@
 """Chaos for the fault suite: start runs, send their signals, break things, then check
 every guarantee the engine makes and print the totals."""
+
 import random
 import threading
 import time
@@ -13,7 +14,10 @@ from tests.effects.models import Effect
 
 
 def start_runs(count: int, *, first: int = 0) -> list[str]:
-    return [services.run_start("fault_order", n, id=f"fault:{n}", actor="test").id for n in range(first, first + count)]
+    return [
+        services.run_start("fault_order", n, id=f"fault:{n}", actor="test").id
+        for n in range(first, first + count)
+    ]
 
 
 class SignalSender(threading.Thread):
@@ -21,7 +25,9 @@ class SignalSender(threading.Thread):
 
     def __init__(self, run_ids: list[str], rng: random.Random, spread: float = 8.0):
         super().__init__(daemon=True)
-        self.plan = sorted((rng.uniform(0, spread), run_id, rng.random() < 0.3) for run_id in run_ids)
+        self.plan = sorted(
+            (rng.uniform(0, spread), run_id, rng.random() < 0.3) for run_id in run_ids
+        )
         self.sent = 0
         self.error: BaseException | None = None
 
@@ -31,7 +37,13 @@ class SignalSender(threading.Thread):
             for at, run_id, redeliver in self.plan:
                 time.sleep(max(0.0, at - (time.monotonic() - started)))
                 for _ in range(2 if redeliver else 1):
-                    services.signal_send(run_id, "go", {"token": f"t-{run_id}"}, dedupe_key=f"{run_id}:go", actor="test")
+                    services.signal_send(
+                        run_id,
+                        "go",
+                        {"token": f"t-{run_id}"},
+                        dedupe_key=f"{run_id}:go",
+                        actor="test",
+                    )
                     self.sent += 1
         except BaseException as exc:  # surfaced by the test
             self.error = exc
@@ -39,8 +51,9 @@ class SignalSender(threading.Thread):
             connection.close()
 
 
-def start_chaos(celery, rng: random.Random, *, runs: int, spread: float,
-                beats: tuple[str, ...] = ("beat",)) -> tuple[list[str], SignalSender]:
+def start_chaos(
+    celery, rng: random.Random, *, runs: int, spread: float, beats: tuple[str, ...] = ("beat",)
+) -> tuple[list[str], SignalSender]:
     """Two workers, the beats, ``runs`` runs, and their signals on the way."""
     celery.start_worker("w0")
     celery.start_worker("w1")
@@ -69,8 +82,11 @@ def wait_for_all(run_ids: list[str], *, timeout: float, chaos=None) -> None:
         if done == len(run_ids):
             return
         if time.monotonic() > deadline:
-            stuck = list(WorkflowRun.objects.filter(pk__in=run_ids).exclude(status=RunStatus.COMPLETED)
-                         .values_list("id", "status", "waiting_for", "error")[:10])
+            stuck = list(
+                WorkflowRun.objects.filter(pk__in=run_ids)
+                .exclude(status=RunStatus.COMPLETED)
+                .values_list("id", "status", "waiting_for", "error")[:10]
+            )
             raise AssertionError(f"{len(run_ids) - done} runs did not complete, e.g. {stuck}")
         if chaos:
             chaos()
@@ -86,27 +102,39 @@ def check_guarantees(run_ids: list[str]) -> Counter:
         assert run.result == {"n": int(run.id.split(":")[1]), "token": f"t-{run.id}"}
 
     positions: dict[str, list[int]] = {}
-    for run_id, position in JournalEntry.objects.filter(run_id__in=run_ids).values_list("run_id", "position"):
+    for run_id, position in JournalEntry.objects.filter(run_id__in=run_ids).values_list(
+        "run_id", "position"
+    ):
         positions.setdefault(run_id, []).append(position)
     for run_id in run_ids:
         got = sorted(positions.get(run_id, []))
         assert got == list(range(5)), f"{run_id}: journal positions {got} have a gap or a duplicate"
 
-    per_key = Counter(Effect.objects.filter(run_id__in=run_ids).values_list("name", "idempotency_key"))
+    per_key = Counter(
+        Effect.objects.filter(run_id__in=run_ids).values_list("name", "idempotency_key")
+    )
     for run_id in run_ids:
-        assert per_key[("ledger", f"{run_id}:ledger")] == 1, f"{run_id}: our own effect did not happen once"
+        assert per_key[("ledger", f"{run_id}:ledger")] == 1, (
+            f"{run_id}: our own effect did not happen once"
+        )
         for name in ("charge", "notify"):
             count = per_key[(name, f"{run_id}:{name}")]
             assert 1 <= count <= 2, f"{run_id}: external effect {name} happened {count} times"
             totals["duplicates"] += count - 1
 
-    signals = list(Signal.objects.filter(run_id__in=run_ids, name="go").values_list("run_id", "consumed_position"))
-    assert Counter(run_id for run_id, _ in signals) == Counter({run_id: 1 for run_id in run_ids}), \
+    signals = list(
+        Signal.objects.filter(run_id__in=run_ids, name="go").values_list(
+            "run_id", "consumed_position"
+        )
+    )
+    assert Counter(run_id for run_id, _ in signals) == Counter({run_id: 1 for run_id in run_ids}), (
         "a redelivered signal became two signals, or a signal was lost"
+    )
     assert all(position == 3 for _, position in signals), "a signal was not consumed by its wait"
     waits = JournalEntry.objects.filter(run_id__in=run_ids, kind=EntryKind.SIGNAL)
     assert sorted(w.result["signal_id"] for w in waits) == sorted(
-        Signal.objects.filter(run_id__in=run_ids).values_list("pk", flat=True)), "a signal was consumed twice"
+        Signal.objects.filter(run_id__in=run_ids).values_list("pk", flat=True)
+    ), "a signal was consumed twice"
     # At most three advances are needed without faults (start, timer, signal); more are
     # takeovers after a kill, retries after a lost connection, or duplicate dispatches.
     totals["extra_advances"] = sum(max(0, run.advances - 3) for run in runs.values())
@@ -114,4 +142,7 @@ def check_guarantees(run_ids: list[str]) -> Counter:
 
 
 def report(title: str, totals: Counter) -> None:
-    print(f"\n[faults] {title}: " + ", ".join(f"{key}={value}" for key, value in sorted(totals.items())))
+    print(
+        f"\n[faults] {title}: "
+        + ", ".join(f"{key}={value}" for key, value in sorted(totals.items()))
+    )

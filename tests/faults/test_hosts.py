@@ -6,6 +6,7 @@ listens on this machine's end of each link, so a host cut off is cut off from bo
 workers run with a 2 s lease and a 0.5 s sweep tick (tests/faults/conftest.py), so
 "lease + two ticks" is 3 s here.
 """
+
 import os
 import re
 import shutil
@@ -30,11 +31,17 @@ from tests.support import ROOT, database_url
 from tests.workers import wait_until
 
 pytestmark = [
-    pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor != "postgresql",
-                       reason="the hosts share one PostgreSQL over their links; SQLite is one machine's file"),
-    pytest.mark.skipif(urlsplit(settings.CELERY_BROKER_URL).scheme not in ("redis", "amqp"),
-                       reason="the hosts reach the broker over their links: needs a redis:// or amqp:// broker"),
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="the hosts share one PostgreSQL over their links; SQLite is one machine's file",
+    ),
+    pytest.mark.skipif(
+        urlsplit(settings.CELERY_BROKER_URL).scheme not in ("redis", "amqp"),
+        reason="the hosts reach the broker over their links: needs a redis:// or amqp:// broker",
+    ),
 ]
 
 LEASE, TICK = 2.0, 0.5
@@ -84,7 +91,9 @@ def via(url: str, address: str, port: int) -> str:
     """``url`` with its host and port replaced: the same service, reached over a host's link."""
     parts = urlsplit(url)
     auth = parts.netloc.rpartition("@")[0]
-    return urlunsplit(parts._replace(netloc=f"{auth}@{address}:{port}" if auth else f"{address}:{port}"))
+    return urlunsplit(
+        parts._replace(netloc=f"{auth}@{address}:{port}" if auth else f"{address}:{port}")
+    )
 
 
 def remove_leftovers() -> None:
@@ -136,8 +145,12 @@ def hosts(celery_processes, request):
 
     request.addfinalizer(clean_up)
     for number, octet in enumerate(free_subnets(3), start=1):
-        host = Host(name=f"h{number}", namespace=f"{prefix}h{number}", link=f"dur{os.getpid()}h{number}",
-                    address=f"10.231.{octet}.1")
+        host = Host(
+            name=f"h{number}",
+            namespace=f"{prefix}h{number}",
+            link=f"dur{os.getpid()}h{number}",
+            address=f"10.231.{octet}.1",
+        )
         ip("netns", "add", host.namespace)
         made.append(host)
         peer = f"{host.link}p"
@@ -149,11 +162,17 @@ def hosts(celery_processes, request):
         ip("-n", host.namespace, "link", "set", "lo", "up")
 
     database, broker = urlsplit(database_url()), urlsplit(settings.CELERY_BROKER_URL)
-    targets = {"database": f"{database.hostname}:{database.port or 5432}",
-               "broker": f"{broker.hostname}:{broker.port or BROKER_PORTS[broker.scheme]}"}
+    targets = {
+        "database": f"{database.hostname}:{database.port or 5432}",
+        "broker": f"{broker.hostname}:{broker.port or BROKER_PORTS[broker.scheme]}",
+    }
     routes = [f"{host.address}:0={target}" for host in made for target in targets.values()]
-    forwarder = subprocess.Popen([sys.executable, "-m", "tests.faults.forward", *routes], cwd=ROOT,
-                                 stdout=subprocess.PIPE, text=True)
+    forwarder = subprocess.Popen(
+        [sys.executable, "-m", "tests.faults.forward", *routes],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     bound = {}
     for line in forwarder.stdout:
         if line.strip() == "ready":
@@ -164,9 +183,14 @@ def hosts(celery_processes, request):
     for host in made:
         host.env = {
             "FAULT_HOST": host.name,
-            "DATABASE_URL": via(database_url(), host.address, bound[f"{host.address}:0={targets['database']}"]),
-            "CELERY_BROKER_URL": via(settings.CELERY_BROKER_URL, host.address,
-                                     bound[f"{host.address}:0={targets['broker']}"]),
+            "DATABASE_URL": via(
+                database_url(), host.address, bound[f"{host.address}:0={targets['database']}"]
+            ),
+            "CELERY_BROKER_URL": via(
+                settings.CELERY_BROKER_URL,
+                host.address,
+                bound[f"{host.address}:0={targets['broker']}"],
+            ),
         }
     return made
 
@@ -199,9 +223,15 @@ class Owners:
 
 def in_flight_on(host: Host, owners: Owners) -> dict[str, tuple[int, int]]:
     """The runs ``host`` holds a lease on: run id -> (fencing token, journal length)."""
-    held = {run_id: token for run_id, owner, token in WorkflowRun.objects.filter(
-        workflow_name="fault_hosts", status=RunStatus.RUNNING).exclude(lease_owner="")
-        .values_list("id", "lease_owner", "fencing_token") if owners.host_of(owner) is host}
+    held = {
+        run_id: token
+        for run_id, owner, token in WorkflowRun.objects.filter(
+            workflow_name="fault_hosts", status=RunStatus.RUNNING
+        )
+        .exclude(lease_owner="")
+        .values_list("id", "lease_owner", "fencing_token")
+        if owners.host_of(owner) is host
+    }
     lengths = Counter(JournalEntry.objects.filter(run_id__in=held).values_list("run_id", flat=True))
     return {run_id: (token, lengths[run_id]) for run_id, token in held.items()}
 
@@ -212,7 +242,9 @@ def wait_until_mid_step(host: Host, owners: Owners, *, timeout: float = 20) -> N
     started = time.monotonic()
     while True:
         positions = {length for _, length in in_flight_on(host, owners).values()}
-        if {BOOK, SHIP} <= positions or (positions & {BOOK, SHIP} and time.monotonic() - started > timeout / 2):
+        if {BOOK, SHIP} <= positions or (
+            positions & {BOOK, SHIP} and time.monotonic() - started > timeout / 2
+        ):
             return
         assert time.monotonic() - started < timeout, f"{host.name} was never seen inside a step"
         time.sleep(0.01)
@@ -245,30 +277,46 @@ def wait_for_takeover(cut: dict[str, tuple[int, int]], frozen_at: float) -> dict
                 taken_over[run_id] = time.monotonic() - frozen_at
         return len(taken_over) == len(cut)
 
-    wait_until(every_run_taken_over, timeout=60, interval=0.02, message="the other hosts to take over")
+    wait_until(
+        every_run_taken_over, timeout=60, interval=0.02, message="the other hosts to take over"
+    )
     return taken_over
 
 
 def stale_lines(celery, host: Host, run_id: str) -> list[str]:
     """What ``host``'s worker logged about its own attempt on ``run_id`` being refused."""
     log = (celery.log_dir / f"{host.name}.log").read_text(errors="replace")
-    return [line for line in log.splitlines()
-            if f"run {run_id}:" in line and any(mark in line for mark in STALE_LINES)]
+    return [
+        line
+        for line in log.splitlines()
+        if f"run {run_id}:" in line and any(mark in line for mark in STALE_LINES)
+    ]
 
 
 def test_a_host_cut_off_mid_step_loses_its_runs_to_the_others_and_is_fenced_when_it_returns(
-        celery_processes, hosts, rng):
+    celery_processes, hosts, rng
+):
     celery = celery_processes
     for number, host in enumerate(hosts):
         start_host(celery, host, beat=number == 0)
     victim, owners = hosts[-1], Owners(hosts)
-    run_ids = [services.run_start("fault_hosts", n, id=f"hosts:{n}", actor="test").id for n in range(RUNS)]
-    wait_until(lambda: JournalEntry.objects.filter(run_id__in=run_ids, position=ARRIVE).count() == RUNS,
-               timeout=180, interval=0.2, message="every run to arrive")
-    arrivals = Counter(JournalEntry.objects.filter(run_id__in=run_ids, position=ARRIVE)
-                       .values_list("result", flat=True))
-    assert all(arrivals[host.name] >= RUNS // 20 for host in hosts), \
+    run_ids = [
+        services.run_start("fault_hosts", n, id=f"hosts:{n}", actor="test").id for n in range(RUNS)
+    ]
+    wait_until(
+        lambda: JournalEntry.objects.filter(run_id__in=run_ids, position=ARRIVE).count() == RUNS,
+        timeout=180,
+        interval=0.2,
+        message="every run to arrive",
+    )
+    arrivals = Counter(
+        JournalEntry.objects.filter(run_id__in=run_ids, position=ARRIVE).values_list(
+            "result", flat=True
+        )
+    )
+    assert all(arrivals[host.name] >= RUNS // 20 for host in hosts), (
         f"the runs did not spread across the hosts: {dict(arrivals)}"
+    )
 
     sender = SignalSender(run_ids, rng, spread=25)
     sender.start()
@@ -278,10 +326,16 @@ def test_a_host_cut_off_mid_step_loses_its_runs_to_the_others_and_is_fenced_when
     try:
         time.sleep(0.2)  # a write already on the wire when the link went down lands by now
         cut = in_flight_on(victim, owners)
-        assert {length for _, length in cut.values()} & {BOOK, SHIP}, "the host was not cut off inside a step"
+        assert {length for _, length in cut.values()} & {BOOK, SHIP}, (
+            "the host was not cut off inside a step"
+        )
         taken_over = wait_for_takeover(cut, frozen_at)
-        new_holders = {owners.host_of(owner) for owner in WorkflowRun.objects.filter(pk__in=cut)
-                       .exclude(lease_owner="").values_list("lease_owner", flat=True)}
+        new_holders = {
+            owners.host_of(owner)
+            for owner in WorkflowRun.objects.filter(pk__in=cut)
+            .exclude(lease_owner="")
+            .values_list("lease_owner", flat=True)
+        }
         time.sleep(max(0.0, 3 * LEASE - (time.monotonic() - frozen_at)))  # cut off for three leases
     finally:
         reconnect(celery, victim)
@@ -289,27 +343,45 @@ def test_a_host_cut_off_mid_step_loses_its_runs_to_the_others_and_is_fenced_when
     cut_for = time.monotonic() - frozen_at
     wait_for_all(run_ids, timeout=180)
     sender.join(timeout=60)
-    wait_until(lambda: all(stale_lines(celery, victim, run_id) for run_id in cut), timeout=30,
-               interval=0.2, message=f"{victim.name} to try recording its stale attempts")
-    refused = [line.split("] ", 1)[-1] for run_id in cut for line in stale_lines(celery, victim, run_id)]
+    wait_until(
+        lambda: all(stale_lines(celery, victim, run_id) for run_id in cut),
+        timeout=30,
+        interval=0.2,
+        message=f"{victim.name} to try recording its stale attempts",
+    )
+    refused = [
+        line.split("] ", 1)[-1] for run_id in cut for line in stale_lines(celery, victim, run_id)
+    ]
 
     runs = {run.id: run for run in WorkflowRun.objects.filter(pk__in=run_ids)}
     journal: dict[str, list[int]] = {}
-    for run_id, position in JournalEntry.objects.filter(run_id__in=run_ids).values_list("run_id", "position"):
+    for run_id, position in JournalEntry.objects.filter(run_id__in=run_ids).values_list(
+        "run_id", "position"
+    ):
         journal.setdefault(run_id, []).append(position)
-    recorded_by = {(run_id, position): host for run_id, position, host in JournalEntry.objects.filter(
-        run_id__in=run_ids, position__in=(ARRIVE, BOOK, SHIP)).values_list("run_id", "position", "result")}
+    recorded_by = {
+        (run_id, position): host
+        for run_id, position, host in JournalEntry.objects.filter(
+            run_id__in=run_ids, position__in=(ARRIVE, BOOK, SHIP)
+        ).values_list("run_id", "position", "result")
+    }
     effects = Counter(Effect.objects.filter(run_id__in=run_ids).values_list("run_id", "name"))
-    booked_by = dict(Effect.objects.filter(run_id__in=run_ids, name="book").values_list("run_id", "worker"))
+    booked_by = dict(
+        Effect.objects.filter(run_id__in=run_ids, name="book").values_list("run_id", "worker")
+    )
     recorded = Counter(recorded_by.values())
     positions = Counter(length for _, length in cut.values())
-    duplicates = sum(effects[(run_id, name)] - 1 for run_id in run_ids for name in ("arrive", "ship"))
-    print(f"\n[faults] hosts: arrivals {dict(sorted(arrivals.items()))}, steps recorded "
-          f"{dict(sorted(recorded.items()))}; {victim.name} cut off for {cut_for:.1f} s holding "
-          f"{len(cut)} runs (journal lengths {dict(positions)}); taken over after "
-          f"{min(taken_over.values()):.2f}-{max(taken_over.values()):.2f} s (lease {LEASE} s + two ticks = "
-          f"{LEASE + 2 * TICK} s); external effects repeated {duplicates}; after the thaw "
-          f"{victim.name} logged: {refused}")
+    duplicates = sum(
+        effects[(run_id, name)] - 1 for run_id in run_ids for name in ("arrive", "ship")
+    )
+    print(
+        f"\n[faults] hosts: arrivals {dict(sorted(arrivals.items()))}, steps recorded "
+        f"{dict(sorted(recorded.items()))}; {victim.name} cut off for {cut_for:.1f} s holding "
+        f"{len(cut)} runs (journal lengths {dict(positions)}); taken over after "
+        f"{min(taken_over.values()):.2f}-{max(taken_over.values()):.2f} s (lease {LEASE} s + two ticks = "
+        f"{LEASE + 2 * TICK} s); external effects repeated {duplicates}; after the thaw "
+        f"{victim.name} logged: {refused}"
+    )
 
     assert sender.error is None, f"sending a signal failed: {sender.error!r}"
     assert max(taken_over.values()) <= LEASE + 2 * TICK + SLACK
@@ -317,20 +389,36 @@ def test_a_host_cut_off_mid_step_loses_its_runs_to_the_others_and_is_fenced_when
     for run_id, run in runs.items():
         assert run.status == RunStatus.COMPLETED, f"{run_id} did not complete"
         n = int(run_id.split(":")[1])
-        assert run.result == {"n": n, "token": f"t-{run_id}",
-                              "hosts": [recorded_by[(run_id, p)] for p in (ARRIVE, BOOK, SHIP)]}
-        assert sorted(journal[run_id]) == [ARRIVE, SIGNAL, BOOK, SHIP], f"{run_id}: its journal has a gap"
-        assert effects[(run_id, "book")] == 1, f"{run_id}: the atomic effect did not happen exactly once"
-        assert booked_by[run_id] == recorded_by[(run_id, BOOK)], \
+        assert run.result == {
+            "n": n,
+            "token": f"t-{run_id}",
+            "hosts": [recorded_by[(run_id, p)] for p in (ARRIVE, BOOK, SHIP)],
+        }
+        assert sorted(journal[run_id]) == [ARRIVE, SIGNAL, BOOK, SHIP], (
+            f"{run_id}: its journal has a gap"
+        )
+        assert effects[(run_id, "book")] == 1, (
+            f"{run_id}: the atomic effect did not happen exactly once"
+        )
+        assert booked_by[run_id] == recorded_by[(run_id, BOOK)], (
             f"{run_id}: the atomic effect that stayed is not the attempt the journal recorded"
+        )
         assert 1 <= effects[(run_id, "arrive")] <= 2 and 1 <= effects[(run_id, "ship")] <= 2
     for run_id, (_, length) in cut.items():
         if length in (BOOK, SHIP):
-            assert recorded_by[(run_id, length)] != victim.name, \
+            assert recorded_by[(run_id, length)] != victim.name, (
                 f"{run_id}: the journal recorded the cut-off host's stale attempt"
-    signals = Counter(Signal.objects.filter(run_id__in=run_ids, name="go").values_list("run_id", flat=True))
-    assert signals == Counter(run_ids), "a redelivered signal became two signals, or a signal was lost"
+            )
+    signals = Counter(
+        Signal.objects.filter(run_id__in=run_ids, name="go").values_list("run_id", flat=True)
+    )
+    assert signals == Counter(run_ids), (
+        "a redelivered signal became two signals, or a signal was lost"
+    )
     assert JournalEntry.objects.filter(run_id__in=run_ids, kind=EntryKind.SIGNAL).count() == RUNS
-    assert all(celery.procs[name].poll() is None for name in victim.processes), "the thawed host's worker exited"
-    assert JournalEntry.objects.filter(run_id__in=run_ids, created_at__gt=thawed_at, result=victim.name).exists(), \
-        "the host that came back took no work again"
+    assert all(celery.procs[name].poll() is None for name in victim.processes), (
+        "the thawed host's worker exited"
+    )
+    assert JournalEntry.objects.filter(
+        run_id__in=run_ids, created_at__gt=thawed_at, result=victim.name
+    ).exists(), "the host that came back took no work again"

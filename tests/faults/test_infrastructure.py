@@ -1,4 +1,5 @@
 """Redis restarted, PostgreSQL connections terminated, two beats and duplicate dispatches."""
+
 import shutil
 import subprocess
 import time
@@ -47,11 +48,15 @@ def test_runs_survive_redis_being_killed_and_restarted_empty(celery_processes, r
     wait_for_all(run_ids, timeout=180, chaos=chaos)
 
     settle(run_ids, sender, "Redis restarts", redis_restarts=restarts)
-    assert restarts >= 2, "the runs finished before Redis could be restarted: the test proved nothing"
+    assert restarts >= 2, (
+        "the runs finished before Redis could be restarted: the test proved nothing"
+    )
 
 
 @pytest.mark.redis_server
-def test_every_worker_keeps_consuming_after_redis_is_restarted_five_times(celery_processes, redis, rng):
+def test_every_worker_keeps_consuming_after_redis_is_restarted_five_times(
+    celery_processes, redis, rng
+):
     celery = celery_processes
     run_ids, sender = start_chaos(celery, rng, runs=30, spread=12)
     for _ in range(5):  # while advances are queued, in flight and unacknowledged
@@ -71,16 +76,19 @@ def test_every_worker_keeps_consuming_after_redis_is_restarted_five_times(celery
     settle(later, later_sender, "runs started after the restarts")
 
     nodes = set(Effect.objects.filter(run_id__in=later).values_list("worker", flat=True))
-    assert {node.split("-")[0] for node in nodes} >= {"w0", "w1"}, \
+    assert {node.split("-")[0] for node in nodes} >= {"w0", "w1"}, (
         f"after the restarts only {sorted(nodes)} ran steps"
+    )
 
 
 def rabbitmqctl(*args: str) -> None:
     subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=120)
 
 
-@pytest.mark.skipif(not settings.CELERY_BROKER_URL.startswith("amqp"),
-                    reason="restarts the RabbitMQ the suite runs against (the PostgreSQL + RabbitMQ configuration)")
+@pytest.mark.skipif(
+    not settings.CELERY_BROKER_URL.startswith("amqp"),
+    reason="restarts the RabbitMQ the suite runs against (the PostgreSQL + RabbitMQ configuration)",
+)
 def test_runs_survive_rabbitmq_being_stopped_and_started(celery_processes, rng):
     celery = celery_processes
     run_ids, sender = start_chaos(celery, rng, runs=50, spread=8)
@@ -101,10 +109,14 @@ def test_runs_survive_rabbitmq_being_stopped_and_started(celery_processes, rng):
     settle(run_ids, sender, "RabbitMQ restarts", rabbitmq_restarts=restarts)
     exited = [name for name, proc in celery.procs.items() if proc.poll() is not None]
     assert not exited, f"these Celery processes exited when RabbitMQ restarted: {exited}"
-    assert restarts >= 1, "the runs finished before RabbitMQ could be restarted: the test proved nothing"
+    assert restarts >= 1, (
+        "the runs finished before RabbitMQ could be restarted: the test proved nothing"
+    )
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's"
+)
 def test_runs_survive_their_database_connections_being_terminated(celery_processes, rng):
     celery = celery_processes
     celery.env["PGAPPNAME"] = "durable-fault-worker"
@@ -121,14 +133,19 @@ def test_runs_survive_their_database_connections_being_terminated(celery_process
                 cursor.execute(
                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                     "WHERE datname = current_database() AND application_name = %s",
-                    ["durable-fault-worker"])
+                    ["durable-fault-worker"],
+                )
                 terminated.append(cursor.fetchone()[0])
             next_burst = time.monotonic() + rng.uniform(3.5, 5.0)
 
     wait_for_all(run_ids, timeout=180, chaos=chaos)
 
-    settle(run_ids, sender, "PostgreSQL connections terminated", connections_terminated=sum(terminated))
-    assert len(terminated) >= 3 and sum(terminated) >= 3, "too few connections were terminated to prove anything"
+    settle(
+        run_ids, sender, "PostgreSQL connections terminated", connections_terminated=sum(terminated)
+    )
+    assert len(terminated) >= 3 and sum(terminated) >= 3, (
+        "too few connections were terminated to prove anything"
+    )
 
 
 def test_two_beats_and_duplicate_dispatches_do_no_harm(celery_processes, chaos_settings, rng):

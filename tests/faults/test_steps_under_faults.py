@@ -4,6 +4,7 @@ connection cut inside a step, a step that kills its worker every time, a step th
 The workers run with a 2 s lease and a 0.5 s sweep tick (tests/faults/conftest.py), so
 "lease + two ticks" is 3 s here.
 """
+
 import os
 import signal
 import time
@@ -20,8 +21,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(t
 
 LEASE, TICK = 2.0, 0.5
 SLACK = 1.0  # process start-up and a loaded 2-core machine
-needs_postgres = pytest.mark.skipif(connection.vendor != "postgresql",
-                                    reason="pg_terminate_backend and row locks are PostgreSQL's")
+needs_postgres = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="pg_terminate_backend and row locks are PostgreSQL's"
+)
 
 
 @pytest.fixture
@@ -49,9 +51,11 @@ def worker_holding(celery, run: WorkflowRun) -> str:
 
 def terminate_worker_connections() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND application_name = %s",
-                       ["durable-fault-worker"])
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = %s",
+            ["durable-fault-worker"],
+        )
         return cursor.fetchone()[0]
 
 
@@ -79,7 +83,8 @@ def thaw(celery, name: str) -> None:
 
 @needs_postgres
 def test_a_worker_frozen_inside_an_atomic_step_holds_the_run_for_no_longer_than_its_lease(
-        celery_processes, markers):
+    celery_processes, markers
+):
     celery = celery_processes
     celery.start_worker("w0", concurrency=1)
     celery.start_worker("w1", concurrency=1)
@@ -91,28 +96,43 @@ def test_a_worker_frozen_inside_an_atomic_step_holds_the_run_for_no_longer_than_
         sending = time.monotonic()
         services.signal_send(run_id, "go", {"token": "t-1"}, dedupe_key="go:1", actor="test")
         send_seconds = time.monotonic() - sending
-        wait_until(lambda: taken_over(run_id, token), timeout=30, interval=0.02,
-                   message="another worker to take the run")
+        wait_until(
+            lambda: taken_over(run_id, token),
+            timeout=30,
+            interval=0.02,
+            message="another worker to take the run",
+        )
         takeover_seconds = time.monotonic() - frozen_at
         time.sleep(max(0.0, 3 * LEASE - (time.monotonic() - frozen_at)))
     finally:
         thaw(celery, frozen)
-    wait_until(lambda: run_of(run_id).status == RunStatus.COMPLETED, timeout=60, message="the run to complete")
+    wait_until(
+        lambda: run_of(run_id).status == RunStatus.COMPLETED,
+        timeout=60,
+        message="the run to complete",
+    )
     time.sleep(1.0)  # the thawed worker's late writes, if any got through, would land by now
 
-    print(f"\n[faults] frozen atomic step: signal_send {send_seconds:.3f} s, takeover after "
-          f"{takeover_seconds:.2f} s (lease {LEASE} s + two ticks = {LEASE + 2 * TICK} s)")
+    print(
+        f"\n[faults] frozen atomic step: signal_send {send_seconds:.3f} s, takeover after "
+        f"{takeover_seconds:.2f} s (lease {LEASE} s + two ticks = {LEASE + 2 * TICK} s)"
+    )
     assert send_seconds < 1.0, "signal_send waited on a lock the frozen worker held"
     assert takeover_seconds <= LEASE + 2 * TICK + SLACK
     assert Once.objects.filter(key=f"{run_id}:held").count() == 1
-    assert JournalEntry.objects.filter(run_id=run_id, position=0, status=EntryStatus.COMPLETED).count() == 1
+    assert (
+        JournalEntry.objects.filter(run_id=run_id, position=0, status=EntryStatus.COMPLETED).count()
+        == 1
+    )
     assert run_of(run_id).result == "t-1"
     assert celery.procs[frozen].poll() is None, "the thawed worker exited"
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql",
-                    reason="SQLite's write lock lives in the writing process: a worker frozen while its "
-                           "heartbeat writes holds it (docs/operations.md, the embedded default)")
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite's write lock lives in the writing process: a worker frozen while its "
+    "heartbeat writes holds it (docs/operations.md, the embedded default)",
+)
 def test_a_worker_frozen_inside_a_plain_step_is_taken_over_and_fenced(celery_processes, markers):
     celery = celery_processes
     celery.start_worker("w0", concurrency=1)
@@ -122,14 +142,24 @@ def test_a_worker_frozen_inside_a_plain_step_is_taken_over_and_fenced(celery_pro
 
     frozen, frozen_at, token = freeze_inside_the_step(celery, markers, run_id, "plain", 2)
     try:
-        wait_until(lambda: taken_over(run_id, token), timeout=30, interval=0.02,
-                   message="another worker to take the run")
+        wait_until(
+            lambda: taken_over(run_id, token),
+            timeout=30,
+            interval=0.02,
+            message="another worker to take the run",
+        )
         takeover_seconds = time.monotonic() - frozen_at
-        wait_until(lambda: JournalEntry.objects.filter(run_id=run_id, position=0).exists(), timeout=30,
-                   message="the new holder to record the step")
+        wait_until(
+            lambda: JournalEntry.objects.filter(run_id=run_id, position=0).exists(),
+            timeout=30,
+            message="the new holder to record the step",
+        )
         services.signal_send(run_id, "go", {"token": "t-2"}, dedupe_key="go:2", actor="test")
-        wait_until(lambda: run_of(run_id).status == RunStatus.COMPLETED, timeout=30,
-                   message="the run to complete")
+        wait_until(
+            lambda: run_of(run_id).status == RunStatus.COMPLETED,
+            timeout=30,
+            message="the run to complete",
+        )
         time.sleep(max(0.0, 3 * LEASE - (time.monotonic() - frozen_at)))
     finally:
         thaw(celery, frozen)
@@ -144,7 +174,9 @@ def test_a_worker_frozen_inside_a_plain_step_is_taken_over_and_fenced(celery_pro
 
 
 @needs_postgres
-def test_connections_lost_inside_an_atomic_step_spend_none_of_its_retries(celery_processes, markers):
+def test_connections_lost_inside_an_atomic_step_spend_none_of_its_retries(
+    celery_processes, markers
+):
     celery = celery_processes
     celery.env["PGAPPNAME"] = "durable-fault-worker"
     celery.start_worker("w0", concurrency=1)
@@ -154,13 +186,20 @@ def test_connections_lost_inside_an_atomic_step_spend_none_of_its_retries(celery
 
     cut = 0
     for attempt in range(1, blips + 1):
-        wait_until(lambda: attempts(markers, "blip", 1) >= attempt, timeout=60,
-                   message=f"attempt {attempt} to start")
+        wait_until(
+            lambda: attempts(markers, "blip", 1) >= attempt,
+            timeout=60,
+            message=f"attempt {attempt} to start",
+        )
         time.sleep(0.3)  # inside the step's transaction
         cut += terminate_worker_connections()
-    wait_until(lambda: run_of(run_id).status not in (RunStatus.PENDING, RunStatus.RUNNING,
-                                                     RunStatus.WAITING), timeout=60,
-               message="the run to end")
+    wait_until(
+        lambda: (
+            run_of(run_id).status not in (RunStatus.PENDING, RunStatus.RUNNING, RunStatus.WAITING)
+        ),
+        timeout=60,
+        message="the run to end",
+    )
 
     run = run_of(run_id)
     assert cut >= blips
@@ -170,7 +209,9 @@ def test_connections_lost_inside_an_atomic_step_spend_none_of_its_retries(celery
 
 
 @needs_postgres
-def test_a_journal_write_whose_connection_died_is_sent_again_not_the_effect(celery_processes, markers):
+def test_a_journal_write_whose_connection_died_is_sent_again_not_the_effect(
+    celery_processes, markers
+):
     celery = celery_processes
     celery.env["PGAPPNAME"] = "durable-fault-worker"
     celery.start_worker("w0", concurrency=1)
@@ -179,26 +220,37 @@ def test_a_journal_write_whose_connection_died_is_sent_again_not_the_effect(cele
     run_ids = []
     for n in range(3):
         run_ids.append(services.run_start("fault_lost_write", n, id=f"blip:{n}", actor="test").id)
-        wait_until(lambda: attempts(markers, "send", n) >= 1, timeout=60, message=f"send {n} to start")
+        wait_until(
+            lambda: attempts(markers, "send", n) >= 1, timeout=60, message=f"send {n} to start"
+        )
         time.sleep(0.2)  # the effect is made; the step pauses before returning
         assert terminate_worker_connections() >= 1
-        wait_until(lambda: run_of(run_ids[-1]).status == RunStatus.COMPLETED, timeout=60,
-                   message=f"run {n} to complete")
+        wait_until(
+            lambda: run_of(run_ids[-1]).status == RunStatus.COMPLETED,
+            timeout=60,
+            message=f"run {n} to complete",
+        )
 
     for n in range(3):
-        assert Effect.objects.filter(run_id=f"blip:{n}", name="send").count() == 1, \
+        assert Effect.objects.filter(run_id=f"blip:{n}", name="send").count() == 1, (
             f"run {n}: the effect ran again because its journal write was lost"
+        )
 
 
-def test_a_step_that_kills_its_worker_every_time_blocks_the_run_as_a_crash_loop(celery_processes, markers):
+def test_a_step_that_kills_its_worker_every_time_blocks_the_run_as_a_crash_loop(
+    celery_processes, markers
+):
     celery = celery_processes
     celery.env["DURABLE_CRASH_LOOP_LIMIT"] = "3"
     worker = celery.start_worker("w0", concurrency=1)
     celery.start_beat()
     run_id = services.run_start("fault_crash_loop", 1, id="crash:1", actor="test").id
 
-    wait_until(lambda: run_of(run_id).status == RunStatus.BLOCKED, timeout=90,
-               message="the run to be blocked")
+    wait_until(
+        lambda: run_of(run_id).status == RunStatus.BLOCKED,
+        timeout=90,
+        message="the run to be blocked",
+    )
 
     run = run_of(run_id)
     assert run.error["type"] == "CrashLoop"
@@ -216,8 +268,11 @@ def test_a_hung_step_times_out_and_its_retry_completes_the_run(celery_processes,
     started = time.monotonic()
     run_id = services.run_start("fault_timeout", 1, 3600.0, id="timeout:1", actor="test").id
 
-    wait_until(lambda: run_of(run_id).status == RunStatus.COMPLETED, timeout=60,
-               message="the run to complete")
+    wait_until(
+        lambda: run_of(run_id).status == RunStatus.COMPLETED,
+        timeout=60,
+        message="the run to complete",
+    )
     elapsed = time.monotonic() - started
 
     entry = JournalEntry.objects.get(run_id=run_id, position=0)
@@ -232,13 +287,20 @@ def test_a_timed_out_step_that_returns_late_is_fenced(celery_processes, markers)
     celery.start_worker("w0", concurrency=2)
     celery.start_beat()
     run_id = services.run_start("fault_timeout", 2, 5.0, id="timeout:2", actor="test").id
-    wait_until(lambda: run_of(run_id).status == RunStatus.COMPLETED, timeout=60,
-               message="the run to complete")
+    wait_until(
+        lambda: run_of(run_id).status == RunStatus.COMPLETED,
+        timeout=60,
+        message="the run to complete",
+    )
     completed = JournalEntry.objects.get(run_id=run_id, position=0)
 
     wait_until(lambda: attempts(markers, "hang", 2) >= 2, timeout=10, message="two attempts")
     time.sleep(6.0)  # the first attempt returns after 5 s and tries to record itself
 
     entry = JournalEntry.objects.get(run_id=run_id, position=0)
-    assert (entry.status, entry.attempt, entry.result) == (EntryStatus.COMPLETED, 2, completed.result)
+    assert (entry.status, entry.attempt, entry.result) == (
+        EntryStatus.COMPLETED,
+        2,
+        completed.result,
+    )
     assert run_of(run_id).status == RunStatus.COMPLETED

@@ -1,4 +1,5 @@
 """SIGKILL of workers at seeded random moments across 100 runs."""
+
 import time
 
 import pytest

@@ -1,5 +1,6 @@
 """The workflow every fault test runs: external effects, an effect on our own database,
 a timer and a signal, with steps slow enough for a kill to land in the middle of one."""
+
 import os
 import signal
 import time
@@ -11,7 +12,9 @@ from durable import Retry, current_step, limit, minutes, seconds, workflow
 from tests.effects.models import Effect, Once
 
 # Infrastructure faults surface as step errors too (a terminated connection): be patient.
-PATIENT = Retry(max_attempts=30, initial_interval=seconds(0.2), backoff=1.5, max_interval=seconds(2))
+PATIENT = Retry(
+    max_attempts=30, initial_interval=seconds(0.2), backoff=1.5, max_interval=seconds(2)
+)
 
 
 def worker_node() -> str:
@@ -22,36 +25,45 @@ def worker_node() -> str:
 
 def charge(n: int, idempotency_key: str) -> str:
     """External: the payment provider dedupes by key, so it may run twice, never more."""
-    Effect.objects.create(run_id=f"fault:{n}", name="charge", idempotency_key=idempotency_key,
-                          worker=worker_node())
+    Effect.objects.create(
+        run_id=f"fault:{n}", name="charge", idempotency_key=idempotency_key, worker=worker_node()
+    )
     time.sleep(0.1)
     return idempotency_key
 
 
 def post_ledger(n: int, idempotency_key: str) -> int:
     """Ours: an atomic step, so the row commits with its journal entry, exactly once."""
-    return Effect.objects.create(run_id=f"fault:{n}", name="ledger", idempotency_key=idempotency_key).pk
+    return Effect.objects.create(
+        run_id=f"fault:{n}", name="ledger", idempotency_key=idempotency_key
+    ).pk
 
 
 def notify(n: int, token: str, idempotency_key: str) -> str:
     time.sleep(0.15)
-    Effect.objects.create(run_id=f"fault:{n}", name="notify", idempotency_key=idempotency_key,
-                          worker=worker_node())
+    Effect.objects.create(
+        run_id=f"fault:{n}", name="notify", idempotency_key=idempotency_key, worker=worker_node()
+    )
     return token
 
 
 @workflow(name="fault_order")
 def fault_order(n: int) -> dict:
     workflow.step(charge, n, idempotency_key=f"{workflow.id}:charge", retry=PATIENT)
-    workflow.step(post_ledger, n, idempotency_key=f"{workflow.id}:ledger", atomic=True, retry=PATIENT)
+    workflow.step(
+        post_ledger, n, idempotency_key=f"{workflow.id}:ledger", atomic=True, retry=PATIENT
+    )
     workflow.sleep(seconds(0.5 + (n % 4) * 0.25))
     go = workflow.wait_for_signal("go", timeout=minutes(10))
-    token = workflow.step(notify, n, go["token"], idempotency_key=f"{workflow.id}:notify", retry=PATIENT)
+    token = workflow.step(
+        notify, n, go["token"], idempotency_key=f"{workflow.id}:notify", retry=PATIENT
+    )
     return {"n": n, "token": token}
 
 
 # --- single steps under a fault: each leaves a marker file per attempt, so the test knows
 # when a worker is inside the step (FAULT_MARKERS is a folder the test chose). ---
+
 
 def _mark(kind: str, n: int) -> int:
     """Write a marker for this attempt and return how many attempts came before it."""
@@ -71,8 +83,9 @@ def hold_in_transaction(n: int, idempotency_key: str) -> str:
 
 def linger(n: int, idempotency_key: str) -> str:
     """Plain: an external effect, then a pause long enough to be frozen in (the first time)."""
-    Effect.objects.create(run_id=f"frozen:{n}", name="linger", idempotency_key=idempotency_key,
-                          worker=worker_node())
+    Effect.objects.create(
+        run_id=f"frozen:{n}", name="linger", idempotency_key=idempotency_key, worker=worker_node()
+    )
     if _mark("plain", n) == 0:
         time.sleep(2.0)
     return idempotency_key
@@ -95,14 +108,17 @@ def slow_ledger(n: int, blips: int, idempotency_key: str) -> int:
 
 @workflow(name="fault_blips")
 def fault_blips(n: int, blips: int) -> int:
-    return workflow.step(slow_ledger, n, blips, idempotency_key=f"{workflow.id}:ledger", atomic=True)
+    return workflow.step(
+        slow_ledger, n, blips, idempotency_key=f"{workflow.id}:ledger", atomic=True
+    )
 
 
 def send_then_pause(n: int, idempotency_key: str) -> str:
     """External: the effect, then a pause in which the test cuts the connection, so the
     journal write after it finds the connection dead."""
-    Effect.objects.create(run_id=f"blip:{n}", name="send", idempotency_key=idempotency_key,
-                          worker=worker_node())
+    Effect.objects.create(
+        run_id=f"blip:{n}", name="send", idempotency_key=idempotency_key, worker=worker_node()
+    )
     _mark("send", n)
     time.sleep(1.0)
     return idempotency_key
@@ -134,36 +150,45 @@ def hang(n: int, seconds_: float) -> str:
 
 @workflow(name="fault_timeout")
 def fault_timeout(n: int, hang_for: float) -> str:
-    return workflow.step(hang, n, hang_for, timeout=seconds(1),
-                         retry=Retry(max_attempts=3, initial_interval=seconds(0.1)))
+    return workflow.step(
+        hang,
+        n,
+        hang_for,
+        timeout=seconds(1),
+        retry=Retry(max_attempts=3, initial_interval=seconds(0.1)),
+    )
 
 
 # --- several hosts (tests/faults/test_hosts.py): each worker is told its host in FAULT_HOST
 # and every step returns it, so the journal says whose attempt was recorded. ---
+
 
 def this_host() -> str:
     return os.environ.get("FAULT_HOST", "")
 
 
 def arrive(n: int, idempotency_key: str) -> str:
-    Effect.objects.create(run_id=f"hosts:{n}", name="arrive", idempotency_key=idempotency_key,
-                          worker=this_host())
+    Effect.objects.create(
+        run_id=f"hosts:{n}", name="arrive", idempotency_key=idempotency_key, worker=this_host()
+    )
     return this_host()
 
 
 def book(n: int, idempotency_key: str) -> str:
     """Ours, atomic: the row commits with the journal entry, so it exists once whoever ran it,
     and a cut lands inside the transaction often enough to matter."""
-    Effect.objects.create(run_id=f"hosts:{n}", name="book", idempotency_key=idempotency_key,
-                          worker=this_host())
+    Effect.objects.create(
+        run_id=f"hosts:{n}", name="book", idempotency_key=idempotency_key, worker=this_host()
+    )
     time.sleep(0.2)
     return this_host()
 
 
 def ship(n: int, idempotency_key: str) -> str:
     """External: at least once, at most twice across one takeover."""
-    Effect.objects.create(run_id=f"hosts:{n}", name="ship", idempotency_key=idempotency_key,
-                          worker=this_host())
+    Effect.objects.create(
+        run_id=f"hosts:{n}", name="ship", idempotency_key=idempotency_key, worker=this_host()
+    )
     time.sleep(0.2)
     return this_host()
 
@@ -172,7 +197,9 @@ def ship(n: int, idempotency_key: str) -> str:
 def fault_hosts(n: int) -> dict:
     arrived = workflow.step(arrive, n, idempotency_key=f"{workflow.id}:arrive", retry=PATIENT)
     go = workflow.wait_for_signal("go", timeout=minutes(10))
-    booked = workflow.step(book, n, idempotency_key=f"{workflow.id}:book", atomic=True, retry=PATIENT)
+    booked = workflow.step(
+        book, n, idempotency_key=f"{workflow.id}:book", atomic=True, retry=PATIENT
+    )
     shipped = workflow.step(ship, n, idempotency_key=f"{workflow.id}:ship", retry=PATIENT)
     return {"n": n, "token": go["token"], "hosts": [arrived, booked, shipped]}
 
@@ -195,8 +222,9 @@ BACKLOG_SENDS = limit("fault-backlog-sends", rate=20, per=seconds(1))
 def send(n: int) -> int:
     """The limited call: its row's time is when the provider would have seen it."""
     info = current_step()
-    Effect.objects.create(run_id=info.run_id, name="send", idempotency_key=info.idempotency_key,
-                          worker=worker_node())
+    Effect.objects.create(
+        run_id=info.run_id, name="send", idempotency_key=info.idempotency_key, worker=worker_node()
+    )
     return n
 
 

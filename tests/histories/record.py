@@ -15,6 +15,7 @@ A history is a fixture of the past (docs/versioning.md): re-record a file only w
 run of its shape can still be in flight; to protect a new path, add a scenario.
 tests/processes/test_history_recorder.py runs every scenario, so this file cannot rot.
 """
+
 import json
 import os
 import shutil
@@ -27,31 +28,36 @@ from pathlib import Path
 from typing import Callable
 
 HERE = Path(__file__).resolve().parent
-START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)   # a Monday morning, in every scenario
+START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)  # a Monday morning, in every scenario
 
 
 @dataclass
 class Scenario:
-    name: str                      # the file name, <workflow>-<what it shows>
+    name: str  # the file name, <workflow>-<what it shows>
     play: Callable[[object], str]  # play(clock) -> the run id
-    status: str                    # where the run ends
-    result: object = None          # its result, when it matters
+    status: str  # where the run ends
+    result: object = None  # its result, when it matters
 
 
 # --- onboarding: a customer over WhatsApp, a reviewer in the approvals app ---
+
 
 def _customer(customer_id: str, wa_id: str, name: str):
     """The company, created as the first message would, but with a fixed customer id."""
     from processes.onboarding.models import Company
 
-    company, _ = Company.objects.get_or_create(customer_id=customer_id, defaults={"wa_id": wa_id, "name": name})
+    company, _ = Company.objects.get_or_create(
+        customer_id=customer_id, defaults={"wa_id": wa_id, "name": name}
+    )
     return company
 
 
-QUIET = timedelta(seconds=31)   # past ONBOARDING_DOCUMENTS_QUIET_SECONDS: a batch closes
+QUIET = timedelta(seconds=31)  # past ONBOARDING_DOCUMENTS_QUIET_SECONDS: a batch closes
 
 
-def _send(clock, company, *what: str, cnpj: str = "", again: str = "", together: bool = False) -> str:
+def _send(
+    clock, company, *what: str, cnpj: str = "", again: str = "", together: bool = False
+) -> str:
     """The customer sends messages (demo payloads: hello, contract, address, selfie), one
     delivery each with the quiet period after it, or ``together`` in one go."""
     from durable.testing import drive
@@ -103,7 +109,7 @@ def onboarding_approved_after_missing_documents(clock) -> str:
     company = _customer("c-hist-approved", "5511910000001", "Padaria Boa Massa")
     run_id = _send(clock, company, "hello", "contract", cnpj=CNPJ)
     clock.advance(timedelta(days=2))
-    run_id = _send(clock, company, "address", "selfie")           # asked twice, then complete
+    run_id = _send(clock, company, "address", "selfie")  # asked twice, then complete
     return _decide(run_id, "ana", "approve").id
 
 
@@ -118,7 +124,7 @@ def onboarding_more_documents(clock) -> str:
     run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ)
     _decide(run_id, "ana", "more_documents", "Envie o contrato social com a última alteração")
     clock.advance(timedelta(days=1))
-    _send(clock, company, "contract", again="-2")                 # back in review: a new case
+    _send(clock, company, "contract", again="-2")  # back in review: a new case
     return _decide(run_id, "bruno", "approve").id
 
 
@@ -128,7 +134,7 @@ def onboarding_escalated_then_approved(clock) -> str:
     run_id = _send(clock, company, "hello", "contract", "address", "selfie")
     _advance(clock, run_id, timedelta(days=3))
     _advance(clock, run_id, timedelta(days=3))
-    _override_cnpj_hold(run_id)   # no account without a CNPJ unless a supervisor says why
+    _override_cnpj_hold(run_id)  # no account without a CNPJ unless a supervisor says why
     _decide(run_id, "ana", "approve")
     return _decide(run_id, "bruno", "approve").id
 
@@ -171,10 +177,14 @@ def onboarding_deadline_extended_then_approved(clock) -> str:
     supervisor, _ = get_user_model().objects.get_or_create(username="sofia")
     supervisor.groups.add(Group.objects.get_or_create(name=SUPERVISOR_GROUP)[0])
     case = ApprovalRequest.objects.get(run_id=run_id, status__in=OPEN_STATUSES)
-    approval_extend_deadline(case.pk, actor=supervisor, due_at=case.due_at + timedelta(days=2),
-                             reason="the customer's bank letter is late")
+    approval_extend_deadline(
+        case.pk,
+        actor=supervisor,
+        due_at=case.due_at + timedelta(days=2),
+        reason="the customer's bank letter is late",
+    )
     drive(run_id)
-    _advance(clock, run_id, timedelta(days=3, hours=1))   # past the old deadline
+    _advance(clock, run_id, timedelta(days=3, hours=1))  # past the old deadline
     return _decide(run_id, "ana", "approve").id
 
 
@@ -196,7 +206,9 @@ def onboarding_batch_more_documents(clock) -> str:
     """A document sent during the review is drained before the reviewer's request; the
     answer to it opens the second case, approved."""
     company = _customer("c-hist-batch-more", "5511910000008", "Ótica Visão")
-    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True)
+    run_id = _send(
+        clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True
+    )
     _send(clock, company, "contract", again="-early")
     _decide(run_id, "ana", "more_documents", "Envie o contrato social com a última alteração")
     _send(clock, company, "contract", again="-2")
@@ -207,7 +219,9 @@ def onboarding_batch_approved(clock) -> str:
     """The whole set in one batch: each document fetched, one validation, the customer told
     the case is under review, approved."""
     company = _customer("c-hist-batch-approved", "5511910000009", "Papelaria Lápis")
-    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True)
+    run_id = _send(
+        clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True
+    )
     return _decide(run_id, "ana", "approve").id
 
 
@@ -217,7 +231,9 @@ def onboarding_withdrawn_in_review(clock) -> str:
     from processes.onboarding.services import onboarding_withdraw
 
     company = _customer("c-hist-withdrawn", "5511910000010", "Bazar Central")
-    run_id = _send(clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True)
+    run_id = _send(
+        clock, company, "hello", "contract", "address", "selfie", cnpj=CNPJ, together=True
+    )
     onboarding_withdraw(company, message_id=f"wamid.{company.customer_id}.cancelar")
     return drive(run_id).id
 
@@ -232,12 +248,19 @@ def onboarding_asked_for_cnpj(clock) -> str:
 
 # --- billing ---
 
+
 def _invoice(number: str, wa_id: str):
     from durable.testing import drive
     from processes.billing.services import invoice_issue
 
-    invoice = invoice_issue(number=number, customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
-                            due_at=START - timedelta(hours=1), wa_id=wa_id, actor="record")
+    invoice = invoice_issue(
+        number=number,
+        customer_name="Padaria Boa Massa",
+        amount=Decimal("350.00"),
+        due_at=START - timedelta(hours=1),
+        wa_id=wa_id,
+        actor="record",
+    )
     drive(invoice.run_id)
     return invoice
 
@@ -248,8 +271,13 @@ def billing_paid_early(clock) -> str:
 
     invoice = _invoice("NF-HIST-001", "5511920000001")
     clock.advance(timedelta(days=1))
-    payment_event_receive({"id": "evt_hist_001", "type": "payment.succeeded",
-                           "data": {"invoice": invoice.number, "amount": "350.00"}})
+    payment_event_receive(
+        {
+            "id": "evt_hist_001",
+            "type": "payment.succeeded",
+            "data": {"invoice": invoice.number, "amount": "350.00"},
+        }
+    )
     return drive(invoice.run_id).id
 
 
@@ -276,8 +304,13 @@ def billing_renegotiated_then_voided(clock) -> str:
 
     invoice = _invoice("NF-HIST-003", "5511920000003")
     due_at = START + timedelta(days=5)
-    _signalled(invoice, "due_date_changed", {"due_at": due_at.isoformat()},
-               f"due:{invoice.pk}:{due_at.isoformat()}", due_at=due_at)
+    _signalled(
+        invoice,
+        "due_date_changed",
+        {"due_at": due_at.isoformat()},
+        f"due:{invoice.pk}:{due_at.isoformat()}",
+        due_at=due_at,
+    )
     drive(invoice.run_id)
     _advance(clock, invoice.run_id, timedelta(days=5))
     _signalled(invoice, "voided", {"reason": "issued twice"}, f"void:{invoice.pk}", status="voided")
@@ -292,8 +325,13 @@ def billing_void_raced_by_payment(clock) -> str:
 
     invoice = _invoice("NF-HIST-004", "5511920000004")
     _signalled(invoice, "voided", {"reason": ""}, f"void:{invoice.pk}", status="voided")
-    payment_event_receive({"id": "evt_hist_004", "type": "payment.succeeded",
-                           "data": {"invoice": invoice.number, "amount": "350.00"}})
+    payment_event_receive(
+        {
+            "id": "evt_hist_004",
+            "type": "payment.succeeded",
+            "data": {"invoice": invoice.number, "amount": "350.00"},
+        }
+    )
     return drive(invoice.run_id).id
 
 
@@ -319,12 +357,18 @@ def billing_void_update_refused_after_payment(clock) -> str:
 
     invoice = _invoice("NF-HIST-006", "5511920000006")
     invoice_void(invoice, actor="record", timeout=0)
-    payment_event_receive({"id": "evt_hist_006", "type": "payment.succeeded",
-                           "data": {"invoice": invoice.number, "amount": "350.00"}})
+    payment_event_receive(
+        {
+            "id": "evt_hist_006",
+            "type": "payment.succeeded",
+            "data": {"invoice": invoice.number, "amount": "350.00"},
+        }
+    )
     return drive(invoice.run_id).id
 
 
 # --- reconciliation ---
+
 
 def reconcile_completed(clock) -> str:
     """A day's batch: three of five bank lines missing from the ledger; it sleeps until the
@@ -335,16 +379,21 @@ def reconcile_completed(clock) -> str:
 
     day = START.date()
     for n, amount in enumerate(["120.00", "75.50", "980.00", "15.25", "300.00"], start=1):
-        BankStatementLine.objects.create(entry_id=f"hist-{n}", date=day, amount=Decimal(amount),
-                                         description=f"PIX recebido {n}")
+        BankStatementLine.objects.create(
+            entry_id=f"hist-{n}", date=day, amount=Decimal(amount), description=f"PIX recebido {n}"
+        )
         if n in (1, 3):
             LedgerEntry.objects.create(entry_id=f"hist-{n}", date=day, amount=Decimal(amount))
     from durable.models import WorkflowRun
 
     batch = reconciliation_start(batch_date=day, actor="record")
     drive(batch.run_id)
-    for child_id in WorkflowRun.objects.filter(parent_id=batch.run_id).order_by("id").values_list("id", flat=True):
-        drive(child_id)   # each correction is a child run
+    for child_id in (
+        WorkflowRun.objects.filter(parent_id=batch.run_id)
+        .order_by("id")
+        .values_list("id", flat=True)
+    ):
+        drive(child_id)  # each correction is a child run
     drive(batch.run_id)
     return _advance(clock, batch.run_id, timedelta(hours=21)).id
 
@@ -359,33 +408,44 @@ def reconcile_scheduled(clock) -> str:
 
     day = START.date() - timedelta(days=1)
     for n, amount in enumerate(["42.00", "18.90", "7.35"], start=1):
-        BankStatementLine.objects.create(entry_id=f"sched-{n}", date=day, amount=Decimal(amount),
-                                         description=f"PIX recebido {n}")
+        BankStatementLine.objects.create(
+            entry_id=f"sched-{n}", date=day, amount=Decimal(amount), description=f"PIX recebido {n}"
+        )
         if n == 2:
             LedgerEntry.objects.create(entry_id=f"sched-{n}", date=day, amount=Decimal(amount))
     # The schedule the processes migration seeded, as if its 00:30 today were still due.
     Schedule.objects.filter(name="reconcile-daily").update(
-        next_fire_at=datetime.combine(START.date(), datetime.min.time(), tzinfo=timezone.utc) + timedelta(minutes=30))
+        next_fire_at=datetime.combine(START.date(), datetime.min.time(), tzinfo=timezone.utc)
+        + timedelta(minutes=30)
+    )
     tick()
     run_id = f"reconcile:{day.isoformat()}"
     drive(run_id)
     from durable.models import WorkflowRun
 
-    for child_id in WorkflowRun.objects.filter(parent_id=run_id).order_by("id").values_list("id", flat=True):
-        drive(child_id)   # each correction is a child run
+    for child_id in (
+        WorkflowRun.objects.filter(parent_id=run_id).order_by("id").values_list("id", flat=True)
+    ):
+        drive(child_id)  # each correction is a child run
     drive(run_id)
     return _advance(clock, run_id, timedelta(hours=21)).id
 
 
 SCENARIOS = [
-    Scenario("onboarding-approved-after-missing-documents", onboarding_approved_after_missing_documents,
-             "completed"),
+    Scenario(
+        "onboarding-approved-after-missing-documents",
+        onboarding_approved_after_missing_documents,
+        "completed",
+    ),
     Scenario("onboarding-rejected", onboarding_rejected, "completed", "rejected"),
     Scenario("onboarding-more-documents", onboarding_more_documents, "completed"),
     Scenario("onboarding-escalated-then-approved", onboarding_escalated_then_approved, "completed"),
     Scenario("onboarding-expired", onboarding_expired, "completed", "expired"),
-    Scenario("onboarding-deadline-extended-then-approved", onboarding_deadline_extended_then_approved,
-             "completed"),
+    Scenario(
+        "onboarding-deadline-extended-then-approved",
+        onboarding_deadline_extended_then_approved,
+        "completed",
+    ),
     Scenario("onboarding-waiting-for-compliance", onboarding_waiting_for_compliance, "waiting"),
     Scenario("onboarding-batch-asked-once", onboarding_batch_asked_once, "waiting"),
     Scenario("onboarding-batch-more-documents", onboarding_batch_more_documents, "completed"),
@@ -394,12 +454,22 @@ SCENARIOS = [
     Scenario("onboarding-asked-for-cnpj", onboarding_asked_for_cnpj, "completed"),
     Scenario("billing-paid-early", billing_paid_early, "completed", "paid"),
     Scenario("billing-unpaid-ticket", billing_unpaid_ticket, "completed", "escalated"),
-    Scenario("billing-renegotiated-then-voided", billing_renegotiated_then_voided, "completed", "voided"),
+    Scenario(
+        "billing-renegotiated-then-voided", billing_renegotiated_then_voided, "completed", "voided"
+    ),
     Scenario("billing-void-raced-by-payment", billing_void_raced_by_payment, "completed", "paid"),
-    Scenario("billing-renegotiated-then-voided-by-updates", billing_renegotiated_then_voided_by_updates,
-             "completed", "voided"),
-    Scenario("billing-void-update-refused-after-payment", billing_void_update_refused_after_payment,
-             "completed", "paid"),
+    Scenario(
+        "billing-renegotiated-then-voided-by-updates",
+        billing_renegotiated_then_voided_by_updates,
+        "completed",
+        "voided",
+    ),
+    Scenario(
+        "billing-void-update-refused-after-payment",
+        billing_void_update_refused_after_payment,
+        "completed",
+        "paid",
+    ),
     Scenario("reconcile-completed", reconcile_completed, "completed"),
     Scenario("reconcile-scheduled", reconcile_scheduled, "completed"),
 ]
@@ -414,9 +484,13 @@ def play(scenario: Scenario) -> str:
     with fake_clock(START) as clock:
         run_id = scenario.play(clock)
     run = WorkflowRun.objects.get(pk=run_id)
-    if run.status != scenario.status or (scenario.result is not None and run.result != scenario.result):
-        raise AssertionError(f"scenario {scenario.name} ended {run.status} with {run.result!r}, "
-                             f"not {scenario.status} with {scenario.result!r}: {run.error or ''}")
+    if run.status != scenario.status or (
+        scenario.result is not None and run.result != scenario.result
+    ):
+        raise AssertionError(
+            f"scenario {scenario.name} ended {run.status} with {run.result!r}, "
+            f"not {scenario.status} with {scenario.result!r}: {run.error or ''}"
+        )
     return run_id
 
 
@@ -437,8 +511,13 @@ def main(argv: list[str]) -> int:
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="durable-histories-"))
     os.environ.pop("DATABASE_URL", None)
-    os.environ.update(DJANGO_SETTINGS_MODULE="tests.settings", DURABLE_VAR_DIR=str(workdir),
-                      DURABLE_DISPATCHER="none", WHATSAPP_BACKEND="console", DOCUMENT_CHECKER="rules")
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        DURABLE_VAR_DIR=str(workdir),
+        DURABLE_DISPATCHER="none",
+        WHATSAPP_BACKEND="console",
+        DOCUMENT_CHECKER="rules",
+    )
     sys.path.insert(0, str(HERE.parent.parent))
     import django
 
@@ -452,7 +531,7 @@ def main(argv: list[str]) -> int:
         database = workdir / "db.sqlite3"
         shutil.copy(database, workdir / "migrated.sqlite3")
         for scenario in wanted:
-            shutil.copy(workdir / "migrated.sqlite3", database)   # a fresh database: fixed row ids
+            shutil.copy(workdir / "migrated.sqlite3", database)  # a fresh database: fixed row ids
             run_id = play(scenario)
             path = HERE / f"{scenario.name}.json"
             path.write_text(document_of(run_id), encoding="utf-8")

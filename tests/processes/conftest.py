@@ -1,4 +1,5 @@
 """Fixtures for the processes: signed webhook posts, WhatsApp payloads, a fake HTTP server."""
+
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,8 +15,14 @@ WHATSAPP_URL = "/api/webhooks/whatsapp/"
 PAYMENTS_URL = "/api/webhooks/payments/"
 
 
-def whatsapp_message(wamid: str, *, wa_id: str | None = "5511999990001", user_id: str | None = None,
-                     type: str = "text", **body) -> dict:
+def whatsapp_message(
+    wamid: str,
+    *,
+    wa_id: str | None = "5511999990001",
+    user_id: str | None = None,
+    type: str = "text",
+    **body,
+) -> dict:
     message = {"id": wamid, "timestamp": "1767225600", "type": type}
     if wa_id:
         message["from"] = wa_id
@@ -24,9 +31,14 @@ def whatsapp_message(wamid: str, *, wa_id: str | None = "5511999990001", user_id
     if type == "text":
         message["text"] = {"body": body.get("text", "Oi, quero abrir uma conta PJ")}
     elif type in ("document", "image"):
-        message[type] = {"id": body.get("media_id", f"media-{wamid}"),
-                         "mime_type": body.get("mime_type", "application/pdf" if type == "document" else "image/jpeg"),
-                         "sha256": body.get("sha256", "abc123"), "caption": body.get("caption", "")}
+        message[type] = {
+            "id": body.get("media_id", f"media-{wamid}"),
+            "mime_type": body.get(
+                "mime_type", "application/pdf" if type == "document" else "image/jpeg"
+            ),
+            "sha256": body.get("sha256", "abc123"),
+            "caption": body.get("caption", ""),
+        }
         if type == "document":
             message[type]["filename"] = body.get("filename", "documento.pdf")
     else:
@@ -34,18 +46,31 @@ def whatsapp_message(wamid: str, *, wa_id: str | None = "5511999990001", user_id
     return message
 
 
-def whatsapp_webhook(*messages: dict, statuses: list | None = None, contacts: list | None = None) -> dict:
+def whatsapp_webhook(
+    *messages: dict, statuses: list | None = None, contacts: list | None = None
+) -> dict:
     if contacts is None:
-        contacts = [{"profile": {"name": "Padaria Boa Massa"}, "wa_id": m["from"],
-                     **({"user_id": m["from_user_id"]} if m.get("from_user_id") else {})}
-                    for m in messages if m.get("from")]
-    value = {"messaging_product": "whatsapp",
-             "metadata": {"display_phone_number": "551130000000", "phone_number_id": "PHONE-ID"},
-             "contacts": contacts, "messages": list(messages)}
+        contacts = [
+            {
+                "profile": {"name": "Padaria Boa Massa"},
+                "wa_id": m["from"],
+                **({"user_id": m["from_user_id"]} if m.get("from_user_id") else {}),
+            }
+            for m in messages
+            if m.get("from")
+        ]
+    value = {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "551130000000", "phone_number_id": "PHONE-ID"},
+        "contacts": contacts,
+        "messages": list(messages),
+    }
     if statuses:
         value["statuses"] = statuses
-    return {"object": "whatsapp_business_account",
-            "entry": [{"id": "WABA-ID", "changes": [{"field": "messages", "value": value}]}]}
+    return {
+        "object": "whatsapp_business_account",
+        "entry": [{"id": "WABA-ID", "changes": [{"field": "messages", "value": value}]}],
+    }
 
 
 def document(wamid: str, caption: str, **options) -> dict:
@@ -65,12 +90,20 @@ def signed_post(api_client, settings, django_capture_on_commit_callbacks):
     def post(payload, *, url=WHATSAPP_URL, secret=None, header="HTTP_X_HUB_SIGNATURE_256"):
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         if secret is None:
-            secret = settings.WHATSAPP_APP_SECRET if url == WHATSAPP_URL else settings.PAYMENTS_WEBHOOK_SECRET
+            secret = (
+                settings.WHATSAPP_APP_SECRET
+                if url == WHATSAPP_URL
+                else settings.PAYMENTS_WEBHOOK_SECRET
+            )
         if url == PAYMENTS_URL and header == "HTTP_X_HUB_SIGNATURE_256":
             header = "HTTP_X_SIGNATURE_256"
         with django_capture_on_commit_callbacks(execute=True):
-            return api_client.post(url, data=body, content_type="application/json",
-                                   **{header: signing.sign(body, secret)})
+            return api_client.post(
+                url,
+                data=body,
+                content_type="application/json",
+                **{header: signing.sign(body, secret)},
+            )
 
     return post
 
@@ -87,15 +120,22 @@ class FakeHTTPServer:
             def _answer(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                fake.requests.append({"method": self.command, "path": self.path,
-                                      "headers": dict(self.headers), "body": body})
-                answer = fake.routes.get((self.command, self.path),
-                                         (404, b'{"error": "no route"}', "application/json"))
+                fake.requests.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": dict(self.headers),
+                        "body": body,
+                    }
+                )
+                answer = fake.routes.get(
+                    (self.command, self.path), (404, b'{"error": "no route"}', "application/json")
+                )
                 status, content, content_type, *extra = answer() if callable(answer) else answer
                 self.send_response(status)
                 headers = dict(extra[0]) if extra else {}
                 self.send_header("Content-Type", content_type)
-                if not headers.pop("X-Fake-Without-Length", None):   # else: the body ends at close
+                if not headers.pop("X-Fake-Without-Length", None):  # else: the body ends at close
                     self.send_header("Content-Length", str(len(content)))
                 for name, value in headers.items():
                     self.send_header(name, value)
@@ -103,7 +143,7 @@ class FakeHTTPServer:
                 try:
                     self.wfile.write(content)
                 except (BrokenPipeError, ConnectionResetError):
-                    pass   # the client stopped reading (a refused download)
+                    pass  # the client stopped reading (a refused download)
 
             do_GET = do_POST = _answer
 
@@ -112,16 +152,32 @@ class FakeHTTPServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
-    def route(self, method: str, path: str, body, *, status: int = 200,
-              content_type: str = "application/json", headers: dict | None = None) -> None:
+    def route(
+        self,
+        method: str,
+        path: str,
+        body,
+        *,
+        status: int = 200,
+        content_type: str = "application/json",
+        headers: dict | None = None,
+    ) -> None:
         content = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.routes[(method, path)] = (status, content, content_type, headers or {})
 
     def redirect(self, path: str, location: str, *, status: int = 302) -> None:
-        self.route("GET", path, b"", status=status, content_type="text/plain", headers={"Location": location})
+        self.route(
+            "GET",
+            path,
+            b"",
+            status=status,
+            content_type="text/plain",
+            headers={"Location": location},
+        )
 
     def paths(self, method: str = "GET") -> list[str]:
         return [r["path"] for r in self.requests if r["method"] == method]
@@ -129,11 +185,18 @@ class FakeHTTPServer:
     def route_sequence(self, method: str, path: str, make_body) -> None:
         """Answer the n-th request with ``make_body(n)`` (n from 1), e.g. distinct message ids."""
         count = iter(range(1, 1_000_000))
-        self.routes[(method, path)] = lambda: (200, json.dumps(make_body(next(count))).encode(),
-                                               "application/json")
+        self.routes[(method, path)] = lambda: (
+            200,
+            json.dumps(make_body(next(count))).encode(),
+            "application/json",
+        )
 
     def json_bodies(self, method: str, path: str) -> list:
-        return [json.loads(r["body"]) for r in self.requests if r["method"] == method and r["path"] == path]
+        return [
+            json.loads(r["body"])
+            for r in self.requests
+            if r["method"] == method and r["path"] == path
+        ]
 
 
 @pytest.fixture
@@ -156,9 +219,14 @@ def cloud_api(fake_http, settings):
     settings.WHATSAPP_PHONE_NUMBER_ID = "PHONE-ID"
     # The fake Graph API speaks plain http on 127.0.0.1: allowed here explicitly, never in production.
     settings.WHATSAPP_MEDIA_SCHEMES = ["http"]
-    settings.WHATSAPP_MEDIA_HOSTS = [f"127.0.0.1:{fake_http.server.server_port}"]  # its port, listed
-    fake_http.route_sequence("POST", "/v21.0/PHONE-ID/messages",
-                             lambda n: {"messaging_product": "whatsapp", "messages": [{"id": f"wamid.OUT{n}"}]})
+    settings.WHATSAPP_MEDIA_HOSTS = [
+        f"127.0.0.1:{fake_http.server.server_port}"
+    ]  # its port, listed
+    fake_http.route_sequence(
+        "POST",
+        "/v21.0/PHONE-ID/messages",
+        lambda n: {"messaging_product": "whatsapp", "messages": [{"id": f"wamid.OUT{n}"}]},
+    )
     return fake_http
 
 
@@ -177,8 +245,11 @@ def make_reviewer(username: str, *, reviewer: bool = True):
     user = get_user_model().objects.create_user(username=username, password=REVIEWER_PASSWORD)
     if reviewer:
         # A senior reviewer: onboarding routes every case, low or high risk, to kyc-senior too.
-        user.groups.add(compliance_group_ensure(), Group.objects.get_or_create(name=KYC_SENIOR_GROUP)[0],
-                        Group.objects.get_or_create(name=KYC_GROUP)[0])
+        user.groups.add(
+            compliance_group_ensure(),
+            Group.objects.get_or_create(name=KYC_SENIOR_GROUP)[0],
+            Group.objects.get_or_create(name=KYC_GROUP)[0],
+        )
     return user
 
 
@@ -210,15 +281,18 @@ def sofia(db):
 
 PHONE = "5511988887777"
 CNPJ = "11.222.333/0001-81"
-HELLO = whatsapp_message("wamid.HELLO", wa_id=PHONE, text=f"Oi, quero abrir uma conta PJ. CNPJ {CNPJ}")
+HELLO = whatsapp_message(
+    "wamid.HELLO", wa_id=PHONE, text=f"Oi, quero abrir uma conta PJ. CNPJ {CNPJ}"
+)
 CONTRACT = document("wamid.CONTRACT", "Contrato social", filename="contrato.pdf", wa_id=PHONE)
 ADDRESS = document("wamid.ADDRESS", "comprovante de endereço", filename="luz.pdf", wa_id=PHONE)
 SELFIE = document("wamid.SELFIE", "", type="image", wa_id=PHONE)
-NEW_CONTRACT = document("wamid.CONTRACT2", "Contrato social atualizado", filename="contrato-2024.pdf",
-                        wa_id=PHONE)
+NEW_CONTRACT = document(
+    "wamid.CONTRACT2", "Contrato social atualizado", filename="contrato-2024.pdf", wa_id=PHONE
+)
 
 
-QUIET = 30   # ONBOARDING_DOCUMENTS_QUIET_SECONDS: a round of documents closes after it
+QUIET = 30  # ONBOARDING_DOCUMENTS_QUIET_SECONDS: a round of documents closes after it
 
 
 @pytest.fixture
@@ -232,7 +306,7 @@ def customer(signed_post, clock):
         drive(run_id)
         clock.advance(QUIET + 1)
         run = drive(run_id)
-        clock.advance(1)   # the customer reads the answer before writing again
+        clock.advance(1)  # the customer reads the answer before writing again
         return run
 
     return send
@@ -253,8 +327,14 @@ def issued_invoice(number: str, due_at, *, wa_id: str = "5511955554444"):
     from durable.testing import drive
     from processes.billing.services import invoice_issue
 
-    invoice = invoice_issue(number=number, customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
-                            due_at=due_at, wa_id=wa_id, actor="test")
+    invoice = invoice_issue(
+        number=number,
+        customer_name="Padaria Boa Massa",
+        amount=Decimal("350.00"),
+        due_at=due_at,
+        wa_id=wa_id,
+        actor="test",
+    )
     drive(invoice.run_id)
     return invoice
 
@@ -271,12 +351,18 @@ def pytest_runtest_call(item):
     from tests.languages import strings_of_the_other_language
     from tests.processes.customer_messages import PROCESS_KEYS, undocumented
 
-    sent = [(key, body) for key, body in OutboundMessage.objects.values_list("idempotency_key", "body")
-            if key.startswith(PROCESS_KEYS)]
+    sent = [
+        (key, body)
+        for key, body in OutboundMessage.objects.values_list("idempotency_key", "body")
+        if key.startswith(PROCESS_KEYS)
+    ]
     missing = [(key, text) for key, body in sent for text in undocumented(body)]
-    english = [(body, found) for _, body in sent if (found := strings_of_the_other_language(body, "pt-br"))]
+    english = [
+        (body, found) for _, body in sent if (found := strings_of_the_other_language(body, "pt-br"))
+    ]
     if missing:
-        outcome.force_exception(AssertionError(
-            f"sent to a customer but not in docs/processes.md's list: {missing}"))
+        outcome.force_exception(
+            AssertionError(f"sent to a customer but not in docs/processes.md's list: {missing}")
+        )
     elif english:
         outcome.force_exception(AssertionError(f"English sent to a Portuguese customer: {english}"))

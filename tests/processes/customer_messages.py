@@ -1,12 +1,21 @@
 """The customer messages docs/processes.md lists ("What customers read, as sent"), as patterns."""
+
 import re
 from functools import cache
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "processes.md"
 # Keys of the messages the processes send (the runs' and the intake's), not a test's own sends.
-PROCESS_KEYS = ("onboarding:", "billing:", "status:", "legal-name:", "unreadable:", "confirm-withdrawal:",
-                "option:", "document-kind:")
+PROCESS_KEYS = (
+    "onboarding:",
+    "billing:",
+    "status:",
+    "legal-name:",
+    "unreadable:",
+    "confirm-withdrawal:",
+    "option:",
+    "document-kind:",
+)
 
 
 def documented(section: str) -> list[str]:
@@ -32,4 +41,8 @@ def undocumented(body: str) -> list[str]:
     if " Problemas: " not in body:
         return []
     problems = body.split(" Problemas: ", 1)[1].removesuffix(".").split("; ")
-    return [problem for problem in problems if not any(p.fullmatch(problem) for p in patterns("customer-problems"))]
+    return [
+        problem
+        for problem in problems
+        if not any(p.fullmatch(problem) for p in patterns("customer-problems"))
+    ]

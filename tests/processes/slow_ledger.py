@@ -1,5 +1,6 @@
 """A ledger client for the crash test: from the second post on, it hangs inside the step's
 transaction, so a SIGKILL lands between two corrections with one uncommitted."""
+
 import os
 import time
 

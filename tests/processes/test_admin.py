@@ -1,4 +1,5 @@
 """The processes admin: rows that only the processes write are shown, never added or deleted by hand."""
+
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
@@ -10,8 +11,15 @@ from processes.whatsapp.models import InboundMessage, OutboundMessage, PendingSt
 
 pytestmark = pytest.mark.django_db
 
-PROCESS_WRITTEN = [Account, PaymentEvent, FinanceTicket, InboundMessage, OutboundMessage, PendingStatus,
-                   ReconciliationBatch]
+PROCESS_WRITTEN = [
+    Account,
+    PaymentEvent,
+    FinanceTicket,
+    InboundMessage,
+    OutboundMessage,
+    PendingStatus,
+    ReconciliationBatch,
+]
 
 
 @pytest.fixture
@@ -33,7 +41,9 @@ def test_the_add_form_of_a_process_written_model_is_refused_with_403(superuser, 
 
 
 @pytest.mark.parametrize("model", PROCESS_WRITTEN, ids=lambda model: model.__name__)
-def test_the_list_of_a_process_written_model_offers_no_add_button_and_no_delete_action(superuser, model):
+def test_the_list_of_a_process_written_model_offers_no_add_button_and_no_delete_action(
+    superuser, model
+):
     response = superuser.get(admin_url(model, "changelist"))
 
     html = response.content.decode()
@@ -44,7 +54,9 @@ def test_the_list_of_a_process_written_model_offers_no_add_button_and_no_delete_
 
 def test_a_process_written_row_cannot_be_deleted_from_the_admin(superuser):
     company = Company.objects.create(name="Padaria", wa_id="5511999990001")
-    account = Account.objects.create(company=company, number="0001-9", idempotency_key="onboarding:c-1")
+    account = Account.objects.create(
+        company=company, number="0001-9", idempotency_key="onboarding:c-1"
+    )
 
     response = superuser.post(admin_url(Account, "delete", account.pk), {"post": "yes"})
 
@@ -53,9 +65,12 @@ def test_a_process_written_row_cannot_be_deleted_from_the_admin(superuser):
 
 
 def test_an_operator_still_resolves_a_finance_ticket(superuser, django_capture_on_commit_callbacks):
-    invoice = Invoice.objects.create(number="INV-1", customer_name="Padaria", amount="10.00",
-                                     due_at="2026-01-01T00:00:00Z")
-    ticket = FinanceTicket.objects.create(invoice=invoice, idempotency_key="billing:INV-1", reason="unpaid")
+    invoice = Invoice.objects.create(
+        number="INV-1", customer_name="Padaria", amount="10.00", due_at="2026-01-01T00:00:00Z"
+    )
+    ticket = FinanceTicket.objects.create(
+        invoice=invoice, idempotency_key="billing:INV-1", reason="unpaid"
+    )
 
     response = superuser.post(admin_url(FinanceTicket, "change", ticket.pk), {"resolved": "on"})
 

@@ -1,4 +1,5 @@
 """The processes' admin: document files only through the permission-checked view, never /media/."""
+
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.files.base import ContentFile
@@ -14,16 +15,22 @@ PDF = b"%PDF-1.4\n% a contract\n"
 def contract(settings, tmp_path) -> Document:
     settings.MEDIA_ROOT = tmp_path
     company = Company.objects.create(wa_id="5511999990001", name="Padaria Boa Massa")
-    document = Document.objects.create(company=company, kind=DocumentKind.ARTICLES, media_id="MEDIA-1",
-                                       mime_type="application/pdf", file_name="contrato.pdf")
+    document = Document.objects.create(
+        company=company,
+        kind=DocumentKind.ARTICLES,
+        media_id="MEDIA-1",
+        mime_type="application/pdf",
+        file_name="contrato.pdf",
+    )
     document.file.save("MEDIA-1.pdf", ContentFile(PDF))
     return document
 
 
 def staff(username: str, *codenames: str) -> User:
     user = User.objects.create_user(username, password="pw-unused-123", is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="processes",
-                                                         codename__in=codenames))
+    user.user_permissions.add(
+        *Permission.objects.filter(content_type__app_label="processes", codename__in=codenames)
+    )
     return user
 
 
@@ -50,7 +57,9 @@ def test_the_document_page_links_the_file_to_the_checked_view_and_takes_no_uploa
     assert 'type="file"' not in page
 
 
-def test_an_operator_allowed_to_view_documents_downloads_the_file_as_an_attachment(client, contract):
+def test_an_operator_allowed_to_view_documents_downloads_the_file_as_an_attachment(
+    client, contract
+):
     client.force_login(staff("operator", "view_document"))
 
     response = client.get(file_url(contract))
@@ -78,14 +87,30 @@ def test_an_anonymous_visitor_is_sent_to_the_login_page(client, contract):
 
 def test_staff_may_correct_a_documents_kind_but_never_what_was_received(client, contract):
     client.force_login(User.objects.create_superuser("root", password="pw-unused-123"))
-    received = Document.objects.values("company", "media_id", "mime_type", "sha256", "size", "file_name",
-                                       "message_id").get(pk=contract.pk)
+    received = Document.objects.values(
+        "company", "media_id", "mime_type", "sha256", "size", "file_name", "message_id"
+    ).get(pk=contract.pk)
 
-    response = client.post(f"/admin/processes/document/{contract.pk}/change/", {
-        "kind": DocumentKind.ADDRESS, "caption": "conta de luz", "sha256": "0" * 64, "mime_type": "text/html", "size": 1,
-        "media_id": "media-forged", "file_name": "forged.pdf", "message_id": "wamid.FORGED", "company": 999})
+    response = client.post(
+        f"/admin/processes/document/{contract.pk}/change/",
+        {
+            "kind": DocumentKind.ADDRESS,
+            "caption": "conta de luz",
+            "sha256": "0" * 64,
+            "mime_type": "text/html",
+            "size": 1,
+            "media_id": "media-forged",
+            "file_name": "forged.pdf",
+            "message_id": "wamid.FORGED",
+            "company": 999,
+        },
+    )
 
     assert response.status_code == 302
-    assert Document.objects.values("company", "media_id", "mime_type", "sha256", "size", "file_name",
-                                   "message_id").get(pk=contract.pk) == received
+    assert (
+        Document.objects.values(
+            "company", "media_id", "mime_type", "sha256", "size", "file_name", "message_id"
+        ).get(pk=contract.pk)
+        == received
+    )
     assert Document.objects.get(pk=contract.pk).kind == DocumentKind.ADDRESS

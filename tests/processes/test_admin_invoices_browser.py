@@ -1,5 +1,6 @@
 """The invoice admin's void in headless Chromium, as an operator clicks it: pick the invoice,
 pick the action, give a reason, send; the invoice's run applies it."""
+
 from decimal import Decimal
 
 import pytest
@@ -19,24 +20,40 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PASSWORD = "correct-horse-battery"
 
 
-@pytest.mark.parametrize("width, language, button, stored", [
-    (1366, "en", "Void invoices", "NF-B-1: stored; its run will apply it"),
-    (390, "pt-br", "Anular faturas", "NF-B-1: guardado; a execução vai aplicá-lo"),
-])
-def test_an_operator_voids_an_invoice_with_a_reason_and_its_run_ends_voided(browser, live_server, monkeypatch, width,
-                                                                            language, button, stored):
-    monkeypatch.setattr(rules, "OPERATOR_WAIT_SECONDS", 0.5)   # no worker here: do not wait long
+@pytest.mark.parametrize(
+    "width, language, button, stored",
+    [
+        (1366, "en", "Void invoices", "NF-B-1: stored; its run will apply it"),
+        (390, "pt-br", "Anular faturas", "NF-B-1: guardado; a execução vai aplicá-lo"),
+    ],
+)
+def test_an_operator_voids_an_invoice_with_a_reason_and_its_run_ends_voided(
+    browser, live_server, monkeypatch, width, language, button, stored
+):
+    monkeypatch.setattr(rules, "OPERATOR_WAIT_SECONDS", 0.5)  # no worker here: do not wait long
     User.objects.create_superuser("ops", password=PASSWORD)
-    invoice = invoice_issue(number="NF-B-1", customer_name="Padaria Boa Massa", amount=Decimal("350.00"),
-                            due_at=clock.now() + days(2), wa_id="5511955554444", actor="test")
+    invoice = invoice_issue(
+        number="NF-B-1",
+        customer_name="Padaria Boa Massa",
+        amount=Decimal("350.00"),
+        due_at=clock.now() + days(2),
+        wa_id="5511955554444",
+        actor="test",
+    )
     drive(invoice.run_id)
-    with admin_page(browser, live_server, "ops", PASSWORD, width=width, height=844, language=language) as page:
+    with admin_page(
+        browser, live_server, "ops", PASSWORD, width=width, height=844, language=language
+    ) as page:
         void_from_the_list(page, live_server, invoice, button)
         assert stored in page.locator("ul.messagelist").inner_text()
 
     run = drive(invoice.run_id)
     invoice.refresh_from_db()
-    assert (run.status, run.result, invoice.status) == (RunStatus.COMPLETED, "voided", InvoiceStatus.VOIDED)
+    assert (run.status, run.result, invoice.status) == (
+        RunStatus.COMPLETED,
+        "voided",
+        InvoiceStatus.VOIDED,
+    )
 
 
 def void_from_the_list(page, live_server, invoice, button: str) -> None:

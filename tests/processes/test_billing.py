@@ -1,4 +1,5 @@
 """Billing reminders end to end, with payments arriving through the signed webhook."""
+
 from datetime import timedelta
 from decimal import Decimal
 
@@ -10,7 +11,12 @@ from durable.models import EntryKind, JournalEntry, RunStatus, Signal
 from durable.testing import drive, override_workflow
 from processes.billing import steps as billing_steps
 from processes.billing.models import FinanceTicket, InvoiceStatus, PaymentEvent
-from processes.billing.services import InvoiceSettled, invoice_due_date_change, invoice_issue, invoice_void
+from processes.billing.services import (
+    InvoiceSettled,
+    invoice_due_date_change,
+    invoice_issue,
+    invoice_void,
+)
 from processes.webhooks.models import QuarantinedItem
 from processes.whatsapp.models import OutboundMessage
 from tests.durable.test_api import client_for, user_with
@@ -24,13 +30,18 @@ def invoice(clock):
     return issued_invoice("NF-1001", clock.now() - timedelta(hours=1))
 
 
-def payment(event_id: str, invoice_number: str = "NF-1001", type: str = "payment.succeeded") -> dict:
+def payment(
+    event_id: str, invoice_number: str = "NF-1001", type: str = "payment.succeeded"
+) -> dict:
     return {"id": event_id, "type": type, "data": {"invoice": invoice_number, "amount": "350.00"}}
 
 
 def reminders(invoice) -> list[str]:
-    return list(OutboundMessage.objects.filter(idempotency_key__startswith=invoice.run_id + ":")
-                .order_by("pk").values_list("idempotency_key", flat=True))
+    return list(
+        OutboundMessage.objects.filter(idempotency_key__startswith=invoice.run_id + ":")
+        .order_by("pk")
+        .values_list("idempotency_key", flat=True)
+    )
 
 
 def test_paid_before_the_second_reminder_ends_quietly(invoice, signed_post, clock):
@@ -54,7 +65,7 @@ def test_unpaid_after_two_reminders_opens_exactly_one_finance_ticket(invoice, cl
     drive(invoice.run_id)
     clock.advance(days(3))
     run = drive(invoice.run_id)
-    drive(invoice.run_id)   # a stray second advance changes nothing
+    drive(invoice.run_id)  # a stray second advance changes nothing
 
     assert run.result == "escalated"
     assert reminders(invoice) == [f"{invoice.run_id}:1", f"{invoice.run_id}:2"]
@@ -64,8 +75,14 @@ def test_unpaid_after_two_reminders_opens_exactly_one_finance_ticket(invoice, cl
 
 
 def test_a_future_invoice_is_reminded_only_when_due(clock):
-    invoice = invoice_issue(number="NF-2002", customer_name="X", amount=Decimal("10"),
-                            due_at=clock.now() + days(5), wa_id="5511955550000", actor="test")
+    invoice = invoice_issue(
+        number="NF-2002",
+        customer_name="X",
+        amount=Decimal("10"),
+        due_at=clock.now() + days(5),
+        wa_id="5511955550000",
+        actor="test",
+    )
 
     drive(invoice.run_id)
     clock.advance(days(5))
@@ -75,8 +92,14 @@ def test_a_future_invoice_is_reminded_only_when_due(clock):
 
 
 def test_an_invoice_paid_before_it_is_due_gets_no_reminder(signed_post, clock):
-    invoice = invoice_issue(number="NF-3003", customer_name="Y", amount=Decimal("350.00"),
-                            due_at=clock.now() + days(5), wa_id="5511955551111", actor="test")
+    invoice = invoice_issue(
+        number="NF-3003",
+        customer_name="Y",
+        amount=Decimal("350.00"),
+        due_at=clock.now() + days(5),
+        wa_id="5511955551111",
+        actor="test",
+    )
     drive(invoice.run_id)
 
     signed_post(payment("evt_early", invoice_number="NF-3003"), url=PAYMENTS_URL)
@@ -112,7 +135,7 @@ def test_a_payment_for_an_unknown_invoice_is_kept_unmatched(signed_post):
     assert PaymentEvent.objects.get().note == "no invoice 'NF-404'"
 
 
-OVERLONG = {   # the column each goes to: event_id 128, event_type 64, an invoice number 32
+OVERLONG = {  # the column each goes to: event_id 128, event_type 64, an invoice number 32
     "id": payment("evt_" + "x" * 200),
     "type": payment("evt_type", type="invoice.paid" + "!" * 60),
     "data.invoice": payment("evt_long", invoice_number="NF-" + "9" * 400),
@@ -120,7 +143,9 @@ OVERLONG = {   # the column each goes to: event_id 128, event_type 64, an invoic
 
 
 @pytest.mark.parametrize("where, event", OVERLONG.items(), ids=OVERLONG.keys())
-def test_a_payment_field_longer_than_its_column_is_quarantined_and_answered_200(invoice, signed_post, where, event):
+def test_a_payment_field_longer_than_its_column_is_quarantined_and_answered_200(
+    invoice, signed_post, where, event
+):
     response = signed_post(event, url=PAYMENTS_URL)
 
     item = QuarantinedItem.objects.get()
@@ -134,7 +159,7 @@ def test_a_redelivered_overlong_payment_is_one_quarantined_item(signed_post):
     event = payment("evt_long", invoice_number="NF-" + "9" * 400)
 
     signed_post(event, url=PAYMENTS_URL)
-    signed_post(event, url=PAYMENTS_URL)   # the provider retries anyway
+    signed_post(event, url=PAYMENTS_URL)  # the provider retries anyway
 
     assert QuarantinedItem.objects.count() == 1
 
@@ -172,8 +197,11 @@ def test_a_payment_event_is_kept_raw_before_it_is_parsed(signed_post):
 
 
 def updates_of(invoice) -> list[tuple[str, str]]:
-    return list(JournalEntry.objects.filter(run_id=invoice.run_id, kind=EntryKind.UPDATE)
-                .order_by("position").values_list("name", "status"))
+    return list(
+        JournalEntry.objects.filter(run_id=invoice.run_id, kind=EntryKind.UPDATE)
+        .order_by("position")
+        .values_list("name", "status")
+    )
 
 
 def test_a_voided_invoice_ends_its_run_with_no_further_reminder(invoice, clock):
@@ -184,15 +212,17 @@ def test_a_voided_invoice_ends_its_run_with_no_further_reminder(invoice, clock):
     drive(invoice.run_id)
 
     assert (run.status, run.result) == (RunStatus.COMPLETED, "voided")
-    assert reminders(invoice) == [f"{invoice.run_id}:1"]    # the one sent before the void
+    assert reminders(invoice) == [f"{invoice.run_id}:1"]  # the one sent before the void
     assert not FinanceTicket.objects.exists()
 
 
 def test_a_void_is_an_update_the_run_applies_under_the_invoices_lock(invoice):
-    applied = invoice_void(invoice, actor="ops:ana", reason="issued twice")   # in a test's transaction:
-    assert applied is False                                                   # stored, not yet applied
+    applied = invoice_void(
+        invoice, actor="ops:ana", reason="issued twice"
+    )  # in a test's transaction:
+    assert applied is False  # stored, not yet applied
     invoice.refresh_from_db()
-    assert invoice.status == InvoiceStatus.OPEN                               # the run decides, not the caller
+    assert invoice.status == InvoiceStatus.OPEN  # the run decides, not the caller
 
     run = drive(invoice.run_id)
 
@@ -204,17 +234,17 @@ def test_a_void_is_an_update_the_run_applies_under_the_invoices_lock(invoice):
 
 def test_a_void_stored_before_a_payment_is_refused_by_the_run_with_the_reason(invoice, signed_post):
     invoice_void(invoice, actor="ops")
-    signed_post(payment("evt_late"), url=PAYMENTS_URL)     # lands before the run wakes
+    signed_post(payment("evt_late"), url=PAYMENTS_URL)  # lands before the run wakes
 
     run = drive(invoice.run_id)
 
     assert run.result == "paid"
     assert updates_of(invoice) == [("void", "failed")]
-    with pytest.raises(UpdateFailed) as refused:           # what the operator's call answers
+    with pytest.raises(UpdateFailed) as refused:  # what the operator's call answers
         services.update_wait(run, f"void:{invoice.pk}", timeout=0)
     assert refused.value.reason == "the invoice is paid"
     with pytest.raises(InvoiceSettled, match="already paid"):
-        invoice_void(invoice, actor="ops")                  # asked again: the row answers at once
+        invoice_void(invoice, actor="ops")  # asked again: the row answers at once
 
 
 def test_a_due_date_change_of_a_voided_invoice_is_refused_and_stores_nothing(invoice):
@@ -233,7 +263,7 @@ def test_an_invoice_whose_reminders_ended_with_a_ticket_is_voided_on_its_row(inv
     drive(invoice.run_id)
     clock.advance(days(3))
     assert drive(invoice.run_id).result == "escalated"
-    with pytest.raises(InvoiceSettled, match="escalated"):   # finance's ticket decides its date
+    with pytest.raises(InvoiceSettled, match="escalated"):  # finance's ticket decides its date
         invoice_due_date_change(invoice, due_at=invoice.due_at + days(10), actor="ops")
 
     assert invoice_void(invoice, actor="finance", reason="written off") is True
@@ -245,12 +275,17 @@ def test_an_invoice_whose_reminders_ended_with_a_ticket_is_voided_on_its_row(inv
 def test_the_run_update_api_refuses_a_due_date_without_an_offset_with_the_reason(invoice):
     client = client_for(user_with("view_workflowrun", "operate_workflowrun"))
 
-    response = client.post(f"/api/runs/{invoice.run_id}/updates/change_due_date/",
-                           {"payload": {"due_at": "2027-02-01"}}, format="json")
+    response = client.post(
+        f"/api/runs/{invoice.run_id}/updates/change_due_date/",
+        {"payload": {"due_at": "2027-02-01"}},
+        format="json",
+    )
 
     assert response.status_code == 422
     assert "ISO 8601 date and time with its offset" in str(response.json())
-    assert not Signal.objects.filter(run_id=invoice.run_id, name__startswith="durable.update").exists()
+    assert not Signal.objects.filter(
+        run_id=invoice.run_id, name__startswith="durable.update"
+    ).exists()
 
 
 def test_a_new_due_date_restarts_the_schedule_from_it(invoice, clock):
@@ -259,13 +294,17 @@ def test_a_new_due_date_restarts_the_schedule_from_it(invoice, clock):
 
     clock.advance(days(9))
     drive(invoice.run_id)
-    assert reminders(invoice) == [f"{invoice.run_id}:1"]    # nothing before the new date
+    assert reminders(invoice) == [f"{invoice.run_id}:1"]  # nothing before the new date
     clock.advance(days(1))
     drive(invoice.run_id)
     clock.advance(days(3))
     run = drive(invoice.run_id)
 
-    assert reminders(invoice) == [f"{invoice.run_id}:1", f"{invoice.run_id}:due1:1", f"{invoice.run_id}:due1:2"]
+    assert reminders(invoice) == [
+        f"{invoice.run_id}:1",
+        f"{invoice.run_id}:due1:1",
+        f"{invoice.run_id}:due1:2",
+    ]
     assert run.status == RunStatus.WAITING
 
 
@@ -276,7 +315,7 @@ def test_moving_the_due_date_back_to_an_earlier_one_is_a_move_of_its_own(invoice
     invoice_due_date_change(invoice, due_at=second, actor="ops")
     drive(invoice.run_id)
 
-    invoice_due_date_change(invoice, due_at=first, actor="ops")   # back again
+    invoice_due_date_change(invoice, due_at=first, actor="ops")  # back again
     drive(invoice.run_id)
     clock.advance(days(10))
     drive(invoice.run_id)
@@ -284,7 +323,9 @@ def test_moving_the_due_date_back_to_an_earlier_one_is_a_move_of_its_own(invoice
     invoice.refresh_from_db()
     assert invoice.due_at == first
     assert updates_of(invoice) == [("change_due_date", "completed")] * 3
-    assert reminders(invoice)[-1] == f"{invoice.run_id}:due3:1"   # reminded from the date it went back to
+    assert (
+        reminders(invoice)[-1] == f"{invoice.run_id}:due3:1"
+    )  # reminded from the date it went back to
 
 
 def test_the_date_an_invoice_already_has_is_no_change_and_stores_nothing(invoice, clock):
@@ -301,8 +342,11 @@ def test_the_run_update_api_gets_the_same_due_date_rules_from_the_run(invoice, c
     client = client_for(user_with("view_workflowrun", "operate_workflowrun"))
     past = (clock.now() - days(1)).isoformat()
 
-    response = client.post(f"/api/runs/{invoice.run_id}/updates/change_due_date/",
-                           {"payload": {"due_at": past}, "timeout": 0}, format="json")
+    response = client.post(
+        f"/api/runs/{invoice.run_id}/updates/change_due_date/",
+        {"payload": {"due_at": past}, "timeout": 0},
+        format="json",
+    )
     run = drive(invoice.run_id)
 
     assert response.status_code == 202
@@ -323,12 +367,20 @@ def old_path_billing(invoice_id: int) -> str:
 
 def test_a_run_on_the_path_before_void_existed_refuses_a_void_at_once_and_stores_nothing(clock):
     with override_workflow(old_path_billing, name="billing"):
-        invoice = invoice_issue(number="NF-OLD", customer_name="Padaria", amount=Decimal("10.00"),
-                                due_at=clock.now() + days(2), wa_id="5511955554444", actor="test")
+        invoice = invoice_issue(
+            number="NF-OLD",
+            customer_name="Padaria",
+            amount=Decimal("10.00"),
+            due_at=clock.now() + days(2),
+            wa_id="5511955554444",
+            actor="test",
+        )
         drive(invoice.run_id)
 
     with pytest.raises(UpdateRejected, match="started before void and renegotiation existed"):
-        services.run_update(invoice.run_id, "void", {"reason": "issued twice"}, actor="ops", timeout=0)
+        services.run_update(
+            invoice.run_id, "void", {"reason": "issued twice"}, actor="ops", timeout=0
+        )
     with pytest.raises(InvoiceSettled, match="started before void and renegotiation existed"):
         invoice_void(invoice, actor="ops", reason="issued twice")
 
@@ -337,8 +389,8 @@ def test_a_run_on_the_path_before_void_existed_refuses_a_void_at_once_and_stores
 
 def test_a_payment_racing_a_void_wins_and_is_recorded_once(invoice, signed_post):
     invoice_void(invoice, actor="ops", reason="renegotiated off-line")
-    signed_post(payment("evt_race"), url=PAYMENTS_URL)        # both land before the run wakes
-    signed_post(payment("evt_race"), url=PAYMENTS_URL)        # and the provider retries
+    signed_post(payment("evt_race"), url=PAYMENTS_URL)  # both land before the run wakes
+    signed_post(payment("evt_race"), url=PAYMENTS_URL)  # and the provider retries
 
     run = drive(invoice.run_id)
 

@@ -1,4 +1,5 @@
 """The console backend, the development default: a message to a customer is an INFO log line."""
+
 import logging
 
 import pytest
@@ -23,7 +24,9 @@ def test_a_message_to_a_customer_is_logged_at_info_by_the_whatsapp_logger(caplog
 @pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_a_worker_logs_the_greeting_at_info_without_redirected_output_or_broker_warnings(tmp_path, settings):
+def test_a_worker_logs_the_greeting_at_info_without_redirected_output_or_broker_warnings(
+    tmp_path, settings
+):
     settings.DURABLE_DISPATCHER = "celery"
     company = Company.objects.create(wa_id="5511900000077", name="Padaria Log")
     worker_log = tmp_path / "worker.log"
@@ -31,8 +34,11 @@ def test_a_worker_logs_the_greeting_at_info_without_redirected_output_or_broker_
     with celery_processes(tmp_path) as celery:
         celery.start_worker()
         onboarding_start(company, actor="test")
-        wait_until(lambda: "[whatsapp -> 5511900000077]" in worker_log.read_text(errors="replace"),
-                   timeout=60, message="the greeting in the worker's log")
+        wait_until(
+            lambda: "[whatsapp -> 5511900000077]" in worker_log.read_text(errors="replace"),
+            timeout=60,
+            message="the greeting in the worker's log",
+        )
     log = worker_log.read_text(errors="replace")
 
     [greeting] = [line for line in log.splitlines() if "[whatsapp -> 5511900000077]" in line]

@@ -1,5 +1,6 @@
 """Onboarding end to end through the signed WhatsApp webhook and the compliance reviewer's
 decision (approvals app), driven in-process."""
+
 import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
@@ -36,7 +37,9 @@ class SimulatedCrash(BaseException):
 
 
 def open_case(run_id: str) -> ApprovalRequest:
-    return ApprovalRequest.objects.get(run_id=run_id, status__in=[ApprovalStatus.PENDING, ApprovalStatus.CLAIMED])
+    return ApprovalRequest.objects.get(
+        run_id=run_id, status__in=[ApprovalStatus.PENDING, ApprovalStatus.CLAIMED]
+    )
 
 
 def decide(reviewer, run_id: str, outcome: str, reason: str = ""):
@@ -46,11 +49,17 @@ def decide(reviewer, run_id: str, outcome: str, reason: str = ""):
 
 
 def sent_keys(run_id: str) -> list[str]:
-    return [key.removeprefix(run_id + ":") for key in
-            OutboundMessage.objects.order_by("created_at", "pk").values_list("idempotency_key", flat=True)]
+    return [
+        key.removeprefix(run_id + ":")
+        for key in OutboundMessage.objects.order_by("created_at", "pk").values_list(
+            "idempotency_key", flat=True
+        )
+    ]
 
 
-def test_full_onboarding_asks_for_each_missing_document_then_a_reviewer_opens_the_account(customer, clock, ana):
+def test_full_onboarding_asks_for_each_missing_document_then_a_reviewer_opens_the_account(
+    customer, clock, ana
+):
     run = customer(HELLO)
     assert run.waiting_for == "signal:documents_received"
     customer(CONTRACT)
@@ -61,16 +70,26 @@ def test_full_onboarding_asks_for_each_missing_document_then_a_reviewer_opens_th
     assert Company.objects.get().status == CompanyStatus.IN_REVIEW
 
     run = decide(ana, run.id, "approve")
-    drive(run.id)   # a later replay opens nothing more
+    drive(run.id)  # a later replay opens nothing more
 
     company = Company.objects.get()
     assert run.status == RunStatus.COMPLETED
     assert run.result == company.account.number
     assert Account.objects.count() == 1
     assert (company.status, company.account.approved_by) == (CompanyStatus.APPROVED, "ana")
-    assert sent_keys(run.id) == ["greet", "ask:1", "ask:2", "under-review:1", "ask-legal-name", "welcome"]
+    assert sent_keys(run.id) == [
+        "greet",
+        "ask:1",
+        "ask:2",
+        "under-review:1",
+        "ask-legal-name",
+        "welcome",
+    ]
     asks = OutboundMessage.objects.filter(idempotency_key__contains=":ask:").order_by("pk")
-    assert ["comprovante de endereço" in m.body and "selfie" in m.body for m in asks] == [True, False]
+    assert ["comprovante de endereço" in m.body and "selfie" in m.body for m in asks] == [
+        True,
+        False,
+    ]
 
 
 def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in_review):
@@ -79,12 +98,20 @@ def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in
     assert case.title == f"Padaria Boa Massa — CNPJ {CNPJ}"
     assert case.idempotency_key == f"{in_review.id}:review:1:0"
     assert (case.subject, case.risk, case.required_approvals) == (
-        f"company:{Company.objects.get().customer_id}", "low", 1)
+        f"company:{Company.objects.get().customer_id}",
+        "low",
+        1,
+    )
     assert case.summary["cnpj"] == CNPJ and case.summary["whatsapp"] == PHONE
     assert "contrato.pdf" in case.summary["documents_received"]
     assert [(f["check"], f["result"]) for f in case.summary["findings"]] == [
-        ("required documents (rules)", "all present"), ("CNPJ registry", "ATIVA — names not given"),
-        ("legal name", "the legal name is not known: the registry does not give it and the customer was asked for it")]
+        ("required documents (rules)", "all present"),
+        ("CNPJ registry", "ATIVA — names not given"),
+        (
+            "legal name",
+            "the legal name is not known: the registry does not give it and the customer was asked for it",
+        ),
+    ]
 
 
 def test_a_low_risk_review_is_routed_to_kyc_and_kyc_senior(in_review):
@@ -96,7 +123,7 @@ def test_a_low_risk_review_is_routed_to_kyc_and_kyc_senior(in_review):
 def test_a_high_risk_review_is_routed_to_kyc_senior_only(customer, clock):
     for message in (CONTRACT, ADDRESS, SELFIE):
         run = customer(message)
-    clock.advance(days(1))   # asked for the CNPJ, never answered
+    clock.advance(days(1))  # asked for the CNPJ, never answered
 
     case = open_case(drive(run.id).id)
 
@@ -107,7 +134,7 @@ def test_a_high_risk_review_is_routed_to_kyc_senior_only(customer, clock):
 def no_cnpj_case(customer, clock) -> ApprovalRequest:
     for message in (CONTRACT, ADDRESS, SELFIE):
         run = customer(message)
-    clock.advance(days(1))   # asked for the CNPJ, never answered
+    clock.advance(days(1))  # asked for the CNPJ, never answered
     return open_case(drive(run.id).id)
 
 
@@ -118,23 +145,32 @@ def test_a_case_without_a_cnpj_cannot_be_approved_and_says_why(customer, clock, 
         approval_decide(case.pk, actor=ana, outcome="approve")
 
     assert not Account.objects.exists() and not case.decisions.exists()
-    approval_decide(case.pk, actor=ana, outcome="reject", reason="no CNPJ")   # rejecting stays possible
+    approval_decide(
+        case.pk, actor=ana, outcome="reject", reason="no CNPJ"
+    )  # rejecting stays possible
 
 
-def test_without_a_cnpj_only_a_supervisors_override_lets_two_reviewers_approve(customer, clock, ana, bruno, sofia):
+def test_without_a_cnpj_only_a_supervisors_override_lets_two_reviewers_approve(
+    customer, clock, ana, bruno, sofia
+):
     case = no_cnpj_case(customer, clock)
     assert (case.risk, case.required_approvals) == ("high", 2)
     assert "CNPJ not given" in case.title
 
-    approval_hold_override(case.pk, actor=sofia, reason="CNPJ confirmed by phone with the registry, ticket 88")
+    approval_hold_override(
+        case.pk, actor=sofia, reason="CNPJ confirmed by phone with the registry, ticket 88"
+    )
     run = decide(ana, case.run_id, "approve")
-    assert run.waiting_for == "signal:compliance_decision"   # one approval is not enough
+    assert run.waiting_for == "signal:compliance_decision"  # one approval is not enough
     run = decide(bruno, run.id, "approve")
 
     assert run.status == RunStatus.COMPLETED
     assert Account.objects.get().approved_by == "ana, bruno"
     row = case.audit.get(action="override_hold")
-    assert (row.actor, row.reason) == ("sofia", "CNPJ confirmed by phone with the registry, ticket 88")
+    assert (row.actor, row.reason) == (
+        "sofia",
+        "CNPJ confirmed by phone with the registry, ticket 88",
+    )
     assert row.detail["holds"] == ["processes.onboarding.recheck.cnpj_missing"]
 
 
@@ -152,11 +188,15 @@ def test_a_hold_override_needs_a_supervisor_and_a_reason(customer, clock, ana, s
 def welcome_priority(run_id: str) -> int:
     """The priority the welcome message took its turn in the WhatsApp sending line with."""
     welcome = JournalEntry.objects.get(run_id=run_id, idempotency_key=f"{run_id}:welcome")
-    return LimitTicket.objects.get(run_id=run_id, limit_name="whatsapp-send", position=welcome.position).priority
+    return LimitTicket.objects.get(
+        run_id=run_id, limit_name="whatsapp-send", position=welcome.position
+    ).priority
 
 
-def test_a_high_risk_case_goes_ahead_in_the_whatsapp_sending_line(customer, clock, ana, bruno, sofia):
-    case = no_cnpj_case(customer, clock)   # no CNPJ: high risk
+def test_a_high_risk_case_goes_ahead_in_the_whatsapp_sending_line(
+    customer, clock, ana, bruno, sofia
+):
+    case = no_cnpj_case(customer, clock)  # no CNPJ: high risk
     approval_hold_override(case.pk, actor=sofia, reason="confirmed by phone")
     run = decide(ana, case.run_id, "approve")
     run = decide(bruno, run.id, "approve")
@@ -172,11 +212,14 @@ def test_a_low_risk_case_sends_at_its_runs_priority(in_review, ana):
     assert welcome_priority(run.id) == 5
 
 
-@pytest.mark.parametrize("cnpj_valid, problems, risk", [
-    (True, [], "low"),
-    (False, [], "high"),
-    (True, ["selfie.pdf: application/pdf is not accepted"], "high"),
-])
+@pytest.mark.parametrize(
+    "cnpj_valid, problems, risk",
+    [
+        (True, [], "low"),
+        (False, [], "high"),
+        (True, ["selfie.pdf: application/pdf is not accepted"], "high"),
+    ],
+)
 def test_risk_is_high_without_a_valid_cnpj_or_with_validator_problems(cnpj_valid, problems, risk):
     facts = ReviewFacts(customer_id="c-1", name="X", cnpj="", cnpj_valid=cnpj_valid, whatsapp="55")
 
@@ -184,7 +227,8 @@ def test_risk_is_high_without_a_valid_cnpj_or_with_validator_problems(cnpj_valid
 
 
 def test_more_documents_sends_the_reviewers_request_and_goes_back_to_the_documents_loop(
-        customer, in_review, ana):
+    customer, in_review, ana
+):
     run = decide(ana, in_review.id, "more_documents", "Envie o contrato social atualizado")
 
     assert run.waiting_for == "signal:documents_received"
@@ -197,7 +241,10 @@ def test_more_documents_sends_the_reviewers_request_and_goes_back_to_the_documen
     first, second = ApprovalRequest.objects.filter(run_id=run.id).order_by("pk")
     assert run.waiting_for == "signal:compliance_decision"
     assert first.status == ApprovalStatus.RETURNED
-    assert (second.status, second.idempotency_key) == (ApprovalStatus.PENDING, f"{run.id}:review:2:0")
+    assert (second.status, second.idempotency_key) == (
+        ApprovalStatus.PENDING,
+        f"{run.id}:review:2:0",
+    )
     assert "contrato-2024.pdf" in second.summary["documents_received"]
     run = decide(ana, run.id, "approve")
     assert run.status == RunStatus.COMPLETED
@@ -221,8 +268,16 @@ def test_a_late_decision_escalates_and_opens_a_new_case_per_level(in_review, clo
     run = drive(in_review.id)
 
     cases = list(ApprovalRequest.objects.filter(run_id=run.id).order_by("pk"))
-    assert [c.status for c in cases] == [ApprovalStatus.EXPIRED, ApprovalStatus.EXPIRED, ApprovalStatus.PENDING]
-    assert [c.idempotency_key.removeprefix(run.id) for c in cases] == [":review:1:0", ":review:1:1", ":review:1:2"]
+    assert [c.status for c in cases] == [
+        ApprovalStatus.EXPIRED,
+        ApprovalStatus.EXPIRED,
+        ApprovalStatus.PENDING,
+    ]
+    assert [c.idempotency_key.removeprefix(run.id) for c in cases] == [
+        ":review:1:0",
+        ":review:1:1",
+        ":review:1:2",
+    ]
     assert cases[-1].title.endswith("(escalated, level 2)")
     assert Company.objects.get().escalations == 2
     assert run.status == RunStatus.WAITING and not Account.objects.exists()
@@ -249,7 +304,7 @@ def test_no_documents_brings_a_reminder_then_closes_the_case(customer, clock):
 def test_a_document_after_the_reminder_keeps_the_case_open(customer, clock):
     run = customer(HELLO)
     clock.advance(days(7))
-    drive(run.id)   # the sweep wakes the run at the deadline: the reminder goes out
+    drive(run.id)  # the sweep wakes the run at the deadline: the reminder goes out
 
     run = customer(CONTRACT)
 
@@ -257,7 +312,9 @@ def test_a_document_after_the_reminder_keeps_the_case_open(customer, clock):
     assert sent_keys(run.id) == ["greet", "remind:0", "ask:1"]
 
 
-def test_a_crash_during_account_creation_creates_one_account(in_review, clock, monkeypatch, settings, ana):
+def test_a_crash_during_account_creation_creates_one_account(
+    in_review, clock, monkeypatch, settings, ana
+):
     approval_decide(open_case(in_review.id).pk, actor=ana, outcome="approve")
     original_save = Account.save
 
@@ -269,7 +326,7 @@ def test_a_crash_during_account_creation_creates_one_account(in_review, clock, m
     monkeypatch.setattr(Account, "save", save_then_die)
     with pytest.raises(SimulatedCrash):
         drive(in_review.id)
-    clock.advance(settings.DURABLE_LEASE_SECONDS + 1)   # the dead worker's lease expires
+    clock.advance(settings.DURABLE_LEASE_SECONDS + 1)  # the dead worker's lease expires
     run = drive(in_review.id)
 
     assert run.status == RunStatus.COMPLETED
@@ -285,22 +342,31 @@ def test_the_first_valid_cnpj_the_customer_writes_is_recorded(customer):
     assert Company.objects.get().cnpj == CNPJ
 
 
-
-def test_a_document_an_operator_attached_and_signalled_through_the_api_completes_the_set(customer, clock):
+def test_a_document_an_operator_attached_and_signalled_through_the_api_completes_the_set(
+    customer, clock
+):
     """The example of docs/api.md: a selfie the customer e-mailed, attached in the admin."""
     for message in (HELLO, CONTRACT, ADDRESS):
         run = customer(message)
     assert run.waiting_for == "signal:documents_received"  # the selfie is missing
-    selfie = Document.objects.create(company=Company.objects.get(wa_id=PHONE), kind=DocumentKind.SELFIE,
-                                     media_id="email-2026-12-01", mime_type="image/jpeg", file_name="selfie.jpg")
+    selfie = Document.objects.create(
+        company=Company.objects.get(wa_id=PHONE),
+        kind=DocumentKind.SELFIE,
+        media_id="email-2026-12-01",
+        mime_type="image/jpeg",
+        file_name="selfie.jpg",
+    )
     api = APIClient()
     api.force_authenticate(User.objects.create_superuser("ops", password="pw-unused-123"))
 
-    response = api.post(f"/api/runs/{run.id}/signals/",
-                        {"name": "documents_received", "payload": {"document_id": selfie.pk}},
-                        format="json", HTTP_IDEMPOTENCY_KEY="email-2026-12-01")
+    response = api.post(
+        f"/api/runs/{run.id}/signals/",
+        {"name": "documents_received", "payload": {"document_id": selfie.pk}},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="email-2026-12-01",
+    )
     drive(run.id)
-    clock.advance(31)   # the quiet period: the batch closes
+    clock.advance(31)  # the quiet period: the batch closes
     run = drive(run.id)
 
     assert response.status_code == 201, response.content
@@ -308,8 +374,9 @@ def test_a_document_an_operator_attached_and_signalled_through_the_api_completes
     assert open_case(run.id).title.startswith(Company.objects.get(wa_id=PHONE).name)
 
 
-def test_the_case_page_says_why_approve_is_off_and_offers_the_supervisor_an_override(customer, clock, ana, sofia,
-                                                                                    client):
+def test_the_case_page_says_why_approve_is_off_and_offers_the_supervisor_an_override(
+    customer, clock, ana, sofia, client
+):
     case = no_cnpj_case(customer, clock)
     client.force_login(ana)
     reviewer_page = client.get(f"/approvals/{case.pk}/").content.decode()
@@ -320,12 +387,17 @@ def test_the_case_page_says_why_approve_is_off_and_offers_the_supervisor_an_over
     assert 'data-testid="override-hold"' not in reviewer_page
     assert 'data-testid="override-hold"' in supervisor_page
 
-    response = client.post(f"/approvals/{case.pk}/override-hold/", {"reason": "confirmed by phone, ticket 88"})
+    response = client.post(
+        f"/approvals/{case.pk}/override-hold/", {"reason": "confirmed by phone, ticket 88"}
+    )
 
     assert response.status_code == 302
     client.force_login(ana)
     after = client.get(f"/approvals/{case.pk}/").content.decode()
-    assert "an account cannot be opened without one" not in after and 'data-testid="approve-holds"' not in after
+    assert (
+        "an account cannot be opened without one" not in after
+        and 'data-testid="approve-holds"' not in after
+    )
 
 
 def test_a_reviewer_cannot_post_the_supervisors_override(customer, clock, ana, client):
@@ -342,13 +414,16 @@ OTHER_PHONE = "5511977776666"
 
 
 def test_a_cnpj_another_company_already_gave_makes_the_case_high_risk_for_seniors_naming_it(
-        customer, in_review, ana, signed_post, clock):
+    customer, in_review, ana, signed_post, clock
+):
     first = decide(ana, in_review.id, "approve")
     first_case = ApprovalRequest.objects.get(run_id=first.id)
-    sent = [whatsapp_message("wamid.O-HELLO", wa_id=OTHER_PHONE, text=f"Oi, CNPJ {CNPJ}"),
-            document("wamid.O-CONTRACT", "Contrato social", filename="c.pdf", wa_id=OTHER_PHONE),
-            document("wamid.O-ADDRESS", "comprovante de endereço", filename="e.pdf", wa_id=OTHER_PHONE),
-            document("wamid.O-SELFIE", "", type="image", wa_id=OTHER_PHONE)]
+    sent = [
+        whatsapp_message("wamid.O-HELLO", wa_id=OTHER_PHONE, text=f"Oi, CNPJ {CNPJ}"),
+        document("wamid.O-CONTRACT", "Contrato social", filename="c.pdf", wa_id=OTHER_PHONE),
+        document("wamid.O-ADDRESS", "comprovante de endereço", filename="e.pdf", wa_id=OTHER_PHONE),
+        document("wamid.O-SELFIE", "", type="image", wa_id=OTHER_PHONE),
+    ]
     for message in sent:
         assert signed_post(whatsapp_webhook(message)).status_code == 200
     other = Company.objects.get(wa_id=OTHER_PHONE)
@@ -360,8 +435,10 @@ def test_a_cnpj_another_company_already_gave_makes_the_case_high_risk_for_senior
     assert (case.risk, case.required_approvals) == ("high", 2)
     assert list(case.candidate_groups.values_list("name", flat=True)) == ["kyc-senior"]
     first_company = Company.objects.get(wa_id=PHONE)
-    assert (f"the CNPJ is already held by Padaria Boa Massa (customer {first_company.customer_id}, approved, "
-            f"case #{first_case.pk})") in case.summary["risk"]
+    assert (
+        f"the CNPJ is already held by Padaria Boa Massa (customer {first_company.customer_id}, approved, "
+        f"case #{first_case.pk})"
+    ) in case.summary["risk"]
 
 
 def test_documents_under_review_are_read_only_in_the_admin(in_review, client):
@@ -370,14 +447,27 @@ def test_documents_under_review_are_read_only_in_the_admin(in_review, client):
     document = Company.objects.get().documents.first()
     client.force_login(User.objects.create_superuser("root", password="pw-unused-123"))
 
-    response = client.post(f"/admin/processes/document/{document.pk}/change/", {
-        "company": document.company_id, "kind": document.kind, "sha256": "f" * 64, "media_id": "other",
-        "mime_type": "application/pdf", "size": 1, "file_name": "forged.pdf"})
+    response = client.post(
+        f"/admin/processes/document/{document.pk}/change/",
+        {
+            "company": document.company_id,
+            "kind": document.kind,
+            "sha256": "f" * 64,
+            "media_id": "other",
+            "mime_type": "application/pdf",
+            "size": 1,
+            "file_name": "forged.pdf",
+        },
+    )
     delete = client.post(f"/admin/processes/document/{document.pk}/delete/", {"post": "yes"})
 
     fresh = Document.objects.get(pk=document.pk)
     assert response.status_code == 302 and delete.status_code == 403
-    assert (fresh.sha256, fresh.media_id, fresh.file_name) == (document.sha256, document.media_id, document.file_name)
+    assert (fresh.sha256, fresh.media_id, fresh.file_name) == (
+        document.sha256,
+        document.media_id,
+        document.file_name,
+    )
 
 
 def test_a_reviewer_who_added_evidence_in_the_admin_may_not_decide_the_case(in_review, ana, client):
@@ -387,16 +477,34 @@ def test_a_reviewer_who_added_evidence_in_the_admin_may_not_decide_the_case(in_r
 
     ana.is_staff = True
     ana.save(update_fields=["is_staff"])
-    ana.user_permissions.add(*Permission.objects.filter(content_type__app_label="processes",
-                                                        codename__in=["add_document", "view_document"]))
+    ana.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="processes", codename__in=["add_document", "view_document"]
+        )
+    )
     company = Company.objects.get()
     client.force_login(ana)
-    added = client.post("/admin/processes/document/add/", {
-        "company": company.pk, "kind": "selfie", "media_id": "by-hand-1", "mime_type": "image/jpeg",
-        "file_name": "selfie-nova.jpg", "size": 10, "sha256": "a" * 64, "caption": "", "message_id": ""})
+    added = client.post(
+        "/admin/processes/document/add/",
+        {
+            "company": company.pk,
+            "kind": "selfie",
+            "media_id": "by-hand-1",
+            "mime_type": "image/jpeg",
+            "file_name": "selfie-nova.jpg",
+            "size": 10,
+            "sha256": "a" * 64,
+            "caption": "",
+            "message_id": "",
+        },
+    )
     assert added.status_code == 302
 
-    for outcome, reason in (("approve", ""), ("reject", "forged"), ("more_documents", "send it again")):
+    for outcome, reason in (
+        ("approve", ""),
+        ("reject", "forged"),
+        ("more_documents", "send it again"),
+    ):
         with pytest.raises(SegregationOfDuties, match="added document .* in the admin"):
             approval_decide(open_case(in_review.id).pk, actor=ana, outcome=outcome, reason=reason)
 
@@ -404,31 +512,44 @@ def test_a_reviewer_who_added_evidence_in_the_admin_may_not_decide_the_case(in_r
 @pytest.fixture
 def registry_says(settings):
     """The fake registry's table: what it answers for the test CNPJ."""
+
     def say(**record):
         settings.ONBOARDING_FAKE_REGISTRY = {"11222333000181": record}
+
     return say
 
 
 def test_the_case_shows_what_the_cnpj_registry_says_of_the_company(registry_says, customer):
-    registry_says(legal_name="PADARIA BOA MASSA LTDA", trade_name="Boa Massa", status="ATIVA",
-                  opened_on="2015-03-02", main_activity="Fabricação de produtos de panificação")
+    registry_says(
+        legal_name="PADARIA BOA MASSA LTDA",
+        trade_name="Boa Massa",
+        status="ATIVA",
+        opened_on="2015-03-02",
+        main_activity="Fabricação de produtos de panificação",
+    )
     for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
         run = customer(message)
 
     case = open_case(run.id)
 
     assert [f["result"] for f in case.summary["findings"] if f["check"] == "CNPJ registry"] == [
-        "ATIVA — PADARIA BOA MASSA LTDA / Boa Massa", "open since 2015-03-02",
-        "main activity: Fabricação de produtos de panificação"]
+        "ATIVA — PADARIA BOA MASSA LTDA / Boa Massa",
+        "open since 2015-03-02",
+        "main activity: Fabricação de produtos de panificação",
+    ]
     assert case.title == f"PADARIA BOA MASSA LTDA — CNPJ {CNPJ}"
-    assert (case.summary["company"], case.summary["whatsapp_profile"]) == ("PADARIA BOA MASSA LTDA", "Padaria Boa Massa")
+    assert (case.summary["company"], case.summary["whatsapp_profile"]) == (
+        "PADARIA BOA MASSA LTDA",
+        "Padaria Boa Massa",
+    )
     assert case.risk == "low"
     assert not OutboundMessage.objects.filter(idempotency_key__endswith=":ask-legal-name").exists()
 
 
 @pytest.mark.parametrize("status", ["BAIXADA", "SUSPENSA", "INAPTA"])
-def test_a_cnpj_the_registry_does_not_list_as_active_makes_the_case_high_risk_for_seniors(registry_says, customer,
-                                                                                         status):
+def test_a_cnpj_the_registry_does_not_list_as_active_makes_the_case_high_risk_for_seniors(
+    registry_says, customer, status
+):
     registry_says(legal_name="PADARIA BOA MASSA LTDA", status=status)
     for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
         run = customer(message)
@@ -442,7 +563,7 @@ def test_a_cnpj_the_registry_does_not_list_as_active_makes_the_case_high_risk_fo
 
 def test_a_registry_that_cannot_be_asked_leaves_the_case_high_risk_saying_so(settings, customer):
     settings.ONBOARDING_CNPJ_REGISTRY = "processes.onboarding.registry.HttpRegistry"
-    settings.ONBOARDING_CNPJ_REGISTRY_URL = "http://not-https.invalid"   # refused before any request
+    settings.ONBOARDING_CNPJ_REGISTRY_URL = "http://not-https.invalid"  # refused before any request
     for message in (HELLO, CONTRACT, ADDRESS, SELFIE):
         run = customer(message)
 

@@ -1,5 +1,6 @@
 """New customers arrive at a bounded rate: a flood of first messages is held, never lost,
 and routed once the window has room (processes/onboarding/admission.py)."""
+
 from datetime import timedelta
 
 import pytest
@@ -17,7 +18,9 @@ def first_message(n: int) -> dict:
     return whatsapp_message(f"wamid.NEW{n}", wa_id=f"55119000{n:05d}")
 
 
-def test_first_messages_over_the_hourly_cap_are_held_then_routed_when_the_hour_has_room(signed_post, settings):
+def test_first_messages_over_the_hourly_cap_are_held_then_routed_when_the_hour_has_room(
+    signed_post, settings
+):
     settings.ONBOARDING_NEW_SENDERS_PER_HOUR = 2
     for n in range(3):
         assert signed_post(whatsapp_webhook(first_message(n))).status_code == 200
@@ -35,7 +38,8 @@ def test_first_messages_over_the_hourly_cap_are_held_then_routed_when_the_hour_h
 
 
 def test_a_number_that_keeps_withdrawing_and_writing_again_is_held_after_its_daily_applications(
-        customer, settings, clock):
+    customer, settings, clock
+):
     settings.ONBOARDING_APPLICATIONS_PER_NUMBER_PER_DAY = 2
 
     def says(text: str, n: int) -> dict:
@@ -49,7 +53,9 @@ def test_a_number_that_keeps_withdrawing_and_writing_again_is_held_after_its_dai
     held = InboundMessage.objects.get(wamid="wamid.AGAIN4")
 
     assert Company.objects.get().application == 2
-    assert held.status == InboundStatus.RECEIVED and held.note.startswith("held: 2 applications from this number")
+    assert held.status == InboundStatus.RECEIVED and held.note.startswith(
+        "held: 2 applications from this number"
+    )
 
     clock.advance(timedelta(days=1).total_seconds())
     inbound_route_stale(older_than=timedelta(0))
@@ -67,14 +73,26 @@ def test_under_the_caps_a_first_message_starts_at_once(signed_post):
 
 def test_the_sweep_routes_a_lost_message_before_the_held_ones(signed_post, settings):
     settings.ONBOARDING_NEW_SENDERS_PER_HOUR = 1
-    for n in range(3):   # the first starts; two are held
+    for n in range(3):  # the first starts; two are held
         signed_post(whatsapp_webhook(first_message(n)))
-    lost = InboundMessage.objects.create(   # stored, but its routing never ran (the web process died)
-        wamid="wamid.LOST", message_type="text", sender_wa_id=PHONE, payload={
-            "message": {"id": "wamid.LOST", "from": PHONE, "type": "text", "text": {"body": "oi"}},
-            "contact": {"profile": {"name": "Padaria"}, "wa_id": PHONE}},
-        received_at=timezone.now() + timedelta(seconds=1))
-    Company.objects.update(created_at=timezone.now() - timedelta(hours=2))   # room for one more
+    lost = (
+        InboundMessage.objects.create(  # stored, but its routing never ran (the web process died)
+            wamid="wamid.LOST",
+            message_type="text",
+            sender_wa_id=PHONE,
+            payload={
+                "message": {
+                    "id": "wamid.LOST",
+                    "from": PHONE,
+                    "type": "text",
+                    "text": {"body": "oi"},
+                },
+                "contact": {"profile": {"name": "Padaria"}, "wa_id": PHONE},
+            },
+            received_at=timezone.now() + timedelta(seconds=1),
+        )
+    )
+    Company.objects.update(created_at=timezone.now() - timedelta(hours=2))  # room for one more
 
     inbound_route_stale(older_than=timedelta(seconds=-5), limit=1)
 

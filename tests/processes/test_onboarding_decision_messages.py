@@ -1,6 +1,7 @@
 """A decision's two texts (issue 35, item 4): the reviewer's reason stays with compliance, the
 message to the customer (a standard text in Portuguese and an optional line) goes with the
 outcome. Played through the reviewer UI's decide form."""
+
 import pytest
 from django.urls import reverse
 
@@ -24,17 +25,27 @@ def bodies() -> list[str]:
     return list(OutboundMessage.objects.values_list("body", flat=True))
 
 
-def test_a_rejection_tells_the_customer_the_chosen_message_and_never_the_reason(client, ana, in_review):
+def test_a_rejection_tells_the_customer_the_chosen_message_and_never_the_reason(
+    client, ana, in_review
+):
     case = open_case(in_review.id)
 
-    response = decide_on_the_page(client, ana, case, "reject", reason=REASON,
-                                  customer_message_key="documents_inconsistent",
-                                  customer_message="Se quiser, envie um novo pedido em 30 dias.")
+    response = decide_on_the_page(
+        client,
+        ana,
+        case,
+        "reject",
+        reason=REASON,
+        customer_message_key="documents_inconsistent",
+        customer_message="Se quiser, envie um novo pedido em 30 dias.",
+    )
     drive(in_review.id)
 
     assert response.status_code == 302
-    message = ("Os documentos enviados não permitiram confirmar os dados da empresa. "
-               "Se quiser, envie um novo pedido em 30 dias.")
+    message = (
+        "Os documentos enviados não permitiram confirmar os dados da empresa. "
+        "Se quiser, envie um novo pedido em 30 dias."
+    )
     assert ApprovalDecision.objects.get(request=case).customer_message == message
     assert f"Não foi possível abrir a sua conta PJ agora. {message}" in bodies()
     assert not [body for body in bodies() if "signatures" in body]
@@ -47,23 +58,36 @@ def test_a_rejection_without_a_message_says_only_the_outcome(client, ana, in_rev
     drive(in_review.id)
 
     assert OutboundMessage.objects.get(idempotency_key=f"{in_review.id}:rejected").body == (
-        "Não foi possível abrir a sua conta PJ agora.")
+        "Não foi possível abrir a sua conta PJ agora."
+    )
 
 
 def test_asking_for_documents_sends_what_to_send_not_the_reason(client, ana, in_review):
-    decide_on_the_page(client, ana, open_case(in_review.id), "more_documents", reason=REASON,
-                       customer_message_key="articles_updated")
+    decide_on_the_page(
+        client,
+        ana,
+        open_case(in_review.id),
+        "more_documents",
+        reason=REASON,
+        customer_message_key="articles_updated",
+    )
     drive(in_review.id)
 
     asked = OutboundMessage.objects.get(idempotency_key=f"{in_review.id}:more:1").body
-    assert asked == ("A nossa equipe de análise precisa de mais documentos. Envie o contrato social com a última "
-                     "alteração. Responda por aqui, por favor.")
+    assert asked == (
+        "A nossa equipe de análise precisa de mais documentos. Envie o contrato social com a última "
+        "alteração. Responda por aqui, por favor."
+    )
 
 
-def test_asking_for_documents_without_saying_what_to_send_is_refused_and_keeps_what_was_typed(client, ana, in_review):
+def test_asking_for_documents_without_saying_what_to_send_is_refused_and_keeps_what_was_typed(
+    client, ana, in_review
+):
     case = open_case(in_review.id)
 
-    response = decide_on_the_page(client, ana, case, "more_documents", reason=REASON, customer_message="")
+    response = decide_on_the_page(
+        client, ana, case, "more_documents", reason=REASON, customer_message=""
+    )
 
     case.refresh_from_db()
     assert response.status_code == 400 and case.status == ApprovalStatus.PENDING
@@ -74,13 +98,17 @@ def test_asking_for_documents_without_saying_what_to_send_is_refused_and_keeps_w
 def test_a_standard_message_of_another_outcome_is_refused(client, ana, in_review):
     case = open_case(in_review.id)
 
-    response = decide_on_the_page(client, ana, case, "reject", reason=REASON, customer_message_key="address_recent")
+    response = decide_on_the_page(
+        client, ana, case, "reject", reason=REASON, customer_message_key="address_recent"
+    )
 
     case.refresh_from_db()
     assert response.status_code == 400 and case.status == ApprovalStatus.PENDING
 
 
-def test_the_form_offers_the_standard_messages_in_the_reviewers_language(settings, client, ana, in_review):
+def test_the_form_offers_the_standard_messages_in_the_reviewers_language(
+    settings, client, ana, in_review
+):
     client.force_login(ana)
     url = reverse("approval_case", args=[open_case(in_review.id).pk])
 
@@ -94,9 +122,15 @@ def test_the_form_offers_the_standard_messages_in_the_reviewers_language(setting
     assert "Send the articles" not in portuguese
 
 
-def test_a_caller_older_than_the_message_has_its_reason_sent_when_asking_for_documents(ana, in_review):
-    approval_decide(open_case(in_review.id).pk, actor=ana, outcome="more_documents",
-                    reason="o comprovante de endereço em nome da empresa")
+def test_a_caller_older_than_the_message_has_its_reason_sent_when_asking_for_documents(
+    ana, in_review
+):
+    approval_decide(
+        open_case(in_review.id).pk,
+        actor=ana,
+        outcome="more_documents",
+        reason="o comprovante de endereço em nome da empresa",
+    )
     drive(in_review.id)
 
     asked = OutboundMessage.objects.get(idempotency_key=f"{in_review.id}:more:1").body
@@ -106,11 +140,19 @@ def test_a_caller_older_than_the_message_has_its_reason_sent_when_asking_for_doc
 def test_a_standard_reason_is_recorded_with_the_reviewers_own_words(client, ana, in_review):
     case = open_case(in_review.id)
 
-    decide_on_the_page(client, ana, case, "reject", reason_key="cnpj_inactive", reason="situação BAIXADA",
-                       customer_message_key="cnpj_situation")
+    decide_on_the_page(
+        client,
+        ana,
+        case,
+        "reject",
+        reason_key="cnpj_inactive",
+        reason="situação BAIXADA",
+        customer_message_key="cnpj_situation",
+    )
 
     assert ApprovalDecision.objects.get(request=case).reason == (
-        "The CNPJ is not active at the Receita Federal. — situação BAIXADA")
+        "The CNPJ is not active at the Receita Federal. — situação BAIXADA"
+    )
 
 
 def test_a_standard_reason_alone_is_enough_to_reject(client, ana, in_review):
@@ -120,13 +162,18 @@ def test_a_standard_reason_alone_is_enough_to_reject(client, ana, in_review):
 
     case.refresh_from_db()
     assert response.status_code == 302 and case.status == ApprovalStatus.REJECTED
-    assert ApprovalDecision.objects.get(request=case).reason == "The CNPJ already belongs to another customer."
+    assert (
+        ApprovalDecision.objects.get(request=case).reason
+        == "The CNPJ already belongs to another customer."
+    )
 
 
 def test_a_standard_reason_of_another_outcome_is_refused(client, ana, in_review):
     case = open_case(in_review.id)
 
-    response = decide_on_the_page(client, ana, case, "reject", reason_key="address_outdated", reason="x")
+    response = decide_on_the_page(
+        client, ana, case, "reject", reason_key="address_outdated", reason="x"
+    )
 
     case.refresh_from_db()
     assert response.status_code == 400 and case.status == ApprovalStatus.PENDING

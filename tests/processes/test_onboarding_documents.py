@@ -1,5 +1,6 @@
 """Every document is downloaded and checked before a validation counts it, and a case is
 never approved on a file nobody can open (issue 13 item 1)."""
+
 import hashlib
 
 import pytest
@@ -18,11 +19,22 @@ PDF = b"%PDF-1.4 a document\n"
 JPEG = b"\xff\xd8\xff\xe0 a selfie"
 
 
-def serve(server, media_id: str, content: bytes, *, mime_type: str, file_size: int | None = None,
-          status: int = 200) -> None:
+def serve(
+    server,
+    media_id: str,
+    content: bytes,
+    *,
+    mime_type: str,
+    file_size: int | None = None,
+    status: int = 200,
+) -> None:
     """The fake Graph API holds one media: its metadata, then its bytes."""
-    meta = {"url": f"{server.url}/files/{media_id}", "mime_type": mime_type,
-            "sha256": hashlib.sha256(content).hexdigest(), "file_size": file_size or len(content)}
+    meta = {
+        "url": f"{server.url}/files/{media_id}",
+        "mime_type": mime_type,
+        "sha256": hashlib.sha256(content).hexdigest(),
+        "file_size": file_size or len(content),
+    }
     server.route("GET", f"/v21.0/{media_id}", meta, status=status)
     server.route("GET", f"/files/{media_id}", content, content_type=mime_type)
 
@@ -47,7 +59,11 @@ def no_case(run_id: str) -> bool:
 
 
 def last_ask(run_id: str) -> str:
-    return OutboundMessage.objects.filter(idempotency_key__startswith=f"{run_id}:ask:").latest("pk").body
+    return (
+        OutboundMessage.objects.filter(idempotency_key__startswith=f"{run_id}:ask:")
+        .latest("pk")
+        .body
+    )
 
 
 def test_every_document_of_a_batch_is_downloaded_before_the_one_validation(customer, graph):
@@ -56,9 +72,14 @@ def test_every_document_of_a_batch_is_downloaded_before_the_one_validation(custo
     run = customer(CONTRACT, ADDRESS, SELFIE)
 
     assert sorted(p for p in graph.paths() if p.startswith("/files/")) == [
-        "/files/media-wamid.ADDRESS", "/files/media-wamid.CONTRACT", "/files/media-wamid.SELFIE"]
+        "/files/media-wamid.ADDRESS",
+        "/files/media-wamid.CONTRACT",
+        "/files/media-wamid.SELFIE",
+    ]
     assert set(Document.objects.values_list("fetch_status", flat=True)) == {DocumentFetch.STORED}
-    fetched = JournalEntry.objects.filter(run_id=run.id, name="store_document_media").order_by("position")
+    fetched = JournalEntry.objects.filter(run_id=run.id, name="store_document_media").order_by(
+        "position"
+    )
     validated = JournalEntry.objects.get(run_id=run.id, name="validate_documents")
     assert fetched.count() == 3 and fetched.last().position < validated.position
     assert run.waiting_for == "signal:compliance_decision"
@@ -73,7 +94,9 @@ def test_a_selfie_over_the_size_limit_in_a_batch_is_refused_and_asked_for_again(
     selfie = Document.objects.get(kind=DocumentKind.SELFIE)
     assert (selfie.fetch_status, bool(selfie.file)) == (DocumentFetch.TOO_LARGE, False)
     assert no_case(run.id)
-    assert "selfie" in last_ask(run.id) and "passa de 10 MB: envie um arquivo menor" in last_ask(run.id)
+    assert "selfie" in last_ask(run.id) and "passa de 10 MB: envie um arquivo menor" in last_ask(
+        run.id
+    )
 
 
 def test_a_selfie_whose_bytes_are_not_an_image_is_not_counted(customer, graph):
@@ -88,12 +111,13 @@ def test_a_selfie_whose_bytes_are_not_an_image_is_not_counted(customer, graph):
 
 
 def test_a_document_whose_download_keeps_failing_is_asked_for_again_and_the_run_goes_on(
-        customer, graph, clock):
+    customer, graph, clock
+):
     serve(graph, "media-wamid.SELFIE", JPEG, mime_type="image/jpeg", status=500)
     customer(HELLO)
 
     customer(CONTRACT, ADDRESS, SELFIE)
-    for _ in range(3):   # the step's retries, each after its back-off
+    for _ in range(3):  # the step's retries, each after its back-off
         clock.advance(60)
         run = customer()
 
@@ -104,8 +128,13 @@ def test_a_document_whose_download_keeps_failing_is_asked_for_again_and_the_run_
 
 def test_a_document_row_nobody_downloaded_does_not_complete_the_set(customer, graph):
     customer(HELLO)
-    Document.objects.create(company=Company.objects.get(wa_id=PHONE), kind=DocumentKind.SELFIE,
-                            media_id="never-fetched", mime_type="image/jpeg", file_name="selfie.jpg")
+    Document.objects.create(
+        company=Company.objects.get(wa_id=PHONE),
+        kind=DocumentKind.SELFIE,
+        media_id="never-fetched",
+        mime_type="image/jpeg",
+        file_name="selfie.jpg",
+    )
 
     run = customer(CONTRACT, ADDRESS)
 
@@ -124,7 +153,8 @@ def case_with_a_lost_file(customer, graph, media) -> ApprovalRequest:
 
 
 def test_the_approve_button_is_disabled_with_the_reason_while_a_counted_document_cannot_be_viewed(
-        client, ana, case_with_a_lost_file):
+    client, ana, case_with_a_lost_file
+):
     client.force_login(ana)
 
     page = client.get(f"/approvals/{case_with_a_lost_file.pk}/").content.decode()
@@ -133,7 +163,9 @@ def test_the_approve_button_is_disabled_with_the_reason_while_a_counted_document
     assert "contrato.pdf cannot be viewed: the stored file is missing" in page
 
 
-def test_an_approval_of_a_case_whose_document_cannot_be_viewed_is_refused(ana, case_with_a_lost_file):
+def test_an_approval_of_a_case_whose_document_cannot_be_viewed_is_refused(
+    ana, case_with_a_lost_file
+):
     with pytest.raises(ApprovalHeld, match="cannot be viewed"):
         approval_decide(case_with_a_lost_file.pk, actor=ana, outcome="approve")
 

@@ -1,4 +1,5 @@
 """The onboarding sections of a compliance case page, and the permission-checked document files."""
+
 import pytest
 from django.contrib.auth.models import Group
 from django.core.files.base import ContentFile
@@ -59,10 +60,19 @@ def test_the_case_page_shows_the_company_its_documents_findings_and_conversation
     assert "contrato.pdf" in page and "luz.pdf" in page
     assert file_url(case, Document.objects.get(kind=DocumentKind.ARTICLES)) in page
     assert "Validator, round by round" in page and "Proof of address, Selfie" in page
-    conversation = page[page.index('data-testid="conversation"'):]
-    said = ["Oi, quero abrir uma conta PJ", "Olá! Recebemos o CNPJ", "Document</span>", "contrato.pdf",
-            "Ainda falta", "luz.pdf", "Image</span>"]
-    assert [conversation.index(text) for text in said] == sorted(conversation.index(text) for text in said)
+    conversation = page[page.index('data-testid="conversation"') :]
+    said = [
+        "Oi, quero abrir uma conta PJ",
+        "Olá! Recebemos o CNPJ",
+        "Document</span>",
+        "contrato.pdf",
+        "Ainda falta",
+        "luz.pdf",
+        "Image</span>",
+    ]
+    assert [conversation.index(text) for text in said] == sorted(
+        conversation.index(text) for text in said
+    )
 
 
 def test_a_reviewer_downloads_a_document_as_an_attachment(client, ana, case, contract):
@@ -78,7 +88,9 @@ def test_a_reviewer_downloads_a_document_as_an_attachment(client, ana, case, con
 
 
 def test_a_reviewer_outside_the_case_groups_gets_403_on_its_documents(client, case, contract):
-    ApprovalRequest.objects.get(pk=case.pk).candidate_groups.set([Group.objects.get(name="kyc-senior")])
+    ApprovalRequest.objects.get(pk=case.pk).candidate_groups.set(
+        [Group.objects.get(name="kyc-senior")]
+    )
     junior = make_reviewer("joana", reviewer=False)
     junior.groups.add(Group.objects.get(name="compliance"), Group.objects.get(name="kyc"))
     client.force_login(junior)
@@ -116,7 +128,9 @@ def test_a_user_outside_compliance_gets_403_and_no_file(client, case, contract):
     assert PDF not in response.content
 
 
-def test_a_supervisor_who_is_no_reviewer_sees_the_case_but_not_its_documents(client, sofia, case, contract):
+def test_a_supervisor_who_is_no_reviewer_sees_the_case_but_not_its_documents(
+    client, sofia, case, contract
+):
     client.force_login(sofia)
 
     page, document = client.get(f"/approvals/{case.pk}/"), client.get(file_url(case, contract))
@@ -133,8 +147,9 @@ def test_an_anonymous_visitor_is_sent_to_the_login_page(client, case, contract):
 
 def test_a_document_of_another_company_is_not_found_through_this_case(client, ana, case, media):
     other = Company.objects.create(wa_id="5511900001111", name="Outra")
-    foreign = Document.objects.create(company=other, kind=DocumentKind.ARTICLES, media_id="m-other",
-                                      mime_type="application/pdf")
+    foreign = Document.objects.create(
+        company=other, kind=DocumentKind.ARTICLES, media_id="m-other", mime_type="application/pdf"
+    )
     foreign.file.save("secret.pdf", ContentFile(b"%PDF other"))
     client.force_login(ana)
 
@@ -173,13 +188,18 @@ def page_in_portuguese(settings, client, ana):
 
 def part(page: str, testid: str, end: str = "</table>") -> str:
     """The element marked ``data-testid`` and what follows it, up to ``end``."""
-    rest = page[page.index(f'data-testid="{testid}"'):]
-    return rest[:rest.index(end)] if end else rest
+    rest = page[page.index(f'data-testid="{testid}"') :]
+    return rest[: rest.index(end)] if end else rest
 
 
 def test_a_portuguese_reviewer_reads_the_validator_in_portuguese(customer, page_in_portuguese):
-    selfie_pdf = document("wamid.SELFIE-PDF", "selfie", filename="selfie.pdf", mime_type="application/pdf",
-                          wa_id=PHONE)
+    selfie_pdf = document(
+        "wamid.SELFIE-PDF",
+        "selfie",
+        filename="selfie.pdf",
+        mime_type="application/pdf",
+        wa_id=PHONE,
+    )
     for messages in ([HELLO], [CONTRACT], [selfie_pdf], [ADDRESS, SELFIE]):
         run = customer(*messages)
 
@@ -190,16 +210,25 @@ def test_a_portuguese_reviewer_reads_the_validator_in_portuguese(customer, page_
     assert "proof_of_address" not in rounds
 
 
-def test_the_summary_is_one_block_in_the_readers_language(customer, clock, client, page_in_portuguese):
+def test_the_summary_is_one_block_in_the_readers_language(
+    customer, clock, client, page_in_portuguese
+):
     customer(NO_CNPJ_HELLO)
     run = customer(CONTRACT, ADDRESS, SELFIE)
-    clock.advance(days(1))   # asked for the CNPJ, never answered: high risk
+    clock.advance(days(1))  # asked for the CNPJ, never answered: high risk
     drive(run.id)
 
     page = page_in_portuguese(ApprovalRequest.objects.get(run_id=run.id))
 
     before_the_conversation = page.split('data-testid="conversation"')[0]
-    for english in ("Customer id", "Documents received", "Cnpj", "Review round", "no valid CNPJ given", "Risk"):
+    for english in (
+        "Customer id",
+        "Documents received",
+        "Cnpj",
+        "Review round",
+        "no valid CNPJ given",
+        "Risk",
+    ):
         assert english not in before_the_conversation, english
     assert "Rodada de análise" in page and "Alto: nenhum CNPJ válido informado" in page
     assert "Padaria Boa Massa — CNPJ não informado" in page and "not given" not in page
@@ -207,14 +236,19 @@ def test_the_summary_is_one_block_in_the_readers_language(customer, clock, clien
     assert "Padaria Boa Massa — CNPJ não informado" in queue and "not given" not in queue
 
 
-def test_the_timeline_folds_the_engines_bookkeeping_away_and_says_what_the_run_waits_for(case, page_in_portuguese):
+def test_the_timeline_folds_the_engines_bookkeeping_away_and_says_what_the_run_waits_for(
+    case, page_in_portuguese
+):
     timeline = part(page_in_portuguese(case), "run-status", end="")
 
     bookkeeping = JournalEntry.objects.filter(run_id=case.run_id, kind__in=["patch", "attributes"])
-    assert bookkeeping.exists()   # the run has some: a stage published, a change id marked
+    assert bookkeeping.exists()  # the run has some: a stage published, a change id marked
     for entry in bookkeeping:
         assert f'data-entry="{entry.position}"' not in timeline
-    assert "aguardando (Decisão do compliance)" in timeline and "signal:compliance_decision" not in timeline
+    assert (
+        "aguardando (Decisão do compliance)" in timeline
+        and "signal:compliance_decision" not in timeline
+    )
 
 
 def test_the_conversation_reads_in_portuguese(case, page_in_portuguese):
@@ -226,7 +260,9 @@ def test_the_conversation_reads_in_portuguese(case, page_in_portuguese):
         assert english not in conversation
 
 
-def test_a_later_rounds_case_names_the_case_that_sent_it_back_and_why(customer, in_review, ana, page_in_portuguese):
+def test_a_later_rounds_case_names_the_case_that_sent_it_back_and_why(
+    customer, in_review, ana, page_in_portuguese
+):
     first = open_case(in_review.id)
     decide(ana, in_review.id, "more_documents", "o contrato está sem a última alteração")
     customer(NEW_CONTRACT)

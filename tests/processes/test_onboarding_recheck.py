@@ -1,5 +1,6 @@
 """A CNPJ written while a compliance case is open re-checks that case (issue 13, item 6), played
 through the signed WhatsApp webhook and the company admin, driven in-process."""
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -41,7 +42,10 @@ def test_a_cnpj_written_during_the_review_re_checks_the_open_case_at_once(custom
     recheck = ApprovalAudit.objects.get(request=case, action="recheck")
     assert recheck.actor == f"whatsapp:{CONTRACT['from']}"
     assert recheck.detail["changed"]["cnpj"] == ["not given", CNPJ]
-    assert sorted(case.candidate_groups.values_list("name", flat=True)) == ["kyc", "kyc-senior"]   # routed anew
+    assert sorted(case.candidate_groups.values_list("name", flat=True)) == [
+        "kyc",
+        "kyc-senior",
+    ]  # routed anew
     assert recheck.detail["changed"]["candidate_groups"] == [["kyc-senior"], ["kyc", "kyc-senior"]]
 
 
@@ -54,14 +58,18 @@ def test_after_the_re_check_one_approval_opens_the_account(customer, high_risk_c
     assert Account.objects.get(company__cnpj=CNPJ).approved_by == "ana"
 
 
-def test_an_approval_given_before_the_cnpj_came_no_longer_counts(customer, high_risk_case, ana, bruno, sofia):
+def test_an_approval_given_before_the_cnpj_came_no_longer_counts(
+    customer, high_risk_case, ana, bruno, sofia
+):
     approval_hold_override(high_risk_case.pk, actor=sofia, reason="confirmed by phone")
-    approval_decide(high_risk_case.pk, actor=ana, outcome="approve")   # one of two
+    approval_decide(high_risk_case.pk, actor=ana, outcome="approve")  # one of two
 
     customer(says(f"o CNPJ é {CNPJ}"))
     run = decide(bruno, high_risk_case.run_id, "approve")
 
-    assert ApprovalAudit.objects.get(request=high_risk_case, action="recheck").detail["voided_approvals"] == ["ana"]
+    assert ApprovalAudit.objects.get(request=high_risk_case, action="recheck").detail[
+        "voided_approvals"
+    ] == ["ana"]
     assert run.status == RunStatus.COMPLETED
     assert Account.objects.get().approved_by == "bruno"
 
@@ -72,37 +80,54 @@ def test_a_cnpj_changed_in_the_admin_re_checks_the_open_case(in_review):
     company = Company.objects.get(customer_id=case.subject_id)
     operator = get_user_model().objects.create_user("ops", password="pw-unused-123")
 
-    change_company_in_the_admin(operator, company, cnpj="11.222.333/0001-82")   # wrong check digits
+    change_company_in_the_admin(operator, company, cnpj="11.222.333/0001-82")  # wrong check digits
 
     case.refresh_from_db()
-    assert (case.risk, case.required_approvals, case.summary["cnpj"]) == ("high", 2, "11.222.333/0001-82")
+    assert (case.risk, case.required_approvals, case.summary["cnpj"]) == (
+        "high",
+        2,
+        "11.222.333/0001-82",
+    )
     assert ApprovalAudit.objects.get(request=case, action="recheck").actor == "ops"
 
 
 def test_a_case_that_shows_another_cnpj_than_the_company_has_cannot_be_approved(in_review, ana):
     case = open_case(in_review.id)
-    Company.objects.filter(customer_id=case.subject_id).update(cnpj="")   # written past every service
+    Company.objects.filter(customer_id=case.subject_id).update(
+        cnpj=""
+    )  # written past every service
 
-    with pytest.raises(ApprovalHeld, match=f"CNPJ is now not given, but this case was checked with {CNPJ}"):
+    with pytest.raises(
+        ApprovalHeld, match=f"CNPJ is now not given, but this case was checked with {CNPJ}"
+    ):
         approval_decide(case.pk, actor=ana, outcome="approve")
 
     assert drive(in_review.id).status == RunStatus.WAITING and not Account.objects.exists()
 
 
 def test_an_escalated_case_opened_on_facts_read_before_the_change_is_re_checked_at_opening(
-        high_risk_case, clock):
-    Company.objects.filter(customer_id=high_risk_case.subject_id).update(cnpj=CNPJ)   # no re-check ran
+    high_risk_case, clock
+):
+    Company.objects.filter(customer_id=high_risk_case.subject_id).update(
+        cnpj=CNPJ
+    )  # no re-check ran
 
     clock.advance(DECISION_DEADLINE)
     drive(high_risk_case.run_id)
 
     escalated = open_case(high_risk_case.run_id)
     assert escalated.summary["escalation_level"] == 1
-    assert (escalated.risk, escalated.summary["cnpj"], escalated.required_approvals) == ("low", CNPJ, 1)
+    assert (escalated.risk, escalated.summary["cnpj"], escalated.required_approvals) == (
+        "low",
+        CNPJ,
+        1,
+    )
     assert "(escalated, level 1)" in escalated.title
 
 
-def test_the_reviewer_sees_why_approve_is_disabled_while_the_cnpj_is_not_checked(in_review, client, ana):
+def test_the_reviewer_sees_why_approve_is_disabled_while_the_cnpj_is_not_checked(
+    in_review, client, ana
+):
     case = open_case(in_review.id)
     Company.objects.filter(customer_id=case.subject_id).update(cnpj="")
     client.force_login(ana)
@@ -114,9 +139,11 @@ def test_the_reviewer_sees_why_approve_is_disabled_while_the_cnpj_is_not_checked
 
 
 def test_a_cnpj_written_during_the_review_is_asked_of_the_registry_and_an_inactive_one_stays_high_risk(
-        customer, high_risk_case, settings):
-    settings.ONBOARDING_FAKE_REGISTRY = {"11222333000181": {"legal_name": "PADARIA BOA MASSA LTDA",
-                                                            "status": "BAIXADA"}}
+    customer, high_risk_case, settings
+):
+    settings.ONBOARDING_FAKE_REGISTRY = {
+        "11222333000181": {"legal_name": "PADARIA BOA MASSA LTDA", "status": "BAIXADA"}
+    }
 
     customer(says(f"o CNPJ é {CNPJ}"))
 
@@ -125,4 +152,5 @@ def test_a_cnpj_written_during_the_review_is_asked_of_the_registry_and_an_inacti
     assert "the CNPJ registry lists the company as BAIXADA, not ATIVA" in case.summary["risk"]
     assert list(case.candidate_groups.values_list("name", flat=True)) == ["kyc-senior"]
     assert [f["result"] for f in case.summary["findings"] if f["check"] == "CNPJ registry"] == [
-        "BAIXADA — PADARIA BOA MASSA LTDA"]
+        "BAIXADA — PADARIA BOA MASSA LTDA"
+    ]

@@ -1,4 +1,5 @@
 """Onboarding publishes its human status and the company's CNPJ, so operators can find a run."""
+
 import pytest
 from django.contrib.auth.models import Permission, User
 

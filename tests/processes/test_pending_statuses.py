@@ -1,5 +1,6 @@
 """Status callbacks for outbound ids we do not know yet: kept where an operator sees them, and
 applied, in the provider's order, when our message gets that id."""
+
 import hashlib
 import threading
 import time
@@ -41,11 +42,14 @@ def operator(client):
 
 
 def waiting_list(operator) -> str:
-    return operator.get(reverse("admin:processes_pendingstatus_changelist"), {"applied": "no"}).content.decode()
+    return operator.get(
+        reverse("admin:processes_pendingstatus_changelist"), {"applied": "no"}
+    ).content.decode()
 
 
 def test_a_status_that_arrives_before_our_message_has_its_id_is_kept_and_shown_in_the_admin(
-        signed_post, operator, clock):
+    signed_post, operator, clock
+):
     early = console_id("hello:1")
 
     response = signed_post(whatsapp_webhook(statuses=[status(early, "delivered", "1700000002")]))
@@ -53,14 +57,22 @@ def test_a_status_that_arrives_before_our_message_has_its_id_is_kept_and_shown_i
     kept = PendingStatus.objects.get()
     assert response.status_code == 200 and "1 status(es)" in WebhookDelivery.objects.get().outcome
     assert (kept.provider_message_id, kept.status, kept.timestamp, kept.applied_at) == (
-        early, "delivered", "1700000002", None)
+        early,
+        "delivered",
+        "1700000002",
+        None,
+    )
     assert kept.delivery == WebhookDelivery.objects.get()
     assert "1 for messages not known yet" in kept.delivery.outcome
     assert early in waiting_list(operator)
 
 
-def test_a_kept_status_is_applied_when_our_message_gets_that_id(signed_post, company, operator, clock):
-    signed_post(whatsapp_webhook(statuses=[status(console_id("hello:2"), "delivered", "1700000002")]))
+def test_a_kept_status_is_applied_when_our_message_gets_that_id(
+    signed_post, company, operator, clock
+):
+    signed_post(
+        whatsapp_webhook(statuses=[status(console_id("hello:2"), "delivered", "1700000002")])
+    )
 
     sent = message_send(company=company, body="Olá", idempotency_key="hello:2")
 
@@ -73,7 +85,9 @@ def test_a_kept_status_is_applied_when_our_message_gets_that_id(signed_post, com
 
 
 def test_a_status_for_an_id_nobody_ever_sends_stays_visible(signed_post, company, operator, clock):
-    signed_post(whatsapp_webhook(statuses=[status("wamid.SENT-BY-SOMEONE-ELSE", "read", "1700000003")]))
+    signed_post(
+        whatsapp_webhook(statuses=[status("wamid.SENT-BY-SOMEONE-ELSE", "read", "1700000003")])
+    )
     message_send(company=company, body="Olá", idempotency_key="hello:3")
     clock.advance(7 * 24 * 3600)
 
@@ -84,7 +98,8 @@ def test_a_status_for_an_id_nobody_ever_sends_stays_visible(signed_post, company
 
 
 def test_kept_statuses_apply_in_the_providers_order_and_a_late_sent_never_downgrades_read(
-        signed_post, company, clock):
+    signed_post, company, clock
+):
     provider_id = console_id("hello:4")
     signed_post(whatsapp_webhook(statuses=[status(provider_id, "read", "1700000003")]))
     signed_post(whatsapp_webhook(statuses=[status(provider_id, "delivered", "1700000002")]))
@@ -100,7 +115,9 @@ def test_kept_statuses_apply_in_the_providers_order_and_a_late_sent_never_downgr
 def test_delivered_then_read_for_a_known_message_end_read(signed_post, company, clock):
     sent = message_send(company=company, body="Olá", idempotency_key="hello:5")
 
-    signed_post(whatsapp_webhook(statuses=[status(sent.provider_message_id, "delivered", "1700000002")]))
+    signed_post(
+        whatsapp_webhook(statuses=[status(sent.provider_message_id, "delivered", "1700000002")])
+    )
     signed_post(whatsapp_webhook(statuses=[status(sent.provider_message_id, "read", "1700000003")]))
 
     sent.refresh_from_db()
@@ -130,7 +147,7 @@ def test_a_status_arriving_while_our_send_commits_its_id_is_not_lost(company):
             with transaction.atomic():
                 message_send(company=company, body="Olá", idempotency_key="hello:race")
                 saved.set()
-                time.sleep(0.5)   # the webhook's status arrives now
+                time.sleep(0.5)  # the webhook's status arrives now
         finally:
             connection.close()
 
@@ -138,16 +155,23 @@ def test_a_status_arriving_while_our_send_commits_its_id_is_not_lost(company):
         saved.wait(10)
         try:
             with transaction.atomic():
-                outcome["applied"] = status_apply(status(console_id("hello:race"), "delivered", "1700000002"))
+                outcome["applied"] = status_apply(
+                    status(console_id("hello:race"), "delivered", "1700000002")
+                )
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=send_and_commit_late), threading.Thread(target=receive_status)]
+    threads = [
+        threading.Thread(target=send_and_commit_late),
+        threading.Thread(target=receive_status),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
 
     assert outcome["applied"] is not None
-    assert OutboundMessage.objects.get(idempotency_key="hello:race").status == OutboundStatus.DELIVERED
+    assert (
+        OutboundMessage.objects.get(idempotency_key="hello:race").status == OutboundStatus.DELIVERED
+    )
     assert not PendingStatus.objects.filter(applied_at__isnull=True).exists()

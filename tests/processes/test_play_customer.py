@@ -1,4 +1,5 @@
 """scripts/play_customer.py, the customer a newcomer plays against ./scripts/run."""
+
 import socket
 import subprocess
 import sys
@@ -12,8 +13,14 @@ pytestmark = pytest.mark.integration
 
 
 def play(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "scripts/play_customer.py", *args], cwd=ROOT,
-                          env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "scripts/play_customer.py", *args],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def closed_port() -> int:
@@ -33,8 +40,15 @@ def test_an_app_that_is_not_there_is_one_line_naming_base_url_not_a_traceback():
 
 @pytest.mark.django_db(transaction=True)
 def test_base_url_points_the_customer_at_an_app_on_another_port(live_server, settings):
-    result = play("text", "Oi, quero abrir uma conta PJ", "--from", "5511900000042",
-                  "--base-url", live_server.url, WHATSAPP_APP_SECRET=settings.WHATSAPP_APP_SECRET)
+    result = play(
+        "text",
+        "Oi, quero abrir uma conta PJ",
+        "--from",
+        "5511900000042",
+        "--base-url",
+        live_server.url,
+        WHATSAPP_APP_SECRET=settings.WHATSAPP_APP_SECRET,
+    )
 
     assert result.returncode == 0, result.stderr
     assert InboundMessage.objects.filter(sender_wa_id="5511900000042").count() == 1

@@ -1,4 +1,5 @@
 """Reconciliation: one named, atomic step per missing entry; killed mid-way, posts each once."""
+
 import os
 import signal
 import subprocess
@@ -15,7 +16,12 @@ from durable.models import AuditEvent, JournalEntry, RunStatus, WorkflowRun
 from durable.models.schedules import Schedule
 from durable.testing import drive, fake_clock
 from durable.tasks import tick
-from processes.reconciliation.models import BankStatementLine, BatchStatus, LedgerEntry, ReconciliationBatch
+from processes.reconciliation.models import (
+    BankStatementLine,
+    BatchStatus,
+    LedgerEntry,
+    ReconciliationBatch,
+)
 from processes.reconciliation.services import reconciliation_start
 from tests.support import subprocess_env
 
@@ -27,19 +33,25 @@ STARTED = datetime(2026, 5, 6, 0, 30, tzinfo=timezone.utc)
 def statement():
     """Five bank lines; the ledger already has two of them."""
     for n in range(1, 6):
-        BankStatementLine.objects.create(entry_id=f"e{n}", date=DAY, amount=Decimal(f"{n}0.00"),
-                                         description=f"pix {n}")
+        BankStatementLine.objects.create(
+            entry_id=f"e{n}", date=DAY, amount=Decimal(f"{n}0.00"), description=f"pix {n}"
+        )
     for n in (1, 3):
         LedgerEntry.objects.create(entry_id=f"e{n}", date=DAY, amount=Decimal(f"{n}0.00"))
 
 
 def corrections() -> list[str]:
-    return list(LedgerEntry.objects.filter(is_correction=True).order_by("entry_id")
-                .values_list("entry_id", flat=True))
+    return list(
+        LedgerEntry.objects.filter(is_correction=True)
+        .order_by("entry_id")
+        .values_list("entry_id", flat=True)
+    )
 
 
 @pytest.mark.django_db
-def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_the_window(statement, settings):
+def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_the_window(
+    statement, settings
+):
     settings.RECONCILIATION_CLOSING_TIME = "06:00"
 
     with fake_clock(STARTED) as clock:
@@ -48,7 +60,7 @@ def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_t
         drive_corrections(batch.run_id)
         run = drive(batch.run_id)
         assert run.waiting_for == "sleep"
-        clock.advance(days(1) / 4)      # 06:30, past the closing window
+        clock.advance(days(1) / 4)  # 06:30, past the closing window
         run = drive(batch.run_id)
 
     batch.refresh_from_db()
@@ -56,8 +68,13 @@ def test_each_missing_entry_is_posted_by_its_own_step_then_the_batch_closes_at_t
     assert corrections() == ["e2", "e4", "e5"]
     assert (batch.status, batch.corrections_posted) == (BatchStatus.RECONCILED, 3)
     steps = JournalEntry.objects.filter(run_id=run.id, kind="step").order_by("position")
-    assert [s.name for s in steps] == ["open_batch", "fetch_bank_statement", "fetch_ledger", "closing_window",
-                                       "mark_reconciled"]
+    assert [s.name for s in steps] == [
+        "open_batch",
+        "fetch_bank_statement",
+        "fetch_ledger",
+        "closing_window",
+        "mark_reconciled",
+    ]
 
 
 @pytest.mark.django_db
@@ -73,7 +90,9 @@ def test_each_missing_entry_is_a_child_run_named_after_the_entry(statement, cloc
 
 
 def drive_corrections(run_id: str) -> None:
-    for child_id in WorkflowRun.objects.filter(parent_id=run_id).order_by("id").values_list("id", flat=True):
+    for child_id in (
+        WorkflowRun.objects.filter(parent_id=run_id).order_by("id").values_list("id", flat=True)
+    ):
         drive(child_id)
 
 
@@ -81,7 +100,9 @@ def drive_corrections(run_id: str) -> None:
 def seeded_schedule():
     """The schedule processes' migration seeded, as if seeded at STARTED's midnight."""
     schedule = Schedule.objects.get(name="reconcile-daily")
-    Schedule.objects.filter(pk=schedule.pk).update(next_fire_at=datetime(2026, 5, 6, 0, 30, tzinfo=timezone.utc))
+    Schedule.objects.filter(pk=schedule.pk).update(
+        next_fire_at=datetime(2026, 5, 6, 0, 30, tzinfo=timezone.utc)
+    )
     return schedule
 
 
@@ -92,23 +113,34 @@ def test_reconciliation_runs_from_a_durable_schedule_not_a_beat_entry():
     schedule = Schedule.objects.get(name="reconcile-daily")
 
     assert (schedule.workflow_name, schedule.cron, schedule.timezone, schedule.catch_up) == (
-        "reconcile", "30 0 * * *", "UTC", "all")
+        "reconcile",
+        "30 0 * * *",
+        "UTC",
+        "all",
+    )
     assert not schedule.paused and schedule.next_fire_at is not None
-    assert [entry["task"] for entry in app.conf.beat_schedule.values()
-            if entry["task"].startswith("processes.reconcile")] == []
+    assert [
+        entry["task"]
+        for entry in app.conf.beat_schedule.values()
+        if entry["task"].startswith("processes.reconcile")
+    ] == []
 
 
 @pytest.mark.django_db
 def test_three_days_without_a_sweep_reconcile_each_missed_day_once(seeded_schedule):
     with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=timezone.utc)) as clock:
-        tick()                 # the last sweep before beat goes down: nothing is due yet
-        clock.advance(days(3))      # three days without a sweep
+        tick()  # the last sweep before beat goes down: nothing is due yet
+        clock.advance(days(3))  # three days without a sweep
 
-        tick()                 # beat is back
+        tick()  # beat is back
         tick()
 
     runs = WorkflowRun.objects.filter(workflow_name="reconcile").order_by("id")
-    assert [run.id for run in runs] == ["reconcile:2026-05-05", "reconcile:2026-05-06", "reconcile:2026-05-07"]
+    assert [run.id for run in runs] == [
+        "reconcile:2026-05-05",
+        "reconcile:2026-05-06",
+        "reconcile:2026-05-07",
+    ]
     assert [run.input["args"] for run in runs] == [["2026-05-05"], ["2026-05-06"], ["2026-05-07"]]
 
 
@@ -116,7 +148,7 @@ def test_three_days_without_a_sweep_reconcile_each_missed_day_once(seeded_schedu
 def test_a_missed_day_reconciles_that_day_not_yesterday(statement, seeded_schedule, settings):
     settings.RECONCILIATION_CLOSING_TIME = "06:00"
     with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=timezone.utc)) as clock:
-        clock.advance(days(2) + hours(7))      # beat was down on the 6th and the 7th
+        clock.advance(days(2) + hours(7))  # beat was down on the 6th and the 7th
         tick()
 
         drive(f"reconcile:{DAY.isoformat()}")
@@ -133,7 +165,7 @@ def test_a_missed_day_reconciles_that_day_not_yesterday(statement, seeded_schedu
 def test_a_second_sweep_or_a_manual_start_of_the_same_day_starts_nothing(seeded_schedule):
     with fake_clock(datetime(2026, 5, 6, 0, 31, tzinfo=timezone.utc)):
         tick()
-        tick()                  # a second beat
+        tick()  # a second beat
         reconciliation_start(batch_date=DAY, actor="ops")
 
     assert ReconciliationBatch.objects.count() == 1
@@ -144,17 +176,22 @@ def test_a_second_sweep_or_a_manual_start_of_the_same_day_starts_nothing(seeded_
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_during_corrections_posts_each_correction_once(statement):
     batch = reconciliation_start(batch_date=DAY, actor="test")
-    env = subprocess_env(DURABLE_LEASE_SECONDS="1", SLOW_LEDGER_SECONDS="60",
-                         RECONCILIATION_LEDGER_CLIENT="tests.processes.slow_ledger.SlowLedger")
-    code = ("import django; django.setup(); from durable.testing import drive; "
-            "from durable.models import WorkflowRun; "
-            f"drive({batch.run_id!r}); "
-            f"[drive(c) for c in WorkflowRun.objects.filter(parent_id={batch.run_id!r}).order_by('id')"
-            ".values_list('id', flat=True)]")
+    env = subprocess_env(
+        DURABLE_LEASE_SECONDS="1",
+        SLOW_LEDGER_SECONDS="60",
+        RECONCILIATION_LEDGER_CLIENT="tests.processes.slow_ledger.SlowLedger",
+    )
+    code = (
+        "import django; django.setup(); from durable.testing import drive; "
+        "from durable.models import WorkflowRun; "
+        f"drive({batch.run_id!r}); "
+        f"[drive(c) for c in WorkflowRun.objects.filter(parent_id={batch.run_id!r}).order_by('id')"
+        ".values_list('id', flat=True)]"
+    )
     worker = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while not corrections():   # the first correction committed; the second hangs uncommitted
+        while not corrections():  # the first correction committed; the second hangs uncommitted
             assert worker.poll() is None, "the worker exited before posting a correction"
             assert time.monotonic() < deadline, "the worker never posted a correction"
             time.sleep(0.05)
@@ -165,7 +202,7 @@ def test_a_worker_killed_during_corrections_posts_each_correction_once(statement
     assert worker.returncode == -signal.SIGKILL
     assert corrections() == ["e2"]
 
-    time.sleep(1.1)   # the dead worker's 1-second lease expires
+    time.sleep(1.1)  # the dead worker's 1-second lease expires
     connection.close()
     drive_corrections(batch.run_id)
     run = drive(batch.run_id)
@@ -173,5 +210,5 @@ def test_a_worker_killed_during_corrections_posts_each_correction_once(statement
     batch.refresh_from_db()
     assert run.status in (RunStatus.WAITING, RunStatus.COMPLETED)
     assert corrections() == ["e2", "e4", "e5"]
-    assert batch.corrections_posted == 3      # a counter that a repeated step would have bumped twice
+    assert batch.corrections_posted == 3  # a counter that a repeated step would have bumped twice
     assert JournalEntry.objects.get(run_id=f"{batch.run_id}:post_e2", name="post_e2").attempt == 1

@@ -1,5 +1,6 @@
 """The WhatsApp webhook never loses a message: raw bytes first, each part on its own,
 what cannot be taken quarantined for an operator, 200 unless the signature or JSON is bad."""
+
 import json
 
 import pytest
@@ -77,14 +78,18 @@ def test_contacts_and_statuses_of_the_wrong_shape_do_not_cost_the_message(signed
 
 
 def test_a_message_without_an_id_is_quarantined_and_the_good_messages_land(signed_post):
-    delivery = whatsapp_webhook(GOOD, {"type": "text", "from": "5511999990001"},
-                                whatsapp_message("wamid.GOOD2"))
+    delivery = whatsapp_webhook(
+        GOOD, {"type": "text", "from": "5511999990001"}, whatsapp_message("wamid.GOOD2")
+    )
 
     response = signed_post(delivery)
 
     assert response.status_code == 200
     assert QuarantinedItem.objects.count() == 1
-    assert set(InboundMessage.objects.values_list("wamid", flat=True)) == {"wamid.GOOD", "wamid.GOOD2"}
+    assert set(InboundMessage.objects.values_list("wamid", flat=True)) == {
+        "wamid.GOOD",
+        "wamid.GOOD2",
+    }
     item = QuarantinedItem.objects.get()
     assert (item.where, item.kind) == ("entry[0].changes[0].value.messages[1]", "message")
     assert json.loads(item.fragment) == {"type": "text", "from": "5511999990001"}
@@ -111,9 +116,14 @@ def test_a_body_that_is_not_an_object_is_quarantined_whole_with_200(signed_post)
 
 @pytest.mark.parametrize("errors", [131000, "Message undeliverable", {"code": 1}, None])
 def test_a_failed_status_with_errors_of_any_shape_is_applied(signed_post, errors, clock):
-    OutboundMessage.objects.create(idempotency_key="k-1", to_wa_id="5511999990001", body="Olá",
-                                   backend="console", provider_message_id="wamid.OUT1",
-                                   status=OutboundStatus.SENT)
+    OutboundMessage.objects.create(
+        idempotency_key="k-1",
+        to_wa_id="5511999990001",
+        body="Olá",
+        backend="console",
+        provider_message_id="wamid.OUT1",
+        status=OutboundStatus.SENT,
+    )
     status = {"id": "wamid.OUT1", "status": "failed", "timestamp": "1767225700", "errors": errors}
 
     response = signed_post(whatsapp_webhook(GOOD, statuses=[status]))
@@ -136,12 +146,17 @@ def test_nan_and_infinity_are_refused_with_400_not_dropped(signed_post, constant
     assert bytes(WebhookDelivery.objects.get().body) == body
 
 
-LONE_SURROGATE_DELIVERY = json.dumps(whatsapp_webhook(
-    whatsapp_message("wamid.SURROGATE", text="Oi \ud800 tudo bem\u0000?"),
-    contacts=[{"wa_id": "5511999990001", "profile": {"name": "Padaria \ud800"}}])).encode()
+LONE_SURROGATE_DELIVERY = json.dumps(
+    whatsapp_webhook(
+        whatsapp_message("wamid.SURROGATE", text="Oi \ud800 tudo bem\u0000?"),
+        contacts=[{"wa_id": "5511999990001", "profile": {"name": "Padaria \ud800"}}],
+    )
+).encode()
 
 
-def test_a_lone_surrogate_in_text_and_profile_name_is_stored_and_the_admin_renders(signed_post, admin_client):
+def test_a_lone_surrogate_in_text_and_profile_name_is_stored_and_the_admin_renders(
+    signed_post, admin_client
+):
     assert b"\\ud800" in LONE_SURROGATE_DELIVERY
 
     response = signed_post(LONE_SURROGATE_DELIVERY)
@@ -151,17 +166,25 @@ def test_a_lone_surrogate_in_text_and_profile_name_is_stored_and_the_admin_rende
     assert response.status_code == 200
     assert message.payload["message"]["text"]["body"] == "Oi \ufffd tudo bem\ufffd?"
     assert company.name == "Padaria \ufffd"
-    for page in ("/admin/processes/inboundmessage/", f"/admin/processes/inboundmessage/{message.pk}/change/",
-                 f"/admin/processes/company/{company.pk}/change/", "/admin/processes/webhookdelivery/",
-                 f"/admin/processes/webhookdelivery/{WebhookDelivery.objects.get().pk}/change/"):
+    for page in (
+        "/admin/processes/inboundmessage/",
+        f"/admin/processes/inboundmessage/{message.pk}/change/",
+        f"/admin/processes/company/{company.pk}/change/",
+        "/admin/processes/webhookdelivery/",
+        f"/admin/processes/webhookdelivery/{WebhookDelivery.objects.get().pk}/change/",
+    ):
         assert admin_client.get(page).status_code == 200, page
 
 
-def test_a_lone_surrogate_in_a_conversation_breaks_no_reviewer_panel(signed_post, in_review, client, ana):
+def test_a_lone_surrogate_in_a_conversation_breaks_no_reviewer_panel(
+    signed_post, in_review, client, ana
+):
     from approvals.models import ApprovalRequest
     from tests.processes.conftest import PHONE
 
-    signed_post(whatsapp_webhook(whatsapp_message("wamid.SURROGATE2", wa_id=PHONE, text="ok \ud800")))
+    signed_post(
+        whatsapp_webhook(whatsapp_message("wamid.SURROGATE2", wa_id=PHONE, text="ok \ud800"))
+    )
     client.force_login(ana)
 
     page = client.get(f"/approvals/{ApprovalRequest.objects.get(run_id=in_review.id).pk}/")
@@ -185,7 +208,7 @@ def test_a_quarantined_part_with_a_lone_surrogate_renders_in_the_admin(signed_po
     page = admin_client.get(f"/admin/processes/quarantineditem/{item.pk}/change/")
 
     assert page.status_code == 200
-    assert "\\ud800" in page.content.decode()   # shown as its escape, stored as ASCII
+    assert "\\ud800" in page.content.decode()  # shown as its escape, stored as ASCII
 
 
 def test_two_long_sender_ids_sharing_32_characters_are_two_companies(signed_post):
@@ -224,8 +247,12 @@ def test_quarantined_items_are_in_the_needs_attention_view_until_handled(signed_
 def test_the_bytes_of_a_delivery_are_kept_even_when_the_json_is_bad(api_client, settings):
     body = b'{"entry": ['
 
-    response = api_client.post(WHATSAPP_URL, data=body, content_type="application/json",
-                               HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings.WHATSAPP_APP_SECRET))
+    response = api_client.post(
+        WHATSAPP_URL,
+        data=body,
+        content_type="application/json",
+        HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings.WHATSAPP_APP_SECRET),
+    )
 
     assert response.status_code == 400, response.content
     assert bytes(WebhookDelivery.objects.get().body) == body
@@ -233,9 +260,10 @@ def test_the_bytes_of_a_delivery_are_kept_even_when_the_json_is_bad(api_client, 
 
 def test_fields_longer_than_their_columns_cost_no_message_and_no_500(signed_post):
     message = whatsapp_message("wamid.WIDE", text="Oi")
-    message["type"] = "t" * 400                                   # message_type holds 32
-    delivery = whatsapp_webhook(message, statuses=[{"id": "wamid.UNKNOWN", "status": "s" * 400,
-                                                    "timestamp": "9" * 400}])   # pending: 32 and 32
+    message["type"] = "t" * 400  # message_type holds 32
+    delivery = whatsapp_webhook(
+        message, statuses=[{"id": "wamid.UNKNOWN", "status": "s" * 400, "timestamp": "9" * 400}]
+    )  # pending: 32 and 32
     value_of(delivery)["metadata"]["phone_number_id"] = "9" * 400  # holds 64
 
     response = signed_post(delivery)

@@ -1,5 +1,6 @@
 """The WhatsApp intake: the webhook only stores a delivery and answers; a worker stores its
 messages, applies its statuses and routes them, one delivery at a time, oldest first."""
+
 import json
 
 import pytest
@@ -11,7 +12,13 @@ from processes.tasks import route_stale_inbound
 from processes.webhooks.models import QuarantinedItem, WebhookDelivery
 from processes.whatsapp import services as whatsapp
 from processes.whatsapp.models import InboundMessage, InboundStatus
-from tests.processes.conftest import CONTRACT, WHATSAPP_URL, document, whatsapp_message, whatsapp_webhook
+from tests.processes.conftest import (
+    CONTRACT,
+    WHATSAPP_URL,
+    document,
+    whatsapp_message,
+    whatsapp_webhook,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +29,9 @@ def on_workers(settings, monkeypatch):
     would send are recorded instead (a worker's own test: test_intake_on_workers.py)."""
     settings.WHATSAPP_INTAKE = "celery"
     sent = []
-    monkeypatch.setattr(whatsapp.current_app, "send_task", lambda name, **options: sent.append(name))
+    monkeypatch.setattr(
+        whatsapp.current_app, "send_task", lambda name, **options: sent.append(name)
+    )
     caches[whatsapp._intake_cache()].delete(whatsapp.INTAKE_KICK_KEY)
     return sent
 
@@ -32,8 +41,13 @@ def post(api_client, settings, django_capture_on_commit_callbacks):
     def post(payload):
         body = json.dumps(payload).encode()
         with django_capture_on_commit_callbacks(execute=True):
-            return api_client.post(WHATSAPP_URL, data=body, content_type="application/json",
-                                   HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings.WHATSAPP_APP_SECRET))
+            return api_client.post(
+                WHATSAPP_URL,
+                data=body,
+                content_type="application/json",
+                HTTP_X_HUB_SIGNATURE_256=signing.sign(body, settings.WHATSAPP_APP_SECRET),
+            )
+
     return post
 
 
@@ -68,7 +82,7 @@ def test_a_burst_of_deliveries_sends_one_intake_task_not_one_each(post, on_worke
 
 def test_a_delivery_stored_while_the_intake_drains_kicks_it_again(post, on_workers):
     post(whatsapp_webhook(whatsapp_message("wamid.FIRST")))
-    whatsapp.intake_drain()   # clears the kick before it looks for work
+    whatsapp.intake_drain()  # clears the kick before it looks for work
 
     post(whatsapp_webhook(whatsapp_message("wamid.SECOND")))
 
@@ -81,18 +95,28 @@ def test_a_sender_s_messages_are_routed_in_the_order_the_provider_sent_them(post
 
     whatsapp.intake_drain()
 
-    routed = list(InboundMessage.objects.order_by("processed_at", "id").values_list("wamid", flat=True))
+    routed = list(
+        InboundMessage.objects.order_by("processed_at", "id").values_list("wamid", flat=True)
+    )
     assert routed == ["wamid.ORDER0", "wamid.ORDER1", "wamid.ORDER2"]
     assert Company.objects.count() == 1
 
 
 def test_a_delivery_the_intake_cannot_process_is_kept_with_the_reason_and_the_next_goes_on(
-        post, on_workers, monkeypatch):
+    post, on_workers, monkeypatch
+):
     post(whatsapp_webhook(whatsapp_message("wamid.BROKEN")))
     post(whatsapp_webhook(whatsapp_message("wamid.FINE", wa_id="5511999990002")))
     real = whatsapp.webhook_receive
-    monkeypatch.setattr(whatsapp, "webhook_receive", lambda payload, **kw: (
-        (_ for _ in ()).throw(RuntimeError("a bug")) if "wamid.BROKEN" in json.dumps(payload) else real(payload, **kw)))
+    monkeypatch.setattr(
+        whatsapp,
+        "webhook_receive",
+        lambda payload, **kw: (
+            (_ for _ in ()).throw(RuntimeError("a bug"))
+            if "wamid.BROKEN" in json.dumps(payload)
+            else real(payload, **kw)
+        ),
+    )
 
     assert whatsapp.intake_drain() == 2
 
@@ -103,7 +127,7 @@ def test_a_delivery_the_intake_cannot_process_is_kept_with_the_reason_and_the_ne
 
 
 def test_beat_s_safety_net_processes_a_delivery_whose_task_was_lost(post, on_workers):
-    post(whatsapp_webhook(CONTRACT))   # its task never reaches a worker
+    post(whatsapp_webhook(CONTRACT))  # its task never reaches a worker
 
     route_stale_inbound()
 

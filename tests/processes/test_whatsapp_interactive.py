@@ -1,6 +1,7 @@
 """Reply buttons and lists both ways: a withdrawal confirmed with a tap, a file's kind chosen
 from a list, the missing documents offered as one, the provider's limits checked before a
 send, and text with numbered options where the customer's client cannot show them."""
+
 import json
 
 import pytest
@@ -32,12 +33,23 @@ MAY_WITHDRAW = whatsapp_message("wamid.MAYBE", wa_id=PHONE, text="desisto, quero
 UNNAMED = document("wamid.SCAN", "", filename="scan.pdf", wa_id=PHONE)
 
 
-def tap(wamid: str, option_id: str, title: str, *, question: OutboundMessage | None = None,
-        list_reply: bool = False) -> dict:
+def tap(
+    wamid: str,
+    option_id: str,
+    title: str,
+    *,
+    question: OutboundMessage | None = None,
+    list_reply: bool = False,
+) -> dict:
     """A button or list reply as the Cloud API delivers it, answering ``question``."""
     kind = "list_reply" if list_reply else "button_reply"
-    message = {"from": PHONE, "id": wamid, "timestamp": "1767225700", "type": "interactive",
-               "interactive": {"type": kind, kind: {"id": option_id, "title": title}}}
+    message = {
+        "from": PHONE,
+        "id": wamid,
+        "timestamp": "1767225700",
+        "type": "interactive",
+        "interactive": {"type": kind, kind: {"id": option_id, "title": title}},
+    }
     if question is not None:
         message["context"] = {"from": "551130000000", "id": question.provider_message_id}
     return message
@@ -65,17 +77,25 @@ def asked_to_confirm(customer):
 
 # --- a withdrawal confirmed with a tap ---
 
-def test_a_sentence_that_may_mean_a_withdrawal_is_answered_with_confirm_and_continue_buttons(customer, cloud_api):
+
+def test_a_sentence_that_may_mean_a_withdrawal_is_answered_with_confirm_and_continue_buttons(
+    customer, cloud_api
+):
     customer(HELLO)
 
     customer(MAY_WITHDRAW)
 
-    question = next(body for body in cloud_api.json_bodies("POST", MESSAGES) if body["type"] == "interactive")
+    question = next(
+        body for body in cloud_api.json_bodies("POST", MESSAGES) if body["type"] == "interactive"
+    )
     assert question["interactive"]["type"] == "button"
-    assert question["interactive"]["body"]["text"].startswith("Quer cancelar o seu pedido de conta PJ?")
+    assert question["interactive"]["body"]["text"].startswith(
+        "Quer cancelar o seu pedido de conta PJ?"
+    )
     assert question["interactive"]["action"]["buttons"] == [
         {"type": "reply", "reply": {"id": "withdraw:confirm", "title": "Confirmar"}},
-        {"type": "reply", "reply": {"id": "withdraw:continue", "title": "Continuar"}}]
+        {"type": "reply", "reply": {"id": "withdraw:continue", "title": "Continuar"}},
+    ]
 
 
 def test_the_confirm_button_withdraws_gracefully_with_one_goodbye(customer, asked_to_confirm):
@@ -88,7 +108,9 @@ def test_the_confirm_button_withdraws_gracefully_with_one_goodbye(customer, aske
     assert InboundMessage.objects.get(wamid="wamid.TAP1").status == InboundStatus.PROCESSED
 
 
-def test_the_continue_button_cancels_nothing_and_says_the_application_goes_on(customer, asked_to_confirm):
+def test_the_continue_button_cancels_nothing_and_says_the_application_goes_on(
+    customer, asked_to_confirm
+):
     run = customer(tap("wamid.TAP1", "withdraw:continue", "Continuar", question=asked_to_confirm))
 
     company = Company.objects.get()
@@ -101,7 +123,7 @@ def test_a_redelivered_confirm_acts_once(customer, signed_post, asked_to_confirm
     confirm = tap("wamid.TAP1", "withdraw:confirm", "Confirmar", question=asked_to_confirm)
 
     customer(confirm)
-    customer(confirm)   # the provider retries
+    customer(confirm)  # the provider retries
 
     assert InboundMessage.objects.filter(wamid="wamid.TAP1").count() == 1
     assert goodbyes(Company.objects.get()).count() == 1
@@ -112,11 +134,17 @@ def test_a_second_tap_on_an_answered_question_changes_nothing(customer, asked_to
 
     run = customer(tap("wamid.TAP2", "withdraw:confirm", "Confirmar", question=asked_to_confirm))
 
-    assert run.status == RunStatus.WAITING and Company.objects.get().status == CompanyStatus.COLLECTING
-    assert "already answered; nothing changed" in InboundMessage.objects.get(wamid="wamid.TAP2").note
+    assert (
+        run.status == RunStatus.WAITING and Company.objects.get().status == CompanyStatus.COLLECTING
+    )
+    assert (
+        "already answered; nothing changed" in InboundMessage.objects.get(wamid="wamid.TAP2").note
+    )
 
 
-def test_a_confirm_left_from_an_ended_application_does_not_cancel_the_new_one(customer, asked_to_confirm):
+def test_a_confirm_left_from_an_ended_application_does_not_cancel_the_new_one(
+    customer, asked_to_confirm
+):
     customer(says("wamid.CANCEL", "cancelar"))
     customer(says("wamid.AGAIN", "Oi, quero abrir a conta de novo"))
     company = Company.objects.get()
@@ -124,8 +152,13 @@ def test_a_confirm_left_from_an_ended_application_does_not_cancel_the_new_one(cu
 
     run = customer(tap("wamid.LATE", "withdraw:confirm", "Confirmar", question=asked_to_confirm))
 
-    assert run.status == RunStatus.WAITING and Company.objects.get().status == CompanyStatus.COLLECTING
-    assert "earlier application; nothing changed" in InboundMessage.objects.get(wamid="wamid.LATE").note
+    assert (
+        run.status == RunStatus.WAITING and Company.objects.get().status == CompanyStatus.COLLECTING
+    )
+    assert (
+        "earlier application; nothing changed"
+        in InboundMessage.objects.get(wamid="wamid.LATE").note
+    )
 
 
 @pytest.mark.parametrize("typed", ["1", "Confirmar", " confirmar! "])
@@ -156,25 +189,35 @@ def test_a_withdrawal_button_with_no_question_of_ours_changes_nothing(customer):
 
 # --- which document is this? ---
 
+
 def kind_question(document_: Document) -> OutboundMessage:
     return OutboundMessage.objects.get(idempotency_key=f"document-kind:{document_.pk}")
 
 
-def test_a_file_of_unknown_kind_gets_the_list_of_required_kinds_once(customer, signed_post, cloud_api):
+def test_a_file_of_unknown_kind_gets_the_list_of_required_kinds_once(
+    customer, signed_post, cloud_api
+):
     customer(HELLO)
 
     customer(UNNAMED)
-    signed_post(whatsapp_webhook(UNNAMED))   # redelivered
+    signed_post(whatsapp_webhook(UNNAMED))  # redelivered
 
     scan = Document.objects.get(file_name="scan.pdf")
-    lists = [body for body in cloud_api.json_bodies("POST", MESSAGES)
-             if body["type"] == "interactive" and body["interactive"]["type"] == "list"]
+    lists = [
+        body
+        for body in cloud_api.json_bodies("POST", MESSAGES)
+        if body["type"] == "interactive" and body["interactive"]["type"] == "list"
+    ]
     assert len(lists) == 1
     assert lists[0]["interactive"]["body"]["text"] == "Qual documento é o arquivo scan.pdf?"
-    assert [(row["id"], row["title"]) for row in lists[0]["interactive"]["action"]["sections"][0]["rows"]] == [
+    assert [
+        (row["id"], row["title"])
+        for row in lists[0]["interactive"]["action"]["sections"][0]["rows"]
+    ] == [
         (f"kind:{scan.pk}:articles_of_association", "Contrato social"),
         (f"kind:{scan.pk}:proof_of_address", "Comprovante de endereço"),
-        (f"kind:{scan.pk}:selfie", "Selfie do responsável")]
+        (f"kind:{scan.pk}:selfie", "Selfie do responsável"),
+    ]
 
 
 def test_choosing_the_kind_from_the_list_counts_the_file_and_the_run_stops_asking(customer):
@@ -182,10 +225,17 @@ def test_choosing_the_kind_from_the_list_counts_the_file_and_the_run_stops_askin
     customer(CONTRACT, SELFIE, UNNAMED)
     scan = Document.objects.get(file_name="scan.pdf")
     company = Company.objects.get()
-    assert company.status == CompanyStatus.COLLECTING   # asked for the proof of address
+    assert company.status == CompanyStatus.COLLECTING  # asked for the proof of address
 
-    customer(tap("wamid.KIND", f"kind:{scan.pk}:proof_of_address", "Comprovante de endereço",
-                 question=kind_question(scan), list_reply=True))
+    customer(
+        tap(
+            "wamid.KIND",
+            f"kind:{scan.pk}:proof_of_address",
+            "Comprovante de endereço",
+            question=kind_question(scan),
+            list_reply=True,
+        )
+    )
 
     scan.refresh_from_db()
     company.refresh_from_db()
@@ -195,13 +245,27 @@ def test_choosing_the_kind_from_the_list_counts_the_file_and_the_run_stops_askin
 
 
 def test_a_kind_chosen_during_the_review_is_recorded_and_told_to_the_reviewer(in_review, customer):
-    scan = Document.objects.create(company=Company.objects.get(), media_id="SCAN", file_name="scan.pdf",
-                                   message_id="wamid.SCAN-OLD", kind=DocumentKind.UNKNOWN)
+    scan = Document.objects.create(
+        company=Company.objects.get(),
+        media_id="SCAN",
+        file_name="scan.pdf",
+        message_id="wamid.SCAN-OLD",
+        kind=DocumentKind.UNKNOWN,
+    )
     body, choices = kind_options(scan)
-    question = message_send(company=scan.company, body=body, idempotency_key="kind:q", list_=choices)
+    question = message_send(
+        company=scan.company, body=body, idempotency_key="kind:q", list_=choices
+    )
 
-    customer(tap("wamid.KIND", f"kind:{scan.pk}:proof_of_address", "Comprovante de endereço", question=question,
-                 list_reply=True))
+    customer(
+        tap(
+            "wamid.KIND",
+            f"kind:{scan.pk}:proof_of_address",
+            "Comprovante de endereço",
+            question=question,
+            list_reply=True,
+        )
+    )
 
     scan.refresh_from_db()
     assert scan.changes[-1]["change"] == "chosen" and scan.changes[-1]["to"] == DocumentKind.ADDRESS
@@ -215,17 +279,27 @@ def test_a_kind_chosen_for_a_deleted_document_changes_nothing(customer):
     scan = Document.objects.get(file_name="scan.pdf")
     Document.objects.filter(pk=scan.pk).update(withdrawn_at=Company.objects.get().created_at)
 
-    customer(tap("wamid.KIND", f"kind:{scan.pk}:proof_of_address", "Comprovante de endereço",
-                 question=kind_question(scan), list_reply=True))
+    customer(
+        tap(
+            "wamid.KIND",
+            f"kind:{scan.pk}:proof_of_address",
+            "Comprovante de endereço",
+            question=kind_question(scan),
+            list_reply=True,
+        )
+    )
 
     scan.refresh_from_db()
-    assert scan.kind == DocumentKind.UNKNOWN and "deleted" in InboundMessage.objects.get(wamid="wamid.KIND").note
+    assert (
+        scan.kind == DocumentKind.UNKNOWN
+        and "deleted" in InboundMessage.objects.get(wamid="wamid.KIND").note
+    )
 
 
 def test_a_number_typed_when_two_different_questions_are_open_answers_neither(customer):
     customer(HELLO)
-    customer(CONTRACT)           # the ask offers the missing documents as a list
-    customer(UNNAMED)            # and a file of unknown kind gets "Qual documento é este?"
+    customer(CONTRACT)  # the ask offers the missing documents as a list
+    customer(UNNAMED)  # and a file of unknown kind gets "Qual documento é este?"
     scan = Document.objects.get(file_name="scan.pdf")
 
     customer(says("wamid.TYPED", "1"))
@@ -240,8 +314,10 @@ def test_a_number_typed_as_a_reply_to_one_question_answers_that_one(customer):
     customer(CONTRACT)
     customer(UNNAMED)
     scan = Document.objects.get(file_name="scan.pdf")
-    typed = {**says("wamid.TYPED", "2"), "context": {"from": "551130000000",
-                                                      "id": kind_question(scan).provider_message_id}}
+    typed = {
+        **says("wamid.TYPED", "2"),
+        "context": {"from": "551130000000", "id": kind_question(scan).provider_message_id},
+    }
 
     customer(typed)
 
@@ -256,21 +332,46 @@ def test_a_forged_kind_naming_another_companys_document_changes_nothing(customer
     customer(UNNAMED)
     ours = Document.objects.get(file_name="scan.pdf")
 
-    customer(tap("wamid.FORGED1", f"kind:{theirs.pk}:proof_of_address", "Comprovante de endereço",
-                 question=kind_question(ours), list_reply=True))
-    customer(tap("wamid.FORGED2", f"kind:{theirs.pk}:proof_of_address", "Comprovante de endereço",
-                 list_reply=True))
-    customer({"from": PHONE, "id": "wamid.FORGED3", "timestamp": "1767225700", "type": "button",
-              "button": {"payload": f"kind:{theirs.pk}:proof_of_address", "text": "Comprovante"}})
+    customer(
+        tap(
+            "wamid.FORGED1",
+            f"kind:{theirs.pk}:proof_of_address",
+            "Comprovante de endereço",
+            question=kind_question(ours),
+            list_reply=True,
+        )
+    )
+    customer(
+        tap(
+            "wamid.FORGED2",
+            f"kind:{theirs.pk}:proof_of_address",
+            "Comprovante de endereço",
+            list_reply=True,
+        )
+    )
+    customer(
+        {
+            "from": PHONE,
+            "id": "wamid.FORGED3",
+            "timestamp": "1767225700",
+            "type": "button",
+            "button": {"payload": f"kind:{theirs.pk}:proof_of_address", "text": "Comprovante"},
+        }
+    )
 
     theirs.refresh_from_db()
     assert theirs.kind == DocumentKind.SELFIE
     assert kind_question(ours).answered_at is None
-    assert all("nothing changed" in note for note in InboundMessage.objects.filter(
-        wamid__startswith="wamid.FORGED").values_list("note", flat=True))
+    assert all(
+        "nothing changed" in note
+        for note in InboundMessage.objects.filter(wamid__startswith="wamid.FORGED").values_list(
+            "note", flat=True
+        )
+    )
 
 
 # --- the missing documents as a list ---
+
 
 def test_the_ask_for_several_missing_documents_offers_them_as_a_list(customer):
     customer(HELLO)
@@ -279,7 +380,10 @@ def test_the_ask_for_several_missing_documents_offers_them_as_a_list(customer):
 
     ask = OutboundMessage.objects.get(idempotency_key__endswith=":ask:1")
     assert ask.body == "Ainda falta: comprovante de endereço, selfie do responsável."
-    assert [item["id"] for item in ask.options["items"]] == ["missing:proof_of_address", "missing:selfie"]
+    assert [item["id"] for item in ask.options["items"]] == [
+        "missing:proof_of_address",
+        "missing:selfie",
+    ]
 
 
 def test_choosing_a_missing_document_says_how_to_send_it(customer):
@@ -287,7 +391,15 @@ def test_choosing_a_missing_document_says_how_to_send_it(customer):
     customer(CONTRACT)
     ask = OutboundMessage.objects.get(idempotency_key__endswith=":ask:1")
 
-    customer(tap("wamid.MISSING", "missing:selfie", "Selfie do responsável", question=ask, list_reply=True))
+    customer(
+        tap(
+            "wamid.MISSING",
+            "missing:selfie",
+            "Selfie do responsável",
+            question=ask,
+            list_reply=True,
+        )
+    )
 
     answer = OutboundMessage.objects.get(idempotency_key="option:wamid.MISSING").body
     assert answer == "Envie por aqui: selfie do responsável. Escreva na legenda qual documento é."
@@ -303,6 +415,7 @@ def test_the_ask_for_one_missing_document_has_no_list(customer):
 
 # --- the provider's limits and the fallback to text ---
 
+
 @pytest.fixture
 def recent_customer(signed_post):
     """A number that wrote a minute ago: inside the 24-hour window."""
@@ -311,27 +424,49 @@ def recent_customer(signed_post):
 
 
 def test_the_cloud_api_gets_a_list_within_its_limits(cloud_api, recent_customer):
-    rows = tuple(ListRow(id=f"row:{n}", title=f"Opção {n}", description="x" * 72) for n in range(10))
+    rows = tuple(
+        ListRow(id=f"row:{n}", title=f"Opção {n}", description="x" * 72) for n in range(10)
+    )
 
-    message_send(company=recent_customer, body="Escolha", idempotency_key="test:list",
-                 list_=OptionList(button="Ver opções", rows=rows))
+    message_send(
+        company=recent_customer,
+        body="Escolha",
+        idempotency_key="test:list",
+        list_=OptionList(button="Ver opções", rows=rows),
+    )
 
     sent = cloud_api.json_bodies("POST", MESSAGES)[-1]["interactive"]
     assert sent["type"] == "list" and sent["action"]["button"] == "Ver opções"
     assert len(sent["action"]["sections"][0]["rows"]) == 10
 
 
-@pytest.mark.parametrize("options", [
-    {"buttons": (ReplyButton("a", "Uma opção longa demais!"),)},
-    {"buttons": tuple(ReplyButton(str(n), f"Opção {n}") for n in range(4))},
-    {"list_": OptionList(button="Ver", rows=(ListRow("a", "Um título longo demais p/ lista"),))},
-    {"list_": OptionList(button="Ver", rows=tuple(ListRow(str(n), f"Opção {n}") for n in range(11)))},
-], ids=["button-title", "four-buttons", "row-title", "eleven-rows"])
-def test_options_beyond_the_limits_raise_before_anything_is_sent(cloud_api, recent_customer, options):
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"buttons": (ReplyButton("a", "Uma opção longa demais!"),)},
+        {"buttons": tuple(ReplyButton(str(n), f"Opção {n}") for n in range(4))},
+        {
+            "list_": OptionList(
+                button="Ver", rows=(ListRow("a", "Um título longo demais p/ lista"),)
+            )
+        },
+        {
+            "list_": OptionList(
+                button="Ver", rows=tuple(ListRow(str(n), f"Opção {n}") for n in range(11))
+            )
+        },
+    ],
+    ids=["button-title", "four-buttons", "row-title", "eleven-rows"],
+)
+def test_options_beyond_the_limits_raise_before_anything_is_sent(
+    cloud_api, recent_customer, options
+):
     before = len(cloud_api.requests)
 
     with pytest.raises(ValueError):
-        message_send(company=recent_customer, body="Escolha", idempotency_key="test:too-long", **options)
+        message_send(
+            company=recent_customer, body="Escolha", idempotency_key="test:too-long", **options
+        )
 
     assert len(cloud_api.requests) == before
     assert not OutboundMessage.objects.filter(idempotency_key="test:too-long").exists()
@@ -340,54 +475,97 @@ def test_options_beyond_the_limits_raise_before_anything_is_sent(cloud_api, rece
 def test_outside_the_window_the_options_go_numbered_in_the_template(cloud_api):
     company = Company.objects.create(wa_id="5511977776666")
 
-    message_send(company=company, body="Quer continuar?", idempotency_key="test:template",
-                 buttons=(ReplyButton("y", "Sim"), ReplyButton("n", "Não")))
+    message_send(
+        company=company,
+        body="Quer continuar?",
+        idempotency_key="test:template",
+        buttons=(ReplyButton("y", "Sim"), ReplyButton("n", "Não")),
+    )
 
     sent = cloud_api.json_bodies("POST", MESSAGES)[-1]
     assert sent["type"] == "template"
-    assert sent["template"]["components"][0]["parameters"][0]["text"] == "Quer continuar? 1. Sim; 2. Não."
+    assert (
+        sent["template"]["components"][0]["parameters"][0]["text"]
+        == "Quer continuar? 1. Sim; 2. Não."
+    )
 
 
-UNSUPPORTED = {"error": {"message": "(#131051) Unsupported message type", "type": "OAuthException",
-                         "code": 131051, "fbtrace_id": "A1"}}
+UNSUPPORTED = {
+    "error": {
+        "message": "(#131051) Unsupported message type",
+        "type": "OAuthException",
+        "code": 131051,
+        "fbtrace_id": "A1",
+    }
+}
 
 
-def test_a_client_that_cannot_show_buttons_gets_the_same_question_as_numbered_text(cloud_api, recent_customer):
-    answers = iter([(400, json.dumps(UNSUPPORTED).encode(), "application/json"),
-                    (200, b'{"messages": [{"id": "wamid.TEXT1"}]}', "application/json")])
+def test_a_client_that_cannot_show_buttons_gets_the_same_question_as_numbered_text(
+    cloud_api, recent_customer
+):
+    answers = iter(
+        [
+            (400, json.dumps(UNSUPPORTED).encode(), "application/json"),
+            (200, b'{"messages": [{"id": "wamid.TEXT1"}]}', "application/json"),
+        ]
+    )
     cloud_api.routes[("POST", MESSAGES)] = lambda: next(answers)
 
-    sent = message_send(company=recent_customer, body="Quer cancelar?", idempotency_key="test:fallback",
-                        buttons=(ReplyButton("withdraw:confirm", "Confirmar"),
-                                 ReplyButton("withdraw:continue", "Continuar")))
+    sent = message_send(
+        company=recent_customer,
+        body="Quer cancelar?",
+        idempotency_key="test:fallback",
+        buttons=(
+            ReplyButton("withdraw:confirm", "Confirmar"),
+            ReplyButton("withdraw:continue", "Continuar"),
+        ),
+    )
 
     first, second = cloud_api.json_bodies("POST", MESSAGES)[-2:]
     assert first["type"] == "interactive"
     assert second["type"] == "text"
     assert second["text"]["body"] == "Quer cancelar?\n\n1. Confirmar\n2. Continuar"
-    assert (sent.status, sent.as_text, sent.provider_message_id) == (OutboundStatus.SENT, True, "wamid.TEXT1")
+    assert (sent.status, sent.as_text, sent.provider_message_id) == (
+        OutboundStatus.SENT,
+        True,
+        "wamid.TEXT1",
+    )
 
 
 def failed(provider_id: str, timestamp: str) -> dict:
-    return {"id": provider_id, "status": "failed", "timestamp": timestamp, "recipient_id": PHONE,
-            "errors": [{"code": 131051, "title": "Unsupported message type"}]}
+    return {
+        "id": provider_id,
+        "status": "failed",
+        "timestamp": timestamp,
+        "recipient_id": PHONE,
+        "errors": [{"code": 131051, "title": "Unsupported message type"}],
+    }
 
 
-def test_a_failed_status_for_an_interactive_resends_it_as_text_once(cloud_api, signed_post, asked_to_confirm):
+def test_a_failed_status_for_an_interactive_resends_it_as_text_once(
+    cloud_api, signed_post, asked_to_confirm
+):
     provider_id = asked_to_confirm.provider_message_id
 
     signed_post(whatsapp_webhook(statuses=[failed(provider_id, "1767225800")]))
-    signed_post(whatsapp_webhook(statuses=[failed(provider_id, "1767225801")]))   # reported again
+    signed_post(whatsapp_webhook(statuses=[failed(provider_id, "1767225801")]))  # reported again
 
     resent = OutboundMessage.objects.get(idempotency_key="confirm-withdrawal:wamid.MAYBE:as-text")
-    texts = [body for body in cloud_api.json_bodies("POST", MESSAGES)
-             if body["type"] == "text" and body["text"]["body"].startswith("Quer cancelar")]
+    texts = [
+        body
+        for body in cloud_api.json_bodies("POST", MESSAGES)
+        if body["type"] == "text" and body["text"]["body"].startswith("Quer cancelar")
+    ]
     assert resent.as_text and len(texts) == 1
     assert texts[0]["text"]["body"].endswith("\n\n1. Confirmar\n2. Continuar")
 
 
-def test_a_number_typed_after_the_text_fallback_answers_it(customer, cloud_api, signed_post, asked_to_confirm):
-    signed_post(whatsapp_webhook(statuses=[failed(asked_to_confirm.provider_message_id, "1767225800")]))
+def test_a_number_typed_after_the_text_fallback_answers_it(
+    customer, cloud_api, signed_post, asked_to_confirm
+):
+    signed_post(
+        whatsapp_webhook(statuses=[failed(asked_to_confirm.provider_message_id, "1767225800")])
+    )
 
     run = customer(says("wamid.TYPED", "2"))
 
@@ -397,7 +575,10 @@ def test_a_number_typed_after_the_text_fallback_answers_it(customer, cloud_api, 
 
 # --- what the reviewer reads ---
 
-def test_the_conversation_shows_our_options_and_the_title_the_customer_chose(customer, asked_to_confirm):
+
+def test_the_conversation_shows_our_options_and_the_title_the_customer_chose(
+    customer, asked_to_confirm
+):
     customer(tap("wamid.TAP1", "withdraw:continue", "Continuar", question=asked_to_confirm))
 
     lines = conversation_for(Company.objects.get())

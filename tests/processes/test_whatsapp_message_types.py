@@ -1,6 +1,7 @@
 """Every message type and status the Cloud API sends gets the answer docs/processes.md's table
 says: a greeting for a new customer whatever they sent first, one "what we can read" for a
 known one, nothing for a reaction or a notice, and a call's status kept as a call's."""
+
 from datetime import timedelta
 
 import pytest
@@ -9,7 +10,13 @@ from django.urls import reverse
 
 from processes.onboarding.models import Company
 from processes.webhooks.models import QuarantinedItem, WebhookDelivery
-from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage, OutboundStatus, PendingStatus
+from processes.whatsapp.models import (
+    InboundMessage,
+    InboundStatus,
+    OutboundMessage,
+    OutboundStatus,
+    PendingStatus,
+)
 from processes.whatsapp.selectors import inbound_needing_attention
 from processes.whatsapp.services import message_send
 from tests.processes.conftest import HELLO, PHONE, issued_invoice, whatsapp_webhook
@@ -35,43 +42,127 @@ def replying_to(wamid: str) -> dict:
 
 
 UNREADABLE = {
-    "voice note": lambda n: sent(f"wamid.AUDIO{n}", "audio", {
-        "id": f"media-audio-{n}", "mime_type": "audio/ogg; codecs=opus", "sha256": "c2Vt", "voice": True}),
-    "video": lambda n: sent(f"wamid.VIDEO{n}", "video", {
-        "id": f"media-video-{n}", "mime_type": "video/mp4", "sha256": "c2Vt", "caption": "olha"}),
-    "sticker": lambda n: sent(f"wamid.STICKER{n}", "sticker", {
-        "id": f"media-sticker-{n}", "mime_type": "image/webp", "sha256": "c2Vt", "animated": False}),
-    "location": lambda n: sent(f"wamid.LOCATION{n}", "location", {
-        "latitude": -23.5613, "longitude": -46.6565, "name": "Padaria Boa Massa", "address": "Av. Paulista, 1000"}),
-    "contact card": lambda n: sent(f"wamid.CONTACTS{n}", "contacts", [{
-        "name": {"formatted_name": "João Contador", "first_name": "João"},
-        "phones": [{"phone": "+55 11 97777-0000", "wa_id": "5511977770000", "type": "CELL"}]}]),
-    "flow reply": lambda n: sent(f"wamid.FLOW{n}", "interactive", {
-        "type": "nfm_reply", "nfm_reply": {"name": "flow", "body": "Sent", "response_json": '{"cnpj": "x"}'}},
-        **replying_to(OUR_MESSAGE)),
-    "order": lambda n: sent(f"wamid.ORDER{n}", "order", {
-        "catalog_id": "CATALOG", "text": "quero este", "product_items": [
-            {"product_retailer_id": "pj-basic", "quantity": 1, "item_price": 0, "currency": "BRL"}]}),
-    "unsupported": lambda n: sent(f"wamid.UNSUPPORTED{n}", "unsupported", errors=[{
-        "code": 131051, "title": "Message type unknown", "message": "Message type unknown",
-        "error_data": {"details": "Message type is currently not supported."}}]),
+    "voice note": lambda n: sent(
+        f"wamid.AUDIO{n}",
+        "audio",
+        {
+            "id": f"media-audio-{n}",
+            "mime_type": "audio/ogg; codecs=opus",
+            "sha256": "c2Vt",
+            "voice": True,
+        },
+    ),
+    "video": lambda n: sent(
+        f"wamid.VIDEO{n}",
+        "video",
+        {"id": f"media-video-{n}", "mime_type": "video/mp4", "sha256": "c2Vt", "caption": "olha"},
+    ),
+    "sticker": lambda n: sent(
+        f"wamid.STICKER{n}",
+        "sticker",
+        {
+            "id": f"media-sticker-{n}",
+            "mime_type": "image/webp",
+            "sha256": "c2Vt",
+            "animated": False,
+        },
+    ),
+    "location": lambda n: sent(
+        f"wamid.LOCATION{n}",
+        "location",
+        {
+            "latitude": -23.5613,
+            "longitude": -46.6565,
+            "name": "Padaria Boa Massa",
+            "address": "Av. Paulista, 1000",
+        },
+    ),
+    "contact card": lambda n: sent(
+        f"wamid.CONTACTS{n}",
+        "contacts",
+        [
+            {
+                "name": {"formatted_name": "João Contador", "first_name": "João"},
+                "phones": [
+                    {"phone": "+55 11 97777-0000", "wa_id": "5511977770000", "type": "CELL"}
+                ],
+            }
+        ],
+    ),
+    "flow reply": lambda n: sent(
+        f"wamid.FLOW{n}",
+        "interactive",
+        {
+            "type": "nfm_reply",
+            "nfm_reply": {"name": "flow", "body": "Sent", "response_json": '{"cnpj": "x"}'},
+        },
+        **replying_to(OUR_MESSAGE),
+    ),
+    "order": lambda n: sent(
+        f"wamid.ORDER{n}",
+        "order",
+        {
+            "catalog_id": "CATALOG",
+            "text": "quero este",
+            "product_items": [
+                {
+                    "product_retailer_id": "pj-basic",
+                    "quantity": 1,
+                    "item_price": 0,
+                    "currency": "BRL",
+                }
+            ],
+        },
+    ),
+    "unsupported": lambda n: sent(
+        f"wamid.UNSUPPORTED{n}",
+        "unsupported",
+        errors=[
+            {
+                "code": 131051,
+                "title": "Message type unknown",
+                "message": "Message type unknown",
+                "error_data": {"details": "Message type is currently not supported."},
+            }
+        ],
+    ),
 }
 # Replies that choose an option: read (tests/processes/test_whatsapp_interactive.py), never
 # "what we can read"; these name options onboarding never offered.
 OPTION_REPLIES = {
-    "button reply": lambda n: sent(f"wamid.BUTTONREPLY{n}", "interactive", {
-        "type": "button_reply", "button_reply": {"id": "sim", "title": "Sim"}}, **replying_to(OUR_MESSAGE)),
-    "list reply": lambda n: sent(f"wamid.LISTREPLY{n}", "interactive", {
-        "type": "list_reply", "list_reply": {"id": "pj", "title": "Conta PJ", "description": "Abrir conta"}},
-        **replying_to(OUR_MESSAGE)),
-    "template button": lambda n: sent(f"wamid.BUTTON{n}", "button", {
-        "text": "Falar com atendente", "payload": "atendente"}, **replying_to(OUR_MESSAGE)),
+    "button reply": lambda n: sent(
+        f"wamid.BUTTONREPLY{n}",
+        "interactive",
+        {"type": "button_reply", "button_reply": {"id": "sim", "title": "Sim"}},
+        **replying_to(OUR_MESSAGE),
+    ),
+    "list reply": lambda n: sent(
+        f"wamid.LISTREPLY{n}",
+        "interactive",
+        {
+            "type": "list_reply",
+            "list_reply": {"id": "pj", "title": "Conta PJ", "description": "Abrir conta"},
+        },
+        **replying_to(OUR_MESSAGE),
+    ),
+    "template button": lambda n: sent(
+        f"wamid.BUTTON{n}",
+        "button",
+        {"text": "Falar com atendente", "payload": "atendente"},
+        **replying_to(OUR_MESSAGE),
+    ),
 }
 CHAT_OPENED = sent("wamid.WELCOME1", "request_welcome")
-REACTION = sent("wamid.REACTION1", "reaction", {"message_id": OUR_MESSAGE, "emoji": "\U0001F44D"})
-NUMBER_CHANGED = sent("wamid.SYSTEM1", "system", {
-    "body": "Padaria changed from 5511988887777 to 5511966665555", "wa_id": "5511966665555",
-    "type": "customer_changed_number"})
+REACTION = sent("wamid.REACTION1", "reaction", {"message_id": OUR_MESSAGE, "emoji": "\U0001f44d"})
+NUMBER_CHANGED = sent(
+    "wamid.SYSTEM1",
+    "system",
+    {
+        "body": "Padaria changed from 5511988887777 to 5511966665555",
+        "wa_id": "5511966665555",
+        "type": "customer_changed_number",
+    },
+)
 
 
 def greeting_of(company: Company) -> str:
@@ -82,19 +173,24 @@ def what_we_read_replies():
     return OutboundMessage.objects.filter(idempotency_key__startswith="unreadable:")
 
 
-@pytest.mark.parametrize("first", [*UNREADABLE.values(), *OPTION_REPLIES.values(), lambda n: CHAT_OPENED,
-                                   lambda n: REACTION], ids=[*UNREADABLE, *OPTION_REPLIES, "chat opened", "reaction"])
+@pytest.mark.parametrize(
+    "first",
+    [*UNREADABLE.values(), *OPTION_REPLIES.values(), lambda n: CHAT_OPENED, lambda n: REACTION],
+    ids=[*UNREADABLE, *OPTION_REPLIES, "chat opened", "reaction"],
+)
 def test_a_new_customer_is_greeted_whatever_their_first_message_is(customer, first):
     customer(first(1))
 
     company = Company.objects.get(wa_id=PHONE)
     assert greeting_of(company).startswith(GREETING)
     assert InboundMessage.objects.get().company == company
-    assert not what_we_read_replies().exists()   # the greeting already says what to send
+    assert not what_we_read_replies().exists()  # the greeting already says what to send
 
 
 @pytest.mark.parametrize("unreadable", UNREADABLE.values(), ids=UNREADABLE)
-def test_a_known_customer_sending_a_type_we_cannot_read_hears_once_what_we_can_read(customer, unreadable):
+def test_a_known_customer_sending_a_type_we_cannot_read_hears_once_what_we_can_read(
+    customer, unreadable
+):
     customer(HELLO)
 
     customer(unreadable(1))
@@ -106,7 +202,9 @@ def test_a_known_customer_sending_a_type_we_cannot_read_hears_once_what_we_can_r
 
 
 @pytest.mark.parametrize("reply", OPTION_REPLIES.values(), ids=OPTION_REPLIES)
-def test_a_known_customer_choosing_an_option_we_never_offered_changes_nothing_and_hears_nothing(customer, reply):
+def test_a_known_customer_choosing_an_option_we_never_offered_changes_nothing_and_hears_nothing(
+    customer, reply
+):
     customer(HELLO)
     before = OutboundMessage.objects.count()
 
@@ -166,7 +264,8 @@ def test_a_number_change_notice_starts_nothing_and_waits_for_an_operator(signed_
 
 
 def test_a_billing_customer_with_no_onboarding_hears_once_what_we_can_read_and_starts_nothing(
-        signed_post, clock):
+    signed_post, clock
+):
     issued_invoice("NF-7001", clock.now() + timedelta(days=5), wa_id=PHONE)
 
     signed_post(whatsapp_webhook(UNREADABLE["voice note"](1)))
@@ -188,23 +287,40 @@ def test_a_new_sender_over_the_hourly_cap_is_held_whatever_they_sent(signed_post
 
 def test_errors_whatsapp_reports_for_a_change_wait_for_an_operator_beside_its_messages(signed_post):
     delivery = whatsapp_webhook(HELLO)
-    delivery["entry"][0]["changes"][0]["value"]["errors"] = [{
-        "code": 131000, "title": "Something went wrong", "message": "Something went wrong",
-        "error_data": {"details": "Message failed to send because of an unknown error."}}]
+    delivery["entry"][0]["changes"][0]["value"]["errors"] = [
+        {
+            "code": 131000,
+            "title": "Something went wrong",
+            "message": "Something went wrong",
+            "error_data": {"details": "Message failed to send because of an unknown error."},
+        }
+    ]
 
     signed_post(delivery)
 
     item = QuarantinedItem.objects.get()
     assert (item.where, item.reason, item.resolved_at) == (
-        "entry[0].changes[0].value.errors", "WhatsApp reports errors", None)
+        "entry[0].changes[0].value.errors",
+        "WhatsApp reports errors",
+        None,
+    )
     assert "131000" in item.fragment and InboundMessage.objects.get().status == InboundStatus.KEPT
 
 
 # --- calls: their statuses arrive among the statuses of messages ---
 
-def call_status(state: str, *, call_id: str = "wacid.HBgNNTUxMTk4ODg4Nzc3NxUCABEYEjE", **more) -> dict:
-    return {"id": call_id, "timestamp": "1767225700", "type": "call", "status": state, "recipient_id": PHONE,
-            **more}
+
+def call_status(
+    state: str, *, call_id: str = "wacid.HBgNNTUxMTk4ODg4Nzc3NxUCABEYEjE", **more
+) -> dict:
+    return {
+        "id": call_id,
+        "timestamp": "1767225700",
+        "type": "call",
+        "status": state,
+        "recipient_id": PHONE,
+        **more,
+    }
 
 
 @pytest.fixture
@@ -213,7 +329,9 @@ def operator(client):
     return client
 
 
-def test_a_calls_statuses_are_kept_as_call_statuses_not_as_statuses_waiting_for_a_message(signed_post):
+def test_a_calls_statuses_are_kept_as_call_statuses_not_as_statuses_waiting_for_a_message(
+    signed_post,
+):
     states = [call_status("RINGING"), call_status("ACCEPTED"), call_status("REJECTED")]
 
     signed_post(whatsapp_webhook(statuses=states))
@@ -221,33 +339,46 @@ def test_a_calls_statuses_are_kept_as_call_statuses_not_as_statuses_waiting_for_
     kept = QuarantinedItem.objects.order_by("where")
     assert not PendingStatus.objects.exists()
     assert [item.reason.split(":")[0] for item in kept] == [
-        "call status RINGING", "call status ACCEPTED", "call status REJECTED"]
+        "call status RINGING",
+        "call status ACCEPTED",
+        "call status REJECTED",
+    ]
     assert all("wacid.HBgNNTUxMTk4ODg4Nzc3NxUCABEYEjE" in item.fragment for item in kept)
     assert "3 call status(es), kept" in WebhookDelivery.objects.get().outcome
 
 
-def test_a_call_status_is_on_the_operators_list_of_items_but_not_their_work_list(signed_post, operator):
+def test_a_call_status_is_on_the_operators_list_of_items_but_not_their_work_list(
+    signed_post, operator
+):
     signed_post(whatsapp_webhook(statuses=[call_status("RINGING")]))
 
     changelist = reverse("admin:processes_quarantineditem_changelist")
     assert "call status RINGING" in operator.get(changelist).content.decode()
-    assert "call status RINGING" not in operator.get(changelist, {"attention": "yes"}).content.decode()
+    assert (
+        "call status RINGING" not in operator.get(changelist, {"attention": "yes"}).content.decode()
+    )
 
 
 def test_a_call_status_naming_one_of_our_messages_never_changes_it(signed_post, clock):
     ours = message_send(idempotency_key="test:call", body="Olá", to_wa_id=PHONE)
 
-    signed_post(whatsapp_webhook(statuses=[call_status("failed", call_id=ours.provider_message_id)]))
+    signed_post(
+        whatsapp_webhook(statuses=[call_status("failed", call_id=ours.provider_message_id)])
+    )
 
     ours.refresh_from_db()
     assert (ours.status, ours.status_history) == (OutboundStatus.SENT, [])
     assert not PendingStatus.objects.exists()
 
 
-@pytest.mark.parametrize("status", [
-    {"id": "wacid.HBgNNTUxMTk4", "status": "delivered"},   # a call's id, a message's word
-    {"id": "CALL-2", "status": "RINGING"},                 # only a call rings
-], ids=["call-id", "call-state"])
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"id": "wacid.HBgNNTUxMTk4", "status": "delivered"},  # a call's id, a message's word
+        {"id": "CALL-2", "status": "RINGING"},  # only a call rings
+    ],
+    ids=["call-id", "call-state"],
+)
 def test_a_status_without_its_type_is_a_calls_by_its_id_or_its_state(signed_post, status):
     signed_post(whatsapp_webhook(statuses=[{**status, "timestamp": "1767225700"}]))
 
@@ -256,8 +387,18 @@ def test_a_status_without_its_type_is_a_calls_by_its_id_or_its_state(signed_post
 
 
 def test_a_status_carrying_call_fields_is_a_calls_even_without_its_type(signed_post):
-    signed_post(whatsapp_webhook(statuses=[{"id": "CALL-1", "status": "completed", "timestamp": "1767225700",
-                                            "call": {"direction": "BUSINESS_INITIATED"}}]))
+    signed_post(
+        whatsapp_webhook(
+            statuses=[
+                {
+                    "id": "CALL-1",
+                    "status": "completed",
+                    "timestamp": "1767225700",
+                    "call": {"direction": "BUSINESS_INITIATED"},
+                }
+            ]
+        )
+    )
 
     assert QuarantinedItem.objects.get().reason.startswith("call status completed")
     assert not PendingStatus.objects.exists()
@@ -265,8 +406,12 @@ def test_a_status_carrying_call_fields_is_a_calls_even_without_its_type(signed_p
 
 def test_message_statuses_beside_a_call_status_still_move_our_message(signed_post, clock):
     ours = message_send(idempotency_key="test:beside", body="Olá", to_wa_id=PHONE)
-    delivered = {"id": ours.provider_message_id, "status": "delivered", "timestamp": "1767225650",
-                 "recipient_id": PHONE}
+    delivered = {
+        "id": ours.provider_message_id,
+        "status": "delivered",
+        "timestamp": "1767225650",
+        "recipient_id": PHONE,
+    }
 
     signed_post(whatsapp_webhook(statuses=[call_status("RINGING"), delivered]))
 

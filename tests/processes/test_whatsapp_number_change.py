@@ -1,5 +1,6 @@
 """WhatsApp's notices about a customer's identity, through the signed webhook: a new number
 moves the customer's company to it, a changed identity is a finding on their open case."""
+
 import pytest
 
 from approvals.models import ApprovalAudit, ApprovalRequest
@@ -8,7 +9,15 @@ from durable.testing import drive
 from processes.onboarding.models import Company
 from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage
 from processes.whatsapp.selectors import inbound_needing_attention
-from tests.processes.conftest import ADDRESS, CONTRACT, HELLO, PHONE, QUIET, SELFIE, whatsapp_webhook
+from tests.processes.conftest import (
+    ADDRESS,
+    CONTRACT,
+    HELLO,
+    PHONE,
+    QUIET,
+    SELFIE,
+    whatsapp_webhook,
+)
 from tests.processes.test_onboarding import open_case
 
 pytestmark = pytest.mark.django_db
@@ -18,14 +27,27 @@ NEW_PHONE = "5511966665555"
 
 def notice(wamid: str, kind: str, **fields) -> dict:
     """A ``system`` message as the Cloud API delivers it: from the number the customer had."""
-    return {"from": PHONE, "id": wamid, "timestamp": "1767225700", "type": "system",
-            "system": {"type": kind, **fields}}
+    return {
+        "from": PHONE,
+        "id": wamid,
+        "timestamp": "1767225700",
+        "type": "system",
+        "system": {"type": kind, **fields},
+    }
 
 
-NUMBER_CHANGED = notice("wamid.SYSTEM-NUMBER", "user_changed_number", wa_id=NEW_PHONE,
-                        body=f"User Padaria Boa Massa changed from {PHONE} to {NEW_PHONE}")
-IDENTITY_CHANGED = notice("wamid.SYSTEM-IDENTITY", "customer_identity_changed", identity="a1b2c3",
-                          body="Padaria Boa Massa's security code changed")
+NUMBER_CHANGED = notice(
+    "wamid.SYSTEM-NUMBER",
+    "user_changed_number",
+    wa_id=NEW_PHONE,
+    body=f"User Padaria Boa Massa changed from {PHONE} to {NEW_PHONE}",
+)
+IDENTITY_CHANGED = notice(
+    "wamid.SYSTEM-IDENTITY",
+    "customer_identity_changed",
+    identity="a1b2c3",
+    body="Padaria Boa Massa's security code changed",
+)
 
 
 def from_new_phone(message: dict) -> dict:
@@ -50,7 +72,8 @@ def whatsapp(signed_post, clock):
 
 
 def test_a_customer_who_changes_number_mid_onboarding_is_one_case_answered_at_the_new_number(
-        customer, whatsapp, client, ana):
+    customer, whatsapp, client, ana
+):
     customer(HELLO)
     customer(CONTRACT)
 
@@ -72,7 +95,9 @@ def test_a_customer_who_changes_number_mid_onboarding_is_one_case_answered_at_th
     assert f"changed from {PHONE} to {NEW_PHONE}" in page and f"+{NEW_PHONE}" in page
 
 
-def test_a_number_change_during_the_review_re_checks_the_open_case(in_review, whatsapp, client, ana):
+def test_a_number_change_during_the_review_re_checks_the_open_case(
+    in_review, whatsapp, client, ana
+):
     case = open_case(in_review.id)
 
     whatsapp(NUMBER_CHANGED)
@@ -81,20 +106,32 @@ def test_a_number_change_during_the_review_re_checks_the_open_case(in_review, wh
     assert recheck.detail["changed"]["whatsapp"] == [PHONE, NEW_PHONE]
     assert ApprovalRequest.objects.get(pk=case.pk).summary["whatsapp"] == NEW_PHONE
     client.force_login(ana)
-    assert f"changed number from {PHONE} to {NEW_PHONE}" in client.get(f"/approvals/{case.pk}/").content.decode()
+    assert (
+        f"changed number from {PHONE} to {NEW_PHONE}"
+        in client.get(f"/approvals/{case.pk}/").content.decode()
+    )
 
 
-def test_an_identity_change_on_an_open_case_is_a_finding_and_changes_nothing_else(in_review, whatsapp, client, ana):
+def test_an_identity_change_on_an_open_case_is_a_finding_and_changes_nothing_else(
+    in_review, whatsapp, client, ana
+):
     case = open_case(in_review.id)
 
     whatsapp(IDENTITY_CHANGED)
 
     after = ApprovalRequest.objects.get(pk=case.pk)
     assert [item["code"] for item in after.summary["findings"]][-1] == "identity_changed"
-    assert (after.risk, after.required_approvals, after.status) == (case.risk, case.required_approvals, case.status)
+    assert (after.risk, after.required_approvals, after.status) == (
+        case.risk,
+        case.required_approvals,
+        case.status,
+    )
     assert Company.objects.get().wa_id == PHONE
     client.force_login(ana)
-    assert "the customer&#x27;s identity changed" in client.get(f"/approvals/{case.pk}/").content.decode()
+    assert (
+        "the customer&#x27;s identity changed"
+        in client.get(f"/approvals/{case.pk}/").content.decode()
+    )
 
 
 def test_a_number_change_for_a_number_no_company_has_is_kept_for_an_operator(whatsapp):
@@ -109,7 +146,7 @@ def test_a_number_change_for_a_number_no_company_has_is_kept_for_an_operator(wha
 def test_a_number_change_to_a_number_with_its_own_company_merges_nothing(customer, whatsapp):
     customer(HELLO)
     customer(CONTRACT)
-    whatsapp(from_new_phone(HELLO))   # the new number wrote first: a company of its own
+    whatsapp(from_new_phone(HELLO))  # the new number wrote first: a company of its own
 
     whatsapp(NUMBER_CHANGED)
 

@@ -1,4 +1,5 @@
 """Inbound messages go through the routers the processes registered; the channel knows none."""
+
 import pytest
 
 from processes.onboarding.services import onboarding_route_message
@@ -12,7 +13,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def stored(clock):
-    webhook_receive(whatsapp_webhook(whatsapp_message("wamid.ROUTE")))  # its on-commit routing never ran
+    webhook_receive(
+        whatsapp_webhook(whatsapp_message("wamid.ROUTE"))
+    )  # its on-commit routing never ran
     return InboundMessage.objects.get(wamid="wamid.ROUTE")
 
 
@@ -20,6 +23,7 @@ def stored(clock):
 def only(monkeypatch):
     def install(*routers):
         monkeypatch.setattr(routing, "_routers", list(routers))
+
     return install
 
 

@@ -1,5 +1,6 @@
 """WhatsApp's notice that a customer's business-scoped user id changed, through the signed
 webhook: their company takes the new id, and two companies are never merged."""
+
 import pytest
 
 from approvals.models import ApprovalAudit, ApprovalRequest
@@ -14,9 +15,18 @@ OLD_USER_ID, NEW_USER_ID = "BR.1234567890", "BR.9876543210"
 
 
 def user_id_changed(wamid: str = "wamid.SYSTEM-USER-ID") -> dict:
-    return {"from": PHONE, "from_user_id": OLD_USER_ID, "id": wamid, "timestamp": "1767225700", "type": "system",
-            "system": {"type": "user_changed_user_id", "user_id": NEW_USER_ID,
-                       "body": "User Padaria Boa Massa changed their user id"}}
+    return {
+        "from": PHONE,
+        "from_user_id": OLD_USER_ID,
+        "id": wamid,
+        "timestamp": "1767225700",
+        "type": "system",
+        "system": {
+            "type": "user_changed_user_id",
+            "user_id": NEW_USER_ID,
+            "body": "User Padaria Boa Massa changed their user id",
+        },
+    }
 
 
 def test_a_user_id_change_moves_the_company_to_the_new_user_id(customer, signed_post):
@@ -51,11 +61,22 @@ def test_a_user_id_change_during_the_review_re_checks_the_open_case(in_review, s
     assert ApprovalRequest.objects.get(pk=case.pk).summary["whatsapp"] == f"{PHONE} / {NEW_USER_ID}"
 
 
-def test_meta_s_notice_without_a_phone_finds_the_company_by_the_previous_user_id(customer, signed_post):
+def test_meta_s_notice_without_a_phone_finds_the_company_by_the_previous_user_id(
+    customer, signed_post
+):
     customer({**HELLO, "from_user_id": OLD_USER_ID})
-    notice = {"from_user_id": NEW_USER_ID, "id": "wamid.SYSTEM-NO-PHONE", "timestamp": "1767225700",
-              "type": "system", "system": {"type": "user_changed_user_id", "user_id": NEW_USER_ID,
-                                           "previous_user_id": OLD_USER_ID, "body": "changed"}}
+    notice = {
+        "from_user_id": NEW_USER_ID,
+        "id": "wamid.SYSTEM-NO-PHONE",
+        "timestamp": "1767225700",
+        "type": "system",
+        "system": {
+            "type": "user_changed_user_id",
+            "user_id": NEW_USER_ID,
+            "previous_user_id": OLD_USER_ID,
+            "body": "changed",
+        },
+    }
 
     signed_post(whatsapp_webhook(notice, contacts=[]))
 
@@ -64,11 +85,17 @@ def test_meta_s_notice_without_a_phone_finds_the_company_by_the_previous_user_id
     assert Company.objects.count() == 1
 
 
-def test_a_message_sent_before_the_change_and_delivered_after_it_joins_the_same_company(customer, signed_post):
+def test_a_message_sent_before_the_change_and_delivered_after_it_joins_the_same_company(
+    customer, signed_post
+):
     customer({**HELLO, "from_user_id": OLD_USER_ID})
     signed_post(whatsapp_webhook(user_id_changed(), contacts=[]))
 
-    signed_post(whatsapp_webhook(whatsapp_message("wamid.LATE", wa_id=None, user_id=OLD_USER_ID, text="Oi")))
+    signed_post(
+        whatsapp_webhook(whatsapp_message("wamid.LATE", wa_id=None, user_id=OLD_USER_ID, text="Oi"))
+    )
 
     assert Company.objects.count() == 1
-    assert InboundMessage.objects.get(wamid="wamid.LATE").company == Company.objects.get(wa_id=PHONE)
+    assert InboundMessage.objects.get(wamid="wamid.LATE").company == Company.objects.get(
+        wa_id=PHONE
+    )

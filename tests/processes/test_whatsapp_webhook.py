@@ -1,4 +1,5 @@
 """The WhatsApp webhook: signatures, storage first, redeliveries, senders, statuses."""
+
 import json
 from datetime import timedelta
 
@@ -18,16 +19,23 @@ CONTRACT = document("wamid.CONTRACT", "contrato social", filename="contrato.pdf"
 
 
 def test_the_verification_handshake_echoes_the_challenge(api_client, settings):
-    response = api_client.get(WHATSAPP_URL, {"hub.mode": "subscribe", "hub.challenge": "1158201444",
-                                             "hub.verify_token": settings.WHATSAPP_VERIFY_TOKEN})
+    response = api_client.get(
+        WHATSAPP_URL,
+        {
+            "hub.mode": "subscribe",
+            "hub.challenge": "1158201444",
+            "hub.verify_token": settings.WHATSAPP_VERIFY_TOKEN,
+        },
+    )
 
     assert response.status_code == 200
     assert response.content == b"1158201444"
 
 
 def test_the_verification_handshake_refuses_a_wrong_token(api_client):
-    response = api_client.get(WHATSAPP_URL, {"hub.mode": "subscribe", "hub.challenge": "1",
-                                             "hub.verify_token": "guess"})
+    response = api_client.get(
+        WHATSAPP_URL, {"hub.mode": "subscribe", "hub.challenge": "1", "hub.verify_token": "guess"}
+    )
 
     assert response.status_code == 403
 
@@ -42,8 +50,9 @@ def test_a_bad_signature_is_403_and_stores_nothing(signed_post):
 
 
 def test_a_missing_signature_is_403_and_stores_nothing(api_client):
-    response = api_client.post(WHATSAPP_URL, data=json.dumps(whatsapp_webhook(CONTRACT)),
-                               content_type="application/json")
+    response = api_client.post(
+        WHATSAPP_URL, data=json.dumps(whatsapp_webhook(CONTRACT)), content_type="application/json"
+    )
 
     assert response.status_code == 403
     assert not InboundMessage.objects.exists()
@@ -53,8 +62,9 @@ def test_a_signature_of_another_body_is_403(api_client, settings):
     body = json.dumps(whatsapp_webhook(CONTRACT)).encode()
     signature = signing.sign(body + b" ", settings.WHATSAPP_APP_SECRET)
 
-    response = api_client.post(WHATSAPP_URL, data=body, content_type="application/json",
-                               HTTP_X_HUB_SIGNATURE_256=signature)
+    response = api_client.post(
+        WHATSAPP_URL, data=body, content_type="application/json", HTTP_X_HUB_SIGNATURE_256=signature
+    )
 
     assert response.status_code == 403
 
@@ -81,7 +91,9 @@ def test_a_first_document_from_an_unknown_sender_starts_onboarding_with_the_sign
     company = Company.objects.get(wa_id="5511999990001")
     run = WorkflowRun.objects.get(pk=company.run_id)
     assert run.workflow_name == "onboarding"
-    assert list(run.signals.values_list("name", "dedupe_key")) == [("documents_received", "wamid.CONTRACT")]
+    assert list(run.signals.values_list("name", "dedupe_key")) == [
+        ("documents_received", "wamid.CONTRACT")
+    ]
     assert company.name == "Padaria Boa Massa"
     assert Document.objects.get(company=company).kind == "articles_of_association"
     assert InboundMessage.objects.get().status == InboundStatus.PROCESSED
@@ -89,7 +101,7 @@ def test_a_first_document_from_an_unknown_sender_starts_onboarding_with_the_sign
 
 def test_a_redelivered_message_is_one_signal(signed_post):
     signed_post(whatsapp_webhook(CONTRACT))
-    response = signed_post(whatsapp_webhook(CONTRACT))   # the provider retries
+    response = signed_post(whatsapp_webhook(CONTRACT))  # the provider retries
 
     assert response.status_code == 200
     assert WebhookDelivery.objects.get().times_received == 2
@@ -99,8 +111,10 @@ def test_a_redelivered_message_is_one_signal(signed_post):
 
 def test_a_batched_payload_stores_every_message_of_every_entry(signed_post):
     first = whatsapp_webhook(document("wamid.A", "contrato social"))
-    second = whatsapp_webhook(document("wamid.B", "comprovante de endereço", wa_id="5511999990002"),
-                              whatsapp_message("wamid.C", wa_id="5511999990002"))
+    second = whatsapp_webhook(
+        document("wamid.B", "comprovante de endereço", wa_id="5511999990002"),
+        whatsapp_message("wamid.C", wa_id="5511999990002"),
+    )
     first["entry"].extend(second["entry"])
 
     response = signed_post(first)
@@ -112,21 +126,37 @@ def test_a_batched_payload_stores_every_message_of_every_entry(signed_post):
 
 
 def test_a_sender_without_a_phone_is_known_by_business_scoped_user_id(signed_post):
-    signed_post(whatsapp_webhook(whatsapp_message("wamid.T1", wa_id="5511999990003", user_id="BR.123")))
+    signed_post(
+        whatsapp_webhook(whatsapp_message("wamid.T1", wa_id="5511999990003", user_id="BR.123"))
+    )
 
-    signed_post(whatsapp_webhook(document("wamid.D1", "selfie", type="image", wa_id=None, user_id="BR.123"),
-                                 contacts=[{"user_id": "BR.123", "profile": {"name": "X"}}]))
+    signed_post(
+        whatsapp_webhook(
+            document("wamid.D1", "selfie", type="image", wa_id=None, user_id="BR.123"),
+            contacts=[{"user_id": "BR.123", "profile": {"name": "X"}}],
+        )
+    )
 
     company = Company.objects.get()
     assert (company.wa_id, company.user_id) == ("5511999990003", "BR.123")
     assert company.documents.get().kind == "selfie"
 
 
-def test_a_message_whose_one_contact_is_someone_else_is_never_attached_to_that_contacts_company(signed_post):
+def test_a_message_whose_one_contact_is_someone_else_is_never_attached_to_that_contacts_company(
+    signed_post,
+):
     other = Company.objects.create(wa_id="5511977770000", user_id="BR.OTHER")
-    shared_card = {"wa_id": "5511977770000", "user_id": "BR.OTHER", "profile": {"name": "Outra Empresa"}}
+    shared_card = {
+        "wa_id": "5511977770000",
+        "user_id": "BR.OTHER",
+        "profile": {"name": "Outra Empresa"},
+    }
 
-    signed_post(whatsapp_webhook(whatsapp_message("wamid.T1", wa_id="5511999990001"), contacts=[shared_card]))
+    signed_post(
+        whatsapp_webhook(
+            whatsapp_message("wamid.T1", wa_id="5511999990001"), contacts=[shared_card]
+        )
+    )
 
     message = InboundMessage.objects.get()
     assert (message.sender_wa_id, message.sender_user_id) == ("5511999990001", "")
@@ -135,37 +165,50 @@ def test_a_message_whose_one_contact_is_someone_else_is_never_attached_to_that_c
 
 
 def test_a_senders_user_id_comes_from_the_contact_whose_wa_id_is_the_sender(signed_post):
-    contacts = [{"wa_id": "5511977770000", "user_id": "BR.OTHER", "profile": {"name": "Outra"}},
-                {"wa_id": "5511999990001", "user_id": "BR.SENDER", "profile": {"name": "Padaria"}}]
+    contacts = [
+        {"wa_id": "5511977770000", "user_id": "BR.OTHER", "profile": {"name": "Outra"}},
+        {"wa_id": "5511999990001", "user_id": "BR.SENDER", "profile": {"name": "Padaria"}},
+    ]
 
-    signed_post(whatsapp_webhook(whatsapp_message("wamid.T1", wa_id="5511999990001"), contacts=contacts))
+    signed_post(
+        whatsapp_webhook(whatsapp_message("wamid.T1", wa_id="5511999990001"), contacts=contacts)
+    )
 
     company = Company.objects.get()
-    assert (company.wa_id, company.user_id, company.name) == ("5511999990001", "BR.SENDER", "Padaria")
+    assert (company.wa_id, company.user_id, company.name) == (
+        "5511999990001",
+        "BR.SENDER",
+        "Padaria",
+    )
 
 
 def test_a_message_that_names_no_sender_takes_no_identity_from_a_lone_contact(signed_post):
     Company.objects.create(wa_id="5511977770000", user_id="BR.OTHER")
     nameless = whatsapp_message("wamid.T1", wa_id=None)
 
-    signed_post(whatsapp_webhook(nameless, contacts=[{"wa_id": "5511977770000", "user_id": "BR.OTHER"}]))
+    signed_post(
+        whatsapp_webhook(nameless, contacts=[{"wa_id": "5511977770000", "user_id": "BR.OTHER"}])
+    )
 
     message = InboundMessage.objects.get()
     assert (message.status, message.company) == (InboundStatus.UNMATCHED, None)
 
 
-def test_an_unsupported_message_is_kept_and_visible_to_operators_and_its_new_sender_greeted(signed_post):
+def test_an_unsupported_message_is_kept_and_visible_to_operators_and_its_new_sender_greeted(
+    signed_post,
+):
     signed_post(whatsapp_webhook(whatsapp_message("wamid.S", type="sticker", id="m1")))
 
     message = InboundMessage.objects.get(wamid="wamid.S")
     assert message.status == InboundStatus.UNSUPPORTED
     assert "'sticker'" in message.note
-    assert WorkflowRun.objects.get().pk == message.company.run_id   # its first step is the greeting
+    assert WorkflowRun.objects.get().pk == message.company.run_id  # its first step is the greeting
 
 
 def test_a_document_after_the_onboarding_ended_is_kept_unmatched(signed_post):
     signed_post(whatsapp_webhook(CONTRACT))
     from durable import services
+
     services.run_cancel(Company.objects.get().run_id, reason="customer withdrew", actor="test")
 
     signed_post(whatsapp_webhook(document("wamid.LATE", "comprovante")))
@@ -178,8 +221,12 @@ def test_a_document_after_the_onboarding_ended_is_kept_unmatched(signed_post):
 def test_statuses_move_an_outbound_message_forward_only(signed_post, clock):
     company = Company.objects.create(wa_id="5511999990009")
     sent = message_send(company=company, body="Olá", idempotency_key="k1")
-    status = lambda name, ts: {"id": sent.provider_message_id, "status": name, "timestamp": ts,  # noqa: E731
-                               "recipient_id": company.wa_id}
+    status = lambda name, ts: {
+        "id": sent.provider_message_id,
+        "status": name,
+        "timestamp": ts,  # noqa: E731
+        "recipient_id": company.wa_id,
+    }
 
     signed_post(whatsapp_webhook(statuses=[status("read", "3"), status("delivered", "2")]))
 

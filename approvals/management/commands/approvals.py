@@ -1,5 +1,6 @@
 """``python manage.py approvals evidence export CASE_ID [-o FILE]`` and ``... evidence verify FILE``:
 an operator's copy of a case's evidence pack (audited like a download), and its check."""
+
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -21,15 +22,24 @@ class Command(BaseCommand):
         actions = evidence.add_subparsers(dest="action", metavar="ACTION")
         actions.required = True
         verify = actions.add_parser(
-            "verify", help="check a pack offline (hashes, the audit chain's links, the journal up to the "
-                           "decision); exits 1 on any problem")
+            "verify",
+            help="check a pack offline (hashes, the audit chain's links, the journal up to the "
+            "decision); exits 1 on any problem",
+        )
         verify.add_argument("file", help="the pack (.zip)")
-        verify.add_argument("--against-database", action="store_true",
-                            help="also compare the pack with the case's audit trail in this database: its rows, "
-                                 "and the recorded download of this very manifest")
-        export = actions.add_parser("export", help="write a decided case's pack to a file (audited)")
+        verify.add_argument(
+            "--against-database",
+            action="store_true",
+            help="also compare the pack with the case's audit trail in this database: its rows, "
+            "and the recorded download of this very manifest",
+        )
+        export = actions.add_parser(
+            "export", help="write a decided case's pack to a file (audited)"
+        )
         export.add_argument("case_id", type=int)
-        export.add_argument("-o", "--output", help="where to write it (default: case-<id>-evidence.zip here)")
+        export.add_argument(
+            "-o", "--output", help="where to write it (default: case-<id>-evidence.zip here)"
+        )
 
     def handle(self, *args, **options):
         if options["action"] == "export":
@@ -40,13 +50,17 @@ class Command(BaseCommand):
     def export(self, case_id: int, output: str | None) -> None:
         who = command_audit()
         try:
-            pack = approval_evidence_take(case_id, actor=who["actor"], via=f"cli@{who['audit']['host']}")
+            pack = approval_evidence_take(
+                case_id, actor=who["actor"], via=f"cli@{who['audit']['host']}"
+            )
         except ApprovalError as error:
             raise CommandError(str(error), returncode=1) from None
         path = Path(output or pack.filename)
         path.write_bytes(pack.content)
-        self.stdout.write(f"wrote {path} ({len(pack.content)} bytes)\nmanifest sha256 {pack.manifest_sha256}\n"
-                          f"head {pack.head}")
+        self.stdout.write(
+            f"wrote {path} ({len(pack.content)} bytes)\nmanifest sha256 {pack.manifest_sha256}\n"
+            f"head {pack.head}"
+        )
 
     def verify(self, path: Path, *, against_database: bool) -> None:
         try:
@@ -65,6 +79,10 @@ class Command(BaseCommand):
         self.stdout.write(
             f"verified (from {where}): case #{report.case_id}, {report.files} files, "
             f"{len(report.audit_links)} audit rows, {report.journal_entries} journal entries"
-            + (f" up to the decision at position {report.decision_position}"
-               if report.decision_position is not None else " (the process ended before taking the decision)")
-            + f"\nhead {report.head}\nmanifest sha256 {report.manifest_sha256}")
+            + (
+                f" up to the decision at position {report.decision_position}"
+                if report.decision_position is not None
+                else " (the process ended before taking the decision)"
+            )
+            + f"\nhead {report.head}\nmanifest sha256 {report.manifest_sha256}"
+        )

@@ -1,4 +1,5 @@
 """``python manage.py durable <subcommand>``: operate runs from a shell, over the services."""
+
 import argparse
 import importlib
 import sys
@@ -10,7 +11,12 @@ from durable.errors import DurableError
 
 # The optional packages a subcommand may need, and the extra of django-durable-flows that
 # installs each: without it the subcommand is listed, and says what to install.
-EXTRAS = {"rest_framework": "api", "drf_spectacular": "api", "prometheus_client": "api", "celery": "celery"}
+EXTRAS = {
+    "rest_framework": "api",
+    "drf_spectacular": "api",
+    "prometheus_client": "api",
+    "celery": "celery",
+}
 
 
 def _subcommand(module_path: str):
@@ -34,9 +40,13 @@ class Command(BaseCommand):
             module, missing = _subcommand(module_path)
             if module is None:
                 unavailable = commands.add_parser(name, help=f"({missing})", description=missing)
-                unavailable.add_argument("ignored", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+                unavailable.add_argument(
+                    "ignored", nargs=argparse.REMAINDER, help=argparse.SUPPRESS
+                )
                 continue
-            module.add_arguments(commands.add_parser(name, help=module.help, description=module.help))
+            module.add_arguments(
+                commands.add_parser(name, help=module.help, description=module.help)
+            )
 
     def handle(self, *args, **options):
         module, missing = _subcommand(SUBCOMMANDS[options["subcommand"]])

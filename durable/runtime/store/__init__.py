@@ -6,6 +6,7 @@ interface. Two stores implement it: ``durable.runtime.store.live.LiveStore`` (fe
 engine's tables) and ``durable.runtime.store.recorded.RecordedStore``, which answers from an
 exported history and never writes.
 """
+
 from durable.runtime.priorities import DEFAULT_PRIORITY
 
 
@@ -36,7 +37,9 @@ class Store:
         """A step with a timeout started (``deadline``) or ended (None): keep the run only
         that long."""
 
-    def start_child(self, entry, definition, args, kwargs, child_id: str, priority: int = DEFAULT_PRIORITY) -> None:
+    def start_child(
+        self, entry, definition, args, kwargs, child_id: str, priority: int = DEFAULT_PRIORITY
+    ) -> None:
         """Record ``entry`` (a child's journal entry) and start the child run ``child_id``
         of ``definition`` with that input, at the parent's ``priority``, in one transaction."""
         raise NotImplementedError

@@ -10,6 +10,7 @@ stale on the next write and stops with ``Fenced``; nothing it does is recorded. 
 lock outlives a statement or a commit: a worker frozen in the middle of a step holds
 nothing another worker or a sender would wait for.
 """
+
 import hashlib
 import logging
 import math
@@ -22,21 +23,50 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
-from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db import (
+    DatabaseError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    transaction,
+)
 from django.db.models import Count, F, JSONField, Q, Value
 from django.db.models.expressions import CombinedExpression
 
 from durable import chain, clock, codec, conf, sql
 from durable.runtime import children, forks
 from durable.runtime.dispatch import dispatch
-from durable.errors import (Divergence, Fenced, RunArchived, RunConflict, RunFinished, RunNotFound,
-                            StoreUnavailable)
+from durable.errors import (
+    Divergence,
+    Fenced,
+    RunArchived,
+    RunConflict,
+    RunFinished,
+    RunNotFound,
+    StoreUnavailable,
+)
 from durable.runtime.limits import Limit
 from durable.runtime.priorities import DEFAULT_PRIORITY, MAX_PRIORITY
 from durable.locks import advisory_xact_lock
-from durable.models import (ACTIVE_STATUSES, FINISHED_STATUSES, ArchivedAuditEvent, ArchivedJournalEntry,
-                            ArchivedRun, ArchivedSignal, AuditAction, AuditEvent, EntryKind, EntryStatus,
-                            JournalEntry, LimitTicket, RunStatus, Signal, TicketState, WorkflowRun)
+from durable.models import (
+    ACTIVE_STATUSES,
+    FINISHED_STATUSES,
+    ArchivedAuditEvent,
+    ArchivedJournalEntry,
+    ArchivedRun,
+    ArchivedSignal,
+    AuditAction,
+    AuditEvent,
+    EntryKind,
+    EntryStatus,
+    JournalEntry,
+    LimitTicket,
+    RunStatus,
+    Signal,
+    TicketState,
+    WorkflowRun,
+)
 from durable.runtime.store import Store
 
 log = logging.getLogger(__name__)
@@ -64,6 +94,7 @@ class Settlement:
     Built by the constructors below, one per way an advance ends, so the executor names
     what happened and the store alone knows which columns that writes.
     """
+
     transition: str
     wake_at: datetime | None = None
     waiting_for: str = ""
@@ -109,18 +140,35 @@ class Settlement:
         generation = int(run.id.rsplit("~", 1)[1]) + 1 if run.chain_root else 2
         successor_id = _bounded_id(root, f"~{generation}")
         now = clock.now()
-        successor = WorkflowRun(id=successor_id, workflow_name=definition.name, workflow_version=definition.version,
-                                input=encoded_input, parent_id=run.parent_id, chain_root=root,
-                                priority=run.priority, created_at=now, updated_at=now, wake_at=_grace())
-        return cls("continue_as_new", fields={"result": {"continued_as": successor_id}, "error": None,
-                                              "continued_as": successor_id},
-                   successor=successor, successor_queue=definition.queue)
+        successor = WorkflowRun(
+            id=successor_id,
+            workflow_name=definition.name,
+            workflow_version=definition.version,
+            input=encoded_input,
+            parent_id=run.parent_id,
+            chain_root=root,
+            priority=run.priority,
+            created_at=now,
+            updated_at=now,
+            wake_at=_grace(),
+        )
+        return cls(
+            "continue_as_new",
+            fields={
+                "result": {"continued_as": successor_id},
+                "error": None,
+                "continued_as": successor_id,
+            },
+            successor=successor,
+            successor_queue=definition.queue,
+        )
 
 
 @dataclass(frozen=True)
 class Woken:
     """A park that lost its race with a signal: the run stays claimed, and this is what
     the row says now (a graceful cancel may have come with it)."""
+
     signal_seq: int
     cancel_request: dict | None
 
@@ -165,19 +213,37 @@ class LiveStore(Store):
             except StoreUnavailable as exc:
                 if delay is None or connection.in_atomic_block:
                     raise
-                log.warning("run %s: journal write at position %s failed (%s); retrying on a "
-                            "fresh connection", self.run_id, entry.position, first_line(exc))
+                log.warning(
+                    "run %s: journal write at position %s failed (%s); retrying on a "
+                    "fresh connection",
+                    self.run_id,
+                    entry.position,
+                    first_line(exc),
+                )
                 connection.close()
                 time.sleep(delay)
                 if insert and self._landed(entry):
                     return None
 
-    def start_child(self, entry: JournalEntry, definition, args, kwargs, child_id: str,
-                    priority: int = DEFAULT_PRIORITY) -> None:
-        self.record(entry, effect=lambda: start_child_run(self.run_id, definition, args, kwargs, child_id,
-                                                          priority))
+    def start_child(
+        self,
+        entry: JournalEntry,
+        definition,
+        args,
+        kwargs,
+        child_id: str,
+        priority: int = DEFAULT_PRIORITY,
+    ) -> None:
+        self.record(
+            entry,
+            effect=lambda: start_child_run(
+                self.run_id, definition, args, kwargs, child_id, priority
+            ),
+        )
 
-    def acquire_limit(self, limit, key: str, position: int, queue: str, priority: int = DEFAULT_PRIORITY):
+    def acquire_limit(
+        self, limit, key: str, position: int, queue: str, priority: int = DEFAULT_PRIORITY
+    ):
         with store_errors():
             return _take_ticket(self, limit, key, position, queue, priority)
 
@@ -188,7 +254,12 @@ class LiveStore(Store):
     # --- writes ---
 
     def _write(self, entry: JournalEntry, consume, attributes) -> None:
-        if entry.pk is None and not consume and attributes is None and connection.vendor == "postgresql":
+        if (
+            entry.pk is None
+            and not consume
+            and attributes is None
+            and connection.vendor == "postgresql"
+        ):
             return self._insert_in_one_statement(entry)
         try:
             with _unsaved_unless_committed(entry), transaction.atomic():
@@ -260,7 +331,9 @@ class LiveStore(Store):
         """
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
-                cursor.execute(_FENCE_AND_LIMIT_IDLE_SQL, [self._idle_limit(), self.run_id, self.token])
+                cursor.execute(
+                    _FENCE_AND_LIMIT_IDLE_SQL, [self._idle_limit(), self.run_id, self.token]
+                )
             else:
                 cursor.execute(_fence_sql(), [self.run_id, self.token])
             if cursor.fetchone() is None:
@@ -272,10 +345,13 @@ class LiveStore(Store):
     def _consume(self, signals: list[Signal], position: int) -> None:
         ids = [signal.pk for signal in signals]
         taken = Signal.objects.filter(pk__in=ids, consumed_position__isnull=True).update(
-            consumed_position=position, consumed_at=clock.now())
+            consumed_position=position, consumed_at=clock.now()
+        )
         if taken != len(ids):
-            raise Divergence(f"signals {ids} ({', '.join(sorted({s.name for s in signals}))}): "
-                             "one was consumed by another position")
+            raise Divergence(
+                f"signals {ids} ({', '.join(sorted({s.name for s in signals}))}): "
+                "one was consumed by another position"
+            )
 
     def _merge_attributes(self, attributes: dict) -> None:
         """Inside the fenced transaction: set these search attributes, keep the others.
@@ -285,9 +361,14 @@ class LiveStore(Store):
         IMMEDIATE transaction holds the write lock."""
         query = WorkflowRun.objects.filter(pk=self.run_id)
         if connection.vendor == "postgresql":
-            query.update(attributes=CombinedExpression(
-                F("attributes"), "||", Value(attributes, output_field=JSONField()),
-                output_field=JSONField()))
+            query.update(
+                attributes=CombinedExpression(
+                    F("attributes"),
+                    "||",
+                    Value(attributes, output_field=JSONField()),
+                    output_field=JSONField(),
+                )
+            )
             return
         current = query.values_list("attributes", flat=True).first() or {}
         query.update(attributes={**current, **attributes})
@@ -312,7 +393,8 @@ class LiveStore(Store):
                 f"SELECT entry.id FROM {runs} AS run LEFT JOIN {journal} AS entry ON entry.run_id = run.id "
                 f"AND entry.position = %s AND entry.status = %s AND entry.attempt = %s "
                 f"WHERE run.id = %s AND run.fencing_token = %s",
-                [entry.position, entry.status, entry.attempt, self.run_id, self.token])
+                [entry.position, entry.status, entry.attempt, self.run_id, self.token],
+            )
             row = cursor.fetchone()
         if row is None:
             raise Fenced(self.run_id)
@@ -333,7 +415,8 @@ class LiveStore(Store):
             statement = _FENCED_INSERT_SQL[len(columns)] = (
                 f"WITH fence AS ({_fence_sql()}) "
                 f"INSERT INTO {JournalEntry._meta.db_table} ({', '.join(f.column for f in columns)}) "
-                f"SELECT {', '.join(['%s'] * len(columns))} FROM fence RETURNING id")
+                f"SELECT {', '.join(['%s'] * len(columns))} FROM fence RETURNING id"
+            )
         try:
             with connection.cursor() as cursor:
                 cursor.execute(statement, [self.run_id, self.token, *values])
@@ -358,14 +441,24 @@ class LiveStore(Store):
         """
         status = run.status_after(settlement.transition)
         now = clock.now()
-        values = dict(status=status, lease_owner="", lease_expires_at=None, wake_at=settlement.wake_at,
-                      waiting_for=settlement.waiting_for, updated_at=now, recoveries=0,
-                      recovery_position=None, **settlement.fields)
+        values = dict(
+            status=status,
+            lease_owner="",
+            lease_expires_at=None,
+            wake_at=settlement.wake_at,
+            waiting_for=settlement.waiting_for,
+            updated_at=now,
+            recoveries=0,
+            recovery_position=None,
+            **settlement.fields,
+        )
         if status in FINISHED_STATUSES:
             values["finished_at"] = now
         with store_errors():
             if settlement.successor is not None:
-                woken = self._continue(run, values, settlement.successor, settlement.successor_queue)
+                woken = self._continue(
+                    run, values, settlement.successor, settlement.successor_queue
+                )
             elif run.parent_id and status in FINISHED_STATUSES:
                 woken = self._finish_child(run, values)
             else:
@@ -382,10 +475,13 @@ class LiveStore(Store):
                 with connection.cursor() as cursor:
                     cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
             self._persist(values, False)
-            notify_parent(run, status=values["status"], result=values.get("result"),
-                          error=values.get("error"))
+            notify_parent(
+                run, status=values["status"], result=values.get("result"), error=values.get("error")
+            )
 
-    def _continue(self, run: WorkflowRun, values: dict, successor: WorkflowRun, queue: str | None) -> None:
+    def _continue(
+        self, run: WorkflowRun, values: dict, successor: WorkflowRun, queue: str | None
+    ) -> None:
         """The run's end and its successor's start commit together. What was asked of the
         run goes on to the successor: the signals it had not taken, a graceful cancel asked
         during this advance (read under the row lock the fenced end took), and its children
@@ -396,27 +492,59 @@ class LiveStore(Store):
                 with connection.cursor() as cursor:
                     cursor.execute(_LIMIT_IDLE_SQL, [self._idle_limit()])
             self._persist(values, False)
-            successor.cancel_request = (WorkflowRun.objects.filter(pk=run.id)
-                                        .values_list("cancel_request", flat=True).first())
-            detail = {"continued_from": run.id, "chain_root": successor.chain_root,
-                      "workflow": successor.workflow_name, "version": successor.workflow_version}
-            if not create_run(successor, actor=f"run:{run.id}", detail=detail, action=AuditAction.CONTINUE_AS_NEW):
-                raise RunConflict(f"run {successor.id!r} exists already: run {run.id!r} cannot continue as it")
-            moved = Signal.objects.filter(run_id=run.id, consumed_position__isnull=True).update(run_id=successor.id)
-            adopted = (WorkflowRun.objects.filter(parent_id=run.id).exclude(status__in=FINISHED_STATUSES)
-                       .update(parent_id=successor.id))
-            audit(run.id, AuditAction.CONTINUE_AS_NEW, f"run:{run.id}",
-                  {"continued_as": successor.id, "signals_moved": moved, "children_moved": adopted,
-                   "cancel_carried": successor.cancel_request is not None})
+            successor.cancel_request = (
+                WorkflowRun.objects.filter(pk=run.id)
+                .values_list("cancel_request", flat=True)
+                .first()
+            )
+            detail = {
+                "continued_from": run.id,
+                "chain_root": successor.chain_root,
+                "workflow": successor.workflow_name,
+                "version": successor.workflow_version,
+            }
+            if not create_run(
+                successor, actor=f"run:{run.id}", detail=detail, action=AuditAction.CONTINUE_AS_NEW
+            ):
+                raise RunConflict(
+                    f"run {successor.id!r} exists already: run {run.id!r} cannot continue as it"
+                )
+            moved = Signal.objects.filter(run_id=run.id, consumed_position__isnull=True).update(
+                run_id=successor.id
+            )
+            adopted = (
+                WorkflowRun.objects.filter(parent_id=run.id)
+                .exclude(status__in=FINISHED_STATUSES)
+                .update(parent_id=successor.id)
+            )
+            audit(
+                run.id,
+                AuditAction.CONTINUE_AS_NEW,
+                f"run:{run.id}",
+                {
+                    "continued_as": successor.id,
+                    "signals_moved": moved,
+                    "children_moved": adopted,
+                    "cancel_carried": successor.cancel_request is not None,
+                },
+            )
         dispatch(successor.id, queue=queue, priority=successor.priority)
 
     def _persist(self, values: dict, unless_signalled: bool) -> Woken | None:
         if unless_signalled:
-            if sql.update_row(WorkflowRun, self.run_id, values, fencing_token=self.token,
-                              signal_seq=self.signal_seq):
+            if sql.update_row(
+                WorkflowRun,
+                self.run_id,
+                values,
+                fencing_token=self.token,
+                signal_seq=self.signal_seq,
+            ):
                 return None
-            current = (WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
-                       .values_list("signal_seq", "cancel_request").first())
+            current = (
+                WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token)
+                .values_list("signal_seq", "cancel_request")
+                .first()
+            )
             if current is None:
                 raise Fenced(self.run_id)
             self.signal_seq = current[0]
@@ -429,7 +557,8 @@ class LiveStore(Store):
         """The first takeover at this journal length: count from one again."""
         with store_errors():
             WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token).update(
-                recoveries=1, recovery_position=position)
+                recoveries=1, recovery_position=position
+            )
 
     def extend(self, *, seconds: float | None = None, wait: bool = True) -> bool | None:
         """Heartbeat: push the expiry forward (``seconds``: the lease's new length, from now
@@ -445,14 +574,18 @@ class LiveStore(Store):
         expires = clock.now() + timedelta(seconds=self.seconds)
         # Only while the run is still ours and running: a heartbeat that lands just after
         # the run was parked or finished must not give it a lease (and a wake time) again.
-        ours = WorkflowRun.objects.filter(pk=self.run_id, fencing_token=self.token, status=RunStatus.RUNNING)
+        ours = WorkflowRun.objects.filter(
+            pk=self.run_id, fencing_token=self.token, status=RunStatus.RUNNING
+        )
         if wait or not connection.features.has_select_for_update_skip_locked:
             return bool(ours.update(lease_expires_at=expires, wake_at=expires))
         dt = WorkflowRun._meta.get_field("lease_expires_at")
         expires = dt.get_db_prep_save(expires, connection)
         with connection.cursor() as cursor:  # one statement: atomic without a transaction block
-            cursor.execute(_EXTEND_UNLESS_LOCKED_SQL, [expires, expires, self.run_id, self.token,
-                                                       RunStatus.RUNNING])
+            cursor.execute(
+                _EXTEND_UNLESS_LOCKED_SQL,
+                [expires, expires, self.run_id, self.token, RunStatus.RUNNING],
+            )
             if cursor.fetchone() is not None:
                 return True
         return None if ours.exists() else False  # a plain read never waits for a lock
@@ -461,7 +594,8 @@ class LiveStore(Store):
 _EXTEND_UNLESS_LOCKED_SQL = (
     f"UPDATE {WorkflowRun._meta.db_table} SET lease_expires_at = %s, wake_at = %s WHERE id = ("
     f"SELECT id FROM {WorkflowRun._meta.db_table} WHERE id = %s AND fencing_token = %s AND status = %s "
-    f"FOR NO KEY UPDATE SKIP LOCKED) RETURNING 1")
+    f"FOR NO KEY UPDATE SKIP LOCKED) RETURNING 1"
+)
 
 
 _FENCED_INSERT_SQL: dict[int, str] = {}
@@ -521,11 +655,17 @@ def _fence_sql() -> str:
 _LIMIT_IDLE_SQL = "SELECT set_config('idle_in_transaction_session_timeout', %s, true)"
 _FENCE_AND_LIMIT_IDLE_SQL = (
     f"SELECT set_config('idle_in_transaction_session_timeout', %s, true) FROM {WorkflowRun._meta.db_table} "
-    f"WHERE id = %s AND fencing_token = %s FOR SHARE")
+    f"WHERE id = %s AND fencing_token = %s FOR SHARE"
+)
 
 
-def claim(run_id: str, *, owner: str | None = None, lease_seconds: float | None = None,
-          advances: int | None = None):
+def claim(
+    run_id: str,
+    *,
+    owner: str | None = None,
+    lease_seconds: float | None = None,
+    advances: int | None = None,
+):
     """Take the run if it is runnable and nobody holds a live lease on it.
 
     Returns ``(run, lease)`` or None. One UPDATE ... RETURNING: the condition is the claim
@@ -555,11 +695,21 @@ def _claim(run_id: str, owner: str, seconds: float, advances: int | None = None)
         f"WHERE id = %s AND (status IN ({', '.join(['%s'] * len(waiting))}) OR (status = %s AND "
         f"(lease_expires_at IS NULL OR lease_expires_at <= %s))) "
         + ("AND (advances = %s OR wake_at <= %s) " if advances is not None else "")
-        + f"RETURNING {', '.join(f.column for f in fields)}")
+        + f"RETURNING {', '.join(f.column for f in fields)}"
+    )
     dt = WorkflowRun._meta.get_field("lease_expires_at")
-    params = [RunStatus.RUNNING, owner, dt.get_db_prep_save(expires, connection),
-              dt.get_db_prep_save(expires, connection), dt.get_db_prep_save(now, connection),
-              RunStatus.RUNNING, run_id, *waiting, RunStatus.RUNNING, dt.get_db_prep_save(now, connection)]
+    params = [
+        RunStatus.RUNNING,
+        owner,
+        dt.get_db_prep_save(expires, connection),
+        dt.get_db_prep_save(expires, connection),
+        dt.get_db_prep_save(now, connection),
+        RunStatus.RUNNING,
+        run_id,
+        *waiting,
+        RunStatus.RUNNING,
+        dt.get_db_prep_save(now, connection),
+    ]
     if advances is not None:
         params += [advances, dt.get_db_prep_save(now, connection)]
     with connection.cursor() as cursor:  # one statement: atomic without a transaction block
@@ -568,8 +718,13 @@ def _claim(run_id: str, owner: str, seconds: float, advances: int | None = None)
     if row is None:
         return None
     run = sql.instances(WorkflowRun, fields, [row])[0]
-    return run, LiveStore(run_id=run_id, owner=owner, token=run.fencing_token, seconds=seconds,
-                          signal_seq=run.signal_seq)
+    return run, LiveStore(
+        run_id=run_id,
+        owner=owner,
+        token=run.fencing_token,
+        seconds=seconds,
+        signal_seq=run.signal_seq,
+    )
 
 
 # --- the run row, for a sender or the sweep (no lease) ---
@@ -597,12 +752,16 @@ def _wake_statement(run_ids: list, *, now, by, **also) -> tuple[str, list]:
     at = meta.get_field("wake_at")
     fields = [meta.get_field(name) for name in also]
     sets = "".join(f", {quote(field.column)} = %s" for field in fields)
-    statement = (f"UPDATE {quote(meta.db_table)} SET signal_seq = signal_seq + 1, resends = 0, updated_at = %s, "
-                 f"wake_at = CASE WHEN wake_at IS NULL OR wake_at > %s THEN %s ELSE wake_at END{sets} "
-                 f"WHERE id IN ({', '.join(['%s'] * len(run_ids))}) "
-                 f"AND status NOT IN ({', '.join(['%s'] * len(FINISHED_STATUSES))})")
+    statement = (
+        f"UPDATE {quote(meta.db_table)} SET signal_seq = signal_seq + 1, resends = 0, updated_at = %s, "
+        f"wake_at = CASE WHEN wake_at IS NULL OR wake_at > %s THEN %s ELSE wake_at END{sets} "
+        f"WHERE id IN ({', '.join(['%s'] * len(run_ids))}) "
+        f"AND status NOT IN ({', '.join(['%s'] * len(FINISHED_STATUSES))})"
+    )
     now, by = at.get_db_prep_save(now, connection), at.get_db_prep_save(by, connection)
-    values = [field.get_db_prep_save(value, connection) for field, value in zip(fields, also.values())]
+    values = [
+        field.get_db_prep_save(value, connection) for field, value in zip(fields, also.values())
+    ]
     return statement, [now, by, by, *values, *run_ids, *FINISHED_STATUSES]
 
 
@@ -639,46 +798,80 @@ def record_signal(signal, event, now, grace) -> int | None:
     detail, seq = event.detail, event.chain_seq
     seq_hole, id_hole = (f"durable-hole-{secrets.token_hex(8)}" for _ in range(2))
     event.chain_seq, event.detail = seq_hole, {**detail, "signal_id": id_hole}
-    head, middle, tail = chain.body_around(event, [seq_hole, id_hole], parent=event.chain_parent,
-                                           fields=event.chained_fields)
+    head, middle, tail = chain.body_around(
+        event, [seq_hole, id_hole], parent=event.chain_parent, fields=event.chained_fields
+    )
     event.chain_seq, event.detail = seq, detail
-    column = {name: quote(audit.get_field(name).column)
-              for name in (event.chain_parent, "action", "actor", "detail", "created_at",
-                           "chain_seq", "prev_hash", "row_hash", "row_mac")}
+    column = {
+        name: quote(audit.get_field(name).column)
+        for name in (
+            event.chain_parent,
+            "action",
+            "actor",
+            "detail",
+            "created_at",
+            "chain_seq",
+            "prev_hash",
+            "row_hash",
+            "row_mac",
+        )
+    }
     sealed, seal_params = chain.seal_sql("digest.hash")
-    statement = (f"WITH woken AS ({wake} RETURNING priority), "
-           f"sent AS (INSERT INTO {quote(signal._meta.db_table)} ({signal_columns}) "
-           f"SELECT {', '.join(['%s'] * len(signal_fields))} FROM woken RETURNING {quote(signal._meta.pk.column)} AS id), "
-           f"head AS (SELECT {column['chain_seq']} AS seq, {column['row_hash']} AS hash FROM {quote(audit.db_table)} "
-           f"WHERE {column[event.chain_parent]} = %s ORDER BY {column['chain_seq']} DESC LIMIT 1), "
-           f"link AS (SELECT sent.id, COALESCE(head.seq, 0) + 1 AS seq, COALESCE(head.hash, %s) AS prev "
-           f"FROM sent LEFT JOIN head ON TRUE), "
-           f"digest AS (SELECT link.*, encode(sha256(convert_to(link.prev || %s::text || link.seq::text || %s::text "
-           f"|| link.id::text || %s::text, 'UTF8')), 'hex') AS hash FROM link) "
-           f"INSERT INTO {quote(audit.db_table)} ({', '.join(column.values())}) "
-           f"SELECT %s, %s, %s, %s::jsonb || jsonb_build_object('signal_id', digest.id), %s, digest.seq, digest.prev, "
-           f"digest.hash, {sealed} FROM digest "
-           f"RETURNING ({column['detail']} ->> 'signal_id')::bigint, {quote(audit.pk.column)}, "
-           f"{column['chain_seq']}, {column['prev_hash']}, {column['row_hash']}, {column['row_mac']}, "
-           f"(SELECT priority FROM woken)")
+    statement = (
+        f"WITH woken AS ({wake} RETURNING priority), "
+        f"sent AS (INSERT INTO {quote(signal._meta.db_table)} ({signal_columns}) "
+        f"SELECT {', '.join(['%s'] * len(signal_fields))} FROM woken RETURNING {quote(signal._meta.pk.column)} AS id), "
+        f"head AS (SELECT {column['chain_seq']} AS seq, {column['row_hash']} AS hash FROM {quote(audit.db_table)} "
+        f"WHERE {column[event.chain_parent]} = %s ORDER BY {column['chain_seq']} DESC LIMIT 1), "
+        f"link AS (SELECT sent.id, COALESCE(head.seq, 0) + 1 AS seq, COALESCE(head.hash, %s) AS prev "
+        f"FROM sent LEFT JOIN head ON TRUE), "
+        f"digest AS (SELECT link.*, encode(sha256(convert_to(link.prev || %s::text || link.seq::text || %s::text "
+        f"|| link.id::text || %s::text, 'UTF8')), 'hex') AS hash FROM link) "
+        f"INSERT INTO {quote(audit.db_table)} ({', '.join(column.values())}) "
+        f"SELECT %s, %s, %s, %s::jsonb || jsonb_build_object('signal_id', digest.id), %s, digest.seq, digest.prev, "
+        f"digest.hash, {sealed} FROM digest "
+        f"RETURNING ({column['detail']} ->> 'signal_id')::bigint, {quote(audit.pk.column)}, "
+        f"{column['chain_seq']}, {column['prev_hash']}, {column['row_hash']}, {column['row_mac']}, "
+        f"(SELECT priority FROM woken)"
+    )
     created_at = audit.get_field("created_at")
-    params += [*signal_values, signal.run_id, chain.GENESIS, "\n" + head, middle, tail,
-               event.run_id, event.action, event.actor, audit.get_field("detail").get_db_prep_save(detail, connection),
-               created_at.get_db_prep_save(event.created_at, connection), *seal_params]
+    params += [
+        *signal_values,
+        signal.run_id,
+        chain.GENESIS,
+        "\n" + head,
+        middle,
+        tail,
+        event.run_id,
+        event.action,
+        event.actor,
+        audit.get_field("detail").get_db_prep_save(detail, connection),
+        created_at.get_db_prep_save(event.created_at, connection),
+        *seal_params,
+    ]
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         row = cursor.fetchone()
     if row is None:
         return None
-    signal.pk, event.pk, event.chain_seq, event.prev_hash, event.row_hash, event.row_mac, priority = row
+    (
+        signal.pk,
+        event.pk,
+        event.chain_seq,
+        event.prev_hash,
+        event.row_hash,
+        event.row_mac,
+        priority,
+    ) = row
     event.detail = {**detail, "signal_id": signal.pk}
     sql.stored(signal)
     sql.stored(event)
     return priority
 
 
-def pick_due(horizon, until, limit: int, *,
-             grace: timedelta = timedelta(0)) -> list[tuple[str, object, str, str, int, int]]:
+def pick_due(
+    horizon, until, limit: int, *, grace: timedelta = timedelta(0)
+) -> list[tuple[str, object, str, str, int, int]]:
     """The sweep's pick: up to ``limit`` active runs whose ``wake_at`` is at or before
     ``horizon``, higher priority first and soonest first within one, their ``wake_at`` moved
     to ``until`` (so the next tick leaves them alone while their message is in flight).
@@ -698,29 +891,44 @@ def pick_due(horizon, until, limit: int, *,
     tick that finds nothing is one round trip, every second. Elsewhere the SELECT, then the
     UPDATE, in the caller's transaction (SQLite serialises writers)."""
     at = WorkflowRun._meta.get_field("wake_at")
-    later = [at.get_db_prep_save(until + grace * (2 ** n - 1), connection) for n in range(6)]
-    horizon, until = at.get_db_prep_save(horizon, connection), at.get_db_prep_save(until, connection)
-    table, statuses = connection.ops.quote_name(WorkflowRun._meta.db_table), ", ".join(["%s"] * len(ACTIVE_STATUSES))
-    due = (f"SELECT id, wake_at, status, waiting_for, advances, resends, priority FROM {table} WHERE wake_at <= %s "
-           f"AND status IN ({statuses}) ORDER BY priority DESC, wake_at LIMIT %s")
-    moved = (f"wake_at = CASE WHEN {{run}}status = %s THEN %s "
-             + "".join(f"WHEN {{run}}resends = {n} THEN %s " for n in range(5)) + "ELSE %s END, "
-             f"resends = CASE WHEN {{run}}resends < 32000 THEN {{run}}resends + 1 ELSE {{run}}resends END")
+    later = [at.get_db_prep_save(until + grace * (2**n - 1), connection) for n in range(6)]
+    horizon, until = (
+        at.get_db_prep_save(horizon, connection),
+        at.get_db_prep_save(until, connection),
+    )
+    table, statuses = (
+        connection.ops.quote_name(WorkflowRun._meta.db_table),
+        ", ".join(["%s"] * len(ACTIVE_STATUSES)),
+    )
+    due = (
+        f"SELECT id, wake_at, status, waiting_for, advances, resends, priority FROM {table} WHERE wake_at <= %s "
+        f"AND status IN ({statuses}) ORDER BY priority DESC, wake_at LIMIT %s"
+    )
+    moved = (
+        f"wake_at = CASE WHEN {{run}}status = %s THEN %s "
+        + "".join(f"WHEN {{run}}resends = {n} THEN %s " for n in range(5))
+        + "ELSE %s END, "
+        f"resends = CASE WHEN {{run}}resends < 32000 THEN {{run}}resends + 1 ELSE {{run}}resends END"
+    )
     moved_params = [RunStatus.RUNNING, until, *later]
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             cursor.execute(due, [horizon, *ACTIVE_STATUSES, limit])
             picked = [(*row[:5], row[6]) for row in cursor.fetchall()]
             if picked:
-                cursor.execute(f"UPDATE {table} SET {moved.format(run='')} "
-                               f"WHERE id IN ({', '.join(['%s'] * len(picked))})",
-                               [*moved_params, *(run_id for run_id, *_ in picked)])
+                cursor.execute(
+                    f"UPDATE {table} SET {moved.format(run='')} "
+                    f"WHERE id IN ({', '.join(['%s'] * len(picked))})",
+                    [*moved_params, *(run_id for run_id, *_ in picked)],
+                )
         else:
-            cursor.execute(f"UPDATE {table} AS run SET {moved.format(run='due.')} "
-                           f"FROM ({due} FOR UPDATE SKIP LOCKED) AS due "
-                           f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status, due.waiting_for, "
-                           f"due.advances, due.priority",
-                           [*moved_params, horizon, *ACTIVE_STATUSES, limit])
+            cursor.execute(
+                f"UPDATE {table} AS run SET {moved.format(run='due.')} "
+                f"FROM ({due} FOR UPDATE SKIP LOCKED) AS due "
+                f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status, due.waiting_for, "
+                f"due.advances, due.priority",
+                [*moved_params, horizon, *ACTIVE_STATUSES, limit],
+            )
             picked = cursor.fetchall()
     expression = at.get_col(WorkflowRun._meta.db_table)
     converters = connection.ops.get_db_converters(expression)
@@ -755,18 +963,22 @@ _TICKET_COLUMNS = ", ".join(f"t.{f.column}" for f in LimitTicket._meta.concrete_
 _TICKETS, _RUNS = LimitTicket._meta.db_table, WorkflowRun._meta.db_table
 _ACTIVE = ", ".join(f"'{status}'" for status in ACTIVE_STATUSES)
 # The ticket's run runs under the lease that took it (a held ticket's slot is live).
-_HOLD_LIVE = "r.status = 'running' AND r.fencing_token = t.fencing_token AND r.lease_expires_at > %s"
+_HOLD_LIVE = (
+    "r.status = 'running' AND r.fencing_token = t.fencing_token AND r.lease_expires_at > %s"
+)
 # Tickets that no longer count: released past the window, held by a lease that is gone.
 _FORGET_SPENT_SQL = (
     f"DELETE FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s AND ("
     f"(state = 'released' AND released_at <= %s) OR (state = 'held' AND granted_at <= %s AND NOT EXISTS ("
     f"SELECT 1 FROM {_RUNS} r WHERE r.id = {_TICKETS}.run_id AND r.status = 'running' "
-    f"AND r.fencing_token = {_TICKETS}.fencing_token AND r.lease_expires_at > %s)))")
+    f"AND r.fencing_token = {_TICKETS}.fencing_token AND r.lease_expires_at > %s)))"
+)
 # The held and released tickets (a few per slot or token): whether each holds a slot.
 _TAKEN_SQL = (
     f"SELECT t.state, t.granted_at, t.released_at, CASE WHEN t.state = 'held' AND {_HOLD_LIVE} THEN 1 ELSE 0 END "
     f"FROM {_TICKETS} t JOIN {_RUNS} r ON r.id = t.run_id "
-    f"WHERE t.limit_name = %s AND t.limit_key = %s AND t.state IN ('held', 'released')")
+    f"WHERE t.limit_name = %s AND t.limit_key = %s AND t.state IN ('held', 'released')"
+)
 # The head of the line, oldest first, each waiter with whether its run may still come: its
 # run is active and has had less than patience to come back since its wake-up, or (still
 # parked on this limit, or claimed since the cutoff) could not come back yet.
@@ -776,20 +988,31 @@ _LINE_SQL = (
     f"FROM {_TICKETS} t JOIN {_RUNS} r ON r.id = t.run_id "
     f"WHERE t.limit_name = %s AND t.limit_key = %s AND t.state = 'waiting' "
     f"AND (t.priority < %s OR (t.priority = %s AND (t.queued_at > %s OR (t.queued_at = %s AND t.id > %s)))) "
-    f"ORDER BY t.priority DESC, t.queued_at, t.id LIMIT %s")
+    f"ORDER BY t.priority DESC, t.queued_at, t.id LIMIT %s"
+)
 # How long the line is, up to a bound (an index-only count of at most that many rows).
-_LINE_LENGTH_SQL = (f"SELECT COUNT(*) FROM (SELECT 1 FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s "
-                    f"AND state = 'waiting' LIMIT %s) AS line")
-_LAST_WAITER_SQL = (f"SELECT wake_at FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s AND state = 'waiting' "
-                    f"ORDER BY priority, queued_at DESC, id DESC LIMIT 1")
+_LINE_LENGTH_SQL = (
+    f"SELECT COUNT(*) FROM (SELECT 1 FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s "
+    f"AND state = 'waiting' LIMIT %s) AS line"
+)
+_LAST_WAITER_SQL = (
+    f"SELECT wake_at FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s AND state = 'waiting' "
+    f"ORDER BY priority, queued_at DESC, id DESC LIMIT 1"
+)
 _TICKET_WAKE_SQL = f"UPDATE {_TICKETS} SET wake_at = %s WHERE id = %s"
 _TICKET_WAIT_SQL = f"UPDATE {_TICKETS} SET wake_at = %s, queue = %s WHERE id = %s"
-_TICKET_GRANT_SQL = (f"UPDATE {_TICKETS} SET state = 'held', fencing_token = %s, queue = %s, granted_at = %s, "
-                     f"released_at = NULL, wake_at = NULL WHERE id = %s")
-_TICKET_RELEASE_SQL = (f"UPDATE {_TICKETS} SET state = 'released', released_at = %s "
-                       f"WHERE run_id = %s AND position = %s AND state = 'held' AND fencing_token = %s")
-_TICKET_RETURN_SQL = (f"DELETE FROM {_TICKETS} "
-                      f"WHERE run_id = %s AND position = %s AND state = 'held' AND fencing_token = %s")
+_TICKET_GRANT_SQL = (
+    f"UPDATE {_TICKETS} SET state = 'held', fencing_token = %s, queue = %s, granted_at = %s, "
+    f"released_at = NULL, wake_at = NULL WHERE id = %s"
+)
+_TICKET_RELEASE_SQL = (
+    f"UPDATE {_TICKETS} SET state = 'released', released_at = %s "
+    f"WHERE run_id = %s AND position = %s AND state = 'held' AND fencing_token = %s"
+)
+_TICKET_RETURN_SQL = (
+    f"DELETE FROM {_TICKETS} "
+    f"WHERE run_id = %s AND position = %s AND state = 'held' AND fencing_token = %s"
+)
 _FAR_BACK = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
 _TIME = LimitTicket._meta.get_field("wake_at")
 
@@ -810,17 +1033,20 @@ def _time(value) -> datetime | None:
 class _Taken:
     """What the held and released tickets of a limit say now."""
 
-    holding: int = 0       # slots held by live leases
-    in_window: int = 0     # tokens a rate still counts
-    ends: list = field(default_factory=list)   # when each counted token leaves the window, soonest first
+    holding: int = 0  # slots held by live leases
+    in_window: int = 0  # tokens a rate still counts
+    ends: list = field(
+        default_factory=list
+    )  # when each counted token leaves the window, soonest first
 
     def add(self, other: int) -> "_Taken":
         """``other`` more holds (this step's own, just granted)."""
         return _Taken(self.holding + other, self.in_window + other, self.ends)
 
 
-def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str,
-                 priority: int = DEFAULT_PRIORITY) -> datetime | None:
+def _take_ticket(
+    lease, declared: Limit, key: str, position: int, queue: str, priority: int = DEFAULT_PRIORITY
+) -> datetime | None:
     """Take a slot or token for the step at ``position``: None when taken, else the time to
     come back (the caller's run waits until then, or until a holder or a grant calls it).
 
@@ -834,9 +1060,11 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str,
     with connection.cursor() as cursor:
         cursor.execute(_LINE_LENGTH_SQL, [declared.name, key, 2 * reach + 1])
         long_line = cursor.fetchone()[0] > 2 * reach
-        if long_line and not sql.select(LimitTicket, "run_id = %s AND position = %s", [lease.run_id, position]):
-            with transaction.atomic():   # a newcomer behind a long line takes its place at the back,
-                lease._fence()           # without the limit's lock: nothing there is for it to take
+        if long_line and not sql.select(
+            LimitTicket, "run_id = %s AND position = %s", [lease.run_id, position]
+        ):
+            with transaction.atomic():  # a newcomer behind a long line takes its place at the back,
+                lease._fence()  # without the limit's lock: nothing there is for it to take
                 wake_at = _far_chance(cursor, declared, key, None, now)
                 _new_ticket(lease, declared, key, position, queue, now, priority, wake_at=wake_at)
             return wake_at
@@ -869,13 +1097,36 @@ def _take_ticket(lease, declared: Limit, key: str, position: int, queue: str,
             return wake_at
 
 
-def _new_ticket(lease, declared: Limit, key: str, position: int, queue: str, now, priority: int, *,
-                held: bool = False, wake_at: datetime | None = None) -> None:
+def _new_ticket(
+    lease,
+    declared: Limit,
+    key: str,
+    position: int,
+    queue: str,
+    now,
+    priority: int,
+    *,
+    held: bool = False,
+    wake_at: datetime | None = None,
+) -> None:
     """The step's first ticket: held from now under the lease's token, or waiting until ``wake_at``."""
-    state = ({"state": TicketState.HELD, "fencing_token": lease.token, "granted_at": now} if held
-             else {"state": TicketState.WAITING, "wake_at": wake_at})
-    sql.insert(LimitTicket(limit_name=declared.name, limit_key=key, run_id=lease.run_id, position=position,
-                           queue=queue, queued_at=now, priority=priority, **state))
+    state = (
+        {"state": TicketState.HELD, "fencing_token": lease.token, "granted_at": now}
+        if held
+        else {"state": TicketState.WAITING, "wake_at": wake_at}
+    )
+    sql.insert(
+        LimitTicket(
+            limit_name=declared.name,
+            limit_key=key,
+            run_id=lease.run_id,
+            position=position,
+            queue=queue,
+            queued_at=now,
+            priority=priority,
+            **state,
+        )
+    )
 
 
 def _return_ticket(lease, declared: Limit, key: str, position: int) -> None:
@@ -890,7 +1141,9 @@ def _return_ticket(lease, declared: Limit, key: str, position: int) -> None:
     with transaction.atomic():
         _lock(declared.name, key)  # an acquirer sees our release, or we see its waiting ticket
         with connection.cursor() as cursor:
-            if declared.rate is None:  # it counts for nothing once released: no row left behind per key
+            if (
+                declared.rate is None
+            ):  # it counts for nothing once released: no row left behind per key
                 cursor.execute(_TICKET_RETURN_SQL, mine)
             else:
                 cursor.execute(_TICKET_RELEASE_SQL, [_at(now), *mine])
@@ -913,11 +1166,16 @@ def _mine(cursor, run_id: str, position: int, declared: Limit, key: str, now) ->
     """This step's waiting ticket, if it has one. A ticket it still holds is an earlier
     attempt's, whose worker is gone: it may have acted up to now, so it counts as released now."""
     waiting = None
-    for ticket in sql.select(LimitTicket, "run_id = %s AND position = %s AND state IN ('waiting', 'held') "
-                                          "ORDER BY queued_at, id", [run_id, position]):
+    for ticket in sql.select(
+        LimitTicket,
+        "run_id = %s AND position = %s AND state IN ('waiting', 'held') ORDER BY queued_at, id",
+        [run_id, position],
+    ):
         if ticket.state == TicketState.HELD:
-            cursor.execute(f"UPDATE {_TICKETS} SET state = 'released', released_at = %s WHERE id = %s",
-                           [_at(now), ticket.pk])
+            cursor.execute(
+                f"UPDATE {_TICKETS} SET state = 'released', released_at = %s WHERE id = %s",
+                [_at(now), ticket.pk],
+            )
         elif ticket.limit_name == declared.name and ticket.limit_key == key:
             waiting = ticket
         else:  # the code now names another limit at this step
@@ -938,9 +1196,12 @@ def _taken(cursor, declared: Limit, key: str, now) -> _Taken:
         if start is None:
             continue
         if (state == TicketState.RELEASED and released_at and released_at > start) or (
-                state == TicketState.HELD and (holds or (granted_at and granted_at > start))):
+            state == TicketState.HELD and (holds or (granted_at and granted_at > start))
+        ):
             taken.in_window += 1
-            taken.ends.append(released_at + declared.per if state == TicketState.RELEASED else now + declared.per)
+            taken.ends.append(
+                released_at + declared.per if state == TicketState.RELEASED else now + declared.per
+            )
     taken.ends.sort()
     return taken
 
@@ -961,16 +1222,32 @@ def _line(cursor, declared: Limit, key: str, now, count: int) -> list[LimitTicke
     line, after = [], (MAX_PRIORITY + 1, _FAR_BACK, 0)
     while len(line) < count:
         wanted = count - len(line)
-        cursor.execute(_LINE_SQL, [cutoff, f"limit:{declared.name}", cutoff, declared.name, key,
-                                   after[0], after[0], _at(after[1]), _at(after[1]), after[2], wanted])
+        cursor.execute(
+            _LINE_SQL,
+            [
+                cutoff,
+                f"limit:{declared.name}",
+                cutoff,
+                declared.name,
+                key,
+                after[0],
+                after[0],
+                _at(after[1]),
+                _at(after[1]),
+                after[2],
+                wanted,
+            ],
+        )
         rows = cursor.fetchall()
         waiters = sql.instances(LimitTicket, fields, [row[:-1] for row in rows])
         gone = [waiter.pk for waiter, row in zip(waiters, rows) if not row[-1]]
         line += [waiter for waiter, row in zip(waiters, rows) if row[-1]]
         if gone:
-            cursor.execute(f"DELETE FROM {_TICKETS} WHERE id IN ({', '.join(['%s'] * len(gone))})", gone)
+            cursor.execute(
+                f"DELETE FROM {_TICKETS} WHERE id IN ({', '.join(['%s'] * len(gone))})", gone
+            )
         if len(rows) < wanted:
-            break   # the line ends here
+            break  # the line ends here
         after = (waiters[-1].priority, waiters[-1].queued_at, waiters[-1].pk)
     return line
 
@@ -1010,7 +1287,9 @@ def _chances(declared: Limit, taken: _Taken, now, places: list[int]) -> list[dat
                 chances.append(taken.ends[needed - 1])
             else:
                 last = taken.ends[-1] if taken.ends else now
-                chances.append(last + declared.per * math.ceil((needed - len(taken.ends)) / declared.rate))
+                chances.append(
+                    last + declared.per * math.ceil((needed - len(taken.ends)) / declared.rate)
+                )
         found.append(max(chances))
     return found
 
@@ -1032,14 +1311,26 @@ def _far_chance(cursor, declared: Limit, key: str, waiting: LimitTicket | None, 
     return max(floor, last + 2 * turn / _reach(declared)) if last is not None else floor
 
 
-def _call_forward(cursor, declared: Limit, head: list[LimitTicket], taken: _Taken, now, *,
-                  skip: LimitTicket | None = None) -> None:
+def _call_forward(
+    cursor,
+    declared: Limit,
+    head: list[LimitTicket],
+    taken: _Taken,
+    now,
+    *,
+    skip: LimitTicket | None = None,
+) -> None:
     """Tell each waiter at the head of the line (``head``, in order) when its turn comes,
     where it was told later: the one a grant just moved up, or one that waited behind a
     waiter that left. Its run's ``wake_at`` is brought forward (never back), so the sweep
     sends it then, on the lane. ``skip``: the caller's own ticket, in line but told already."""
     for waiter, chance in zip(head, _chances(declared, taken, now, list(range(len(head))))):
-        if waiter.wake_at is not None and waiter.wake_at <= chance or skip is not None and waiter.pk == skip.pk:
+        if (
+            waiter.wake_at is not None
+            and waiter.wake_at <= chance
+            or skip is not None
+            and waiter.pk == skip.pk
+        ):
             continue
         cursor.execute(_TICKET_WAKE_SQL, [_at(chance), waiter.pk])
         wake_runs([waiter.run_id], now=now, by=chance)
@@ -1065,8 +1356,11 @@ def _wake_next(cursor, declared: Limit, key: str, now) -> None:
 # --- finished runs moved to the archive (durable.features.archive chooses them and when) ---
 
 # Reverse relations of WorkflowRun whose rows move with the run; every other one is kept.
-MOVED = {"journal": (JournalEntry, ArchivedJournalEntry), "signals": (Signal, ArchivedSignal),
-         "audit_events": (AuditEvent, ArchivedAuditEvent)}
+MOVED = {
+    "journal": (JournalEntry, ArchivedJournalEntry),
+    "signals": (Signal, ArchivedSignal),
+    "audit_events": (AuditEvent, ArchivedAuditEvent),
+}
 # Reverse relations whose rows go with the run and are not kept anywhere: a finished run's
 # places at a limit (durable.limit) mean nothing once its rate windows have passed.
 DROPPED = {"limit_tickets": LimitTicket}
@@ -1075,8 +1369,11 @@ DROPPED = {"limit_tickets": LimitTicket}
 def lock_finished_runs(runs, limit: int) -> list[str]:
     """Lock up to ``limit`` of ``runs`` (finished runs the archive chose), oldest first,
     passing over any a service or a worker holds (``SKIP LOCKED``): the next pass takes them."""
-    return list(runs.order_by("finished_at", "id").select_for_update(skip_locked=True)
-                .values_list("id", flat=True)[:limit])
+    return list(
+        runs.order_by("finished_at", "id")
+        .select_for_update(skip_locked=True)
+        .values_list("id", flat=True)[:limit]
+    )
 
 
 def _columns(model, *, skip=()) -> list[str]:
@@ -1093,27 +1390,46 @@ def move_to_archive(ids: list[str], batch, *, now: datetime, exported: bool) -> 
     marks = ", ".join(["%s"] * len(ids))
     run_columns = [c for c in _columns(ArchivedRun) if c not in ("archived_at", "batch_id")]
     # Exported runs keep no input, result or error; a column the hot table lacks is NULL.
-    blanked = ({"input", "result", "error"} if exported else set()) | (set(run_columns) - set(_columns(WorkflowRun)))
+    blanked = ({"input", "result", "error"} if exported else set()) | (
+        set(run_columns) - set(_columns(WorkflowRun))
+    )
     selected = ", ".join("NULL" if c in blanked else quote(c) for c in run_columns)
     archived_at = ArchivedRun._meta.get_field("archived_at").get_db_prep_value(now, connection)
-    statements = [(
-        f"INSERT INTO {quote(ArchivedRun._meta.db_table)} "
-        f"({', '.join(quote(c) for c in run_columns)}, {quote('archived_at')}, {quote('batch_id')}) "
-        f"SELECT {selected}, %s, %s FROM {quote(WorkflowRun._meta.db_table)} WHERE {quote('id')} IN ({marks})",
-        [archived_at, batch.pk, *ids])]
+    statements = [
+        (
+            f"INSERT INTO {quote(ArchivedRun._meta.db_table)} "
+            f"({', '.join(quote(c) for c in run_columns)}, {quote('archived_at')}, {quote('batch_id')}) "
+            f"SELECT {selected}, %s, %s FROM {quote(WorkflowRun._meta.db_table)} WHERE {quote('id')} IN ({marks})",
+            [archived_at, batch.pk, *ids],
+        )
+    ]
     moved = [MOVED["audit_events"]] if exported else list(MOVED.values())
     for source, target in moved:
         columns = ", ".join(quote(c) for c in _columns(target))
-        statements.append((f"INSERT INTO {quote(target._meta.db_table)} ({columns}) SELECT {columns} "
-                           f"FROM {quote(source._meta.db_table)} WHERE {quote('run_id')} IN ({marks})", ids))
+        statements.append(
+            (
+                f"INSERT INTO {quote(target._meta.db_table)} ({columns}) SELECT {columns} "
+                f"FROM {quote(source._meta.db_table)} WHERE {quote('run_id')} IN ({marks})",
+                ids,
+            )
+        )
     for source in [*(source for source, _ in MOVED.values()), *DROPPED.values()]:
-        statements.append((f"DELETE FROM {quote(source._meta.db_table)} WHERE {quote('run_id')} IN ({marks})", ids))
-    statements.append((f"DELETE FROM {quote(WorkflowRun._meta.db_table)} WHERE {quote('id')} IN ({marks})", ids))
+        statements.append(
+            (
+                f"DELETE FROM {quote(source._meta.db_table)} WHERE {quote('run_id')} IN ({marks})",
+                ids,
+            )
+        )
+    statements.append(
+        (f"DELETE FROM {quote(WorkflowRun._meta.db_table)} WHERE {quote('id')} IN ({marks})", ids)
+    )
     with connection.cursor() as cursor:
         for statement, params in statements:
             cursor.execute(statement, params)
-        cursor.execute(f"SELECT COUNT(*) FROM {quote(ArchivedRun._meta.db_table)} WHERE {quote('batch_id')} = %s",
-                       [batch.pk])
+        cursor.execute(
+            f"SELECT COUNT(*) FROM {quote(ArchivedRun._meta.db_table)} WHERE {quote('batch_id')} = %s",
+            [batch.pk],
+        )
         return cursor.fetchone()[0]
 
 
@@ -1124,12 +1440,18 @@ def move_to_archive(ids: list[str], batch, *, now: datetime, exported: bool) -> 
 # audit row with its change.
 
 
-def audit(run_id: str, action: str, actor: str, detail: dict | None = None, *,
-          first: bool = False) -> AuditEvent:
+def audit(
+    run_id: str, action: str, actor: str, detail: dict | None = None, *, first: bool = False
+) -> AuditEvent:
     """The run's next audit row. The caller holds the run's row lock already (it inserted,
     updated or locked the row in this transaction); ``first`` when it created the run just now."""
-    event = AuditEvent(run_id=run_id, action=str(action), actor=actor or "system", detail=detail or {},
-                       created_at=clock.now())
+    event = AuditEvent(
+        run_id=run_id,
+        action=str(action),
+        actor=actor or "system",
+        detail=detail or {},
+        created_at=clock.now(),
+    )
     event.save(parent_locked=True, first_in_chain=first)
     return event
 
@@ -1147,7 +1469,9 @@ def newest_in_chain(run: WorkflowRun) -> WorkflowRun:
     also when the newest was archived)."""
     if run.continued_as_id is None:
         return run
-    newest = WorkflowRun.objects.filter(chain_root=run.chain_root or run.id, continued_as__isnull=True).first()
+    newest = WorkflowRun.objects.filter(
+        chain_root=run.chain_root or run.id, continued_as__isnull=True
+    ).first()
     return newest or run
 
 
@@ -1170,17 +1494,26 @@ def signal_in_chain(run: WorkflowRun, dedupe_key: str | None) -> Signal | None:
     if not dedupe_key:
         return None
     root = run.chain_root or run.id
-    return (Signal.objects.filter(Q(run_id=root) | Q(run__chain_root=root), dedupe_key=dedupe_key)
-            .order_by("id").first())
+    return (
+        Signal.objects.filter(Q(run_id=root) | Q(run__chain_root=root), dedupe_key=dedupe_key)
+        .order_by("id")
+        .first()
+    )
 
 
 def update_outcome(run: WorkflowRun, update_id: str) -> JournalEntry | None:
     """The journal entry of update ``update_id`` in ``run``'s chain (it follows the run's
     untaken signals to a successor), once applied; None before."""
     root = run.chain_root or run.id
-    return (JournalEntry.objects.filter(Q(run_id=root) | Q(run__chain_root=root), kind=EntryKind.UPDATE,
-                                        idempotency_key=update_id)
-            .exclude(status=EntryStatus.STARTED).first())
+    return (
+        JournalEntry.objects.filter(
+            Q(run_id=root) | Q(run__chain_root=root),
+            kind=EntryKind.UPDATE,
+            idempotency_key=update_id,
+        )
+        .exclude(status=EntryStatus.STARTED)
+        .first()
+    )
 
 
 def hold_run(run_id: str) -> None:
@@ -1189,7 +1522,9 @@ def hold_run(run_id: str) -> None:
         raise RunNotFound(f"no run with id {run_id!r}")
 
 
-def create_run(run: WorkflowRun, *, actor: str, detail: dict, action: str = AuditAction.START) -> bool:
+def create_run(
+    run: WorkflowRun, *, actor: str, detail: dict, action: str = AuditAction.START
+) -> bool:
     """Insert ``run`` and its first audit row; False, writing nothing, when its id is taken
     by a live run or an archived one (an archived id never starts again). One statement on
     the common path: the check costs nothing when the id is new."""
@@ -1200,32 +1535,58 @@ def create_run(run: WorkflowRun, *, actor: str, detail: dict, action: str = Audi
     return inserted
 
 
-def start_run(definition, encoded_input, run_id: str, *, actor: str, detail: dict,
-              parent: str | None = None, priority: int = DEFAULT_PRIORITY) -> WorkflowRun:
+def start_run(
+    definition,
+    encoded_input,
+    run_id: str,
+    *,
+    actor: str,
+    detail: dict,
+    parent: str | None = None,
+    priority: int = DEFAULT_PRIORITY,
+) -> WorkflowRun:
     """Create the run (and dispatch it after commit), or return the one with this id.
 
     The id is the idempotency key: the same id with another workflow or other input is a
     RunConflict, an archived id is RunArchived; neither writes anything."""
     now = clock.now()
-    run = WorkflowRun(id=run_id, workflow_name=definition.name, workflow_version=definition.version,
-                      input=encoded_input, created_at=now, updated_at=now, wake_at=_grace(),
-                      parent_id=parent, priority=priority)
+    run = WorkflowRun(
+        id=run_id,
+        workflow_name=definition.name,
+        workflow_version=definition.version,
+        input=encoded_input,
+        created_at=now,
+        updated_at=now,
+        wake_at=_grace(),
+        parent_id=parent,
+        priority=priority,
+    )
     if create_run(run, actor=actor, detail=detail):
         dispatch(run_id, queue=definition.queue, priority=priority)
         return run
     existing = WorkflowRun.objects.filter(pk=run_id).first()
     if existing is None:  # what stopped the insert is the archive (nothing was written)
-        raise RunArchived(f"run {run_id!r} finished and was archived; it cannot start again "
-                          "(read it in the archive: durable export, the admin, the API)")
+        raise RunArchived(
+            f"run {run_id!r} finished and was archived; it cannot start again "
+            "(read it in the archive: durable export, the admin, the API)"
+        )
     if existing.workflow_name != definition.name or existing.input != encoded_input:
         raise RunConflict(
             f"run {run_id!r} already exists as {existing.workflow_name} with input "
-            f"{existing.input!r}; refusing to start {definition.name} with input {encoded_input!r}")
+            f"{existing.input!r}; refusing to start {definition.name} with input {encoded_input!r}"
+        )
     return existing
 
 
-def fork_run(source: WorkflowRun, definition, fork_id: str, kept: list[JournalEntry], *,
-             actor: str, detail: dict) -> WorkflowRun | None:
+def fork_run(
+    source: WorkflowRun,
+    definition,
+    fork_id: str,
+    kept: list[JournalEntry],
+    *,
+    actor: str,
+    detail: dict,
+) -> WorkflowRun | None:
     """Create ``fork_id``: a run of ``definition`` with the source's input whose journal is a
     copy of ``kept`` (the source's entries before the fork's position), and dispatch it after
     commit. The caller holds the source's row lock, so its journal cannot move meanwhile.
@@ -1239,23 +1600,52 @@ def fork_run(source: WorkflowRun, definition, fork_id: str, kept: list[JournalEn
     for entry in kept:
         if entry.kind == EntryKind.ATTRIBUTES:
             attributes.update(entry.result or {})
-    fork = WorkflowRun(id=fork_id, workflow_name=definition.name, workflow_version=definition.version,
-                       input=source.input, attributes=attributes, forked_from_id=source.id,
-                       fork_position=position, priority=source.priority, created_at=now, updated_at=now,
-                       wake_at=_grace())
-    reapplied = [Signal(run_id=fork_id, name=signal.name, payload=signal.payload,
-                        dedupe_key=signal.dedupe_key, created_at=signal.created_at)
-                 for signal in forks.signals_taken_again(source.id, position)]
-    told = {"forked_from": source.id, "at_position": position, "entries_copied": len(kept),
-            "signals_reapplied": len(reapplied), "version": definition.version, **detail}
+    fork = WorkflowRun(
+        id=fork_id,
+        workflow_name=definition.name,
+        workflow_version=definition.version,
+        input=source.input,
+        attributes=attributes,
+        forked_from_id=source.id,
+        fork_position=position,
+        priority=source.priority,
+        created_at=now,
+        updated_at=now,
+        wake_at=_grace(),
+    )
+    reapplied = [
+        Signal(
+            run_id=fork_id,
+            name=signal.name,
+            payload=signal.payload,
+            dedupe_key=signal.dedupe_key,
+            created_at=signal.created_at,
+        )
+        for signal in forks.signals_taken_again(source.id, position)
+    ]
+    told = {
+        "forked_from": source.id,
+        "at_position": position,
+        "entries_copied": len(kept),
+        "signals_reapplied": len(reapplied),
+        "version": definition.version,
+        **detail,
+    }
     with transaction.atomic(savepoint=False):
         if not create_run(fork, actor=actor, detail=told, action=AuditAction.FORK):
             return None
-        JournalEntry.objects.bulk_create([
-            JournalEntry(run_id=fork_id, **{name: getattr(entry, name) for name in _COPIED_ENTRY_FIELDS})
-            for entry in kept])
+        JournalEntry.objects.bulk_create(
+            [
+                JournalEntry(
+                    run_id=fork_id, **{name: getattr(entry, name) for name in _COPIED_ENTRY_FIELDS}
+                )
+                for entry in kept
+            ]
+        )
         Signal.objects.bulk_create(reapplied)
-        audit(source.id, AuditAction.FORK, actor, {"fork": fork_id, "at_position": position, **detail})
+        audit(
+            source.id, AuditAction.FORK, actor, {"fork": fork_id, "at_position": position, **detail}
+        )
     dispatch(fork_id, queue=definition.queue, priority=fork.priority)
     return fork
 
@@ -1268,24 +1658,38 @@ def _bounded_id(root: str, suffix: str) -> str:
 
 
 # What a fork copies of an entry: everything but its row and its run.
-_COPIED_ENTRY_FIELDS = [f.attname for f in JournalEntry._meta.concrete_fields
-                        if f.attname not in ("id", "run_id")]
+_COPIED_ENTRY_FIELDS = [
+    f.attname for f in JournalEntry._meta.concrete_fields if f.attname not in ("id", "run_id")
+]
 
 
-def send_signal(run_id: str, name: str, encoded_payload, *, dedupe_key: str | None, actor: str,
-                detail: dict) -> tuple[Signal, bool]:
+def send_signal(
+    run_id: str, name: str, encoded_payload, *, dedupe_key: str | None, actor: str, detail: dict
+) -> tuple[Signal, bool]:
     """Record a signal and wake the run (dispatched after commit): (the signal, True); or,
     when a signal with ``dedupe_key`` exists, (that signal, False) for the caller to compare.
     RunNotFound or RunFinished, writing nothing, when there is no unfinished run to take it."""
     now = clock.now()
     existing = None
     for locked in (False, True):
-        signal = Signal(run_id=run_id, name=name, payload=encoded_payload, dedupe_key=dedupe_key or None,
-                        created_at=now)
-        event = AuditEvent(run_id=run_id, action=str(AuditAction.SIGNAL), actor=actor or "system", created_at=now,
-                           detail={"name": name, "dedupe_key": dedupe_key, **detail})
+        signal = Signal(
+            run_id=run_id,
+            name=name,
+            payload=encoded_payload,
+            dedupe_key=dedupe_key or None,
+            created_at=now,
+        )
+        event = AuditEvent(
+            run_id=run_id,
+            action=str(AuditAction.SIGNAL),
+            actor=actor or "system",
+            created_at=now,
+            detail={"name": name, "dedupe_key": dedupe_key, **detail},
+        )
         try:
-            with _one_write(locked):  # all or nothing: a refusal leaves the caller's transaction usable
+            with _one_write(
+                locked
+            ):  # all or nothing: a refusal leaves the caller's transaction usable
                 if locked:
                     lock_run(run_id)
                 # Waking the run bumps signal_seq (which also locks its row): a worker about
@@ -1324,11 +1728,14 @@ def _one_write(locked: bool):
 
 
 def _signal_with_key(run_id: str, dedupe_key: str | None) -> Signal | None:
-    return Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first() if dedupe_key else None
+    return (
+        Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key).first() if dedupe_key else None
+    )
 
 
-def start_child_run(parent_id: str, definition, args, kwargs, child_id: str,
-                    priority: int = DEFAULT_PRIORITY) -> WorkflowRun:
+def start_child_run(
+    parent_id: str, definition, args, kwargs, child_id: str, priority: int = DEFAULT_PRIORITY
+) -> WorkflowRun:
     """Start ``child_id`` for the parent in the caller's transaction, at the parent's
     ``priority``, or adopt it.
 
@@ -1336,15 +1743,22 @@ def start_child_run(parent_id: str, definition, args, kwargs, child_id: str,
     this child (adopted if it has no parent yet; if it already finished, its outcome is
     sent to the parent now). A run of another parent, workflow or input is a RunConflict.
     """
-    child = start_run(definition, definition.encode_input(args, kwargs), child_id, parent=parent_id,
-                      actor=f"run:{parent_id}", detail={"workflow": definition.name,
-                                                        "version": definition.version, "parent": parent_id},
-                      priority=priority)
+    child = start_run(
+        definition,
+        definition.encode_input(args, kwargs),
+        child_id,
+        parent=parent_id,
+        actor=f"run:{parent_id}",
+        detail={"workflow": definition.name, "version": definition.version, "parent": parent_id},
+        priority=priority,
+    )
     if child.parent_id == parent_id:
         return child
     if child.parent_id is not None:
-        raise RunConflict(f"run {child_id!r} is already a child of {child.parent_id!r}; "
-                          f"refusing to make it a child of {parent_id!r} too")
+        raise RunConflict(
+            f"run {child_id!r} is already a child of {child.parent_id!r}; "
+            f"refusing to make it a child of {parent_id!r} too"
+        )
     if not adopt_child(child_id, parent_id):
         raise RunConflict(f"run {child_id!r} was just made the child of another run")
     child.parent_id = parent_id
@@ -1362,10 +1776,20 @@ def notify_parent(child: WorkflowRun, *, status: str, result, error) -> None:
     # The parent waits on the id it started: the first run of a chain that continued as new.
     started = child.chain_root or child.id
     outcome = codec.encode({"id": started, "status": status, "result": result, "error": error})
-    key, actor, detail = children.dedupe_key(started), f"run:{child.id}", {"child": child.id, "status": status}
+    key, actor, detail = (
+        children.dedupe_key(started),
+        f"run:{child.id}",
+        {"child": child.id, "status": status},
+    )
     try:
-        signal, new = send_signal(child.parent_id, children.signal_name(started), outcome, dedupe_key=key,
-                                  actor=actor, detail=detail)
+        signal, new = send_signal(
+            child.parent_id,
+            children.signal_name(started),
+            outcome,
+            dedupe_key=key,
+            actor=actor,
+            detail=detail,
+        )
     except (RunFinished, RunNotFound):
         return
     if not new and codec.canonical(signal.payload) != codec.canonical(outcome):
@@ -1376,21 +1800,37 @@ def notify_parent(child: WorkflowRun, *, status: str, result, error) -> None:
 
 def adopt_child(child_id: str, parent_id: str) -> bool:
     """Make the parentless run ``child_id`` a child of ``parent_id``; False if it has a parent."""
-    return bool(WorkflowRun.objects.filter(pk=child_id, parent__isnull=True).update(parent=parent_id))
+    return bool(
+        WorkflowRun.objects.filter(pk=child_id, parent__isnull=True).update(parent=parent_id)
+    )
 
 
-def replace_untaken_signal(run_id: str, dedupe_key: str, payload, *, actor: str, detail: dict) -> bool:
+def replace_untaken_signal(
+    run_id: str, dedupe_key: str, payload, *, actor: str, detail: dict
+) -> bool:
     """Give the run's not-yet-taken signal with ``dedupe_key`` the (encoded) ``payload``;
     False when there is none left to change."""
     with transaction.atomic(savepoint=False):
         lock_run(run_id)
-        untaken = Signal.objects.filter(run_id=run_id, dedupe_key=dedupe_key, consumed_position__isnull=True)
+        untaken = Signal.objects.filter(
+            run_id=run_id, dedupe_key=dedupe_key, consumed_position__isnull=True
+        )
         signal = untaken.first()
         if signal is None:
             return False
         untaken.update(payload=payload)
-        audit(run_id, AuditAction.SIGNAL, actor, {"name": signal.name, "signal_id": signal.pk,
-                                                  "dedupe_key": dedupe_key, "replaced": True, **detail})
+        audit(
+            run_id,
+            AuditAction.SIGNAL,
+            actor,
+            {
+                "name": signal.name,
+                "signal_id": signal.pk,
+                "dedupe_key": dedupe_key,
+                "replaced": True,
+                **detail,
+            },
+        )
     return True
 
 
@@ -1398,10 +1838,17 @@ def cancel_run(run: WorkflowRun, *, reason: str, actor: str, detail: dict) -> No
     """Inside the caller's transaction, ``run`` locked: end it cancelled now. Bumping the
     fencing token stops a worker that is running it right now at its next write."""
     now = clock.now()
-    changes = dict(status=run.status_after("cancel"), fencing_token=run.fencing_token + 1,
-                   error={"type": "Cancelled", "message": reason or "cancelled"}, wake_at=None,
-                   lease_owner="", lease_expires_at=None, waiting_for="", updated_at=now,
-                   finished_at=now)
+    changes = dict(
+        status=run.status_after("cancel"),
+        fencing_token=run.fencing_token + 1,
+        error={"type": "Cancelled", "message": reason or "cancelled"},
+        wake_at=None,
+        lease_owner="",
+        lease_expires_at=None,
+        waiting_for="",
+        updated_at=now,
+        finished_at=now,
+    )
     WorkflowRun.objects.filter(pk=run.id).update(**changes)
     run.cancel()
     for name, value in changes.items():
@@ -1425,11 +1872,21 @@ def retry_run(run: WorkflowRun, *, actor: str, detail: dict) -> None:
     now = clock.now()
     last = JournalEntry.objects.filter(run_id=run.id).order_by("-position").first()
     if last is not None and last.kind == EntryKind.STEP and last.status == EntryStatus.FAILED:
-        last.status, last.attempt, last.wake_at, last.updated_at = EntryStatus.RETRYING, 0, None, now
+        last.status, last.attempt, last.wake_at, last.updated_at = (
+            EntryStatus.RETRYING,
+            0,
+            None,
+            now,
+        )
         last.save(update_fields=["status", "attempt", "wake_at", "updated_at"])
     previous_error = run.error
-    changes = dict(status=run.status_after("retry"), error=None, finished_at=None,
-                   updated_at=now, wake_at=_grace())
+    changes = dict(
+        status=run.status_after("retry"),
+        error=None,
+        finished_at=None,
+        updated_at=now,
+        wake_at=_grace(),
+    )
     WorkflowRun.objects.filter(pk=run.id).update(**changes)
     run.retry()
     for name, value in changes.items():
@@ -1443,8 +1900,11 @@ def fire_timers(run: WorkflowRun, *, actor: str, detail: dict | None) -> None:
     wait for a signal keeps its deadline: it is only looked at again)."""
     now = clock.now()
     JournalEntry.objects.filter(
-        run_id=run.id, wake_at__gt=now, kind__in=[EntryKind.SLEEP, EntryKind.STEP],
-        status__in=[EntryStatus.WAITING, EntryStatus.RETRYING]).update(wake_at=now, updated_at=now)
+        run_id=run.id,
+        wake_at__gt=now,
+        kind__in=[EntryKind.SLEEP, EntryKind.STEP],
+        status__in=[EntryStatus.WAITING, EntryStatus.RETRYING],
+    ).update(wake_at=now, updated_at=now)
     run.wake_at, run.updated_at = _grace(), now
     WorkflowRun.objects.filter(pk=run.id).update(wake_at=run.wake_at, updated_at=now)
     audit(run.id, AuditAction.WAKE, actor, detail)

@@ -3,6 +3,7 @@
 ``durable.features.history`` replays a run's exported document against the code deployed now; this
 store is where the replay context reads it. It never runs a step and never writes.
 """
+
 from contextlib import ExitStack, contextmanager
 
 from django.conf import settings
@@ -45,11 +46,18 @@ def without_database():
 
 def _as_entry(run_id: str, recorded) -> JournalEntry:
     """A recorded entry as the (unsaved) row the replay context reads."""
-    return JournalEntry(run_id=run_id, position=recorded.position, kind=recorded.kind,
-                        name=recorded.name, status=recorded.status, result=recorded.result,
-                        error=recorded.error, attempt=recorded.attempt,
-                        idempotency_key=recorded.idempotency_key,
-                        wake_at=parse_datetime(recorded.wake_at) if recorded.wake_at else None)
+    return JournalEntry(
+        run_id=run_id,
+        position=recorded.position,
+        kind=recorded.kind,
+        name=recorded.name,
+        status=recorded.status,
+        result=recorded.result,
+        error=recorded.error,
+        attempt=recorded.attempt,
+        idempotency_key=recorded.idempotency_key,
+        wake_at=parse_datetime(recorded.wake_at) if recorded.wake_at else None,
+    )
 
 
 class RecordedStore(Store):
@@ -64,7 +72,10 @@ class RecordedStore(Store):
         self.run_id = history.run.id
 
     def load(self) -> dict[int, JournalEntry]:
-        return {position: _as_entry(self.run_id, entry) for position, entry in self.history.journal.items()}
+        return {
+            position: _as_entry(self.run_id, entry)
+            for position, entry in self.history.journal.items()
+        }
 
     def pending_signals(self) -> list:
         return []
@@ -75,7 +86,9 @@ class RecordedStore(Store):
     def record(self, entry, **kwargs) -> None:
         raise HistoryEnds(entry.position, self.reason_at(entry.position))
 
-    def start_child(self, entry, definition, args, kwargs, child_id: str, priority: int = DEFAULT_PRIORITY) -> None:
+    def start_child(
+        self, entry, definition, args, kwargs, child_id: str, priority: int = DEFAULT_PRIORITY
+    ) -> None:
         raise HistoryEnds(entry.position, self.reason_at(entry.position))
 
     def reason_at(self, position: int) -> str:

@@ -6,8 +6,21 @@ package, which registers them all.
 Apps built on the engine import what they extend from here: ``register_run_links``,
 ``ReadOnlyAdmin``, ``run_link``, and ``data`` / ``json_block`` for cells that are data, never translated.
 """
+
 from durable.surfaces.admin import archive, runs, schedules  # noqa: F401 (registered on import)
-from durable.surfaces.admin.display import (ReadOnlyAdmin, badge, data, json_block, label, pretty_json,  # noqa: F401
-                                            run_link, stamp_column)
-from durable.surfaces.admin.runs import (OPERATE_PERMISSION, WorkflowRunAdmin, register_run_links,  # noqa: F401
-                                         run_links)
+from durable.surfaces.admin.display import (
+    ReadOnlyAdmin,
+    badge,
+    data,
+    json_block,
+    label,
+    pretty_json,  # noqa: F401
+    run_link,
+    stamp_column,
+)
+from durable.surfaces.admin.runs import (
+    OPERATE_PERMISSION,
+    WorkflowRunAdmin,
+    register_run_links,  # noqa: F401
+    run_links,
+)

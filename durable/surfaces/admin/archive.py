@@ -3,6 +3,7 @@
 Registered by durable/surfaces/admin/__init__.py. Nothing here can change a row: the archive tables are
 history, and an archived run takes no signal, cancel, retry or wake.
 """
+
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.db.models import TextField
@@ -12,7 +13,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from durable import selectors
-from durable.surfaces.admin.display import EngineAssets, ReadOnlyAdmin, badge, data, json_block, stamp_column
+from durable.surfaces.admin.display import (
+    EngineAssets,
+    ReadOnlyAdmin,
+    badge,
+    data,
+    json_block,
+    stamp_column,
+)
 from durable.surfaces.admin.rows import audit_row, journal_row
 from durable.models.archive import ArchiveBatch, ArchivedRun
 from durable.templatetags.durable_admin import breakable
@@ -24,8 +32,9 @@ class ArchiveViewPermission:
     """Whoever may view runs may view archived runs (no second permission to hand out)."""
 
     def has_view_permission(self, request, obj=None):
-        return (request.user.has_perm(VIEW_RUNS_PERMISSION)
-                or super().has_view_permission(request, obj))
+        return request.user.has_perm(VIEW_RUNS_PERMISSION) or super().has_view_permission(
+            request, obj
+        )
 
     def has_module_permission(self, request):
         return request.user.has_perm(VIEW_RUNS_PERMISSION) or super().has_module_permission(request)
@@ -33,7 +42,14 @@ class ArchiveViewPermission:
 
 @admin.register(ArchivedRun)
 class ArchivedRunAdmin(ArchiveViewPermission, ReadOnlyAdmin):
-    list_display = ["run_id", "workflow", "status_badge", "finished_at_stamp", "archived_at_stamp", "where"]
+    list_display = [
+        "run_id",
+        "workflow",
+        "status_badge",
+        "finished_at_stamp",
+        "archived_at_stamp",
+        "where",
+    ]
     list_filter = ["status", "workflow_name", "workflow_version"]
     search_fields = ["=id", "attributes_text"]
     ordering = ["-finished_at"]
@@ -42,22 +58,53 @@ class ArchivedRunAdmin(ArchiveViewPermission, ReadOnlyAdmin):
     change_form_template = "admin/durable/workflowrun/change_form.html"
     Media = EngineAssets
     fieldsets = [
-        (None, {"fields": ["run_id", "workflow", "status_badge", "advances", "created_at_stamp",
-                           "finished_at_stamp", "archived_at_stamp", "where"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "run_id",
+                    "workflow",
+                    "status_badge",
+                    "advances",
+                    "created_at_stamp",
+                    "finished_at_stamp",
+                    "archived_at_stamp",
+                    "where",
+                ]
+            },
+        ),
         (gettext_lazy("Search attributes"), {"fields": ["attributes_json"]}),
-        (gettext_lazy("Input, result, error"), {"fields": ["input_json", "result_json", "error_json"]}),
+        (
+            gettext_lazy("Input, result, error"),
+            {"fields": ["input_json", "result_json", "error_json"]},
+        ),
     ]
-    readonly_fields = ["run_id", "workflow", "status_badge", "advances", "created_at_stamp", "finished_at_stamp",
-                       "archived_at_stamp", "where", "attributes_json", "input_json", "result_json",
-                       "error_json"]
+    readonly_fields = [
+        "run_id",
+        "workflow",
+        "status_badge",
+        "advances",
+        "created_at_stamp",
+        "finished_at_stamp",
+        "archived_at_stamp",
+        "where",
+        "attributes_json",
+        "input_json",
+        "result_json",
+        "error_json",
+    ]
 
     created_at_stamp = stamp_column("created_at", gettext_lazy("created at"))
     finished_at_stamp = stamp_column("finished_at", gettext_lazy("finished at"))
     archived_at_stamp = stamp_column("archived_at", gettext_lazy("archived at"))
 
     def get_queryset(self, request):
-        return (super().get_queryset(request).select_related("batch")
-                .annotate(attributes_text=Cast("attributes", TextField())))
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("batch")
+            .annotate(attributes_text=Cast("attributes", TextField()))
+        )
 
     def get_object(self, request, object_id, from_field=None):
         run = super().get_object(request, object_id, from_field)
@@ -111,6 +158,14 @@ class ArchivedRunAdmin(ArchiveViewPermission, ReadOnlyAdmin):
 @admin.register(ArchiveBatch)
 class ArchiveBatchAdmin(ArchiveViewPermission, ReadOnlyAdmin):
     list_display = ["token", "runs", "actor", "finished_before", "export_file", "created_at"]
-    readonly_fields = ["token", "runs", "actor", "finished_before", "export_file", "export_sha256",
-                       "export_bytes", "created_at"]
+    readonly_fields = [
+        "token",
+        "runs",
+        "actor",
+        "finished_before",
+        "export_file",
+        "export_sha256",
+        "export_bytes",
+        "created_at",
+    ]
     ordering = ["-created_at"]

@@ -3,6 +3,7 @@ and history rows that are never added, edited or deleted.
 
 Stored codes stay codes; what a badge or a column says is the code's translated label.
 """
+
 import json
 
 from django.contrib import admin
@@ -14,7 +15,6 @@ from django.utils.translation import ngettext
 
 from durable.models import RunStatus
 from durable.templatetags.durable_admin import stamp
-
 
 
 class EngineAssets:
@@ -34,8 +34,11 @@ def label(choices, code: str) -> str:
 def badge(status: str, text: str | None = None):
     """A badge coloured for ``status`` (durable/admin.css), saying ``text`` (by default the run
     status's label)."""
-    return format_html('<span class="durable-badge durable-badge-{}">{}</span>', slugify(status),
-                       label(RunStatus, status) if text is None else text)
+    return format_html(
+        '<span class="durable-badge durable-badge-{}">{}</span>',
+        slugify(status),
+        label(RunStatus, status) if text is None else text,
+    )
 
 
 def pretty_json(value, *, limit: int = 4000) -> str:
@@ -48,6 +51,7 @@ def pretty_json(value, *, limit: int = 4000) -> str:
 
 def stamp_column(field: str, description):
     """A column or read-only field showing a time to the second with its zone (sortable)."""
+
     @admin.display(description=description, ordering=field)
     def column(model_admin, obj):
         moment = getattr(obj, field)

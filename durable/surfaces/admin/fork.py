@@ -3,6 +3,7 @@
 Thin: ``selectors.run_fork_preview`` says what the fork keeps and runs again (or why it is
 refused), ``services.run_fork`` makes it. Operators only; the fork is a POST with CSRF.
 """
+
 from django.contrib import messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
@@ -37,16 +38,25 @@ def fork_view(model_admin, request, object_id):
         except DurableError as error:
             model_admin.message_user(request, str(error), messages.ERROR)
         else:
-            model_admin.message_user(request, _("Run %(run)s forked at position %(position)s: %(fork)s.") % {
-                "run": run_id, "position": at_position, "fork": fork.id}, messages.SUCCESS)
-            return HttpResponseRedirect(reverse("admin:durable_workflowrun_change", args=[quote(fork.id)]))
+            model_admin.message_user(
+                request,
+                _("Run %(run)s forked at position %(position)s: %(fork)s.")
+                % {"run": run_id, "position": at_position, "fork": fork.id},
+                messages.SUCCESS,
+            )
+            return HttpResponseRedirect(
+                reverse("admin:durable_workflowrun_change", args=[quote(fork.id)])
+            )
     context = {
         **model_admin.admin_site.each_context(request),
-        "title": _("Fork %(run)s at position %(position)s") % {"run": run_id, "position": at_position},
+        "title": _("Fork %(run)s at position %(position)s")
+        % {"run": run_id, "position": at_position},
         "opts": model_admin.opts,
         "run": preview.run,
         "preview": preview,
-        "first_again_kind": label(EntryKind, preview.first_again.kind) if preview.first_again else "",
+        "first_again_kind": label(EntryKind, preview.first_again.kind)
+        if preview.first_again
+        else "",
     }
     return TemplateResponse(request, "admin/durable/workflowrun/fork_confirm.html", context)
 

@@ -7,6 +7,7 @@ shown as "more than" beyond, so a filter that matches most of the table costs a 
 scan (the newest ``COUNT_CAP`` matches are browsable: a narrower filter finds older ones).
 Small tables, and SQLite unfiltered, count exactly, as Django does.
 """
+
 from django.core.paginator import Paginator
 from django.utils.functional import cached_property
 
@@ -35,7 +36,7 @@ class EstimatedCountPaginator(Paginator):
                 self.estimated = True
                 return estimate
             return super().count
-        counted = queryset.order_by()[:COUNT_CAP + 1].count()
+        counted = queryset.order_by()[: COUNT_CAP + 1].count()
         if counted > COUNT_CAP:
             self.capped = True
             return COUNT_CAP

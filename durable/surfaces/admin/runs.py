@@ -5,6 +5,7 @@ Nothing here writes a row directly: cancel, retry, wake and signal go through
 ``durable.operate_workflowrun`` permission, and are POST-only with CSRF. The journal,
 the signals and the status are never editable.
 """
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
@@ -21,8 +22,17 @@ from django.utils.translation import gettext_lazy
 
 from durable import selectors, services, validation
 from durable.surfaces.admin import bulk, fork
-from durable.surfaces.admin.display import (EngineAssets, ReadOnlyAdmin, badge, data, json_block, label, run_admin_url,
-                                            run_link, stamp_column)
+from durable.surfaces.admin.display import (
+    EngineAssets,
+    ReadOnlyAdmin,
+    badge,
+    data,
+    json_block,
+    label,
+    run_admin_url,
+    run_link,
+    stamp_column,
+)
 from durable.surfaces.admin.paging import EstimatedCountPaginator
 from durable.surfaces.admin.rows import audit_row, journal_row
 from durable.surfaces.admin.timeline import timeline_svg
@@ -48,20 +58,34 @@ def register_run_links(fn):
 def run_links(run, request) -> list[tuple[str, str]]:
     return [link for fn in _run_links for link in fn(run, request)]
 
+
 CHILDREN_SHOWN = 20
 
 
 class SignalForm(forms.Form):
-    name = forms.CharField(label=gettext_lazy("Name"), max_length=255, help_text=gettext_lazy(
-        'The signal the workflow waits for, e.g. <code translate="no">documents_received</code>.'))
+    name = forms.CharField(
+        label=gettext_lazy("Name"),
+        max_length=255,
+        help_text=gettext_lazy(
+            'The signal the workflow waits for, e.g. <code translate="no">documents_received</code>.'
+        ),
+    )
     payload = forms.JSONField(
-        label=gettext_lazy("Payload"), required=False, widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
-        help_text=gettext_lazy('JSON, e.g. <code translate="no">{"files": ["contrato.pdf"]}</code>. Empty means '
-                               'null. Decisions come only from reviewers (<code translate="no">approval:*</code> '
-                               'keys are refused).'))
-    dedupe_key = forms.CharField(label=gettext_lazy("Dedupe key"), max_length=255, required=False,
-                                 help_text=gettext_lazy("Optional: a second signal with the same key is "
-                                                        "ignored."))
+        label=gettext_lazy("Payload"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
+        help_text=gettext_lazy(
+            'JSON, e.g. <code translate="no">{"files": ["contrato.pdf"]}</code>. Empty means '
+            'null. Decisions come only from reviewers (<code translate="no">approval:*</code> '
+            "keys are refused)."
+        ),
+    )
+    dedupe_key = forms.CharField(
+        label=gettext_lazy("Dedupe key"),
+        max_length=255,
+        required=False,
+        help_text=gettext_lazy("Optional: a second signal with the same key is ignored."),
+    )
 
     def clean_name(self):
         return self._storable(self.cleaned_data["name"], "name")
@@ -101,7 +125,7 @@ class WorkflowNameFilter(admin.SimpleListFilter):
     """By workflow, its choices read one index probe per workflow (never every run)."""
 
     title = gettext_lazy("workflow")
-    parameter_name = "workflow_name__exact"   # the parameter of the plain field filter it replaced
+    parameter_name = "workflow_name__exact"  # the parameter of the plain field filter it replaced
 
     def lookups(self, request, model_admin):
         return [(name, data(name)) for name in selectors.run_workflow_names()]
@@ -130,8 +154,15 @@ class WorkflowVersionFilter(admin.SimpleListFilter):
 
 @admin.register(WorkflowRun)
 class WorkflowRunAdmin(ReadOnlyAdmin):
-    list_display = ["run_id", "workflow", "status_badge", "waits_for", "wake_at_stamp", "advances",
-                    "updated_at_stamp"]
+    list_display = [
+        "run_id",
+        "workflow",
+        "status_badge",
+        "waits_for",
+        "wake_at_stamp",
+        "advances",
+        "updated_at_stamp",
+    ]
     list_filter = ["status", StageFilter, WorkflowNameFilter, WorkflowVersionFilter]
     # attributes_text: the search attributes as JSON text (see get_queryset), so a search
     # for a CNPJ or a customer's name finds their run.
@@ -146,21 +177,69 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
     change_form_template = "admin/durable/workflowrun/change_form.html"
     Media = EngineAssets
     fieldsets = [
-        (None, {"fields": ["run_id", "workflow", "status_badge", "waits_for", "wake_at_stamp", "advances",
-                           "created_at_stamp", "updated_at_stamp", "finished_at_stamp"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "run_id",
+                    "workflow",
+                    "status_badge",
+                    "waits_for",
+                    "wake_at_stamp",
+                    "advances",
+                    "created_at_stamp",
+                    "updated_at_stamp",
+                    "finished_at_stamp",
+                ]
+            },
+        ),
         (gettext_lazy("Search attributes"), {"fields": ["attributes_json"]}),
         (gettext_lazy("Parent and children"), {"fields": ["parent_link", "children_links"]}),
-        (gettext_lazy("Forks and continue-as-new"), {"fields": ["forked_from_link", "forks_links", "chain_links"]}),
-        (gettext_lazy("Input, result, error"), {"fields": ["input_json", "result_json", "error_json"]}),
-        (gettext_lazy("Lease"), {"fields": ["lease_owner_cell", "lease_expires_at_stamp", "fencing_token",
-                                            "signal_seq"], "classes": ["collapse"]}),
+        (
+            gettext_lazy("Forks and continue-as-new"),
+            {"fields": ["forked_from_link", "forks_links", "chain_links"]},
+        ),
+        (
+            gettext_lazy("Input, result, error"),
+            {"fields": ["input_json", "result_json", "error_json"]},
+        ),
+        (
+            gettext_lazy("Lease"),
+            {
+                "fields": [
+                    "lease_owner_cell",
+                    "lease_expires_at_stamp",
+                    "fencing_token",
+                    "signal_seq",
+                ],
+                "classes": ["collapse"],
+            },
+        ),
     ]
-    readonly_fields = ["run_id", "workflow", "status_badge", "attributes_json", "waits_for",
-                       "wake_at_stamp", "advances",
-                       "created_at_stamp", "updated_at_stamp", "finished_at_stamp", "input_json",
-                       "result_json", "error_json", "lease_owner_cell", "lease_expires_at_stamp",
-                       "fencing_token", "signal_seq", "parent_link", "children_links", "forked_from_link",
-                       "forks_links", "chain_links"]
+    readonly_fields = [
+        "run_id",
+        "workflow",
+        "status_badge",
+        "attributes_json",
+        "waits_for",
+        "wake_at_stamp",
+        "advances",
+        "created_at_stamp",
+        "updated_at_stamp",
+        "finished_at_stamp",
+        "input_json",
+        "result_json",
+        "error_json",
+        "lease_owner_cell",
+        "lease_expires_at_stamp",
+        "fencing_token",
+        "signal_seq",
+        "parent_link",
+        "children_links",
+        "forked_from_link",
+        "forks_links",
+        "chain_links",
+    ]
 
     # --- nothing is edited, added or deleted here: repairs are the actions below ---
 
@@ -168,7 +247,9 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         return request.user.has_perm(OPERATE_PERMISSION)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(attributes_text=Cast("attributes", TextField()))
+        return (
+            super().get_queryset(request).annotate(attributes_text=Cast("attributes", TextField()))
+        )
 
     def lookup_allowed(self, lookup, value, request=None):
         # "all children" links to the list of one parent's children
@@ -204,7 +285,9 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         stage = (run.attributes or {}).get("stage")
         if stage is None or stage == "":
             return badge(run.status)
-        return format_html('{}<div class="durable-stage" translate="no">{}</div>', badge(run.status), stage)
+        return format_html(
+            '{}<div class="durable-stage" translate="no">{}</div>', badge(run.status), stage
+        )
 
     @admin.display(description=gettext_lazy("attributes"))
     def attributes_json(self, run):
@@ -216,41 +299,84 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     @admin.display(description=gettext_lazy("children"))
     def children_links(self, run):
-        rows = list(run.children.order_by("created_at", "id").values_list("id", "status")[:CHILDREN_SHOWN + 1])
+        rows = list(
+            run.children.order_by("created_at", "id").values_list("id", "status")[
+                : CHILDREN_SHOWN + 1
+            ]
+        )
         if not rows:
             return "-"
         links = format_html_join(
-            "", "<li>{} {}</li>", ((run_link(child_id), badge(status)) for child_id, status in rows[:CHILDREN_SHOWN]))
+            "",
+            "<li>{} {}</li>",
+            ((run_link(child_id), badge(status)) for child_id, status in rows[:CHILDREN_SHOWN]),
+        )
         more = ""
         if len(rows) > CHILDREN_SHOWN:
-            more = format_html('<li><a href="{}?parent__id__exact={}">{}</a></li>',
-                               reverse("admin:durable_workflowrun_changelist"), run.id, _("all children"))
+            more = format_html(
+                '<li><a href="{}?parent__id__exact={}">{}</a></li>',
+                reverse("admin:durable_workflowrun_changelist"),
+                run.id,
+                _("all children"),
+            )
         return format_html('<ul class="durable-children">{}{}</ul>', links, more)
 
     @admin.display(description=gettext_lazy("forked from"))
     def forked_from_link(self, run):
         if not run.forked_from_id:
             return "-"
-        return format_html(_("{run} at position {position}"), run=run_link(run.forked_from_id),
-                           position=run.fork_position)
+        return format_html(
+            _("{run} at position {position}"),
+            run=run_link(run.forked_from_id),
+            position=run.fork_position,
+        )
 
     @admin.display(description=gettext_lazy("forks"))
     def forks_links(self, run):
-        rows = list(run.forks.order_by("created_at", "id").values_list("id", "fork_position", "status"))
+        rows = list(
+            run.forks.order_by("created_at", "id").values_list("id", "fork_position", "status")
+        )
         if not rows:
             return "-"
-        return format_html('<ul class="durable-forks">{}</ul>', format_html_join("", "<li>{} {}</li>", (
-            (format_html(_("{run} at position {position}"), run=run_link(fork_id), position=position), badge(status))
-            for fork_id, position, status in rows)))
+        return format_html(
+            '<ul class="durable-forks">{}</ul>',
+            format_html_join(
+                "",
+                "<li>{} {}</li>",
+                (
+                    (
+                        format_html(
+                            _("{run} at position {position}"),
+                            run=run_link(fork_id),
+                            position=position,
+                        ),
+                        badge(status),
+                    )
+                    for fork_id, position, status in rows
+                ),
+            ),
+        )
 
     @admin.display(description=gettext_lazy("continue-as-new chain"))
     def chain_links(self, run):
         chain = selectors.run_chain(run)
         if not chain:
             return "-"
-        return format_html('<ol class="durable-chain">{}</ol>', format_html_join(
-            "", "<li>{}</li>", ((format_html('<strong translate="no">{}</strong>', run_id) if run_id == run.id
-                                 else run_link(run_id),) for run_id in chain)))
+        return format_html(
+            '<ol class="durable-chain">{}</ol>',
+            format_html_join(
+                "",
+                "<li>{}</li>",
+                (
+                    (
+                        format_html('<strong translate="no">{}</strong>', run_id)
+                        if run_id == run.id
+                        else run_link(run_id),
+                    )
+                    for run_id in chain
+                ),
+            ),
+        )
 
     @admin.display(description=gettext_lazy("input"))
     def input_json(self, run):
@@ -273,11 +399,15 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         extra_context = {
             **(extra_context or {}),
             "run": run,
-            "divergence": run.error.get("message") if run.status == RunStatus.BLOCKED and run.error else "",
+            "divergence": run.error.get("message")
+            if run.status == RunStatus.BLOCKED and run.error
+            else "",
             "journal": [journal_row(entry) for entry in journal],
             "timeline": timeline_svg(run, journal),
             "signals": list(run.signals.order_by("id")),
-            "audit_events": [audit_row(event) for event in run.audit_events.order_by("created_at", "id")],
+            "audit_events": [
+                audit_row(event) for event in run.audit_events.order_by("created_at", "id")
+            ],
             "can_operate": can_operate,
             "run_links": run_links(run, request),
             "can_cancel": can_operate and run.allows("cancel"),
@@ -286,24 +416,43 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
             "can_retry": can_operate and run.allows("retry"),
             "can_wake": can_operate and run.allows("wake"),
             "can_signal": can_operate and not run.is_finished,
-            "operate_urls": {name: reverse(f"admin:durable_workflowrun_{name}", args=[quote(run.pk)])
-                             for name in ("cancel", "retry", "wake", "signal", "fork")},
+            "operate_urls": {
+                name: reverse(f"admin:durable_workflowrun_{name}", args=[quote(run.pk)])
+                for name in ("cancel", "retry", "wake", "signal", "fork")
+            },
         }
         return super().change_view(request, object_id, form_url, extra_context)
 
     def get_urls(self):
         operate = [
-            path("bulk/", self.admin_site.admin_view(self.bulk_view), name="durable_workflowrun_bulk"),
-            path("<path:object_id>/cancel/", self.admin_site.admin_view(self.cancel_view),
-                 name="durable_workflowrun_cancel"),
-            path("<path:object_id>/retry/", self.admin_site.admin_view(self.retry_view),
-                 name="durable_workflowrun_retry"),
-            path("<path:object_id>/wake/", self.admin_site.admin_view(self.wake_view),
-                 name="durable_workflowrun_wake"),
-            path("<path:object_id>/signal/", self.admin_site.admin_view(self.signal_view),
-                 name="durable_workflowrun_signal"),
-            path("<path:object_id>/fork/", self.admin_site.admin_view(self.fork_view),
-                 name="durable_workflowrun_fork"),
+            path(
+                "bulk/", self.admin_site.admin_view(self.bulk_view), name="durable_workflowrun_bulk"
+            ),
+            path(
+                "<path:object_id>/cancel/",
+                self.admin_site.admin_view(self.cancel_view),
+                name="durable_workflowrun_cancel",
+            ),
+            path(
+                "<path:object_id>/retry/",
+                self.admin_site.admin_view(self.retry_view),
+                name="durable_workflowrun_retry",
+            ),
+            path(
+                "<path:object_id>/wake/",
+                self.admin_site.admin_view(self.wake_view),
+                name="durable_workflowrun_wake",
+            ),
+            path(
+                "<path:object_id>/signal/",
+                self.admin_site.admin_view(self.signal_view),
+                name="durable_workflowrun_signal",
+            ),
+            path(
+                "<path:object_id>/fork/",
+                self.admin_site.admin_view(self.fork_view),
+                name="durable_workflowrun_fork",
+            ),
         ]
         return operate + super().get_urls()
 
@@ -318,7 +467,9 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
             raise PermissionDenied
 
     def _run_page(self, run_id: str):
-        return HttpResponseRedirect(reverse("admin:durable_workflowrun_change", args=[quote(run_id)]))
+        return HttpResponseRedirect(
+            reverse("admin:durable_workflowrun_change", args=[quote(run_id)])
+        )
 
     def _perform(self, request, object_id, done: str, call):
         """``done``: the message once it worked, with ``%(run)s`` for the run's id."""
@@ -338,19 +489,36 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
     def cancel_view(self, request, object_id):
         reason = request.POST.get("reason", "")[:1000]
         graceful = request.POST.get("graceful") == "on"
-        done = (_("Run %(run)s asked to cancel: the workflow cleans up first.") if graceful
-                else _("Run %(run)s cancelled."))
-        return self._perform(request, object_id, done, lambda run_id, actor, audit:
-                             services.run_cancel(run_id, reason=reason, graceful=graceful, actor=actor, audit=audit))
+        done = (
+            _("Run %(run)s asked to cancel: the workflow cleans up first.")
+            if graceful
+            else _("Run %(run)s cancelled.")
+        )
+        return self._perform(
+            request,
+            object_id,
+            done,
+            lambda run_id, actor, audit: services.run_cancel(
+                run_id, reason=reason, graceful=graceful, actor=actor, audit=audit
+            ),
+        )
 
     def retry_view(self, request, object_id):
-        return self._perform(request, object_id, _("Run %(run)s sent back to pending."),
-                             lambda run_id, actor, audit: services.run_retry(run_id, actor=actor, audit=audit))
+        return self._perform(
+            request,
+            object_id,
+            _("Run %(run)s sent back to pending."),
+            lambda run_id, actor, audit: services.run_retry(run_id, actor=actor, audit=audit),
+        )
 
     def wake_view(self, request, object_id):
         nothing = self._nothing_to_wake(unquote(object_id))
-        return self._perform(request, object_id, nothing.replace("%", "%%") or _("Run %(run)s woken."),
-                             lambda run_id, actor, audit: services.run_wake(run_id, actor=actor, audit=audit))
+        return self._perform(
+            request,
+            object_id,
+            nothing.replace("%", "%%") or _("Run %(run)s woken."),
+            lambda run_id, actor, audit: services.run_wake(run_id, actor=actor, audit=audit),
+        )
 
     def signal_view(self, request, object_id):
         self._check_operate(request)
@@ -359,14 +527,23 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         if request.method == "POST" and form.is_valid():
             actor, audit = request_audit(request, via="admin")
             try:
-                signal = services.signal_send(run.pk, form.cleaned_data["name"], form.cleaned_data["payload"],
-                                              dedupe_key=form.cleaned_data["dedupe_key"],
-                                              actor=actor, audit=audit)
+                signal = services.signal_send(
+                    run.pk,
+                    form.cleaned_data["name"],
+                    form.cleaned_data["payload"],
+                    dedupe_key=form.cleaned_data["dedupe_key"],
+                    actor=actor,
+                    audit=audit,
+                )
             except DurableError as error:
                 form.add_error(None, str(error))
             else:
-                self.message_user(request, _("Signal %(name)s (#%(id)s) recorded for run %(run)s.") % {
-                    "name": repr(signal.name), "id": signal.pk, "run": run.pk}, messages.SUCCESS)
+                self.message_user(
+                    request,
+                    _("Signal %(name)s (#%(id)s) recorded for run %(run)s.")
+                    % {"name": repr(signal.name), "id": signal.pk, "run": run.pk},
+                    messages.SUCCESS,
+                )
                 return self._run_page(run.pk)
         context = {
             **self.admin_site.each_context(request),
@@ -403,18 +580,38 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
 
     @admin.action(description=gettext_lazy("Cancel selected runs"), permissions=["operate"])
     def cancel_selected(self, request, queryset):
-        self._bulk(request, queryset, "cancel", lambda run_id, actor, audit:
-                   services.run_cancel(run_id, reason="cancelled from the admin", actor=actor, audit=audit))
+        self._bulk(
+            request,
+            queryset,
+            "cancel",
+            lambda run_id, actor, audit: services.run_cancel(
+                run_id, reason="cancelled from the admin", actor=actor, audit=audit
+            ),
+        )
 
-    @admin.action(description=gettext_lazy("Retry selected runs (failed or blocked)"), permissions=["operate"])
+    @admin.action(
+        description=gettext_lazy("Retry selected runs (failed or blocked)"), permissions=["operate"]
+    )
     def retry_selected(self, request, queryset):
-        self._bulk(request, queryset, "retry", lambda run_id, actor, audit:
-                   services.run_retry(run_id, actor=actor, audit=audit))
+        self._bulk(
+            request,
+            queryset,
+            "retry",
+            lambda run_id, actor, audit: services.run_retry(run_id, actor=actor, audit=audit),
+        )
 
-    @admin.action(description=gettext_lazy("Wake selected runs now (sleeps and back-offs)"), permissions=["operate"])
+    @admin.action(
+        description=gettext_lazy("Wake selected runs now (sleeps and back-offs)"),
+        permissions=["operate"],
+    )
     def wake_selected(self, request, queryset):
-        self._bulk(request, queryset, "wake", lambda run_id, actor, audit:
-                   services.run_wake(run_id, actor=actor, audit=audit), unchanged=self._nothing_to_wake)
+        self._bulk(
+            request,
+            queryset,
+            "wake",
+            lambda run_id, actor, audit: services.run_wake(run_id, actor=actor, audit=audit),
+            unchanged=self._nothing_to_wake,
+        )
 
     @staticmethod
     def _nothing_to_wake(run_id: str) -> str:
@@ -422,9 +619,10 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         waiting_for = selectors.run_signal_wait_only(run_id)
         if not waiting_for:
             return ""
-        return _("Run %(run)s not woken: it waits for %(signal)s and has no sleep or back-off to end (a wake "
-                 "never ends a wait for a signal early; it was only looked at again).") % {
-            "run": run_id, "signal": repr(waiting_for)}
+        return _(
+            "Run %(run)s not woken: it waits for %(signal)s and has no sleep or back-off to end (a wake "
+            "never ends a wait for a signal early; it was only looked at again)."
+        ) % {"run": run_id, "signal": repr(waiting_for)}
 
 
 class AuditActionFilter(admin.SimpleListFilter):
@@ -476,8 +674,17 @@ class AuditEventAdmin(ReadOnlyAdmin):
 class LimitTicketAdmin(ReadOnlyAdmin):
     """Who holds a limit and who waits in line for it (``durable.limit``), oldest first."""
 
-    list_display = ["limit_name", "limit_key", "state", "run_link", "position", "queue", "queued_at",
-                    "granted_at", "wake_at"]
+    list_display = [
+        "limit_name",
+        "limit_key",
+        "state",
+        "run_link",
+        "position",
+        "queue",
+        "queued_at",
+        "granted_at",
+        "wake_at",
+    ]
     list_filter = ["limit_name", "state"]
     search_fields = ["=run__id", "=limit_key"]
     list_select_related = False

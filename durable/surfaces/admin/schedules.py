@@ -5,6 +5,7 @@ checks the cron, the zone, the templates and the input, locks the row and writes
 audit trail). Pausing and resuming need ``durable.operate_schedule``; adding and changing
 need Django's add/change permissions on schedules. Nothing is deleted: the trail stays.
 """
+
 from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
@@ -12,16 +13,41 @@ from django.utils.text import format_lazy
 from django.utils.translation import get_language, gettext_lazy, ngettext, pgettext
 
 from durable.features import cron, schedules
-from durable.surfaces.admin.display import EngineAssets, badge, data, json_block, label, run_link, stamp_column
+from durable.surfaces.admin.display import (
+    EngineAssets,
+    badge,
+    data,
+    json_block,
+    label,
+    run_link,
+    stamp_column,
+)
 from durable.surfaces.audit import request_audit
 from durable.errors import DurableError
 from durable.models.schedules import Schedule, ScheduleAction, ScheduleEvent
 
 OPERATE_SCHEDULE_PERMISSION = "durable.operate_schedule"
-EDITABLE = ["name", "workflow_name", "cron", "timezone", "id_template", "args", "kwargs", "catch_up"]
+EDITABLE = [
+    "name",
+    "workflow_name",
+    "cron",
+    "timezone",
+    "id_template",
+    "args",
+    "kwargs",
+    "catch_up",
+]
 PLACEHOLDERS = ", ".join(f'<code translate="no">{{{name}}}</code>' for name in cron.PLACEHOLDERS)
-BOOKKEEPING = ["when", "state", "next_fire_at_stamp", "last_fired_at_stamp", "last_run", "last_error",
-               "created_at_stamp", "updated_at_stamp"]
+BOOKKEEPING = [
+    "when",
+    "state",
+    "next_fire_at_stamp",
+    "last_fired_at_stamp",
+    "last_run",
+    "last_error",
+    "created_at_stamp",
+    "updated_at_stamp",
+]
 
 
 class ScheduleForm(forms.ModelForm):
@@ -32,13 +58,22 @@ class ScheduleForm(forms.ModelForm):
         fields = EDITABLE
         # Placeholders and examples are code: marked so, they are never translated.
         help_texts = {
-            "timezone": gettext_lazy('IANA name; the cron and the id\'s <code translate="no">{date}</code> are '
-                                     'read in it.'),
-            "id_template": format_lazy(gettext_lazy(
-                'The run id of an occurrence, e.g. <code translate="no">reconcile:{{date}}</code>. Placeholders: '
-                '{placeholders}. The run id is the occurrence: it never runs twice.'), placeholders=PLACEHOLDERS),
-            "args": gettext_lazy('JSON list; its strings take the same placeholders, e.g. '
-                                 '<code translate="no">["{date}"]</code>.')}
+            "timezone": gettext_lazy(
+                'IANA name; the cron and the id\'s <code translate="no">{date}</code> are '
+                "read in it."
+            ),
+            "id_template": format_lazy(
+                gettext_lazy(
+                    'The run id of an occurrence, e.g. <code translate="no">reconcile:{{date}}</code>. Placeholders: '
+                    "{placeholders}. The run id is the occurrence: it never runs twice."
+                ),
+                placeholders=PLACEHOLDERS,
+            ),
+            "args": gettext_lazy(
+                "JSON list; its strings take the same placeholders, e.g. "
+                '<code translate="no">["{date}"]</code>.'
+            ),
+        }
 
     def clean(self):
         cleaned = super().clean()
@@ -47,9 +82,15 @@ class ScheduleForm(forms.ModelForm):
         values = {**{field: getattr(self.instance, field) for field in EDITABLE}, **cleaned}
         try:
             self.checked = schedules.schedule_check(
-                name=values["name"], workflow=values["workflow_name"], cron_expression=values["cron"],
-                timezone=values["timezone"], id_template=values["id_template"], args=values["args"],
-                kwargs=values["kwargs"], catch_up=values["catch_up"])
+                name=values["name"],
+                workflow=values["workflow_name"],
+                cron_expression=values["cron"],
+                timezone=values["timezone"],
+                id_template=values["id_template"],
+                args=values["args"],
+                kwargs=values["kwargs"],
+                catch_up=values["catch_up"],
+            )
         except DurableError as error:
             raise forms.ValidationError(str(error)) from None
         return cleaned
@@ -89,8 +130,17 @@ class ScheduleEventInline(admin.TabularInline):
 @admin.register(Schedule)
 class ScheduleAdmin(admin.ModelAdmin):
     form = ScheduleForm
-    list_display = ["name", "workflow_name", "when", "timezone", "catch_up", "state",
-                    "next_fire_at_stamp", "last_fired_at_stamp", "last_run"]
+    list_display = [
+        "name",
+        "workflow_name",
+        "when",
+        "timezone",
+        "catch_up",
+        "state",
+        "next_fire_at_stamp",
+        "last_fired_at_stamp",
+        "last_run",
+    ]
     list_filter = ["paused", "catch_up", "workflow_name"]
     search_fields = ["name", "workflow_name"]
     actions = ["pause_selected", "resume_selected"]
@@ -107,19 +157,26 @@ class ScheduleAdmin(admin.ModelAdmin):
         return [field for field in [*EDITABLE, *BOOKKEEPING] if field not in editable]
 
     def has_delete_permission(self, request, obj=None):
-        return False   # its trail is kept (PROTECT); pause it instead
+        return False  # its trail is kept (PROTECT); pause it instead
 
     def save_model(self, request, obj, form, change):
         """Through the services, so every write is checked and audited with its actor."""
         actor, audit = request_audit(request, via="admin")
         if change:
-            changes = {field: form.checked[field] for field in EDITABLE[1:] if field in form.changed_data}
+            changes = {
+                field: form.checked[field] for field in EDITABLE[1:] if field in form.changed_data
+            }
             saved = schedules.schedule_update(obj.name, actor=actor, audit=audit, **changes)
         else:
             checked = dict(form.checked)
             saved = schedules.schedule_create(
-                checked.pop("name"), checked.pop("workflow_name"), cron_expression=checked.pop("cron"),
-                **checked, actor=actor, audit=audit)
+                checked.pop("name"),
+                checked.pop("workflow_name"),
+                cron_expression=checked.pop("cron"),
+                **checked,
+                actor=actor,
+                audit=audit,
+            )
         obj.pk, obj._state.adding, obj._state.db = saved.pk, False, saved._state.db
 
     def has_operate_permission(self, request):
@@ -140,9 +197,12 @@ class ScheduleAdmin(admin.ModelAdmin):
     def state(self, schedule):
         if schedule.paused:
             return badge("paused", pgettext("schedule state", "paused"))
-        if schedule.last_error:   # a run's "failed" colour: it stays due until fixed or paused
-            return format_html('{}<div class="durable-stage" translate="no">{}</div>',
-                               badge("failed", pgettext("schedule state", "failing")), schedule.last_error)
+        if schedule.last_error:  # a run's "failed" colour: it stays due until fixed or paused
+            return format_html(
+                '{}<div class="durable-stage" translate="no">{}</div>',
+                badge("failed", pgettext("schedule state", "failing")),
+                schedule.last_error,
+            )
         return badge("active", pgettext("schedule state", "active"))
 
     @admin.display(description=gettext_lazy("last run"), ordering="last_run_id")
@@ -169,14 +229,27 @@ class ScheduleAdmin(admin.ModelAdmin):
 
     @admin.action(description=gettext_lazy("Pause selected schedules"), permissions=["operate"])
     def pause_selected(self, request, queryset):
-        self._each(request, queryset, lambda count: ngettext(
-            "%(count)d schedule paused.", "%(count)d schedules paused.", count),
+        self._each(
+            request,
+            queryset,
+            lambda count: ngettext(
+                "%(count)d schedule paused.", "%(count)d schedules paused.", count
+            ),
             lambda name, actor, audit: schedules.schedule_pause(
-                name, actor=actor, reason="paused from the admin", audit=audit))
+                name, actor=actor, reason="paused from the admin", audit=audit
+            ),
+        )
 
-    @admin.action(description=gettext_lazy("Resume selected schedules (from the next occurrence)"),
-                  permissions=["operate"])
+    @admin.action(
+        description=gettext_lazy("Resume selected schedules (from the next occurrence)"),
+        permissions=["operate"],
+    )
     def resume_selected(self, request, queryset):
-        self._each(request, queryset, lambda count: ngettext(
-            "%(count)d schedule resumed.", "%(count)d schedules resumed.", count),
-            lambda name, actor, audit: schedules.schedule_resume(name, actor=actor, audit=audit))
+        self._each(
+            request,
+            queryset,
+            lambda count: ngettext(
+                "%(count)d schedule resumed.", "%(count)d schedules resumed.", count
+            ),
+            lambda name, actor, audit: schedules.schedule_resume(name, actor=actor, audit=audit),
+        )

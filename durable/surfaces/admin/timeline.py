@@ -5,6 +5,7 @@ now), waits and sleeps lighter, failed attempts counted on the bar; the
 engine's own markers (patches, recorded values, attributes) are folded away. Numbers in
 the SVG are written with a dot whatever the language: a localized "60,3" draws nothing.
 """
+
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,10 +19,22 @@ from durable import clock
 from durable.models import EntryKind, EntryStatus
 from durable.surfaces.admin.display import label
 
-FOLDED_KINDS = {EntryKind.PATCH, EntryKind.NOW, EntryKind.UUID, EntryKind.RANDOM, EntryKind.ATTRIBUTES}
+FOLDED_KINDS = {
+    EntryKind.PATCH,
+    EntryKind.NOW,
+    EntryKind.UUID,
+    EntryKind.RANDOM,
+    EntryKind.ATTRIBUTES,
+}
 WIDTH, LABEL, ROW, TOP = 900, 220, 20, 24
-COLOURS = {EntryStatus.COMPLETED: "#198754", EntryStatus.FAILED: "#dc3545", EntryStatus.RETRYING: "#fd7e14",
-           EntryStatus.STARTED: "#0d6efd", EntryStatus.WAITING: "#b8860b", EntryStatus.CANCELLED: "#495057"}
+COLOURS = {
+    EntryStatus.COMPLETED: "#198754",
+    EntryStatus.FAILED: "#dc3545",
+    EntryStatus.RETRYING: "#fd7e14",
+    EntryStatus.STARTED: "#0d6efd",
+    EntryStatus.WAITING: "#b8860b",
+    EntryStatus.CANCELLED: "#495057",
+}
 WAIT_KINDS = {EntryKind.SIGNAL, EntryKind.SLEEP, EntryKind.DRAIN, EntryKind.CHILD}
 
 
@@ -43,15 +56,25 @@ def _number(value: float) -> str:
 def _bar(entry, now: datetime) -> Bar:
     start = entry.started_at or entry.created_at
     if entry.status in (EntryStatus.WAITING, EntryStatus.RETRYING, EntryStatus.STARTED):
-        end = now   # still going: drawn to now (a wait's deadline may be days away)
+        end = now  # still going: drawn to now (a wait's deadline may be days away)
     else:
         end = entry.updated_at or start
     note = _("%(kind)s %(name)s: %(status)s") % {
-        "kind": label(EntryKind, entry.kind), "name": entry.name, "status": label(EntryStatus, entry.status)}
+        "kind": label(EntryKind, entry.kind),
+        "name": entry.name,
+        "status": label(EntryStatus, entry.status),
+    }
     if entry.attempt > 1:
         note = _("%(note)s, attempt %(attempt)d") % {"note": note, "attempt": entry.attempt}
-    return Bar(entry.position, f"#{entry.position} {entry.name}", start, max(end, start),
-               COLOURS.get(entry.status, "#6c757d"), entry.kind in WAIT_KINDS, note)
+    return Bar(
+        entry.position,
+        f"#{entry.position} {entry.name}",
+        start,
+        max(end, start),
+        COLOURS.get(entry.status, "#6c757d"),
+        entry.kind in WAIT_KINDS,
+        note,
+    )
 
 
 def timeline_svg(run, journal) -> SafeString:
@@ -71,23 +94,48 @@ def timeline_svg(run, journal) -> SafeString:
     def x(moment: datetime) -> float:
         return LABEL + (moment - begin).total_seconds() * scale
 
-    rows = format_html_join("", (
-        '<g class="durable-timeline-row"><title>{}</title>'
-        '<text x="4" y="{}" font-size="11" translate="no">{}</text>'
-        '<rect x="{}" y="{}" width="{}" height="{}" fill="{}" fill-opacity="{}" rx="2"></rect></g>'), (
-        (bar.note, _number(TOP + ROW * n + 13), bar.label[:34], _number(x(bar.start)), _number(TOP + ROW * n + 3),
-         _number(max(x(bar.end) - x(bar.start), 2.0)), _number(ROW - 6), bar.colour, "0.45" if bar.wait else "1")
-        for n, bar in enumerate(bars)))
+    rows = format_html_join(
+        "",
+        (
+            '<g class="durable-timeline-row"><title>{}</title>'
+            '<text x="4" y="{}" font-size="11" translate="no">{}</text>'
+            '<rect x="{}" y="{}" width="{}" height="{}" fill="{}" fill-opacity="{}" rx="2"></rect></g>'
+        ),
+        (
+            (
+                bar.note,
+                _number(TOP + ROW * n + 13),
+                bar.label[:34],
+                _number(x(bar.start)),
+                _number(TOP + ROW * n + 3),
+                _number(max(x(bar.end) - x(bar.start), 2.0)),
+                _number(ROW - 6),
+                bar.colour,
+                "0.45" if bar.wait else "1",
+            )
+            for n, bar in enumerate(bars)
+        ),
+    )
     # the caption is for people: its number is written as the reader's language writes it
     caption = _("%(seconds)s s since the run started") % {"seconds": number_format(span, 1)}
     if folded:
-        caption = ngettext("%(caption)s; %(count)d engine marker folded away",
-                           "%(caption)s; %(count)d engine markers folded away", folded) % {
-            "caption": caption, "count": folded}
+        caption = ngettext(
+            "%(caption)s; %(count)d engine marker folded away",
+            "%(caption)s; %(count)d engine markers folded away",
+            folded,
+        ) % {"caption": caption, "count": folded}
     return format_html(
         '<svg id="durable-timeline" xmlns="http://www.w3.org/2000/svg" role="img" width="100%" '
         'viewBox="0 0 {} {}" aria-label="{}">'
         '<text x="4" y="14" font-size="11" fill="#555">{}</text>{}'
         '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#999"></line></svg>',
-        WIDTH, height, _("timeline of run %(run)s") % {"run": run.id}, caption, rows,
-        LABEL, _number(height - 16), WIDTH - 10, _number(height - 16))
+        WIDTH,
+        height,
+        _("timeline of run %(run)s") % {"run": run.id},
+        caption,
+        rows,
+        LABEL,
+        _number(height - 16),
+        WIDTH - 10,
+        _number(height - 16),
+    )

@@ -4,6 +4,7 @@ A module defines ``help`` (one line), ``add_arguments(parser)`` and
 ``handle(options, out) -> int`` (the exit code). Errors the engine names
 (``DurableError``) are printed without a traceback and exit 1.
 """
+
 SUBCOMMANDS = {
     "export": "durable.surfaces.cli.export",
     "replay": "durable.surfaces.cli.replay",

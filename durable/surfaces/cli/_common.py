@@ -1,4 +1,5 @@
 """Helpers shared by the ``manage.py durable`` subcommands: JSON arguments, audit, tables."""
+
 import json
 
 from django.core.management.base import CommandError
@@ -33,8 +34,9 @@ def loose_json(text: str):
 def table(rows: list[list], headers: list[str]) -> str:
     cells = [headers, *[["" if value is None else str(value) for value in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    return "\n".join("  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip()
-                     for row in cells)
+    return "\n".join(
+        "  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip() for row in cells
+    )
 
 
 def short(value, limit: int = 60) -> str:

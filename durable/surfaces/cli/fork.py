@@ -1,4 +1,5 @@
 """``durable fork RUN_ID --at N [--id NEW_ID] [--yes]``: run a run again from a step, as a new run."""
+
 import sys
 
 from django.core.management.base import CommandError
@@ -6,14 +7,22 @@ from django.core.management.base import CommandError
 from durable import selectors, services
 from durable.surfaces.cli._common import USAGE_ERROR, audit, short
 
-help = ("Fork a run at a journal position: a new run with the same input keeps the entries before "
-        "it and runs the code deployed now from there (the run itself is not changed).")
+help = (
+    "Fork a run at a journal position: a new run with the same input keeps the entries before "
+    "it and runs the code deployed now from there (the run itself is not changed)."
+)
 
 
 def add_arguments(parser):
     parser.add_argument("run_id")
-    parser.add_argument("--at", type=int, required=True, metavar="N", dest="at_position",
-                        help="the first position to run again (entries before it are kept)")
+    parser.add_argument(
+        "--at",
+        type=int,
+        required=True,
+        metavar="N",
+        dest="at_position",
+        help="the first position to run again (entries before it are kept)",
+    )
     parser.add_argument("--id", dest="fork_id", help="the new run's id (default: workflow:uuid)")
     parser.add_argument("--yes", action="store_true", help="do not ask for a confirmation")
 
@@ -27,20 +36,25 @@ def handle(options, out) -> int:
     out.write(describe(preview))
     if not options["yes"]:
         _confirm(f"Fork run {preview.run.id} at position {preview.at_position}? [y/N] ")
-    fork = services.run_fork(options["run_id"], at_position=options["at_position"], id=options["fork_id"],
-                             **audit())
-    out.write(f"{fork.id}  {fork.status}  (forked from {preview.run.id} at position {fork.fork_position})")
+    fork = services.run_fork(
+        options["run_id"], at_position=options["at_position"], id=options["fork_id"], **audit()
+    )
+    out.write(
+        f"{fork.id}  {fork.status}  (forked from {preview.run.id} at position {fork.fork_position})"
+    )
     return 0
 
 
 def describe(preview: selectors.ForkPreview) -> str:
     run, again = preview.run, preview.first_again
-    lines = [f"run {run.id} ({run.workflow_name} v{run.workflow_version}, {run.status})",
-             f"  keeps {len(preview.kept)} entr{'y' if len(preview.kept) == 1 else 'ies'} (positions before "
-             f"{preview.at_position})",
-             f"  runs again from: {f'{again.kind} {again.name!r}' if again else 'the end of its journal'}",
-             f"  signals taken again: {len(preview.signals)}"
-             + (f" ({short(', '.join(s.name for s in preview.signals))})" if preview.signals else "")]
+    lines = [
+        f"run {run.id} ({run.workflow_name} v{run.workflow_version}, {run.status})",
+        f"  keeps {len(preview.kept)} entr{'y' if len(preview.kept) == 1 else 'ies'} (positions before "
+        f"{preview.at_position})",
+        f"  runs again from: {f'{again.kind} {again.name!r}' if again else 'the end of its journal'}",
+        f"  signals taken again: {len(preview.signals)}"
+        + (f" ({short(', '.join(s.name for s in preview.signals))})" if preview.signals else ""),
+    ]
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
 """``durable list [--status S] [--workflow W] [--limit N]``: runs, newest first."""
+
 from django.core.management.base import CommandError
 
 from durable.surfaces.cli._common import USAGE_ERROR, table, when
@@ -26,9 +27,23 @@ def handle(options, out) -> int:
     if not shown:
         out.write("no runs")
         return 0
-    out.write(table([[r.id, f"{r.workflow_name} v{r.workflow_version}", r.status, r.waiting_for,
-                      when(r.wake_at), r.advances, when(r.updated_at)] for r in shown],
-                    ["id", "workflow", "status", "waiting for", "wake at", "advances", "updated"]))
+    out.write(
+        table(
+            [
+                [
+                    r.id,
+                    f"{r.workflow_name} v{r.workflow_version}",
+                    r.status,
+                    r.waiting_for,
+                    when(r.wake_at),
+                    r.advances,
+                    when(r.updated_at),
+                ]
+                for r in shown
+            ],
+            ["id", "workflow", "status", "waiting for", "wake at", "advances", "updated"],
+        )
+    )
     if total > len(shown):
         out.write(f"({len(shown)} of {total}; use --limit to see more)")
     return 0

@@ -1,4 +1,5 @@
 """``durable retry RUN_ID``: send a failed or blocked run back to pending."""
+
 from durable import services
 from durable.surfaces.cli._common import audit
 

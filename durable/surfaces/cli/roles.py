@@ -1,5 +1,6 @@
 """``durable roles --app-role NAME [--apply]``: the GRANTs that let the app run as a role that
 does not own its tables (PostgreSQL), printed, or applied as the owner."""
+
 from django.db import transaction
 
 from durable.features import db_roles
@@ -9,8 +10,11 @@ help = "Print (or, as the tables' owner, apply) the grants of the role the app r
 
 def add_arguments(parser):
     parser.add_argument("--app-role", required=True, help="the role in the app's DATABASE_URL")
-    parser.add_argument("--apply", action="store_true",
-                        help="run the statements now; DATABASE_URL must name the tables' owner")
+    parser.add_argument(
+        "--apply",
+        action="store_true",
+        help="run the statements now; DATABASE_URL must name the tables' owner",
+    )
 
 
 def handle(options, out) -> int:

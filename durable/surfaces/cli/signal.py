@@ -1,4 +1,5 @@
 """``durable signal RUN_ID NAME [--payload JSON] [--dedupe-key KEY]``: send a signal."""
+
 from durable import services
 from durable.surfaces.cli._common import audit, parse_json
 
@@ -13,8 +14,15 @@ def add_arguments(parser):
 
 
 def handle(options, out) -> int:
-    payload = parse_json(options["payload"], what="--payload") if options["payload"] is not None else None
-    signal = services.signal_send(options["run_id"], options["name"], payload,
-                                  dedupe_key=options["dedupe_key"] or None, **audit())
+    payload = (
+        parse_json(options["payload"], what="--payload") if options["payload"] is not None else None
+    )
+    signal = services.signal_send(
+        options["run_id"],
+        options["name"],
+        payload,
+        dedupe_key=options["dedupe_key"] or None,
+        **audit(),
+    )
     out.write(f"signal #{signal.pk} {signal.name!r} recorded for {signal.run_id}")
     return 0

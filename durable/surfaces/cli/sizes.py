@@ -6,6 +6,7 @@ free space) in proportion: pg_total_relation_size(table) / sum of all its rows' 
 The share is only meaningful once the tables hold thousands of rows (an 8 kB page is the
 smallest unit): scripts/measure_run_sizes.py seeds them.
 """
+
 from django.db import connection
 
 from durable.features import archive
@@ -20,8 +21,11 @@ TABLES = [
     ("durable_signal", "t.run_id", "signals"),
     ("durable_auditevent", "t.run_id", "audit"),
     ("approvals_approvalrequest", "t.run_id", "approval cases (kept)"),
-    ("approvals_approvalaudit", "(SELECT r.run_id FROM approvals_approvalrequest r WHERE r.id = t.request_id)",
-     "approval audit (kept)"),
+    (
+        "approvals_approvalaudit",
+        "(SELECT r.run_id FROM approvals_approvalrequest r WHERE r.id = t.request_id)",
+        "approval audit (kept)",
+    ),
 ]
 
 
@@ -33,25 +37,41 @@ def measure(workflows: list[str] | None = None) -> list[dict]:
     finals = archive.final_statuses()
     rows = []
     with connection.cursor() as cursor:
-        cursor.execute("SELECT workflow_name, count(*) FROM durable_workflowrun WHERE status = ANY(%s) "
-                       "GROUP BY workflow_name ORDER BY workflow_name", [finals])
+        cursor.execute(
+            "SELECT workflow_name, count(*) FROM durable_workflowrun WHERE status = ANY(%s) "
+            "GROUP BY workflow_name ORDER BY workflow_name",
+            [finals],
+        )
         counts = dict(cursor.fetchall())
         for workflow in workflows or list(counts):
             runs = counts.get(workflow, 0)
             if not runs:
                 continue
             for name, run_of, label in TABLES:
-                cursor.execute(f"SELECT pg_total_relation_size(%s), coalesce(sum(pg_column_size(t.*)), 0) "
-                               f"FROM {name} t", [name])
+                cursor.execute(
+                    f"SELECT pg_total_relation_size(%s), coalesce(sum(pg_column_size(t.*)), 0) "
+                    f"FROM {name} t",
+                    [name],
+                )
                 total_bytes, all_row_bytes = cursor.fetchone()
                 cursor.execute(
                     f"SELECT count(*), coalesce(sum(pg_column_size(t.*)), 0) FROM {name} t "
                     f"WHERE {run_of} IN (SELECT id FROM durable_workflowrun "
-                    f"WHERE workflow_name = %s AND status = ANY(%s))", [workflow, finals])
+                    f"WHERE workflow_name = %s AND status = ANY(%s))",
+                    [workflow, finals],
+                )
                 count, row_bytes = cursor.fetchone()
                 share = row_bytes * total_bytes / all_row_bytes if all_row_bytes else 0
-                rows.append({"workflow": workflow, "runs": runs, "table": label, "rows_per_run": count / runs,
-                             "row_bytes_per_run": row_bytes / runs, "bytes_per_run": share / runs})
+                rows.append(
+                    {
+                        "workflow": workflow,
+                        "runs": runs,
+                        "table": label,
+                        "rows_per_run": count / runs,
+                        "row_bytes_per_run": row_bytes / runs,
+                        "bytes_per_run": share / runs,
+                    }
+                )
     return rows
 
 
@@ -63,9 +83,22 @@ def handle(options, out) -> int:
     if not measured:
         out.write("no finished runs to measure")
         return 0
-    out.write(table([[m["workflow"], m["runs"], m["table"], f"{m['rows_per_run']:.1f}",
-                      f"{m['row_bytes_per_run']:.0f}", f"{m['bytes_per_run']:.0f}"] for m in measured],
-                    ["workflow", "finished runs", "table", "rows/run", "row bytes/run", "with indexes/run"]))
+    out.write(
+        table(
+            [
+                [
+                    m["workflow"],
+                    m["runs"],
+                    m["table"],
+                    f"{m['rows_per_run']:.1f}",
+                    f"{m['row_bytes_per_run']:.0f}",
+                    f"{m['bytes_per_run']:.0f}",
+                ]
+                for m in measured
+            ],
+            ["workflow", "finished runs", "table", "rows/run", "row bytes/run", "with indexes/run"],
+        )
+    )
     out.write("")
     totals: dict[str, list[float]] = {}
     for m in measured:
@@ -74,7 +107,13 @@ def handle(options, out) -> int:
         entry[0] += m["row_bytes_per_run"]
         entry[1] += m["bytes_per_run"] if moved else 0
         entry[2] += m["bytes_per_run"]
-    out.write(table([[name, f"{row:.0f}", f"{hot:.0f}", f"{everything:.0f}"]
-                     for name, (row, hot, everything) in totals.items()],
-                    ["workflow", "row bytes/run", "engine tables/run", "with approvals/run"]))
+    out.write(
+        table(
+            [
+                [name, f"{row:.0f}", f"{hot:.0f}", f"{everything:.0f}"]
+                for name, (row, hot, everything) in totals.items()
+            ],
+            ["workflow", "row bytes/run", "engine tables/run", "with approvals/run"],
+        )
+    )
     return 0

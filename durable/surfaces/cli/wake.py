@@ -1,8 +1,11 @@
 """``durable wake RUN_ID``: end a sleep or a retry back-off now."""
+
 from durable import services
 from durable.surfaces.cli._common import audit
 
-help = "Wake a pending or waiting run now (ends sleeps and back-offs; never times out a signal wait)."
+help = (
+    "Wake a pending or waiting run now (ends sleeps and back-offs; never times out a signal wait)."
+)
 
 
 def add_arguments(parser):

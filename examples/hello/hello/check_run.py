@@ -3,6 +3,7 @@
 ``python -m hello.check_run RUN_ID STATUS [RESULT]``, from the project's directory
 (``examples/run_example.sh`` runs it after each command).
 """
+
 import os
 import sys
 

@@ -3,6 +3,7 @@
 Runs advance in the process that starts or signals them (``DURABLE_DISPATCHER = "inline"``),
 so the example needs no worker; a real project sets ``DURABLE_DISPATCHER = "celery"``.
 """
+
 import os
 from pathlib import Path
 

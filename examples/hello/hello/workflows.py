@@ -1,4 +1,5 @@
 """The example's workflow: a step, then a wait for a reviewer's signal with a timeout."""
+
 from durable import hours, workflow
 
 

@@ -3,6 +3,7 @@ different stages, driven through the real code paths. Safe to run again.
 
 Run ``seed_approvals_demo`` first (``scripts/run`` does): the reviewer accounts decide
 the demo's approved company."""
+
 from django.core.management.base import BaseCommand
 
 from approvals.models import OPEN_STATUSES, ApprovalRequest
@@ -21,9 +22,13 @@ class Command(BaseCommand):
         out("Reconciliation:")
         demo.seed_reconciliation(out)
         out("\nOnboarding cases waiting for a compliance reviewer:")
-        for case in ApprovalRequest.objects.filter(workflow_name="onboarding", status__in=OPEN_STATUSES):
-            out(f"  /approvals/{case.pk}/  {case.title}  (risk {case.risk}, "
-                f"{case.required_approvals} approval{'s' if case.required_approvals > 1 else ''})")
+        for case in ApprovalRequest.objects.filter(
+            workflow_name="onboarding", status__in=OPEN_STATUSES
+        ):
+            out(
+                f"  /approvals/{case.pk}/  {case.title}  (risk {case.risk}, "
+                f"{case.required_approvals} approval{'s' if case.required_approvals > 1 else ''})"
+            )
         out(
             "\nWhere to look:\n"
             "  /approvals/?workflow=onboarding   the reviewer queue (sign in at /login/ as a reviewer\n"
@@ -37,4 +42,5 @@ class Command(BaseCommand):
             "  /admin/durable/workflowrun/      the runs, their journals and signals\n"
             "Play the customer:  .venv/bin/python scripts/play_customer.py document "
             "'comprovante de endereço' --from 5511900000002\n"
-            "(docs/processes.md explains the processes, deadlines and webhooks; docs/approvals.md the reviewer UI.)")
+            "(docs/processes.md explains the processes, deadlines and webhooks; docs/approvals.md the reviewer UI.)"
+        )

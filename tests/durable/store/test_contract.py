@@ -7,6 +7,7 @@ Both are stopped at the first new work (a step to run, a value to draw, a wait t
 the recorded store ends there by design, the live one is told to, since past that point
 it would act and the other cannot.
 """
+
 from dataclasses import fields
 from pathlib import Path
 
@@ -64,21 +65,38 @@ def stored(recorded: history.History) -> str:
     """The history's run, journal and signals as rows, the run claimable; its id."""
     definition = registry.get(recorded.run.workflow_name, recorded.run.workflow_version)
     args, kwargs = definition.decode_input(recorded.run.input)
-    run = services.run_start(recorded.run.workflow_name, *args, id=f"contract:{recorded.run.id}",
-                             actor="test", **kwargs)
+    run = services.run_start(
+        recorded.run.workflow_name, *args, id=f"contract:{recorded.run.id}", actor="test", **kwargs
+    )
     now = clock.now()
     JournalEntry.objects.bulk_create(
-        JournalEntry(run_id=run.id, position=entry.position, kind=entry.kind, name=entry.name,
-                     status=entry.status, result=entry.result, error=entry.error, attempt=entry.attempt,
-                     idempotency_key=entry.idempotency_key,
-                     wake_at=parse_datetime(entry.wake_at) if entry.wake_at else None,
-                     created_at=now, updated_at=now)
-        for entry in recorded.journal.values())
+        JournalEntry(
+            run_id=run.id,
+            position=entry.position,
+            kind=entry.kind,
+            name=entry.name,
+            status=entry.status,
+            result=entry.result,
+            error=entry.error,
+            attempt=entry.attempt,
+            idempotency_key=entry.idempotency_key,
+            wake_at=parse_datetime(entry.wake_at) if entry.wake_at else None,
+            created_at=now,
+            updated_at=now,
+        )
+        for entry in recorded.journal.values()
+    )
     Signal.objects.bulk_create(
-        Signal(run_id=run.id, name=signal["name"], payload=signal["payload"], dedupe_key=signal["dedupe_key"],
-               consumed_position=signal["consumed_position"],
-               created_at=parse_datetime(signal["created_at"]) if signal.get("created_at") else now)
-        for signal in recorded.signals)
+        Signal(
+            run_id=run.id,
+            name=signal["name"],
+            payload=signal["payload"],
+            dedupe_key=signal["dedupe_key"],
+            consumed_position=signal["consumed_position"],
+            created_at=parse_datetime(signal["created_at"]) if signal.get("created_at") else now,
+        )
+        for signal in recorded.signals
+    )
     return run.id
 
 
