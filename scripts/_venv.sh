@@ -1,15 +1,27 @@
-# Sourced by scripts/run and scripts/test: create .venv and install requirements.txt once
-# (again whenever requirements.txt changes).
+# Sourced by the scripts: create .venv and install a requirements file once (again whenever
+# it changes). scripts/run installs the app's requirements.txt; scripts/test, bench and
+# mutation pass requirements-dev.txt, which includes it. pip's output goes to
+# .venv/install.log and is shown only if the install fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+REQUIREMENTS=${1:-requirements-dev.txt}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.requirements.sha256
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+stamp=.venv/.$REQUIREMENTS.sha256
+# A file's stamp covers the files it includes (-r): changing requirements.txt reinstalls both.
+want=$(cat requirements.txt "$REQUIREMENTS" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
+  && [ "$(cat .venv/.requirements-dev.txt.sha256 2>/dev/null)" != "$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)" ]; then
+  echo "[setup] installing $REQUIREMENTS into .venv (once; pip's log: .venv/install.log)" >&2
+  if ! {
+    .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip \
+      && .venv/bin/python -m pip install --disable-pip-version-check -r "$REQUIREMENTS"
+  } > .venv/install.log 2>&1; then
+    cat .venv/install.log >&2
+    echo "[setup] installing $REQUIREMENTS failed (above; also in .venv/install.log)" >&2
+    exit 1
+  fi
   echo "$want" > "$stamp"
 fi

@@ -39,7 +39,7 @@ def browser():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _missing("the playwright package is not installed (pip install -r requirements.txt)")
+        _missing("the playwright package is not installed (pip install -r requirements-dev.txt)")
     # Playwright's sync API keeps an event loop in this thread; the tests' ORM calls are
     # still plain synchronous code, so Django's async guard must not refuse them.
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
