@@ -712,15 +712,16 @@ def _other_backends() -> set[int]:
         return {pid for (pid,) in cursor.fetchall()}
 
 
+TERMINATE = "SELECT pg_terminate_backend(%s, 5000)"
+
+
 def _terminate(pid: int) -> None:
     """The database drops that connection (as a failover or an operator would), from a
     connection of its own; returns once the backend is gone."""
     killer = connection.copy()
     try:
         with killer.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_terminate_backend(%s, 5000)", [pid]
-            )  # durable: allow (a test cut)
+            cursor.execute(TERMINATE, [pid])  # durable: allow (a test cut)
     finally:
         killer.close()
 
