@@ -57,6 +57,9 @@ class ArchivedRun(models.Model):
     error = models.JSONField(_("error"), null=True, blank=True)
     attributes = models.JSONField(_("search attributes"), default=dict, blank=True)
     advances = models.PositiveIntegerField(_("advances"), default=0)
+    # WorkflowRun.takeovers, kept so that durable_lease_takeovers never goes down when the
+    # archive takes a run out of the hot table.
+    takeovers = models.PositiveIntegerField(default=0)
     # The parent run's id for a child workflow (WorkflowRun.parent), kept as text: the
     # parent may be hot, archived, or gone. Null where the hot table has no such column.
     parent_id = models.CharField(max_length=255, null=True, blank=True)
@@ -84,6 +87,13 @@ class ArchivedRun(models.Model):
 
     class Meta:
         ordering = ["-finished_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["workflow_name"],
+                name="durable_archived_taken_over",
+                condition=models.Q(takeovers__gt=0),
+            ),
+        ]
         verbose_name = _("archived run")
         verbose_name_plural = _("archived runs")
 

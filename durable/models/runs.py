@@ -68,6 +68,9 @@ class WorkflowRun(FSMModelMixin, models.Model):
     # which they happened: a step that kills its worker every time ends in a crash loop.
     recoveries = models.PositiveIntegerField(default=0)
     recovery_position = models.IntegerField(null=True, blank=True)
+    # Every takeover of an expired lease in the run's life (never reset): /metrics sums it
+    # into durable_lease_takeovers. Counted by the claim's own UPDATE, so it costs no statement.
+    takeovers = models.PositiveIntegerField(default=0)
     # A graceful cancel asked for and not yet finished: {"reason", "actor", "deadline"}.
     cancel_request = models.JSONField(null=True, blank=True)
     # Search attributes the body set (workflow.set_attributes): JSON scalars by name, merged
@@ -151,6 +154,12 @@ class WorkflowRun(FSMModelMixin, models.Model):
                 fields=["finished_at"],
                 name="durable_run_finished",
                 condition=Q(finished_at__isnull=False),
+            ),
+            # /metrics sums takeovers over the runs that had one: a few rows, not the table.
+            models.Index(
+                fields=["workflow_name"],
+                name="durable_run_taken_over",
+                condition=Q(takeovers__gt=0),
             ),
         ]
         permissions = [

@@ -5,21 +5,41 @@ would only ever see the web process. The database already holds every fact (runs
 journal attempts, signals, advances), so a collector reads a few aggregate queries per
 scrape. Only the sweep's duration is not in a row: the sweep stores it in a cache that
 web and workers share (the ``durable`` cache alias, falling back to ``default``).
+
+Figures over recent activity (advance latency) read a bounded number of the newest rows by
+primary key, never a time range over an unindexed column of a table that grows forever.
 """
 
 import hmac
 import logging
+import math
+from datetime import timedelta
 
-from django.db.models import Count, Min, Sum
+from django.db.models import Count, F, Min, OuterRef, Subquery, Sum
 from django.http import HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from durable import clock, conf
+from durable.models import (
+    ACTIVE_STATUSES,
+    ArchivedRun,
+    EntryKind,
+    EntryStatus,
+    JournalEntry,
+    RunStatus,
+    Signal,
+    WorkflowRun,
+)
 from durable.runtime.sweep import last_sweep
-from durable.models import ACTIVE_STATUSES, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
 
 log = logging.getLogger(__name__)
+
+# Advance latency: the wakes of the last LATENCY_WINDOW, found among the newest
+# LATENCY_ROWS signals and journal entries (a busier engine shows a shorter window).
+LATENCY_WINDOW = timedelta(minutes=15)
+LATENCY_ROWS = 5000
+QUANTILES = (0.5, 0.95, 0.99)
 
 
 class DurableCollector:
@@ -94,7 +114,30 @@ class DurableCollector:
             value=Signal.objects.filter(consumed_position__isnull=True).count(),
         )
 
+        takeovers = CounterMetricFamily(
+            "durable_lease_takeovers",
+            "Leases taken over after they expired (the holder died or froze), archived runs "
+            "included.",
+            labels=["workflow"],
+        )
+        taken_over = lease_takeovers()
+        for workflow in sorted(set(workflows) | set(taken_over)):
+            takeovers.add_metric([workflow], taken_over.get(workflow, 0))
+        yield takeovers
+
+        latency = GaugeMetricFamily(
+            "durable_advance_latency_seconds",
+            "Delay from a run's wake (a signal it waits for arrives; a timer is due) to the "
+            f"advance that takes it, over the last {LATENCY_WINDOW.seconds // 60} minutes.",
+            labels=["cause", "quantile"],
+        )
         now = clock.now()
+        for cause, delays in (("signal", signal_delays(now)), ("timer", timer_delays(now))):
+            for quantile in QUANTILES:
+                if delays:
+                    latency.add_metric([cause, str(quantile)], nearest_rank(delays, quantile))
+        yield latency
+
         oldest_due = WorkflowRun.objects.filter(
             wake_at__lte=now, status__in=ACTIVE_STATUSES
         ).aggregate(oldest=Min("wake_at"))["oldest"]
@@ -135,6 +178,79 @@ class DurableCollector:
                 "behind), since the cache was last emptied.",
                 value=sweep.get("late", 0),
             )
+
+
+def lease_takeovers() -> dict[str, int]:
+    """Takeovers by workflow, hot and archived runs read in one statement: a run the archive
+    moves between two reads would make the counter dip, which Prometheus takes for a reset."""
+    hot = (
+        WorkflowRun.objects.filter(takeovers__gt=0)
+        .order_by()
+        .values("workflow_name")
+        .annotate(n=Sum("takeovers"))
+    )
+    archived = (
+        ArchivedRun.objects.filter(takeovers__gt=0)
+        .order_by()
+        .values("workflow_name")
+        .annotate(n=Sum("takeovers"))
+    )
+    totals: dict[str, int] = {}
+    for row in hot.union(archived, all=True):
+        totals[row["workflow_name"]] = totals.get(row["workflow_name"], 0) + row["n"]
+    return totals
+
+
+def signal_delays(now) -> list[float]:
+    """Seconds from a signal's arrival to its consumption, for the signals of the window that
+    found their run waiting for them. One that came before the run waited (buffered) is
+    consumed when the body gets there, which says nothing about the engine."""
+    waited_since = JournalEntry.objects.filter(
+        run_id=OuterRef("run_id"), position=OuterRef("consumed_position"), kind=EntryKind.SIGNAL
+    ).values("started_at")[:1]
+    newest = (
+        Signal.objects.order_by("-id")
+        .annotate(waited_since=Subquery(waited_since))
+        .values_list("created_at", "consumed_at", "waited_since")[:LATENCY_ROWS]
+    )
+    since = now - LATENCY_WINDOW
+    return sorted(
+        (consumed - arrived).total_seconds()
+        for arrived, consumed, waited in newest
+        if consumed is not None and consumed >= since and waited is not None and waited <= arrived
+    )
+
+
+def timer_delays(now) -> list[float]:
+    """Seconds from a sleep's due time to the advance that passed it, for the sleeps that
+    ended in the window. A sleep's entry was written when it began, maybe days ago; the
+    entry after it is written by the advance that woke it, so the newest entries find it."""
+    before = JournalEntry.objects.filter(
+        run_id=OuterRef("run_id"),
+        position=OuterRef("position") - 1,
+        kind=EntryKind.SLEEP,
+        status=EntryStatus.COMPLETED,
+        wake_at__gt=F("created_at"),  # a zero sleep never waited
+    )
+    newest = (
+        JournalEntry.objects.order_by("-id")
+        .annotate(
+            due=Subquery(before.values("wake_at")[:1]),
+            woke=Subquery(before.values("updated_at")[:1]),
+        )
+        .values_list("due", "woke")[:LATENCY_ROWS]
+    )
+    since = now - LATENCY_WINDOW
+    return sorted(
+        max((woke - due).total_seconds(), 0.0)
+        for due, woke in newest
+        if due is not None and woke >= since
+    )
+
+
+def nearest_rank(ordered: list[float], quantile: float) -> float:
+    """The nearest-rank quantile of a sorted, non-empty list."""
+    return ordered[max(math.ceil(quantile * len(ordered)) - 1, 0)]
 
 
 _app_collectors: list = []

@@ -1,17 +1,21 @@
 """/metrics: the engine's state read from the database at scrape time, behind staff or a token;
 and log records stamped with the run id and position."""
 
+import io
 import logging
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from prometheus_client.parser import text_string_to_metric_families
 
 from durable import services, workflow
+from durable.models import WorkflowRun
 from durable.runtime import sweep
 from durable.runtime.logging import RunContextFilter
-from durable.models import WorkflowRun
+from durable.runtime.store import live
+from durable.surfaces.metrics import LATENCY_WINDOW
 from durable.testing import drive, override_workflow
 
 pytestmark = pytest.mark.django_db
@@ -138,6 +142,85 @@ def test_the_last_sweeps_duration_is_visible_to_the_web_process(scrape, clock):
     assert metrics[("durable_sweep_last_dispatched", ())] == 1
     assert metrics[("durable_sweep_last_duration_seconds", ())] >= 0
     assert metrics[("durable_sweep_lag_seconds", ())] == 0
+
+
+def test_a_lease_taken_over_from_a_dead_worker_is_counted_and_stays_counted_once_archived(
+    scrape, clock, settings
+):
+    services.run_start("three_steps", 1, id="t:dies", actor="test")
+    drive(services.run_start("three_steps", 2, id="t:lives", actor="test").id)
+    live.claim("t:dies", owner="worker-that-dies")
+    clock.advance(timedelta(seconds=settings.DURABLE_LEASE_SECONDS + 1))
+
+    drive("t:dies", owner="worker-that-lives")  # takes the expired lease over, and finishes
+    before_archive = scrape()
+    clock.advance(timedelta(days=100))
+    call_command("durable", "archive", "--finished-before", "90d", stdout=io.StringIO())
+
+    key = ("durable_lease_takeovers_total", (("workflow", "three_steps"),))
+    assert before_archive[key] == 1
+    assert not WorkflowRun.objects.filter(pk="t:dies").exists()
+    assert scrape()[key] == 1
+
+
+def test_a_workflow_whose_leases_were_never_taken_over_reads_zero_takeovers(scrape, clock):
+    drive(services.run_start("three_steps", 1, id="t:1", actor="test").id)
+
+    assert scrape()[("durable_lease_takeovers_total", (("workflow", "three_steps"),))] == 0
+
+
+def latency(metrics: dict, cause: str, quantile: str) -> float | None:
+    return metrics.get(
+        ("durable_advance_latency_seconds", (("cause", cause), ("quantile", quantile)))
+    )
+
+
+def test_advance_latency_of_a_signal_runs_from_its_arrival_to_the_advance_that_takes_it(
+    scrape, clock
+):
+    for n, delay in enumerate((2, 4, 40)):
+        run = drive(services.run_start("step_wait_step", id=f"w:{n}", actor="test").id)
+        services.signal_send(run.id, "go", {"value": n}, actor="test")
+        clock.advance(timedelta(seconds=delay))  # the worker was busy
+        drive(run.id)
+
+    metrics = scrape()
+
+    assert latency(metrics, "signal", "0.5") == 4
+    assert latency(metrics, "signal", "0.99") == 40
+
+
+def test_a_signal_sent_before_its_run_waited_for_it_is_no_latency(scrape, clock):
+    run = services.run_start("step_wait_step", id="w:early", actor="test")
+    services.signal_send(run.id, "go", {"value": 1}, actor="test")  # before the first advance
+    clock.advance(timedelta(minutes=5))
+
+    drive(run.id)
+
+    assert WorkflowRun.objects.get(pk=run.id).status == "completed"
+    assert latency(scrape(), "signal", "0.5") is None
+
+
+def test_advance_latency_of_a_timer_runs_from_its_due_time_to_the_advance_that_passes_it(
+    scrape, clock
+):
+    run = drive(services.run_start("nap", id="nap:late", actor="test").id)  # sleeps an hour
+
+    clock.advance(timedelta(hours=1, seconds=90))  # no sweep for a minute and a half
+    drive(run.id)
+
+    assert latency(scrape(), "timer", "0.95") == pytest.approx(90)
+
+
+def test_wakes_older_than_the_window_leave_the_latency(scrape, clock):
+    run = drive(services.run_start("step_wait_step", id="w:old", actor="test").id)
+    services.signal_send(run.id, "go", {"value": 1}, actor="test")
+    clock.advance(timedelta(seconds=30))
+    drive(run.id)
+
+    clock.advance(LATENCY_WINDOW + timedelta(seconds=1))
+
+    assert latency(scrape(), "signal", "0.5") is None
 
 
 class Collect(logging.Handler):

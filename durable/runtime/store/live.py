@@ -691,7 +691,8 @@ def _claim(run_id: str, owner: str, seconds: float, advances: int | None = None)
     statement = (
         f"UPDATE {WorkflowRun._meta.db_table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "
         f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, resends = 0, updated_at = %s, "
-        f"recoveries = CASE WHEN status = %s THEN recoveries + 1 ELSE 0 END "
+        f"recoveries = CASE WHEN status = %s THEN recoveries + 1 ELSE 0 END, "
+        f"takeovers = takeovers + CASE WHEN status = %s THEN 1 ELSE 0 END "
         f"WHERE id = %s AND (status IN ({', '.join(['%s'] * len(waiting))}) OR (status = %s AND "
         f"(lease_expires_at IS NULL OR lease_expires_at <= %s))) "
         + ("AND (advances = %s OR wake_at <= %s) " if advances is not None else "")
@@ -704,6 +705,7 @@ def _claim(run_id: str, owner: str, seconds: float, advances: int | None = None)
         dt.get_db_prep_save(expires, connection),
         dt.get_db_prep_save(expires, connection),
         dt.get_db_prep_save(now, connection),
+        RunStatus.RUNNING,
         RunStatus.RUNNING,
         run_id,
         *waiting,
