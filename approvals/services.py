@@ -11,20 +11,18 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 from django_fsm import ConcurrentTransition
 
 from approvals.customer_messages import MESSAGE_MAX
 from approvals.duties import approval_conflict
-from approvals.evidence.pack import EvidencePack, evidence_pack
-from approvals.hooks import case_opened
 from approvals.errors import (
-    ApprovalHeld,
     AlreadyClosed,
+    ApprovalHeld,
     ApprovalNotFound,
     ClaimedByOther,
     ClaimRevoked,
@@ -37,7 +35,9 @@ from approvals.errors import (
     RunEnded,
     SegregationOfDuties,
 )
+from approvals.evidence.pack import EvidencePack, evidence_pack
 from approvals.holds import holds_for, holds_on
+from approvals.hooks import case_opened
 from approvals.models import (
     CLOSED_STATUSES,
     ApprovalAudit,

@@ -9,7 +9,7 @@ one page: a decided case's evidence pack.
 
 import functools
 import hashlib
-from datetime import timezone as dt_timezone
+from datetime import UTC
 
 from django.conf import settings
 from django.contrib import messages
@@ -497,7 +497,7 @@ def _posted_datetime(request, name: str):
         raise InvalidDate(_("Give a date and time (YYYY-MM-DD HH:MM)."))
     try:
         value = timezone.make_aware(value) if timezone.is_naive(value) else value
-        value.astimezone(dt_timezone.utc)  # 9999-12-31 23:59 in São Paulo is past year 9999 in UTC
+        value.astimezone(UTC)  # 9999-12-31 23:59 in São Paulo is past year 9999 in UTC
     except (OverflowError, ValueError):
         raise InvalidDate(_("Give a date and time (YYYY-MM-DD HH:MM).")) from None
     return value

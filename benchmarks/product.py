@@ -25,7 +25,6 @@ import os
 import secrets
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -33,7 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -54,9 +53,10 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")
 for name in ("DEBUG", "DURABLE_WORKFLOW_MODULES"):
     os.environ.pop(name, None)
 
+import run_stack  # noqa: E402  (scripts/run_stack.py: the worker commands production uses)
+
 from benchmarks.database import ensure_database  # noqa: E402
 from benchmarks.report import pct  # noqa: E402
-import run_stack  # noqa: E402  (scripts/run_stack.py: the worker commands production uses)
 
 ensure_database(os.environ["DATABASE_URL"])
 
@@ -163,7 +163,9 @@ class Stack:
                 return
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"gunicorn did not start: see {self.log_dir / 'web.log'}")
+                    raise RuntimeError(
+                        f"gunicorn did not start: see {self.log_dir / 'web.log'}"
+                    ) from None
                 time.sleep(0.2)
 
     def start_workers(self):
@@ -415,7 +417,7 @@ def main() -> int:
         port = s.getsockname()[1]
     stack = Stack(port)
     results = {
-        "when": datetime.now(timezone.utc).isoformat(),
+        "when": datetime.now(UTC).isoformat(),
         "cores": os.cpu_count(),
         "stack": {
             "gunicorn_sync_workers": GUNICORN_WORKERS,
@@ -472,7 +474,7 @@ def main() -> int:
     print(results["health_after"])
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"product-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
+    path = out / f"product-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
     path.write_text(json.dumps(results, indent=2))
     print(f"wrote {path.relative_to(ROOT)}")
     return 0 if figures["all_greeted"] else 1

@@ -6,8 +6,8 @@
 import json
 import statistics
 import sys
-from pathlib import Path
 from html import escape
+from pathlib import Path
 
 # A figure (or ratio) whose trials spread more than this around their median is unstable.
 UNSTABLE_SPREAD = 0.15

@@ -16,11 +16,15 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from django.core.management import call_command  # noqa: E402
+
+from benchmarks import hops  # noqa: E402
+from benchmarks.report import pct  # noqa: E402
 from benchmarks.run import (
     BROKER,
     EntryKind,
@@ -33,9 +37,6 @@ from benchmarks.run import (
     transaction,
     wait_until,
 )
-from benchmarks import hops  # noqa: E402
-from benchmarks.report import pct  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 
 HOPS = ["received", "prerun", "claimed", "loaded", "signals"]
 SEGMENTS = [
@@ -94,7 +95,7 @@ def main() -> None:
         sent = {}
         for run_id in ids:
             services.signal_send(run_id, "go", {"n": 1}, actor="bench")
-            sent[run_id] = datetime.now(timezone.utc).timestamp()
+            sent[run_id] = datetime.now(UTC).timestamp()
             time.sleep(0.02)
         wait_until(
             lambda: (

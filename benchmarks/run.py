@@ -17,7 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,13 +45,12 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from durable import services
-from durable.runtime import executor, sweep  # noqa: E402
-from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun  # noqa: E402
-
 from benchmarks import report  # noqa: E402
 from benchmarks.peer import Peer, peer_url, signal_each  # noqa: E402
 from benchmarks.report import pct, ratio, summary  # noqa: E402
+from durable import services  # noqa: E402
+from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun  # noqa: E402
+from durable.runtime import executor, sweep  # noqa: E402
 
 BROKER = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
 
@@ -146,7 +145,7 @@ class Processes:
                     status = Path(f"/proc/{pid}/status").read_text()
                 except OSError:
                     continue
-                line = next((l for l in status.splitlines() if l.startswith("VmRSS:")), None)
+                line = next((row for row in status.splitlines() if row.startswith("VmRSS:")), None)
                 if line:
                     total += int(line.split()[1])
         return total / 1024
@@ -319,7 +318,7 @@ def bench_signal_resume(samples: int, prefix: str) -> tuple[list[float], list[fl
         started = time.perf_counter()
         services.signal_send(run_id, "go", {"n": 1}, actor="bench")
         send_ms.append((time.perf_counter() - started) * 1000)
-        sent[run_id] = datetime.now(timezone.utc)
+        sent[run_id] = datetime.now(UTC)
         time.sleep(0.02)
     wait_until(
         lambda: (
@@ -342,7 +341,7 @@ def create_idle_runs(count: int):
     INSERT ... SELECT over generate_series (a million in well under a minute)."""
     from datetime import timedelta
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     deadline = now + timedelta(days=7)
     template = WorkflowRun(
         id="idle:0",
@@ -903,7 +902,7 @@ def main():
     reset_database()
     results = {
         "machine": {"cores": os.cpu_count(), "load_average": os.getloadavg()},
-        "when": datetime.now(timezone.utc).isoformat(),
+        "when": datetime.now(UTC).isoformat(),
         "workers": options.workers,
         "quick": options.quick,
         "trials": options.trials,
@@ -969,7 +968,7 @@ def main():
     print(report.table(results))
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    stamp = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     path = out / f"{stamp}.json"
     path.write_text(json.dumps(results, indent=2))
     (out / f"{stamp}.svg").write_text(report.chart_svg(results))

@@ -10,8 +10,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-from kombu import Exchange, Queue
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("DURABLE_VAR_DIR", BASE_DIR / "var"))

@@ -22,7 +22,7 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.apps import apps
 from django.db import connections, models, router, transaction
@@ -107,7 +107,7 @@ def _canonical(value):
     """The value as the database gives it back: JSON types only; integral floats as ints
     (PostgreSQL's jsonb returns 1e20 as an integer); datetimes in UTC ISO form."""
     if isinstance(value, datetime):
-        return value.astimezone(timezone.utc).isoformat()
+        return value.astimezone(UTC).isoformat()
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):

@@ -21,10 +21,10 @@ from django.utils.translation import gettext_lazy, ngettext
 from durable import clock
 from durable.surfaces.admin import data, json_block, label, run_link
 from durable.templatetags.durable_admin import stamp
-from processes.onboarding.findings import kind_name
 from processes.billing import admin_actions as billing_admin
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.billing.services import invoice_issue
+from processes.onboarding.findings import kind_name
 from processes.onboarding.models import Account, Company, Document
 from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.views import document_file_response

@@ -6,8 +6,8 @@ Reads only: approvals.services.approval_evidence_take builds the pack and record
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from django.utils.translation import gettext as _
 

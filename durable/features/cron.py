@@ -9,7 +9,7 @@ sweeps (or a sweep and a test) always agree on which occurrences exist.
 
 import string
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
@@ -72,7 +72,7 @@ def check_expression(expression: str) -> str:
             "day-of-month month day-of-week (e.g. '30 0 * * *', daily at 00:30)"
         )
     try:
-        CronSim(expression, datetime(2026, 1, 1, tzinfo=dt_timezone.utc))
+        CronSim(expression, datetime(2026, 1, 1, tzinfo=UTC))
     except CronSimError as error:
         raise ScheduleInvalid(f"cron expression {expression!r} is not valid: {error}") from None
     return expression
@@ -81,7 +81,7 @@ def check_expression(expression: str) -> str:
 def explain(expression: str) -> str:
     """'At 00:30 every day': for the admin and the CLI."""
     try:
-        return CronSim(expression, datetime(2026, 1, 1, tzinfo=dt_timezone.utc)).explain()
+        return CronSim(expression, datetime(2026, 1, 1, tzinfo=UTC)).explain()
     except (CronSimError, ValueError, KeyError):
         return ""
 
@@ -90,7 +90,7 @@ def after(expression: str, tz_name: str, moment: datetime) -> Occurrence:
     """The first occurrence strictly after ``moment``."""
     tz = zone(tz_name)
     local = next(CronSim(expression, moment.astimezone(tz)))
-    return Occurrence(at=local.astimezone(dt_timezone.utc), local=local)
+    return Occurrence(at=local.astimezone(UTC), local=local)
 
 
 def latest(expression: str, tz_name: str, moment: datetime) -> Occurrence:
@@ -100,7 +100,7 @@ def latest(expression: str, tz_name: str, moment: datetime) -> Occurrence:
     # one exactly at ``moment`` too.
     start = moment.replace(microsecond=0) + timedelta(seconds=1)
     local = next(CronSim(expression, start.astimezone(tz), reverse=True))
-    return Occurrence(at=local.astimezone(dt_timezone.utc), local=local)
+    return Occurrence(at=local.astimezone(UTC), local=local)
 
 
 def between(
@@ -112,7 +112,7 @@ def between(
     iterator = CronSim(expression, (first - timedelta(seconds=1)).astimezone(tz))
     while len(found) < limit:
         local = next(iterator)
-        at = local.astimezone(dt_timezone.utc)
+        at = local.astimezone(UTC)
         if at > until:
             break
         found.append(Occurrence(at=at, local=local))

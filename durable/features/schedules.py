@@ -17,11 +17,11 @@ from django.core.validators import validate_slug
 from django.db import IntegrityError, connection, transaction
 
 from durable import clock, selectors, services, validation
-from durable.features import cron
-from durable.runtime import registry
-from durable.features.cron import Occurrence, ScheduleInvalid
 from durable.errors import DurableError, RunConflict
+from durable.features import cron
+from durable.features.cron import Occurrence, ScheduleInvalid
 from durable.models.schedules import CatchUp, Schedule, ScheduleAction, ScheduleEvent
+from durable.runtime import registry
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,8 @@ protected); the executor persists them with fenced conditional updates (see dura
 
 from django.db import models
 from django.db.models import Q
-from django.utils.translation import gettext_lazy as _, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 from django_fsm import FSMField, FSMModelMixin, can_proceed, transition
 
 from durable.chain import EVENT_FIELDS, ChainedAudit

@@ -6,7 +6,8 @@ without a deploy; the sweep (durable/features/schedules.py) fires it. Imported b
 
 from django.db import models
 from django.db.models import Q
-from django.utils.translation import gettext_lazy as _, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from durable.chain import EVENT_FIELDS, ChainedAudit
 

@@ -37,8 +37,8 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 from django.utils import timezone
 
-from durable.runtime import current, determinism, registry
 from durable.errors import Divergence
+from durable.runtime import current, determinism, registry
 
 CLOCK_FUNCTIONS = {
     time: (

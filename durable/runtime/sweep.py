@@ -27,8 +27,8 @@ from django.core.cache import InvalidCacheBackendError, caches
 from django.db import connection, transaction
 
 from durable import clock, conf
-from durable.runtime.dispatch import dispatch
 from durable.models import RunStatus
+from durable.runtime.dispatch import dispatch
 from durable.runtime.store.live import on_live_connection, pick_due
 
 log = logging.getLogger(__name__)

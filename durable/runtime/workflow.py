@@ -6,8 +6,8 @@ without a run.
 
 import functools
 
-from durable.runtime import context, registry
 from durable.errors import Cancelled, ChildFailed, NotInWorkflow
+from durable.runtime import context, registry
 
 
 def _ctx() -> context.ReplayContext:

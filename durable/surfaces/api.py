@@ -24,9 +24,6 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from durable import codec, selectors, services, validation
-from durable.surfaces.audit import request_audit
-from durable.surfaces.tokens import ApiTokenAuthentication, TokenScopeAllows
-from durable.runtime.context import check_attribute_name
 from durable.errors import (
     DurableError,
     InvalidFork,
@@ -35,32 +32,35 @@ from durable.errors import (
     PayloadTooDeep,
     QueryFailed,
     QueryNotFound,
-    UpdateFailed,
-    UpdateNotFound,
-    UpdateRejected,
-    UpdateTimeout,
     RunConflict,
     RunFinished,
     RunNotFound,
     SignalConflict,
+    UpdateFailed,
+    UpdateNotFound,
+    UpdateRejected,
+    UpdateTimeout,
     WorkflowNotFound,
 )
 from durable.models import Signal, WorkflowRun
+from durable.runtime.context import check_attribute_name
+from durable.surfaces.audit import request_audit
 from durable.surfaces.serializers import (
     ErrorSerializer,
     JournalEntrySerializer,
-    RunCancelSerializer,
     QueryAnswerSerializer,
+    RunCancelSerializer,
     RunDetailSerializer,
-    UpdateResultSerializer,
-    UpdateSendSerializer,
     RunFilterSerializer,
     RunForkSerializer,
     RunSerializer,
     RunStartSerializer,
     SignalSendSerializer,
     SignalSerializer,
+    UpdateResultSerializer,
+    UpdateSendSerializer,
 )
+from durable.surfaces.tokens import ApiTokenAuthentication, TokenScopeAllows
 
 VIEW_PERMISSION = "durable.view_workflowrun"
 OPERATE_PERMISSION = "durable.operate_workflowrun"

@@ -10,9 +10,9 @@ from rest_framework.response import Response
 
 from durable import conf
 from durable.features import bulk
-from durable.surfaces.api import DurableAPIView, attribute_filters, errors
 from durable.models import RunStatus
 from durable.selectors import RunFilter
+from durable.surfaces.api import DurableAPIView, attribute_filters, errors
 from durable.surfaces.serializers import JSONBoolean, JSONText, RunFilterSerializer, StorableText
 
 FILTER_FIELDS = ("status", "workflow", "version")

@@ -6,10 +6,10 @@ from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError
 
+from durable.durations import parse_age
+from durable.errors import DurableError
 from durable.features import declared
 from durable.features.archive import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
-from durable.errors import DurableError
-from durable.durations import parse_age
 from durable.runtime import registry
 from durable.runtime.determinism import inspect_function
 

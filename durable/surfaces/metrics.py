@@ -16,8 +16,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from durable import clock, conf
-from durable.runtime.sweep import last_sweep
 from durable.models import ACTIVE_STATUSES, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.runtime.sweep import last_sweep
 
 log = logging.getLogger(__name__)
 

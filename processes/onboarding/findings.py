@@ -8,7 +8,8 @@ app by processes/onboarding/panels.py). The journal never holds a translated tex
 in another language must decide the same.
 """
 
-from django.utils.translation import gettext, gettext_noop as _
+from django.utils.translation import gettext
+from django.utils.translation import gettext_noop as _
 
 # code -> the sentence, with %(name)s for its params. The English msgid is also the recorded text.
 FINDING_TEXTS = {

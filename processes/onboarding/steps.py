@@ -11,6 +11,7 @@ from django.db.models import OuterRef, Q, Subquery
 
 from durable import clock
 from processes.onboarding.cnpj import cnpj_digits, cnpj_format, cnpj_valid
+from processes.onboarding.media import media_download
 from processes.onboarding.models import (
     Account,
     Company,
@@ -19,14 +20,13 @@ from processes.onboarding.models import (
     DocumentFetch,
     DocumentKind,
 )
+from processes.onboarding.options import missing_list
 from processes.onboarding.validation import (
     DocumentFacts,
     ValidationResult,
     checker_from_settings,
     rules_checker,
 )
-from processes.onboarding.media import media_download
-from processes.onboarding.options import missing_list
 from processes.whatsapp.backends import INTERACTIVE_BODY_MAX
 from processes.whatsapp.services import message_send
 

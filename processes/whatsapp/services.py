@@ -9,7 +9,7 @@ while routing never loses it either: it stays visible with a note.
 import json
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from celery import current_app
 from django.core.cache import caches
@@ -19,6 +19,17 @@ from django.db.models import F
 from durable import clock
 from durable.locks import advisory_xact_lock
 from processes import conf
+from processes.webhooks.models import WebhookDelivery, WebhookSource
+from processes.webhooks.services import (
+    TooDeep,
+    delivery_outcome,
+    delivery_store,
+    is_verbatim,
+    item_quarantine,
+    safe_text,
+    storable,
+)
+from processes.whatsapp import account, routing, templates
 from processes.whatsapp.backends import (
     INTERACTIVE_UNSUPPORTED_CODES,
     InteractiveUnsupported,
@@ -38,17 +49,6 @@ from processes.whatsapp.models import (
     OutboundStatus,
     PendingStatus,
 )
-from processes.webhooks.models import WebhookDelivery, WebhookSource
-from processes.webhooks.services import (
-    TooDeep,
-    delivery_outcome,
-    delivery_store,
-    is_verbatim,
-    item_quarantine,
-    safe_text,
-    storable,
-)
-from processes.whatsapp import account, routing, templates
 from processes.whatsapp.selectors import last_inbound_at
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,7 @@ def _contact_for(message: dict, contacts: list[dict]) -> dict:
 
 def _timestamp(value) -> datetime | None:
     try:
-        return datetime.fromtimestamp(int(value), tz=dt_timezone.utc)
+        return datetime.fromtimestamp(int(value), tz=UTC)
     except (TypeError, ValueError, OverflowError, OSError):
         return None
 

@@ -3,10 +3,8 @@
 import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission
-from django.urls import reverse
-
-
 from django.test.utils import override_settings
+from django.urls import reverse
 
 from approvals.models import ApprovalRequest, ApprovalStatus
 from durable.models import RunStatus

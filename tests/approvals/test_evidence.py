@@ -226,10 +226,10 @@ def test_the_manifest_lists_every_other_file_with_its_sha256_and_size(pack):
 
 
 def test_the_pack_knows_the_journaled_names_of_the_steps_that_take_a_decision():
-    assert DECISION_STEPS == (
+    assert (
         approvals_workflow.read_decision.__name__,
         approvals_workflow.expire_approval_request.__name__,
-    )
+    ) == DECISION_STEPS
 
 
 # --- verifying ---

@@ -14,13 +14,12 @@ import pytest
 from django.conf import settings
 from django.template import engines
 from django.template.base import TextNode
-from django.test import Client, override_settings
+from django.test import override_settings
 from django.urls import reverse
 from django.utils import translation
 from django.utils.translation.template import templatize
 
 from approvals.models import ReviewerPreference
-from tests.approvals.conftest import start_case
 from tests.approvals.test_views import signed_in
 
 TEMPLATES = sorted([*Path(settings.BASE_DIR, "templates").rglob("*.html")])

@@ -92,7 +92,7 @@ def gunicorn(gunicorn_dir, django_db_setup):
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(
                         f"gunicorn did not start:\n{(tmp_path / 'gunicorn.log').read_text()}"
-                    )
+                    ) from None
                 time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -10,7 +10,6 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from durable.models import WorkflowRun
-
 from tests.browser import browser  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -115,6 +114,6 @@ def test_on_a_390_px_phone_the_timeline_shrinks_to_the_screen(admin_page):
                 bars: [...svg.querySelectorAll('rect')].map(r => r.getBoundingClientRect().width)};
     }""")
 
-    assert 0 < drawn["width"] and drawn["left"] >= 0 and drawn["right"] <= drawn["viewport"], drawn
+    assert drawn["width"] > 0 and drawn["left"] >= 0 and drawn["right"] <= drawn["viewport"], drawn
     assert drawn["holder"][0] <= drawn["holder"][1], drawn  # nothing hidden to the side
     assert drawn["bars"] and all(width > 0 for width in drawn["bars"]), drawn

@@ -18,13 +18,13 @@ from django.db import connection, connections
 from django.db.models import Count
 
 from durable import services
+from durable.models import JournalEntry, WorkflowRun
 from durable.models.archive import (
     ArchiveBatch,
     ArchivedAuditEvent,
     ArchivedJournalEntry,
     ArchivedRun,
 )
-from durable.models import JournalEntry, WorkflowRun
 from durable.testing import drive
 from tests.support import ROOT, subprocess_env
 

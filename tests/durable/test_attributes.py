@@ -7,11 +7,10 @@ from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from durable import services
+from durable import services, workflow
+from durable.errors import Fenced
 from durable.features import history
 from durable.features.tokens import token_create
-from durable import workflow
-from durable.errors import Fenced
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
 from durable.runtime.store import live
 from durable.testing import drive

@@ -63,8 +63,8 @@ def test_retry_of_every_blocked_run_of_a_version_writes_one_audit_row_per_run(
 
     body = response.json()
     assert response.status_code == 200 and body["acted"] == 3 and body["skipped"] == 0
-    assert {run_id: status for run_id, status in statuses().items()} == {
-        **{run_id: RunStatus.PENDING for run_id in v1},
+    assert dict(statuses().items()) == {
+        **dict.fromkeys(v1, RunStatus.PENDING),
         "reorder:v2": RunStatus.BLOCKED,
     }
     retries = AuditEvent.objects.filter(action="retry")

@@ -4,9 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from durable import days, hooks, hours, seconds, services, testing
+from durable import days, hooks, hours, seconds, services, testing, workflow
 from durable.features import history
-from durable import workflow
 from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, record

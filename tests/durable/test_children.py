@@ -5,10 +5,10 @@ from django.contrib.admin.utils import quote
 from django.urls import reverse
 
 from durable import Retry, services, workflow
-from durable.features import history
-from durable.runtime import children
 from durable.errors import RunConflict, SignalConflict
+from durable.features import history
 from durable.models import AuditEvent, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.runtime import children
 from durable.runtime.store import live
 from durable.runtime.store.live import Settlement
 from durable.testing import drive, override_workflow

@@ -14,9 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from durable import Retry, seconds, services, workflow
-from durable.runtime import heartbeat
 from durable.errors import Divergence, Fenced
 from durable.models import JournalEntry, RunStatus, WorkflowRun
+from durable.runtime import heartbeat
 from durable.runtime.store import live
 from durable.runtime.store.live import Settlement
 from durable.testing import drive, override_workflow
@@ -873,12 +873,12 @@ def reply_lost_once_after(statement: bytes):
             server = socket.create_connection(upstream)
             sent = threading.Event()
 
-            def to_server(chunk):
+            def to_server(chunk, sent=sent):
                 if not cut.is_set() and statement in chunk:
                     sent.set()
                 return False
 
-            def to_client(chunk):  # ReadyForQuery: the statement has committed
+            def to_client(chunk, sent=sent):  # ReadyForQuery: the statement has committed
                 if sent.is_set() and not cut.is_set() and b"Z\x00\x00\x00\x05" in chunk:
                     cut.set()
                     return True

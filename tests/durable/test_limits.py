@@ -8,11 +8,11 @@ from django.db import connection
 from django.urls import reverse
 
 from durable import errors, minutes, seconds, services, testing, workflow
-from durable.runtime import limits
 from durable.models import LimitTicket, RunStatus, TicketState, WorkflowRun
+from durable.runtime import limits
 from durable.runtime.store import live
-from durable.testing import drive, override_workflow
 from durable.runtime.sweep import sweep_due
+from durable.testing import drive, override_workflow
 from tests.durable.limited import LLM_QUEUE, ONE_AT_A_TIME, PER_KEY, RATE_TWO, mark, rate_two
 from tests.effects.models import Effect
 

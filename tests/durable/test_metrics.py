@@ -9,9 +9,9 @@ from django.contrib.auth.models import User
 from prometheus_client.parser import text_string_to_metric_families
 
 from durable import services, workflow
+from durable.models import WorkflowRun
 from durable.runtime import sweep
 from durable.runtime.logging import RunContextFilter
-from durable.models import WorkflowRun
 from durable.testing import drive, override_workflow
 
 pytestmark = pytest.mark.django_db

@@ -235,11 +235,9 @@ REVIEWER_PASSWORD = "correct-horse-battery"
 
 def make_reviewer(username: str, *, reviewer: bool = True):
     from django.contrib.auth import get_user_model
-
-    from approvals.services import compliance_group_ensure
-
     from django.contrib.auth.models import Group
 
+    from approvals.services import compliance_group_ensure
     from processes.onboarding.workflow import KYC_GROUP, KYC_SENIOR_GROUP
 
     user = get_user_model().objects.create_user(username=username, password=REVIEWER_PASSWORD)

@@ -21,7 +21,7 @@ import threading
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from django.db import (
     DatabaseError,
@@ -31,12 +31,10 @@ from django.db import (
     connection,
     transaction,
 )
-from django.db.models import Count, F, JSONField, Q, Value
+from django.db.models import F, JSONField, Q, Value
 from django.db.models.expressions import CombinedExpression
 
 from durable import chain, clock, codec, conf, sql
-from durable.runtime import children, forks
-from durable.runtime.dispatch import dispatch
 from durable.errors import (
     Divergence,
     Fenced,
@@ -46,8 +44,6 @@ from durable.errors import (
     RunNotFound,
     StoreUnavailable,
 )
-from durable.runtime.limits import Limit
-from durable.runtime.priorities import DEFAULT_PRIORITY, MAX_PRIORITY
 from durable.locks import advisory_xact_lock
 from durable.models import (
     ACTIVE_STATUSES,
@@ -67,6 +63,10 @@ from durable.models import (
     TicketState,
     WorkflowRun,
 )
+from durable.runtime import children, forks
+from durable.runtime.dispatch import dispatch
+from durable.runtime.limits import Limit
+from durable.runtime.priorities import DEFAULT_PRIORITY, MAX_PRIORITY
 from durable.runtime.store import Store
 
 log = logging.getLogger(__name__)
@@ -687,7 +687,7 @@ def _claim(run_id: str, owner: str, seconds: float, advances: int | None = None)
     now = clock.now()
     expires = now + timedelta(seconds=seconds)
     waiting = [status for status in WorkflowRun.sources_of("claim") if status != RunStatus.RUNNING]
-    fields = [f for f in WorkflowRun._meta.concrete_fields]
+    fields = list(WorkflowRun._meta.concrete_fields)
     statement = (
         f"UPDATE {WorkflowRun._meta.db_table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "
         f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, resends = 0, updated_at = %s, "
@@ -905,10 +905,10 @@ def pick_due(
         f"AND status IN ({statuses}) ORDER BY priority DESC, wake_at LIMIT %s"
     )
     moved = (
-        f"wake_at = CASE WHEN {{run}}status = %s THEN %s "
+        "wake_at = CASE WHEN {run}status = %s THEN %s "
         + "".join(f"WHEN {{run}}resends = {n} THEN %s " for n in range(5))
         + "ELSE %s END, "
-        f"resends = CASE WHEN {{run}}resends < 32000 THEN {{run}}resends + 1 ELSE {{run}}resends END"
+        "resends = CASE WHEN {run}resends < 32000 THEN {run}resends + 1 ELSE {run}resends END"
     )
     moved_params = [RunStatus.RUNNING, until, *later]
     with connection.cursor() as cursor:
@@ -1013,7 +1013,7 @@ _TICKET_RETURN_SQL = (
     f"DELETE FROM {_TICKETS} "
     f"WHERE run_id = %s AND position = %s AND state = 'held' AND fencing_token = %s"
 )
-_FAR_BACK = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
+_FAR_BACK = datetime(1970, 1, 1, tzinfo=UTC)
 _TIME = LimitTicket._meta.get_field("wake_at")
 
 
@@ -1838,17 +1838,17 @@ def cancel_run(run: WorkflowRun, *, reason: str, actor: str, detail: dict) -> No
     """Inside the caller's transaction, ``run`` locked: end it cancelled now. Bumping the
     fencing token stops a worker that is running it right now at its next write."""
     now = clock.now()
-    changes = dict(
-        status=run.status_after("cancel"),
-        fencing_token=run.fencing_token + 1,
-        error={"type": "Cancelled", "message": reason or "cancelled"},
-        wake_at=None,
-        lease_owner="",
-        lease_expires_at=None,
-        waiting_for="",
-        updated_at=now,
-        finished_at=now,
-    )
+    changes = {
+        "status": run.status_after("cancel"),
+        "fencing_token": run.fencing_token + 1,
+        "error": {"type": "Cancelled", "message": reason or "cancelled"},
+        "wake_at": None,
+        "lease_owner": "",
+        "lease_expires_at": None,
+        "waiting_for": "",
+        "updated_at": now,
+        "finished_at": now,
+    }
     WorkflowRun.objects.filter(pk=run.id).update(**changes)
     run.cancel()
     for name, value in changes.items():
@@ -1880,13 +1880,13 @@ def retry_run(run: WorkflowRun, *, actor: str, detail: dict) -> None:
         )
         last.save(update_fields=["status", "attempt", "wake_at", "updated_at"])
     previous_error = run.error
-    changes = dict(
-        status=run.status_after("retry"),
-        error=None,
-        finished_at=None,
-        updated_at=now,
-        wake_at=_grace(),
-    )
+    changes = {
+        "status": run.status_after("retry"),
+        "error": None,
+        "finished_at": None,
+        "updated_at": now,
+        "wake_at": _grace(),
+    }
     WorkflowRun.objects.filter(pk=run.id).update(**changes)
     run.retry()
     for name, value in changes.items():

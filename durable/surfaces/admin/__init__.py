@@ -14,13 +14,31 @@ from durable.surfaces.admin.display import (
     data,
     json_block,
     label,
-    pretty_json,  # noqa: F401
+    pretty_json,
     run_link,
     stamp_column,
 )
 from durable.surfaces.admin.runs import (
     OPERATE_PERMISSION,
     WorkflowRunAdmin,
-    register_run_links,  # noqa: F401
+    register_run_links,
     run_links,
 )
+
+__all__ = [
+    "OPERATE_PERMISSION",
+    "ReadOnlyAdmin",
+    "WorkflowRunAdmin",
+    "archive",
+    "badge",
+    "data",
+    "json_block",
+    "label",
+    "pretty_json",
+    "register_run_links",
+    "run_link",
+    "run_links",
+    "runs",
+    "schedules",
+    "stamp_column",
+]

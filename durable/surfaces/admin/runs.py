@@ -21,6 +21,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from durable import selectors, services, validation
+from durable.errors import DurableError
+from durable.models import AuditAction, AuditEvent, LimitTicket, RunStatus, WorkflowRun
 from durable.surfaces.admin import bulk, fork
 from durable.surfaces.admin.display import (
     EngineAssets,
@@ -29,7 +31,6 @@ from durable.surfaces.admin.display import (
     data,
     json_block,
     label,
-    run_admin_url,
     run_link,
     stamp_column,
 )
@@ -37,8 +38,6 @@ from durable.surfaces.admin.paging import EstimatedCountPaginator
 from durable.surfaces.admin.rows import audit_row, journal_row
 from durable.surfaces.admin.timeline import timeline_svg
 from durable.surfaces.audit import request_audit
-from durable.errors import DurableError
-from durable.models import AuditAction, AuditEvent, LimitTicket, RunStatus, WorkflowRun
 from durable.templatetags.durable_admin import breakable
 
 OPERATE_PERMISSION = "durable.operate_workflowrun"

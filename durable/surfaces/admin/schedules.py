@@ -12,7 +12,9 @@ from django.utils.html import format_html
 from django.utils.text import format_lazy
 from django.utils.translation import get_language, gettext_lazy, ngettext, pgettext
 
+from durable.errors import DurableError
 from durable.features import cron, schedules
+from durable.models.schedules import Schedule, ScheduleAction, ScheduleEvent
 from durable.surfaces.admin.display import (
     EngineAssets,
     badge,
@@ -23,8 +25,6 @@ from durable.surfaces.admin.display import (
     stamp_column,
 )
 from durable.surfaces.audit import request_audit
-from durable.errors import DurableError
-from durable.models.schedules import Schedule, ScheduleAction, ScheduleEvent
 
 OPERATE_SCHEDULE_PERMISSION = "durable.operate_schedule"
 EDITABLE = [
