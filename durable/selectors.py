@@ -195,7 +195,8 @@ class RunCode(NamedTuple):
 
 
 def run_code(run_id: str) -> RunCode:
-    """For an app that must say which code decided something (an evidence pack), live or archived."""
+    """For an app that must say which code decided something (an evidence pack), live or
+    archived."""
     run = run_or_archived(run_id)
     try:
         definition = registry.get(run.workflow_name, run.workflow_version).source

@@ -1,4 +1,5 @@
-"""Cron occurrences in a time zone, and the run ids and inputs rendered from them. Pure: no database.
+"""Cron occurrences in a time zone, and the run ids and inputs rendered from them. Pure: no
+database.
 
 Expressions are the five fields of Debian cron (minute hour day-of-month month day-of-week),
 read by cronsim, which also follows Debian cron across daylight-saving changes: a job at a
@@ -20,9 +21,13 @@ from durable.errors import DurableError
 # the occurrence in the schedule's time zone.
 PLACEHOLDERS = {
     "date": "the occurrence's date, 2026-05-05",
-    "day_before": "the day before the occurrence's date, 2026-05-04 (a daily job that closes yesterday)",
+    "day_before": (
+        "the day before the occurrence's date, 2026-05-04 (a daily job that closes yesterday)"
+    ),
     "time": "the occurrence's time to the minute, 00:30",
-    "datetime": "date, time and UTC offset, 2026-05-05T00:30-03:00 (unique even when a clock goes back)",
+    "datetime": (
+        "date, time and UTC offset, 2026-05-05T00:30-03:00 (unique even when a clock goes back)"
+    ),
     "schedule": "the schedule's name",
 }
 # How many upcoming occurrences the id template check renders: enough to see a sub-daily
@@ -106,7 +111,8 @@ def latest(expression: str, tz_name: str, moment: datetime) -> Occurrence:
 def between(
     expression: str, tz_name: str, first: datetime, until: datetime, *, limit: int
 ) -> list[Occurrence]:
-    """Occurrences from ``first`` (itself one, included) to ``until`` (included), at most ``limit``."""
+    """Occurrences from ``first`` (itself one, included) to ``until`` (included), at most
+    ``limit``."""
     tz = zone(tz_name)
     found = []
     iterator = CronSim(expression, (first - timedelta(seconds=1)).astimezone(tz))

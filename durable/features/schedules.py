@@ -1,4 +1,5 @@
-"""Schedules: create, pause and resume them (audited), and fire their due occurrences from the sweep.
+"""Schedules: create, pause and resume them (audited), and fire their due occurrences from the
+sweep.
 
 The run id is the occurrence (the schedule's id template rendered for it), started through
 ``services.run_start``, which returns an existing run instead of starting a second: two

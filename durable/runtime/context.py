@@ -114,7 +114,8 @@ class Raised:
 
 @dataclass
 class Continued:
-    """The body called ``continue_as_new``: the run ends, and these are its successor's arguments."""
+    """The body called ``continue_as_new``: the run ends, and these are its successor's
+    arguments."""
 
     args: tuple
     kwargs: dict

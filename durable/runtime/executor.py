@@ -153,7 +153,8 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
                         lane=True,
                     )
                 return Outcome.WAITING
-            ctx.reload_signals()  # a signal arrived since we looked: replay with it instead of parking
+            # a signal arrived since we looked: replay with it instead of parking
+            ctx.reload_signals()
             ctx.cancel_request = woken.cancel_request or ctx.cancel_request
             continue
         if isinstance(outcome, Diverged):

@@ -74,7 +74,8 @@ def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
     return [run_id for run_id, *_ in picked]
 
 
-# --- the sweep's own record, for /metrics and `durable health` (not a row: it runs every second) ---
+# --- the sweep's own record, for /metrics and `durable health` ---
+# (not a row: it runs every second)
 
 SWEEP_CACHE_KEY = "durable:sweep:last"
 

@@ -60,7 +60,8 @@ class RunFilterField(serializers.Field):
         )
         if unknown:
             raise serializers.ValidationError(
-                f"Unknown filter {', '.join(map(repr, unknown))}: use status, workflow, version or attr.<name>."
+                f"Unknown filter {', '.join(map(repr, unknown))}: "
+                "use status, workflow, version or attr.<name>."
             )
         # JSON types as the schema says (the list's query strings have none): 1 is no workflow name.
         mistyped = {

@@ -107,7 +107,8 @@ def check_audit_key(app_configs=None, **kwargs):
         return []
     return [
         checks.Warning(
-            "DURABLE_AUDIT_KEY is not set: the audit rows are sealed with a key derived from SECRET_KEY",
+            "DURABLE_AUDIT_KEY is not set: the audit rows "
+            "are sealed with a key derived from SECRET_KEY",
             hint="set DURABLE_AUDIT_KEY once, before the first migrate, and never change it "
             '(docs/operations.md, "Audit trail")',
             id="durable.W301",

@@ -4,7 +4,8 @@ batches (``archive``) and the bulk operation (``bulk``), on shared display helpe
 package, which registers them all.
 
 Apps built on the engine import what they extend from here: ``register_run_links``,
-``ReadOnlyAdmin``, ``run_link``, and ``data`` / ``json_block`` for cells that are data, never translated.
+``ReadOnlyAdmin``, ``run_link``, and ``data`` / ``json_block`` for cells that are data, never
+translated.
 """
 
 from durable.surfaces.admin import archive, runs, schedules  # noqa: F401 (registered on import)

@@ -1,7 +1,7 @@
 """The admin of archived runs: the same run page as a live run, read-only, from the archive.
 
-Registered by durable/surfaces/admin/__init__.py. Nothing here can change a row: the archive tables are
-history, and an archived run takes no signal, cancel, retry or wake.
+Registered by durable/surfaces/admin/__init__.py. Nothing here can change a row: the archive tables
+are history, and an archived run takes no signal, cancel, retry or wake.
 """
 
 from django.contrib import admin

@@ -228,7 +228,8 @@ def _confirm(model_admin, request):
     model_admin.message_user(
         request,
         _(
-            "%(done)s; %(skipped)s (their status no longer allowed it). Each has an audit row (bulk %(bulk)s)."
+            "%(done)s; %(skipped)s (their status no longer "
+            "allowed it). Each has an audit row (bulk %(bulk)s)."
         )
         % {"done": done_message(action, result.acted), "skipped": skipped, "bulk": result.bulk_id},
         level,

@@ -66,7 +66,8 @@ class SignalForm(forms.Form):
         label=gettext_lazy("Name"),
         max_length=255,
         help_text=gettext_lazy(
-            'The signal the workflow waits for, e.g. <code translate="no">documents_received</code>.'
+            "The signal the workflow waits for, e.g. <code "
+            'translate="no">documents_received</code>.'
         ),
     )
     payload = forms.JSONField(
@@ -619,8 +620,8 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         if not waiting_for:
             return ""
         return _(
-            "Run %(run)s not woken: it waits for %(signal)s and has no sleep or back-off to end (a wake "
-            "never ends a wait for a signal early; it was only looked at again)."
+            "Run %(run)s not woken: it waits for %(signal)s and has no sleep or back-off to "
+            "end (a wake never ends a wait for a signal early; it was only looked at again)."
         ) % {"run": run_id, "signal": repr(waiting_for)}
 
 

@@ -1,4 +1,5 @@
-"""The schedules' admin: when each fires next and what it fired; create, change, pause, resume, audited.
+"""The schedules' admin: when each fires next and what it fired; create, change, pause, resume,
+audited.
 
 Nothing here writes a row directly: every write goes through ``durable.features.schedules`` (which
 checks the cron, the zone, the templates and the input, locks the row and writes the
@@ -64,7 +65,8 @@ class ScheduleForm(forms.ModelForm):
             ),
             "id_template": format_lazy(
                 gettext_lazy(
-                    'The run id of an occurrence, e.g. <code translate="no">reconcile:{{date}}</code>. Placeholders: '
+                    "The run id of an occurrence, e.g. <code "
+                    'translate="no">reconcile:{{date}}</code>. Placeholders: '
                     "{placeholders}. The run id is the occurrence: it never runs twice."
                 ),
                 placeholders=PLACEHOLDERS,
