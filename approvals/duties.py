@@ -53,7 +53,8 @@ class PriorAction:
 
 
 def prior_actions(case, user) -> list[PriorAction]:
-    """What ``user`` did to this case's run or subject that bars them from approving it, oldest first."""
+    """What ``user`` did to this case's run or subject that bars them from approving it, oldest
+    first."""
     username = user.get_username()
     found = [
         PriorAction(str(RUN_ACTIONS[event.action]), event.at)

@@ -159,7 +159,8 @@ def decisions_per_reviewer(*, superseded_apart: bool = True) -> list[ReviewerTal
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
-    """Nearest-rank percentile: the smallest value with at least ``fraction`` of them at or below."""
+    """Nearest-rank percentile: the smallest value with at least ``fraction`` of them at or
+    below."""
     if not values:
         return None
     ordered = sorted(values)

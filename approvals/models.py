@@ -37,7 +37,8 @@ CLOSED_STATUSES = (
     ApprovalStatus.CANCELLED,
     ApprovalStatus.SUPERSEDED,
 )
-# Reviewers took a decision on it (the process may not have acted on it): what an evidence pack is about.
+# Reviewers took a decision on it (the process may not have acted on it): what an evidence pack is
+# about.
 WITH_DECISION_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.SUPERSEDED)
 
 

@@ -337,7 +337,8 @@ def reviewer_language_set(user, language: str) -> ReviewerPreference:
     """
     if language not in dict(settings.LANGUAGES):
         raise ValueError(
-            f"language must be one of {[code for code, _name in settings.LANGUAGES]}, got {language!r}"
+            "language must be one of "
+            f"{[code for code, _name in settings.LANGUAGES]}, got {language!r}"
         )
     preference, _created = ReviewerPreference.objects.update_or_create(
         user=user, defaults={"language": language, "updated_at": clock.now()}
@@ -605,11 +606,13 @@ def approval_decide(
     if outcome != Outcome.APPROVE and not reason:
         raise ReasonRequired(
             _(
-                "Give a reason to reject: compliance and the auditors read it; the customer does not."
+                "Give a reason to reject: compliance and the "
+                "auditors read it; the customer does not."
             )
             if outcome == Outcome.REJECT
             else _(
-                "Give a reason to ask for more documents: compliance and the auditors read it; the customer does not."
+                "Give a reason to ask for more documents: compliance "
+                "and the auditors read it; the customer does not."
             )
         )
     if customer_message is None:

@@ -828,7 +828,8 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
 
 @admin.register(QuarantinedItem)
 class QuarantinedItemAdmin(QuarantinedItemCells, admin.ModelAdmin):
-    """Parts of signed deliveries that could not be processed; ``?attention=yes`` is the work list."""
+    """Parts of signed deliveries that could not be processed; ``?attention=yes`` is the work
+    list."""
 
     list_display = [
         "created_at",

@@ -24,7 +24,8 @@ def sha256(content: bytes) -> str:
 
 
 def json_bytes(value) -> bytes:
-    """``value`` as the pack writes JSON: sorted keys, indented, UTF-8, datetimes in UTC ISO form."""
+    """``value`` as the pack writes JSON: sorted keys, indented, UTF-8, datetimes in UTC ISO
+    form."""
     text = json.dumps(
         value, default=_plain, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False
     )

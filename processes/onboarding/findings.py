@@ -65,7 +65,8 @@ CHECK_LABELS = {
 
 
 def finding(check: str, code: str, **params) -> dict:
-    """A finding as recorded: the English text (the msgid filled in, never translated) and its code."""
+    """A finding as recorded: the English text (the msgid filled in, never translated) and its
+    code."""
     text = FINDING_TEXTS[code] % params if params else FINDING_TEXTS[code]
     return {"check": check, "result": text, "code": code, "params": params}
 

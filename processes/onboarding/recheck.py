@@ -93,7 +93,8 @@ def registry_answer(case: ApprovalRequest, facts: steps.ReviewFacts) -> dict:
 
 
 def company_cases_recheck(company: Company, *, actor: str, reason: str) -> list[ApprovalRequest]:
-    """After the company's CNPJ, legal name or number changed: re-check every case its run waits on."""
+    """After the company's CNPJ, legal name or number changed: re-check every case its run waits
+    on."""
     return [
         case_recheck(case, actor=actor, reason=reason)
         for case in approvals_open_of_run(company.run_id)

@@ -15,7 +15,8 @@ class InboundStatus(models.TextChoices):
     FAILED = "failed", _("Failed (see note; process again from the admin)")
 
 
-# A customer's change to a message already sent (``edit``, ``revoke``): it names the message it changes.
+# A customer's change to a message already sent (``edit``, ``revoke``): it names the message it
+# changes.
 CHANGE_TYPES = ("edit", "revoke")
 
 

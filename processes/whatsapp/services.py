@@ -79,7 +79,8 @@ class Receipt:
 
 @dataclass
 class Part:
-    """One message or status of a delivery, where it sits, and what is wrong with it (if anything)."""
+    """One message or status of a delivery, where it sits, and what is wrong with it (if
+    anything)."""
 
     kind: str
     where: str
@@ -276,11 +277,15 @@ def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Rece
                 fragment=None if part.where == "the body" else part.value,
             )  # the body is kept
             receipt.quarantined += 1
+    pending = (
+        f" ({receipt.statuses_pending} for messages not known yet)"
+        if receipt.statuses_pending
+        else ""
+    )
     delivery_outcome(
         delivery,
         f"{receipt.messages} message(s), {len(receipt.new_message_ids)} new, "
-        f"{receipt.statuses} status(es)"
-        f"{f' ({receipt.statuses_pending} for messages not known yet)' if receipt.statuses_pending else ''}"
+        f"{receipt.statuses} status(es){pending}"
         f"{f', {receipt.calls} call status(es), kept' if receipt.calls else ''}"
         f"{''.join(f', {change}' for change in receipt.account_changes)}"
         f", {receipt.quarantined} quarantined",
@@ -349,7 +354,8 @@ CALL_HANDLED_BY = "intake (call status)"
 
 
 def is_call_status(status) -> bool:
-    """A status about a call (``type: call``, a ``wacid.`` id, a call's state or fields), not a message."""
+    """A status about a call (``type: call``, a ``wacid.`` id, a call's state or fields), not a
+    message."""
     return isinstance(status, dict) and (
         status.get("type") == "call"
         or str(status.get("id") or "").startswith("wacid.")
