@@ -76,7 +76,8 @@ PROGRESS_SECONDS = 15
 
 
 class FakeGraphApi:
-    """``POST /<phone-number-id>/messages`` answered as Meta does; each send recorded with its time."""
+    """``POST /<phone-number-id>/messages`` answered as Meta does; each send recorded with its
+    time."""
 
     def __init__(self):
         self.sends: list[tuple[float, str, str]] = []  # (time, recipient, first words)
@@ -314,8 +315,9 @@ def soak(
         greeted = fake.greeted()
         unprocessed = backlog()
         print(
-            f"[soak] {time.time() - began:5.0f} s {phase}: {len(expected)} offered, "
-            f"{sum(1 for to in expected if to in greeted)} greeted, {unprocessed} deliveries not yet processed",
+            f"[soak] {time.time() - began:5.0f} s {phase}: {len(expected)} "
+            f"offered, {sum(1 for to in expected if to in greeted)} "
+            f"greeted, {unprocessed} deliveries not yet processed",
             flush=True,
         )
 
@@ -429,17 +431,19 @@ def main() -> int:
         stack.start_web()
         poster = Poster(f"http://127.0.0.1:{port}/api/webhooks/whatsapp/")
         print(
-            f"webhook capacity: {GUNICORN_WORKERS} clients, closed loop, {options.capacity_seconds:.0f} s, "
-            "no Celery worker yet (each delivery is stored for one) ...",
+            f"webhook capacity: {GUNICORN_WORKERS} clients, closed "
+            f"loop, {options.capacity_seconds:.0f} s, no Celery "
+            "worker yet (each delivery is stored for one) ...",
             flush=True,
         )
         results["webhook_capacity"] = capacity = webhook_capacity(
             poster, options.capacity_seconds, 0
         )
         print(
-            f"  {capacity['per_second']:.0f} deliveries/s ({capacity['per_gunicorn_worker_per_second']:.0f} per "
-            f"gunicorn worker), p50 {capacity['p50_ms']:.0f} ms, p99 {capacity['p99_ms']:.0f} ms, "
-            f"{capacity['errors']} errors",
+            f"  {capacity['per_second']:.0f} deliveries/s "
+            f"({capacity['per_gunicorn_worker_per_second']:.0f} per "
+            f"gunicorn worker), p50 {capacity['p50_ms']:.0f} ms, p99 "
+            f"{capacity['p99_ms']:.0f} ms, {capacity['errors']} errors",
             flush=True,
         )
         stack.start_workers()
@@ -458,7 +462,8 @@ def main() -> int:
             flush=True,
         )
         print(
-            f"soak: {options.rate:.0f}/s for {load_minutes:g} min, then up to {idle_minutes:g} min idle ...",
+            f"soak: {options.rate:.0f}/s for {load_minutes:g} "
+            f"min, then up to {idle_minutes:g} min idle ...",
             flush=True,
         )
         soak_poster = Poster(poster.url)

@@ -151,14 +151,15 @@ def report(ids, sent, resumed, options) -> None:
         every = [r[i] for r in rows]
         print(
             f"  {name:<26}{statistics.median(every):8.2f}{pct(every, 99):8.2f}"
-            f"   {statistics.median(r[i] for r in slow):17.2f}{statistics.fmean(r[i] for r in slow):6.2f}"
+            f"   {statistics.median(r[i] for r in slow):17.2f}"
+            f"{statistics.fmean(r[i] for r in slow):6.2f}"
         )
     slowest = sorted(ids, key=lambda r: resumed[r] - sent[r])[-max(1, len(ids) // 50) :]
     met = sum(any(sent[r] - 0.005 <= t <= resumed[r] for t in ticks) for r in slowest)
     everyone = sum(any(sent[r] - 0.005 <= t <= resumed[r] for t in ticks) for r in ids)
     print(
-        f"a sweep tick started during the resume (or 5 ms before it): {met} of the slowest {len(slowest)}, "
-        f"{everyone} of all {len(ids)} ({len(ticks)} ticks)"
+        f"a sweep tick started during the resume (or 5 ms before it): {met} of the "
+        f"slowest {len(slowest)}, {everyone} of all {len(ids)} ({len(ticks)} ticks)"
     )
 
 

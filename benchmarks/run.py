@@ -1,4 +1,5 @@
-"""Benchmarks against the floor and the peers, on PostgreSQL + Redis with Celery workers in subprocesses.
+"""Benchmarks against the floor and the peers, on PostgreSQL + Redis with Celery workers in
+subprocesses.
 
     ./scripts/bench [--quick] [--peers] [--profile]
 
@@ -151,7 +152,8 @@ class Processes:
         return total / 1024
 
     def pause(self):
-        """SIGSTOP the worker and the beat (every process of their groups) while the peer is measured."""
+        """SIGSTOP the worker and the beat (every process of their groups) while the peer is
+        measured."""
         self._signal(signal.SIGSTOP)
 
     def resume(self):
@@ -173,7 +175,8 @@ class Processes:
 def reset_database():
     with connection.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE durable_auditevent, durable_signal, durable_journalentry, durable_workflowrun CASCADE"
+            "TRUNCATE durable_auditevent, durable_signal, durable_journalentry, "
+            "durable_workflowrun CASCADE"
         )
 
 
@@ -197,7 +200,8 @@ def bench_floor_insert(n: int) -> float:
         host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"], dbname=s["NAME"]
     ) as conn:
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS bench_floor (id bigserial primary key, v int, payload jsonb)"
+            "CREATE TABLE IF NOT EXISTS bench_floor "
+            "(id bigserial primary key, v int, payload jsonb)"
         )
         conn.commit()
         started = time.perf_counter()
@@ -410,7 +414,8 @@ class LoadedTables:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT c.conrelid::regclass::text, a.attname, pg_get_constraintdef(c.oid) "
-                "FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
+                "FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid "
+                "AND a.attnum = c.conkey[1] "
                 "WHERE c.contype = 'f' AND c.confrelid = 'durable_workflowrun'::regclass"
             )
             self.referring = cursor.fetchall()  # (table, its run column, the foreign key)
@@ -574,7 +579,8 @@ def bench_timer_lateness(count: int, rng) -> list[float]:
 def database_bytes_per_run(count: int) -> float:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_total_relation_size('durable_workflowrun') + pg_total_relation_size('durable_journalentry')"
+            "SELECT pg_total_relation_size('durable_workflowrun') + "
+            "pg_total_relation_size('durable_journalentry')"
         )
         return cursor.fetchone()[0] / count
 
@@ -647,7 +653,8 @@ def alternate(measures: dict, count: int, rounds: int = 1, combine=None) -> dict
 
 
 def pooled_parts(parts: list[dict]) -> dict:
-    """A trial of parts that each return {figure: [values]}: every figure's values of all its parts."""
+    """A trial of parts that each return {figure: [values]}: every figure's values of all its
+    parts."""
     return {name: [v for p in parts for v in p[name]] for name in parts[0]}
 
 
@@ -687,7 +694,8 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
         seconds = options.trial_seconds / options.rounds * (2 if workers == options.workers else 1)
         sizes = {name: sized(measure, seconds) for name, measure in measures.items()}
         print(
-            f"  {workers} worker processes, runs per part ({options.rounds} parts a trial): {sizes}",
+            f"  {workers} worker processes, runs per part "
+            f"({options.rounds} parts a trial): {sizes}",
             flush=True,
         )
         FILL.clear()  # the producer's cost in the trials, not in the sizing ones
@@ -805,7 +813,8 @@ def signal_trials(options, n_signals: int, peer: Peer | None, turns: Turns) -> d
 
 def profile_throughput(procs: Processes, peer: Peer | None, sizes: dict, turns: Turns) -> None:
     """py-spy on one worker pool process and on this producer during one more trial of ours
-    (and on one DBOS worker during a DBOS direct trial): flame graphs and collapsed stacks in var/profile/."""
+    (and on one DBOS worker during a DBOS direct trial): flame graphs and collapsed stacks in
+    var/profile/."""
     py_spy = Path(os.environ["BENCH_PEERS_PYTHON"]).parent / "py-spy"
     out = ROOT / "var" / "profile"
     out.mkdir(parents=True, exist_ok=True)
@@ -954,7 +963,8 @@ def main():
         results["timer_lateness_s"] = {"p50": pct(late, 50), "p99": pct(late, 99)}
 
         print(
-            f"idle scale: {options.trials} trials of {n_idle} waiting runs against the empty database ...",
+            f"idle scale: {options.trials} trials of {n_idle} "
+            "waiting runs against the empty database ...",
             flush=True,
         )
         results["idle"] = idle_trials(options, n_idle, n_idle_signals)

@@ -134,7 +134,8 @@ def profile(options) -> None:
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(options.profile)
     print(
-        f"\ncProfile of {options.samples} whole calls, top {options.profile} frames by cumulative time:"
+        f"\ncProfile of {options.samples} whole calls, "
+        f"top {options.profile} frames by cumulative time:"
     )
     print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-6000:])
 

@@ -1,4 +1,5 @@
-"""The reviewer UI in headless Chromium (Debian's chromium, driven by Playwright; see tests/browser.py)."""
+"""The reviewer UI in headless Chromium (Debian's chromium, driven by Playwright; see
+tests/browser.py)."""
 
 import pytest
 from django.contrib.admin.utils import quote

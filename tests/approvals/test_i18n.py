@@ -176,7 +176,8 @@ def test_the_confirmation_after_an_approval_counts_the_approvals(ana, high_risk_
 
 
 def po_entries(path: Path) -> dict:
-    """{msgid (with "context\\x04" before it, and (msgid, n) for plurals): msgstr} from a .po file."""
+    """{msgid (with "context\\x04" before it, and (msgid, n) for plurals): msgstr} from a .po
+    file."""
     entries = {}
     for block in path.read_text().split("\n\n"):
         fields: dict[str, str] = {}

@@ -28,7 +28,8 @@ PAGES = ["queue", "case", "mine", "archive"]
 @pytest.fixture
 def workbench():
     """ana (reading Portuguese, in kyc: onboarding routes its cases there) holds an onboarding case
-    (documents, validator, conversation); one case waits in the queue; one is closed, for the archive."""
+    (documents, validator, conversation); one case waits in the queue; one is closed, for the
+    archive."""
     ana = make_user("ana", reviewer=True, groups=("kyc",))
     ReviewerPreference.objects.create(
         user=ana, language="pt-br", updated_at=clock.now()

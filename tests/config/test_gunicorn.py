@@ -147,8 +147,8 @@ def test_plain_http_is_redirected_to_https(gunicorn):
 
 def test_the_access_log_shows_the_webhook_verification_without_its_token(gunicorn, gunicorn_dir):
     fetch(
-        gunicorn
-        + "/api/webhooks/whatsapp/?hub.mode=subscribe&hub.verify_token=s3cret-verify&hub.challenge=7"
+        gunicorn + "/api/webhooks/whatsapp/?hub.mode=subscribe"
+        "&hub.verify_token=s3cret-verify&hub.challenge=7"
     )
 
     deadline = time.monotonic() + 10

@@ -45,12 +45,14 @@ def admin_page(browser, live_server, demo_data):  # noqa: F811
 def test_at_1366_px_the_run_list_shows_every_column_without_scrolling_sideways(admin_page):
     headers = admin_page.eval_on_selector_all(
         "#result_list thead th",
-        "ths => ths.map(th => ({text: th.innerText.trim(), right: th.getBoundingClientRect().right}))",
+        "ths => ths.map(th => ({text: th.innerText.trim(), "
+        "right: th.getBoundingClientRect().right}))",
     )
     widths = admin_page.evaluate("""() => ({
         viewport: window.innerWidth,
         page: document.documentElement.scrollWidth,
-        results: [document.querySelector('.results').scrollWidth, document.querySelector('.results').clientWidth],
+        results: [document.querySelector('.results').scrollWidth, \
+document.querySelector('.results').clientWidth],
     })""")
 
     shown = [header["text"].lower() for header in headers if header["text"]]

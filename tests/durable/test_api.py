@@ -1,4 +1,5 @@
-"""The REST API: permissions, the error shape, input validation, and every action through the services."""
+"""The REST API: permissions, the error shape, input validation, and every action through the
+services."""
 
 import json
 import re

@@ -1,4 +1,5 @@
-"""Bulk operations through the API: a dry run counts, a token or the same filter acts, one audit row per run."""
+"""Bulk operations through the API: a dry run counts, a token or the same filter acts, one audit row
+per run."""
 
 import json
 from datetime import timedelta

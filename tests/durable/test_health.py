@@ -1,4 +1,5 @@
-"""``manage.py durable health``: exit 0 only when the database, the broker and the sweep are healthy."""
+"""``manage.py durable health``: exit 0 only when the database, the broker and the sweep are
+healthy."""
 
 import io
 import os

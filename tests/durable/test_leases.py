@@ -760,7 +760,7 @@ def loses_its_connection(x: int) -> int:
     connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's"
 )
 @pytest.mark.django_db(transaction=True)
-def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_run_position_and_error(
+def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_run_position_and_error(  # noqa: E501
     caplog,
 ):
     def one_step():

@@ -590,7 +590,7 @@ def test_a_send_after_a_rate_s_token_was_given_back_waits_until_a_period_after_i
     assert second.wake_at == sent_at + timedelta(minutes=1)
 
 
-def test_a_ticket_held_by_an_attempt_whose_worker_died_counts_as_given_back_when_the_step_runs_again(
+def test_a_ticket_held_by_an_attempt_whose_worker_died_counts_as_returned_when_the_step_runs_again(
     clock, settings, declare
 ):
     declared = declare("test-twice-in-five-minutes", rate=2, per=minutes(5))

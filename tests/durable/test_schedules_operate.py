@@ -1,4 +1,5 @@
-"""Operating schedules: the CLI and the admin pause and resume them through the services, audited."""
+"""Operating schedules: the CLI and the admin pause and resume them through the services,
+audited."""
 
 from datetime import UTC, datetime
 from io import StringIO
