@@ -12,7 +12,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from approvals import services
-from durable.surfaces.admin import ReadOnlyAdmin, data, json_block, register_run_links, run_link
 from approvals.errors import ApprovalError
 from approvals.models import (
     AUDIT_ACTIONS,
@@ -21,6 +20,7 @@ from approvals.models import (
     ApprovalRequest,
     ApprovalStatus,
 )
+from durable.surfaces.admin import ReadOnlyAdmin, data, json_block, register_run_links, run_link
 
 
 def status_label(code: str) -> str:

@@ -9,8 +9,8 @@ class ApprovalsConfig(AppConfig):
 
     def ready(self):
         from approvals import receivers  # noqa: F401  (connects to durable's hooks)
-        from approvals.services import SIGNAL_KEY_OWNER, SIGNAL_KEY_PREFIX
         from approvals.metrics import ApprovalsCollector
+        from approvals.services import SIGNAL_KEY_OWNER, SIGNAL_KEY_PREFIX
         from durable import reserve_dedupe_prefix
         from durable.surfaces.metrics import register_collector
 

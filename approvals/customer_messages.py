@@ -11,7 +11,8 @@ the same way, in the reviewer's language (``register_reasons``).
 
 from django.conf import settings
 from django.utils import translation
-from django.utils.translation import gettext as _, gettext_noop
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from approvals.errors import InvalidOutcome
 

@@ -9,7 +9,8 @@ Routed like onboarding: low and medium risk to kyc (and kyc-senior), high to kyc
 from decimal import Decimal, InvalidOperation
 
 from django.utils import formats
-from django.utils.translation import gettext as _, gettext_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from approvals.panels import register_summary, register_title, register_workflow_label
 from approvals.workflow import request_approval

@@ -7,14 +7,15 @@ process registers, and their changes from the admin's log. Approvals never impor
 process.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import UTC, datetime
 
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
-from django.utils.translation import gettext as _, gettext_lazy, ngettext
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from durable.selectors import run_actors
 
@@ -52,7 +53,8 @@ class PriorAction:
 
 
 def prior_actions(case, user) -> list[PriorAction]:
-    """What ``user`` did to this case's run or subject that bars them from approving it, oldest first."""
+    """What ``user`` did to this case's run or subject that bars them from approving it, oldest
+    first."""
     username = user.get_username()
     found = [
         PriorAction(str(RUN_ACTIONS[event.action]), event.at)
@@ -98,7 +100,7 @@ def conflict_message(case, actions: list[PriorAction]) -> str:
         if others
         else ""
     )
-    when = latest.at.astimezone(timezone.utc)
+    when = latest.at.astimezone(UTC)
     return _(
         "You %(what)s at %(when)s%(more)s; case #%(id)s needs a reviewer who did not act on it."
     ) % {"what": latest.what, "when": f"{when:%Y-%m-%d %H:%M} UTC", "more": more, "id": case.pk}

@@ -64,7 +64,8 @@ class NotEligible(ApprovalError):
 
 
 class InvalidDate(ApprovalError):
-    """A deadline or follow-up date that is missing, in the past, or earlier than the current one."""
+    """A deadline or follow-up date that is missing, in the past, or earlier than the current
+    one."""
 
     status_code = 400
 

@@ -7,8 +7,7 @@ rule in Python on SQLite, so both give the same answer.
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, date, datetime, time, timedelta
 
 from django.db import connection
 from django.db.models import Case, CharField, Count, F, Value, When
@@ -160,7 +159,8 @@ def decisions_per_reviewer(*, superseded_apart: bool = True) -> list[ReviewerTal
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
-    """Nearest-rank percentile: the smallest value with at least ``fraction`` of them at or below."""
+    """Nearest-rank percentile: the smallest value with at least ``fraction`` of them at or
+    below."""
     if not values:
         return None
     ordered = sorted(values)
@@ -175,7 +175,7 @@ def weekly_time_to_decision(now: datetime | None = None, weeks: int = WEEKS) -> 
     now = now or clock.now()
     this_monday = now.date() - timedelta(days=now.weekday())
     first = this_monday - timedelta(weeks=weeks - 1)
-    since = datetime.combine(first, time.min, tzinfo=dt_timezone.utc)
+    since = datetime.combine(first, time.min, tzinfo=UTC)
     decided = ApprovalRequest.objects.filter(status__in=DECIDED_STATUSES, closed_at__gte=since)
     found = (
         _weekly_in_sql(decided) if connection.vendor == "postgresql" else _weekly_in_python(decided)
@@ -189,7 +189,7 @@ def weekly_time_to_decision(now: datetime | None = None, weeks: int = WEEKS) -> 
 def _weekly_in_python(decided) -> dict[date, Week]:
     durations: dict[date, list[float]] = {}
     for created_at, closed_at in decided.values_list("created_at", "closed_at"):
-        closed = closed_at.astimezone(dt_timezone.utc)
+        closed = closed_at.astimezone(UTC)
         durations.setdefault(closed.date() - timedelta(days=closed.weekday()), []).append(
             (closed_at - created_at).total_seconds()
         )

@@ -8,8 +8,8 @@ approval must not go through on a check that could not run.
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from django.utils.translation import gettext as _
 

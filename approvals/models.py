@@ -8,7 +8,8 @@ two reviewers racing on one case can never both move it.
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
-from django.utils.translation import gettext_lazy as _, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 from django_fsm import ConcurrentTransitionMixin, FSMField, transition
 
 from durable.chain import AppendOnly, ChainedAudit  # noqa: F401  (AppendOnly: raised by audit rows)
@@ -36,7 +37,8 @@ CLOSED_STATUSES = (
     ApprovalStatus.CANCELLED,
     ApprovalStatus.SUPERSEDED,
 )
-# Reviewers took a decision on it (the process may not have acted on it): what an evidence pack is about.
+# Reviewers took a decision on it (the process may not have acted on it): what an evidence pack is
+# about.
 WITH_DECISION_STATUSES = (*DECIDED_STATUSES, ApprovalStatus.SUPERSEDED)
 
 

@@ -10,11 +10,12 @@ the timeline reads "Case prepared for review", not ``describe_for_review``.
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from django.utils.text import slugify
-from django.utils.translation import gettext_lazy as _, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from durable.selectors import run_or_archived
 

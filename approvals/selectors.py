@@ -109,10 +109,10 @@ def approvals_open_for(
 ) -> QuerySet:
     """Open cases this reviewer can act on, soonest deadline first (or ``sort``: risk, age).
 
-    Only cases routed to the reviewer's groups (``every_group``: all, for a supervisor). Cases the reviewer already approved
-    (waiting for a second pair of eyes) are left out: they cannot act on them again. A
-    case with a follow-up date ahead is hidden unless ``following_up`` asks for those only.
-    ``assignee`` is "me", "none" or a username; ``group`` a candidate group's name.
+    Only cases routed to the reviewer's groups (``every_group``: all, for a supervisor). Cases the
+    reviewer already approved (waiting for a second pair of eyes) are left out: they cannot act on
+    them again. A case with a follow-up date ahead is hidden unless ``following_up`` asks for those
+    only. ``assignee`` is "me", "none" or a username; ``group`` a candidate group's name.
     """
     now = clock.now()
     cases = ApprovalRequest.objects.filter(status__in=OPEN_STATUSES).exclude(

@@ -11,20 +11,18 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 from django_fsm import ConcurrentTransition
 
 from approvals.customer_messages import MESSAGE_MAX
 from approvals.duties import approval_conflict
-from approvals.evidence.pack import EvidencePack, evidence_pack
-from approvals.hooks import case_opened
 from approvals.errors import (
-    ApprovalHeld,
     AlreadyClosed,
+    ApprovalHeld,
     ApprovalNotFound,
     ClaimedByOther,
     ClaimRevoked,
@@ -37,7 +35,9 @@ from approvals.errors import (
     RunEnded,
     SegregationOfDuties,
 )
+from approvals.evidence.pack import EvidencePack, evidence_pack
 from approvals.holds import holds_for, holds_on
+from approvals.hooks import case_opened
 from approvals.models import (
     CLOSED_STATUSES,
     ApprovalAudit,
@@ -337,7 +337,8 @@ def reviewer_language_set(user, language: str) -> ReviewerPreference:
     """
     if language not in dict(settings.LANGUAGES):
         raise ValueError(
-            f"language must be one of {[code for code, _name in settings.LANGUAGES]}, got {language!r}"
+            "language must be one of "
+            f"{[code for code, _name in settings.LANGUAGES]}, got {language!r}"
         )
     preference, _created = ReviewerPreference.objects.update_or_create(
         user=user, defaults={"language": language, "updated_at": clock.now()}
@@ -605,11 +606,13 @@ def approval_decide(
     if outcome != Outcome.APPROVE and not reason:
         raise ReasonRequired(
             _(
-                "Give a reason to reject: compliance and the auditors read it; the customer does not."
+                "Give a reason to reject: compliance and the "
+                "auditors read it; the customer does not."
             )
             if outcome == Outcome.REJECT
             else _(
-                "Give a reason to ask for more documents: compliance and the auditors read it; the customer does not."
+                "Give a reason to ask for more documents: compliance "
+                "and the auditors read it; the customer does not."
             )
         )
     if customer_message is None:

@@ -1,4 +1,5 @@
-"""URLs of the approvals app: sign-in and the reviewer's pages (no namespace, so LOGIN_URL = "login")."""
+"""URLs of the approvals app: sign-in and the reviewer's pages (no namespace, so LOGIN_URL =
+"login")."""
 
 from django.contrib.auth import views as auth_views
 from django.urls import path

@@ -9,7 +9,7 @@ one page: a decided case's evidence pack.
 
 import functools
 import hashlib
-from datetime import timezone as dt_timezone
+from datetime import UTC
 
 from django.conf import settings
 from django.contrib import messages
@@ -64,7 +64,8 @@ class NeverStored(View):
 
 
 class ReviewerView(LoginRequiredMixin, NeverStored):
-    """Anonymous -> login page; signed in without the decide permission (nor a supervisor) -> 403."""
+    """Anonymous -> login page; signed in without the decide permission (nor a supervisor) ->
+    403."""
 
     def dispatch(self, request, *args, **kwargs):
         if request.user.is_authenticated and not (
@@ -355,7 +356,8 @@ class CaseLiveView(ReviewerView):
 
 class EvidenceView(LoginRequiredMixin, View):
     """GET: a decided case's evidence pack as a ZIP attachment, for whoever may open the case and
-    for the auditors; taking it is recorded in the case's audit trail (services.approval_evidence_take)."""
+    for the auditors; taking it is recorded in the case's audit trail
+    (services.approval_evidence_take)."""
 
     http_method_names = ["get"]  # a HEAD would build and record one too
 
@@ -363,7 +365,8 @@ class EvidenceView(LoginRequiredMixin, View):
         services.may_take_evidence,
         lambda case: (
             _(
-                "Only those who may open case #%(case)s, and the auditors, may download its evidence."
+                "Only those who may open case #%(case)s, and "
+                "the auditors, may download its evidence."
             )
             % {"case": case.pk}
         ),
@@ -497,7 +500,7 @@ def _posted_datetime(request, name: str):
         raise InvalidDate(_("Give a date and time (YYYY-MM-DD HH:MM)."))
     try:
         value = timezone.make_aware(value) if timezone.is_naive(value) else value
-        value.astimezone(dt_timezone.utc)  # 9999-12-31 23:59 in São Paulo is past year 9999 in UTC
+        value.astimezone(UTC)  # 9999-12-31 23:59 in São Paulo is past year 9999 in UTC
     except (OverflowError, ValueError):
         raise InvalidDate(_("Give a date and time (YYYY-MM-DD HH:MM).")) from None
     return value
@@ -607,7 +610,8 @@ class DashboardView(SupervisorView):
 
 
 def _decided_message(case, outcome: str) -> str:
-    """What the reviewer just did, said as done: "You approved case #5 (1 of 2)." and what comes next."""
+    """What the reviewer just did, said as done: "You approved case #5 (1 of 2)." and what comes
+    next."""
     values = {
         "id": case.pk,
         "count": case.decisions.filter(outcome=Outcome.APPROVE).count(),

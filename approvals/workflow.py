@@ -10,6 +10,8 @@ from durable import clock, days, workflow
 from durable.durations import as_timedelta
 
 DEFAULT_SIGNAL = "compliance_decision"
+# How long a reviewer has unless the process says otherwise (the brief's three days).
+DEFAULT_TIMEOUT = days(3)
 # A supervisor's deadline extension wakes the wait with the case's own signal (no decision
 # on the row yet); runs patched for it re-read the due date before waiting again. Runs
 # journaled before keep their fixed deadline (durable's patched()).
@@ -94,7 +96,7 @@ def open_approval_request(
 def read_decision(request_id: int) -> Decision | None:
     """Step: the decision as the case row records it, or None if the case is not decided."""
     from approvals import services
-    from approvals.models import ApprovalRequest, DECIDED_STATUSES
+    from approvals.models import DECIDED_STATUSES, ApprovalRequest
 
     case = ApprovalRequest.objects.get(pk=request_id)
     if case.status not in DECIDED_STATUSES:
@@ -153,7 +155,7 @@ def request_approval(
     summary: dict | None = None,
     subject=None,
     risk: str = "low",
-    timeout=days(3),
+    timeout=DEFAULT_TIMEOUT,
     signal_name: str = DEFAULT_SIGNAL,
     required_approvals: int | None = None,
     idempotency_key: str | None = None,

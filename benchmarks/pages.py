@@ -1,6 +1,7 @@
 """The operators' and reviewers' pages at scale: server time and queries per page.
 
-    .venv/bin/python benchmarks/pages.py [--runs 1000000] [--open 10000] [--decided 200000] [--samples 20]
+    .venv/bin/python benchmarks/pages.py [--runs 1000000] [--open 10000] [--decided 200000]
+        [--samples 20]
 
 Runs are made once by INSERT ... SELECT (the idle scale's ``create_idle_runs``) in their own
 database (``durable_pages``), and compliance cases on them the same way (``--open`` pending,
@@ -75,9 +76,10 @@ def ensure_runs(count: int) -> None:
     # As a live table holds them: a second apart, one in three finished, each with a stage.
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE durable_workflowrun SET created_at = created_at - substr(id, 6)::int * interval '1 second', "
-            "attributes = jsonb_build_object('stage', CASE WHEN substr(id, 6)::int % 3 = 0 THEN 'done' "
-            "ELSE 'awaiting documents' END), "
+            "UPDATE durable_workflowrun "
+            "SET created_at = created_at - substr(id, 6)::int * interval '1 second', "
+            "attributes = jsonb_build_object('stage', "
+            "CASE WHEN substr(id, 6)::int % 3 = 0 THEN 'done' ELSE 'awaiting documents' END), "
             "status = CASE WHEN substr(id, 6)::int % 3 = 0 THEN 'completed' ELSE status END, "
             "wake_at = CASE WHEN substr(id, 6)::int % 3 = 0 THEN NULL ELSE wake_at END "
             "WHERE workflow_name = 'bench_idle'"
@@ -131,8 +133,13 @@ def ensure_cases(open_: int, decided: int) -> None:
         "created_at": "t.created_at - g * interval '1 second'",
         "updated_at": "t.created_at - g * interval '1 second'",
         "due_at": "t.created_at - g * interval '1 second' + interval '3 days'",
-        "status": f"CASE WHEN g < {open_} THEN 'pending' WHEN mod(g, 3) = 0 THEN 'rejected' ELSE 'approved' END",
-        "outcome": f"CASE WHEN g < {open_} THEN '' WHEN mod(g, 3) = 0 THEN 'reject' ELSE 'approve' END",
+        "status": (
+            f"CASE WHEN g < {open_} THEN 'pending' WHEN mod(g, 3) = 0 THEN 'rejected' "
+            "ELSE 'approved' END"
+        ),
+        "outcome": (
+            f"CASE WHEN g < {open_} THEN '' WHEN mod(g, 3) = 0 THEN 'reject' ELSE 'approve' END"
+        ),
         "closed_at": f"CASE WHEN g < {open_} THEN NULL ELSE t.created_at - g * interval '1 second' "
         "+ interval '1 day' END",
         "closed_by": f"CASE WHEN g < {open_} THEN '' ELSE 'bench-reviewer' END",
@@ -142,7 +149,8 @@ def ensure_cases(open_: int, decided: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO approvals_approvalrequest ({', '.join(columns)}) SELECT {select} "
-            f"FROM approvals_approvalrequest t, generate_series(1, {total - 1}) AS g WHERE t.id = %s",
+            f"FROM approvals_approvalrequest t, generate_series(1, {total - 1}) AS g "
+            "WHERE t.id = %s",
             [template.pk],
         )
         cursor.execute(
@@ -152,7 +160,8 @@ def ensure_cases(open_: int, decided: int) -> None:
         )
         cursor.execute(
             "INSERT INTO approvals_approvaldecision (request_id, reviewer_id, outcome, reason, "
-            "customer_message, created_at) SELECT id, %s, outcome, 'documentos conferidos', '', closed_at "
+            "customer_message, created_at) "
+            "SELECT id, %s, outcome, 'documentos conferidos', '', closed_at "
             "FROM approvals_approvalrequest WHERE closed_at IS NOT NULL",
             [reviewer.pk],
         )
@@ -160,7 +169,8 @@ def ensure_cases(open_: int, decided: int) -> None:
         cursor.execute(f"VACUUM ANALYZE {through}")
         cursor.execute("VACUUM ANALYZE approvals_approvaldecision")
     print(
-        f"made {open_:,} open and {decided:,} decided cases in {time.perf_counter() - started:.0f} s"
+        f"made {open_:,} open and {decided:,} decided "
+        f"cases in {time.perf_counter() - started:.0f} s"
     )
 
 

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Peer:
-    """DBOS in its own virtualenv and processes (benchmarks/peers/dbos_bench.py), driven by JSON lines."""
+    """DBOS in its own virtualenv and processes (benchmarks/peers/dbos_bench.py), driven by JSON
+    lines."""
 
     def __init__(self, python: str, url: str, workers: int):
         self.proc = subprocess.Popen(

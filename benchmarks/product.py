@@ -25,7 +25,6 @@ import os
 import secrets
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -33,7 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -54,9 +53,10 @@ os.environ.setdefault("LOG_LEVEL", "WARNING")
 for name in ("DEBUG", "DURABLE_WORKFLOW_MODULES"):
     os.environ.pop(name, None)
 
+import run_stack  # noqa: E402  (scripts/run_stack.py: the worker commands production uses)
+
 from benchmarks.database import ensure_database  # noqa: E402
 from benchmarks.report import pct  # noqa: E402
-import run_stack  # noqa: E402  (scripts/run_stack.py: the worker commands production uses)
 
 ensure_database(os.environ["DATABASE_URL"])
 
@@ -76,7 +76,8 @@ PROGRESS_SECONDS = 15
 
 
 class FakeGraphApi:
-    """``POST /<phone-number-id>/messages`` answered as Meta does; each send recorded with its time."""
+    """``POST /<phone-number-id>/messages`` answered as Meta does; each send recorded with its
+    time."""
 
     def __init__(self):
         self.sends: list[tuple[float, str, str]] = []  # (time, recipient, first words)
@@ -163,7 +164,9 @@ class Stack:
                 return
             except OSError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"gunicorn did not start: see {self.log_dir / 'web.log'}")
+                    raise RuntimeError(
+                        f"gunicorn did not start: see {self.log_dir / 'web.log'}"
+                    ) from None
                 time.sleep(0.2)
 
     def start_workers(self):
@@ -312,8 +315,9 @@ def soak(
         greeted = fake.greeted()
         unprocessed = backlog()
         print(
-            f"[soak] {time.time() - began:5.0f} s {phase}: {len(expected)} offered, "
-            f"{sum(1 for to in expected if to in greeted)} greeted, {unprocessed} deliveries not yet processed",
+            f"[soak] {time.time() - began:5.0f} s {phase}: {len(expected)} "
+            f"offered, {sum(1 for to in expected if to in greeted)} "
+            f"greeted, {unprocessed} deliveries not yet processed",
             flush=True,
         )
 
@@ -415,7 +419,7 @@ def main() -> int:
         port = s.getsockname()[1]
     stack = Stack(port)
     results = {
-        "when": datetime.now(timezone.utc).isoformat(),
+        "when": datetime.now(UTC).isoformat(),
         "cores": os.cpu_count(),
         "stack": {
             "gunicorn_sync_workers": GUNICORN_WORKERS,
@@ -427,17 +431,19 @@ def main() -> int:
         stack.start_web()
         poster = Poster(f"http://127.0.0.1:{port}/api/webhooks/whatsapp/")
         print(
-            f"webhook capacity: {GUNICORN_WORKERS} clients, closed loop, {options.capacity_seconds:.0f} s, "
-            "no Celery worker yet (each delivery is stored for one) ...",
+            f"webhook capacity: {GUNICORN_WORKERS} clients, closed "
+            f"loop, {options.capacity_seconds:.0f} s, no Celery "
+            "worker yet (each delivery is stored for one) ...",
             flush=True,
         )
         results["webhook_capacity"] = capacity = webhook_capacity(
             poster, options.capacity_seconds, 0
         )
         print(
-            f"  {capacity['per_second']:.0f} deliveries/s ({capacity['per_gunicorn_worker_per_second']:.0f} per "
-            f"gunicorn worker), p50 {capacity['p50_ms']:.0f} ms, p99 {capacity['p99_ms']:.0f} ms, "
-            f"{capacity['errors']} errors",
+            f"  {capacity['per_second']:.0f} deliveries/s "
+            f"({capacity['per_gunicorn_worker_per_second']:.0f} per "
+            f"gunicorn worker), p50 {capacity['p50_ms']:.0f} ms, p99 "
+            f"{capacity['p99_ms']:.0f} ms, {capacity['errors']} errors",
             flush=True,
         )
         stack.start_workers()
@@ -456,7 +462,8 @@ def main() -> int:
             flush=True,
         )
         print(
-            f"soak: {options.rate:.0f}/s for {load_minutes:g} min, then up to {idle_minutes:g} min idle ...",
+            f"soak: {options.rate:.0f}/s for {load_minutes:g} "
+            f"min, then up to {idle_minutes:g} min idle ...",
             flush=True,
         )
         soak_poster = Poster(poster.url)
@@ -472,7 +479,7 @@ def main() -> int:
     print(results["health_after"])
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"product-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}.json"
+    path = out / f"product-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
     path.write_text(json.dumps(results, indent=2))
     print(f"wrote {path.relative_to(ROOT)}")
     return 0 if figures["all_greeted"] else 1

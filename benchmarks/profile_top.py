@@ -1,4 +1,5 @@
-"""The top frames of py-spy's collapsed stacks (./scripts/bench --profile writes them to var/profile/*.txt).
+"""The top frames of py-spy's collapsed stacks (./scripts/bench --profile writes them to
+var/profile/*.txt).
 
     .venv/bin/python benchmarks/profile_top.py var/profile/ours-worker.txt [--top 15]
 
@@ -16,7 +17,8 @@ LINE = re.compile(r":\d+\)$")
 
 
 def frame_name(frame: str) -> str:
-    """'advance (durable/runtime/executor.py:120)' -> 'advance (durable/runtime/executor.py)': a function, not a line."""
+    """'advance (durable/runtime/executor.py:120)' -> 'advance (durable/runtime/executor.py)': a
+    function, not a line."""
     name = LINE.sub(")", frame.strip())
     return re.sub(r"\(/.*?/(site-packages|wt-[^/]+|main)/", "(", name)
 

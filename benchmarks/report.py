@@ -1,13 +1,15 @@
 """Trials, targets, the table and the SVG chart of a benchmark run: pure functions.
 
-.venv/bin/python benchmarks/report.py benchmarks/results/<time>.json   # the table and <time>.svg again
+The table and <time>.svg of a run again:
+
+.venv/bin/python benchmarks/report.py benchmarks/results/<time>.json
 """
 
 import json
 import statistics
 import sys
-from pathlib import Path
 from html import escape
+from pathlib import Path
 
 # A figure (or ratio) whose trials spread more than this around their median is unstable.
 UNSTABLE_SPREAD = 0.15
@@ -193,7 +195,8 @@ def _ratio(s: dict | None, fmt: str = "{:.2f}x") -> str:
 
 
 def table(r: dict) -> str:
-    """Each of our figures beside the floor's or the peer's and the ratio: median [min..max] of the trials."""
+    """Each of our figures beside the floor's or the peer's and the ratio: median [min..max] of the
+    trials."""
     rows = [("figure", "ours", "floor / peer", "ratio")]
     ps = r["per_step"]
     rows.append(
@@ -337,7 +340,8 @@ def caption(r: dict) -> str:
     if "load_average_after" in machine:
         load += f" at start, {machine['load_average_after'][0]:.1f} at end"
     return (
-        f"{'--quick smoke run' if r.get('quick') else 'full run'}{' --peers' if r.get('peers') else ''}, "
+        f"{'--quick smoke run' if r.get('quick') else 'full run'}"
+        f"{' --peers' if r.get('peers') else ''}, "
         f"{r['when'][:16].replace('T', ' ')} UTC, {machine['cores']} cores, {load}; "
         f"median of {r['trials']} trials, bars min..max"
     )
@@ -350,7 +354,8 @@ def chart_svg(r: dict) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="13">{escape(caption(r))}</text>',
+        f'<text x="{width / 2}" y="20" text-anchor="middle" '
+        f'font-size="13">{escape(caption(r))}</text>',
     ]
     out += _throughput_panel(r, x0=60, y0=50, w=360, h=300)
     out += _latency_panel(r, x0=520, y0=50, w=340, h=300)
@@ -360,7 +365,8 @@ def chart_svg(r: dict) -> str:
 
 def _axis(x0, y0, w, h, top, ylabel, title):
     out = [
-        f'<text x="{x0 + w / 2}" y="{y0 - 8}" text-anchor="middle" font-weight="bold">{escape(title)}</text>',
+        f'<text x="{x0 + w / 2}" y="{y0 - 8}" text-anchor="middle" '
+        f'font-weight="bold">{escape(title)}</text>',
         f'<line x1="{x0}" y1="{y0 + h}" x2="{x0 + w}" y2="{y0 + h}" stroke="black"/>',
         f'<line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y0 + h}" stroke="black"/>',
         f'<text x="{x0 - 45}" y="{y0 + h / 2}" transform="rotate(-90 {x0 - 45} {y0 + h / 2})" '
@@ -405,7 +411,8 @@ def _throughput_panel(r, x0, y0, w, h):
         )
         for x, s in points:
             out.append(
-                f'<line x1="{x}" y1="{y(s["min"]):.1f}" x2="{x}" y2="{y(s["max"]):.1f}" stroke="{colour}"/>'
+                f'<line x1="{x}" y1="{y(s["min"]):.1f}" x2="{x}" '
+                f'y2="{y(s["max"]):.1f}" stroke="{colour}"/>'
             )
             out.append(f'<circle cx="{x}" cy="{y(s["median"]):.1f}" r="3" fill="{colour}"/>')
         out.append(
@@ -430,7 +437,8 @@ def _latency_panel(r, x0, y0, w, h):
     bar = slot / (len(groups) + 1)
     for i, name in enumerate(names):
         out.append(
-            f'<text x="{x0 + slot * (i + 0.5)}" y="{y0 + h + 16}" text-anchor="middle">{name}</text>'
+            f'<text x="{x0 + slot * (i + 0.5)}" y="{y0 + h + 16}" '
+            f'text-anchor="middle">{name}</text>'
         )
         for j, (_, _, values, colour) in enumerate(groups):
             value = values[name]

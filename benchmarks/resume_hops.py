@@ -16,11 +16,15 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from django.core.management import call_command  # noqa: E402
+
+from benchmarks import hops  # noqa: E402
+from benchmarks.report import pct  # noqa: E402
 from benchmarks.run import (
     BROKER,
     EntryKind,
@@ -33,9 +37,6 @@ from benchmarks.run import (
     transaction,
     wait_until,
 )
-from benchmarks import hops  # noqa: E402
-from benchmarks.report import pct  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 
 HOPS = ["received", "prerun", "claimed", "loaded", "signals"]
 SEGMENTS = [
@@ -94,7 +95,7 @@ def main() -> None:
         sent = {}
         for run_id in ids:
             services.signal_send(run_id, "go", {"n": 1}, actor="bench")
-            sent[run_id] = datetime.now(timezone.utc).timestamp()
+            sent[run_id] = datetime.now(UTC).timestamp()
             time.sleep(0.02)
         wait_until(
             lambda: (
@@ -150,14 +151,15 @@ def report(ids, sent, resumed, options) -> None:
         every = [r[i] for r in rows]
         print(
             f"  {name:<26}{statistics.median(every):8.2f}{pct(every, 99):8.2f}"
-            f"   {statistics.median(r[i] for r in slow):17.2f}{statistics.fmean(r[i] for r in slow):6.2f}"
+            f"   {statistics.median(r[i] for r in slow):17.2f}"
+            f"{statistics.fmean(r[i] for r in slow):6.2f}"
         )
     slowest = sorted(ids, key=lambda r: resumed[r] - sent[r])[-max(1, len(ids) // 50) :]
     met = sum(any(sent[r] - 0.005 <= t <= resumed[r] for t in ticks) for r in slowest)
     everyone = sum(any(sent[r] - 0.005 <= t <= resumed[r] for t in ticks) for r in ids)
     print(
-        f"a sweep tick started during the resume (or 5 ms before it): {met} of the slowest {len(slowest)}, "
-        f"{everyone} of all {len(ids)} ({len(ticks)} ticks)"
+        f"a sweep tick started during the resume (or 5 ms before it): {met} of the "
+        f"slowest {len(slowest)}, {everyone} of all {len(ids)} ({len(ticks)} ticks)"
     )
 
 

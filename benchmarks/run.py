@@ -1,4 +1,5 @@
-"""Benchmarks against the floor and the peers, on PostgreSQL + Redis with Celery workers in subprocesses.
+"""Benchmarks against the floor and the peers, on PostgreSQL + Redis with Celery workers in
+subprocesses.
 
     ./scripts/bench [--quick] [--peers] [--profile]
 
@@ -17,7 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,13 +46,12 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from durable import services
-from durable.runtime import executor, sweep  # noqa: E402
-from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun  # noqa: E402
-
 from benchmarks import report  # noqa: E402
 from benchmarks.peer import Peer, peer_url, signal_each  # noqa: E402
 from benchmarks.report import pct, ratio, summary  # noqa: E402
+from durable import services  # noqa: E402
+from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun  # noqa: E402
+from durable.runtime import executor, sweep  # noqa: E402
 
 BROKER = redis.Redis.from_url(os.environ["CELERY_BROKER_URL"])
 
@@ -146,13 +146,14 @@ class Processes:
                     status = Path(f"/proc/{pid}/status").read_text()
                 except OSError:
                     continue
-                line = next((l for l in status.splitlines() if l.startswith("VmRSS:")), None)
+                line = next((row for row in status.splitlines() if row.startswith("VmRSS:")), None)
                 if line:
                     total += int(line.split()[1])
         return total / 1024
 
     def pause(self):
-        """SIGSTOP the worker and the beat (every process of their groups) while the peer is measured."""
+        """SIGSTOP the worker and the beat (every process of their groups) while the peer is
+        measured."""
         self._signal(signal.SIGSTOP)
 
     def resume(self):
@@ -174,7 +175,8 @@ class Processes:
 def reset_database():
     with connection.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE durable_auditevent, durable_signal, durable_journalentry, durable_workflowrun CASCADE"
+            "TRUNCATE durable_auditevent, durable_signal, durable_journalentry, "
+            "durable_workflowrun CASCADE"
         )
 
 
@@ -198,7 +200,8 @@ def bench_floor_insert(n: int) -> float:
         host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"], dbname=s["NAME"]
     ) as conn:
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS bench_floor (id bigserial primary key, v int, payload jsonb)"
+            "CREATE TABLE IF NOT EXISTS bench_floor "
+            "(id bigserial primary key, v int, payload jsonb)"
         )
         conn.commit()
         started = time.perf_counter()
@@ -319,7 +322,7 @@ def bench_signal_resume(samples: int, prefix: str) -> tuple[list[float], list[fl
         started = time.perf_counter()
         services.signal_send(run_id, "go", {"n": 1}, actor="bench")
         send_ms.append((time.perf_counter() - started) * 1000)
-        sent[run_id] = datetime.now(timezone.utc)
+        sent[run_id] = datetime.now(UTC)
         time.sleep(0.02)
     wait_until(
         lambda: (
@@ -342,7 +345,7 @@ def create_idle_runs(count: int):
     INSERT ... SELECT over generate_series (a million in well under a minute)."""
     from datetime import timedelta
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     deadline = now + timedelta(days=7)
     template = WorkflowRun(
         id="idle:0",
@@ -411,7 +414,8 @@ class LoadedTables:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT c.conrelid::regclass::text, a.attname, pg_get_constraintdef(c.oid) "
-                "FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1] "
+                "FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid "
+                "AND a.attnum = c.conkey[1] "
                 "WHERE c.contype = 'f' AND c.confrelid = 'durable_workflowrun'::regclass"
             )
             self.referring = cursor.fetchall()  # (table, its run column, the foreign key)
@@ -575,7 +579,8 @@ def bench_timer_lateness(count: int, rng) -> list[float]:
 def database_bytes_per_run(count: int) -> float:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_total_relation_size('durable_workflowrun') + pg_total_relation_size('durable_journalentry')"
+            "SELECT pg_total_relation_size('durable_workflowrun') + "
+            "pg_total_relation_size('durable_journalentry')"
         )
         return cursor.fetchone()[0] / count
 
@@ -648,7 +653,8 @@ def alternate(measures: dict, count: int, rounds: int = 1, combine=None) -> dict
 
 
 def pooled_parts(parts: list[dict]) -> dict:
-    """A trial of parts that each return {figure: [values]}: every figure's values of all its parts."""
+    """A trial of parts that each return {figure: [values]}: every figure's values of all its
+    parts."""
     return {name: [v for p in parts for v in p[name]] for name in parts[0]}
 
 
@@ -688,7 +694,8 @@ def throughput_layout(workers: int, options, procs: Processes, peer_python: str 
         seconds = options.trial_seconds / options.rounds * (2 if workers == options.workers else 1)
         sizes = {name: sized(measure, seconds) for name, measure in measures.items()}
         print(
-            f"  {workers} worker processes, runs per part ({options.rounds} parts a trial): {sizes}",
+            f"  {workers} worker processes, runs per part "
+            f"({options.rounds} parts a trial): {sizes}",
             flush=True,
         )
         FILL.clear()  # the producer's cost in the trials, not in the sizing ones
@@ -806,7 +813,8 @@ def signal_trials(options, n_signals: int, peer: Peer | None, turns: Turns) -> d
 
 def profile_throughput(procs: Processes, peer: Peer | None, sizes: dict, turns: Turns) -> None:
     """py-spy on one worker pool process and on this producer during one more trial of ours
-    (and on one DBOS worker during a DBOS direct trial): flame graphs and collapsed stacks in var/profile/."""
+    (and on one DBOS worker during a DBOS direct trial): flame graphs and collapsed stacks in
+    var/profile/."""
     py_spy = Path(os.environ["BENCH_PEERS_PYTHON"]).parent / "py-spy"
     out = ROOT / "var" / "profile"
     out.mkdir(parents=True, exist_ok=True)
@@ -903,7 +911,7 @@ def main():
     reset_database()
     results = {
         "machine": {"cores": os.cpu_count(), "load_average": os.getloadavg()},
-        "when": datetime.now(timezone.utc).isoformat(),
+        "when": datetime.now(UTC).isoformat(),
         "workers": options.workers,
         "quick": options.quick,
         "trials": options.trials,
@@ -955,7 +963,8 @@ def main():
         results["timer_lateness_s"] = {"p50": pct(late, 50), "p99": pct(late, 99)}
 
         print(
-            f"idle scale: {options.trials} trials of {n_idle} waiting runs against the empty database ...",
+            f"idle scale: {options.trials} trials of {n_idle} "
+            "waiting runs against the empty database ...",
             flush=True,
         )
         results["idle"] = idle_trials(options, n_idle, n_idle_signals)
@@ -969,7 +978,7 @@ def main():
     print(report.table(results))
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    stamp = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
+    stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     path = out / f"{stamp}.json"
     path.write_text(json.dumps(results, indent=2))
     (out / f"{stamp}.svg").write_text(report.chart_svg(results))

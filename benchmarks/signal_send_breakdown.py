@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.run import BROKER, reset_database  # noqa: E402  (sets Django up)
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
+from benchmarks.run import BROKER, reset_database  # noqa: E402  (sets Django up)
 from durable import services
 from durable.runtime import executor  # noqa: E402
 from durable.tasks import send_advance  # noqa: E402
@@ -78,13 +78,25 @@ def main() -> None:
     for i, run_id in enumerate(ids):
         if i % 2:
             settings.DURABLE_DISPATCHER = "celery"
-            whole.append(timed(lambda: services.signal_send(run_id, "go", {"n": 1}, actor="bench")))
-            publish.append(timed(lambda: send_advance(run_id)))  # one more message, alone
+            whole.append(
+                timed(
+                    lambda run_id=run_id: services.signal_send(
+                        run_id, "go", {"n": 1}, actor="bench"
+                    )
+                )
+            )
+            publish.append(
+                timed(lambda run_id=run_id: send_advance(run_id))
+            )  # one more message, alone
         else:
             settings.DURABLE_DISPATCHER = "none"
             with connection.execute_wrapper(timing):
                 tx_only.append(
-                    timed(lambda: services.signal_send(run_id, "go", {"n": 1}, actor="bench"))
+                    timed(
+                        lambda run_id=run_id: services.signal_send(
+                            run_id, "go", {"n": 1}, actor="bench"
+                        )
+                    )
                 )
     settings.DURABLE_DISPATCHER = "celery"
     BROKER.flushdb()
@@ -122,7 +134,8 @@ def profile(options) -> None:
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(options.profile)
     print(
-        f"\ncProfile of {options.samples} whole calls, top {options.profile} frames by cumulative time:"
+        f"\ncProfile of {options.samples} whole calls, "
+        f"top {options.profile} frames by cumulative time:"
     )
     print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-6000:])
 

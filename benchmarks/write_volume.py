@@ -15,11 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.run import create_idle_runs, database_bytes_per_run, reset_database  # noqa: E402 (sets Django up)
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
+from benchmarks.run import create_idle_runs, database_bytes_per_run, reset_database  # noqa: E402 (sets Django up)
 from durable import services
 from durable.runtime import executor  # noqa: E402
 

@@ -9,12 +9,11 @@ into its own folder on the same filesystem, so exactly one worker gets each mess
 import os
 import uuid
 
+from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
 from kombu.transport import redis as redis_transport
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
-
-from kombu.exceptions import ChannelError
 
 
 class Channel(filesystem.Channel):

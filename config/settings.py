@@ -10,8 +10,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
-from kombu import Exchange, Queue
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("DURABLE_VAR_DIR", BASE_DIR / "var"))
@@ -32,7 +32,8 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 def private_dir(path: Path) -> Path:
-    """Create a folder only this user can enter (0700): keys, databases, queues and uploads live there."""
+    """Create a folder only this user can enter (0700): keys, databases, queues and uploads live
+    there."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o077:
         path.chmod(0o700)  # a checkout made before var/ was private
@@ -40,7 +41,8 @@ def private_dir(path: Path) -> Path:
 
 
 def dev_secret_key(key_file: Path) -> str:
-    """A per-checkout key for DEBUG only, created 0600; never committed, never used in production."""
+    """A per-checkout key for DEBUG only, created 0600; never committed, never used in
+    production."""
     private_dir(key_file.parent)
     try:
         descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -60,8 +62,9 @@ if not SECRET_KEY:
     if not DEBUG:
         # A key generated on each host would break sessions and signed links across hosts.
         raise ImproperlyConfigured(
-            "SECRET_KEY is not set. Production needs one key shared by every web host and worker "
-            "(see docs/operations.md: the environment file); for local use set DEBUG=1 (scripts/run does)."
+            "SECRET_KEY is not set. Production needs one key shared by every "
+            "web host and worker (see docs/operations.md: the environment "
+            "file); for local use set DEBUG=1 (scripts/run does)."
         )
     SECRET_KEY = dev_secret_key(VAR_DIR / "secret_key")
 private_dir(VAR_DIR)
@@ -345,10 +348,13 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {
-            "format": "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s pos=%(position)s] %(message)s"
+            "format": (
+                "%(asctime)s %(levelname)s %(name)s [run=%(run_id)s pos=%(position)s] %(message)s"
+            )
         }
     },
-    # Stamps run_id and position from the replay context on every record (durable/runtime/logging.py).
+    # Stamps run_id and position from the replay context on every record
+    # (durable/runtime/logging.py).
     "filters": {
         "run_context": {"()": "durable.runtime.logging.RunContextFilter"},
         "refused_in_one_line": {"()": "config.log_filters.RefusedInOneLine"},

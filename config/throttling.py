@@ -46,8 +46,10 @@ def document_throttling(result, generator, request, public):
                 operation["responses"].setdefault(
                     "429",
                     {
-                        "description": "Too many requests for this token (API_TOKEN_THROTTLE_RATE); "
-                        "the Retry-After header says when to try again.",
+                        "description": (
+                            "Too many requests for this token (API_TOKEN_THROTTLE_RATE); "
+                            "the Retry-After header says when to try again."
+                        ),
                         "content": {
                             "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}
                         },

@@ -22,7 +22,7 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.apps import apps
 from django.db import connections, models, router, transaction
@@ -107,7 +107,7 @@ def _canonical(value):
     """The value as the database gives it back: JSON types only; integral floats as ints
     (PostgreSQL's jsonb returns 1e20 as an integer); datetimes in UTC ISO form."""
     if isinstance(value, datetime):
-        return value.astimezone(timezone.utc).isoformat()
+        return value.astimezone(UTC).isoformat()
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
@@ -163,7 +163,8 @@ def seal_sql(expression: str) -> tuple[str, list]:
     key = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
     inner, outer = bytes(b ^ 0x36 for b in key), bytes(b ^ 0x5C for b in key)
     return (
-        f"encode(sha256(%s::bytea || sha256(%s::bytea || convert_to({expression}, 'UTF8'))), 'hex')",
+        "encode(sha256(%s::bytea || "
+        f"sha256(%s::bytea || convert_to({expression}, 'UTF8'))), 'hex')",
         [outer, inner],
     )
 
@@ -172,8 +173,9 @@ def body_around(row, holes: list[str], *, parent: str, fields: tuple[str, ...]) 
     """``row_body`` cut at values the database assigns in the statement that inserts the row
     (its chain_seq, the id of a row inserted beside it), which the row holds meanwhile as the
     marker strings ``holes``, in the order they appear. The body is the pieces joined by the
-    holes' JSON values, so the statement can compute the digest itself (durable.runtime.store.live.record_signal).
-    Markers are random: no stored value can spell one."""
+    holes' JSON values, so the statement can compute the digest itself
+    (durable.runtime.store.live.record_signal). Markers are random: no stored value can spell
+    one."""
     rest, pieces = row_body(row, parent=parent, fields=fields), []
     for hole in holes:
         piece, found, rest = rest.partition(json.dumps(hole))
@@ -374,8 +376,8 @@ def verify(model, *, expected: dict[str, Head] | None = None) -> ChainReport:
             chain_id,
             want.seq,
             None,
-            f"the heads exported at {want.at} reach seq {want.seq}, the chain ends at seq {last_seq} "
-            f"(rows cut from its end)",
+            f"the heads exported at {want.at} reach seq {want.seq}, "
+            f"the chain ends at seq {last_seq} (rows cut from its end)",
         )
 
     key = conf.audit_key()
@@ -395,7 +397,10 @@ def verify(model, *, expected: dict[str, Head] | None = None) -> ChainReport:
         want = expected.get(chain)
         problem = None
         if row.chain_seq != expected_seq:
-            problem = f"expected seq {expected_seq}, found {row.chain_seq} (a row is missing or was inserted)"
+            problem = (
+                f"expected seq {expected_seq}, found "
+                f"{row.chain_seq} (a row is missing or was inserted)"
+            )
         elif row.prev_hash != prev_hash:
             problem = "its previous-hash does not match the row before it"
         elif row.row_hash != row_digest(

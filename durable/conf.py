@@ -77,7 +77,8 @@ def bulk_pass_seconds() -> float:
 
 
 def bulk_batch_size() -> int:
-    """Run ids a bulk operation reads at a time (each run is then acted on in its own transaction)."""
+    """Run ids a bulk operation reads at a time (each run is then acted on in its own
+    transaction)."""
     return int(getattr(settings, "DURABLE_BULK_BATCH", 200))
 
 

@@ -87,7 +87,8 @@ class PayloadTooDeep(PayloadError):
 
 
 class TokenRefused(DurableError):
-    """An API token that is unknown, revoked or past its expiry: the request is not authenticated."""
+    """An API token that is unknown, revoked or past its expiry: the request is not
+    authenticated."""
 
 
 class TokenNotFound(DurableError):

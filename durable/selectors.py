@@ -15,8 +15,6 @@ from django.utils.dateparse import parse_datetime
 from durable import clock, sql
 from durable.documents import PARTIAL, export_file_documents
 from durable.errors import InvalidFork, RunNotFound, WorkflowNotFound
-from durable.runtime import forks, registry
-from durable.runtime.store import live
 from durable.models import (
     ArchivedAuditEvent,
     ArchivedJournalEntry,
@@ -29,6 +27,8 @@ from durable.models import (
     Signal,
     WorkflowRun,
 )
+from durable.runtime import forks, registry
+from durable.runtime.store import live
 
 
 class RunActor(NamedTuple):
@@ -195,7 +195,8 @@ class RunCode(NamedTuple):
 
 
 def run_code(run_id: str) -> RunCode:
-    """For an app that must say which code decided something (an evidence pack), live or archived."""
+    """For an app that must say which code decided something (an evidence pack), live or
+    archived."""
     run = run_or_archived(run_id)
     try:
         definition = registry.get(run.workflow_name, run.workflow_version).source

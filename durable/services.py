@@ -13,9 +13,6 @@ from datetime import timedelta
 from django.db import connection, transaction
 
 from durable import clock, codec, conf, hooks
-from durable.runtime import children, forks, queries, registry
-from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
-from durable.runtime.dispatch import dispatch
 from durable.durations import as_timedelta
 from durable.errors import (
     InvalidTransition,
@@ -28,7 +25,10 @@ from durable.errors import (
     UpdateTimeout,
 )
 from durable.models import FINISHED_STATUSES, EntryStatus, RunStatus, Signal, WorkflowRun
+from durable.runtime import children, forks, queries, registry
 from durable.runtime.context import UPDATE_SIGNAL_PREFIX
+from durable.runtime.dispatch import dispatch
+from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
 from durable.runtime.store import live
 
 log = logging.getLogger(__name__)

@@ -63,7 +63,8 @@ def insert(instance) -> None:
     fields = [f for f in meta.concrete_fields if not f.primary_key]
     columns, values = saved(instance, fields)
     sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(fields))}) "
+        f"INSERT INTO {quote(meta.db_table)} ({columns}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) "
         f"RETURNING {quote(meta.pk.column)}"
     )
     with connection.cursor() as cursor:
@@ -80,7 +81,8 @@ def select(model, condition: str, params: list) -> list:
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {', '.join(quote(f.column) for f in fields)} FROM {quote(model._meta.db_table)} "
+            f"SELECT {', '.join(quote(f.column) for f in fields)} "
+            f"FROM {quote(model._meta.db_table)} "
             f"WHERE {condition}",
             params,
         )
@@ -106,7 +108,8 @@ def distinct_values(model, column: str) -> list:
 
 def table_estimate(queryset) -> int | None:
     """The planner's row estimate of the queryset's table (PostgreSQL's ``pg_class.reltuples``,
-    kept by autovacuum and ANALYZE), or None where there is none (SQLite, a never-analysed table)."""
+    kept by autovacuum and ANALYZE), or None where there is none (SQLite, a never-analysed
+    table)."""
     connection = connections[queryset.db]
     if connection.vendor != "postgresql":
         return None
@@ -148,7 +151,8 @@ def last_link(model, parent_column: str, parent_id) -> tuple[int, str] | None:
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT chain_seq, row_hash FROM {quote(model._meta.db_table)} WHERE {quote(parent_column)} = %s "
+            f"SELECT chain_seq, row_hash FROM {quote(model._meta.db_table)} "
+            f"WHERE {quote(parent_column)} = %s "
             f"ORDER BY chain_seq DESC LIMIT 1",
             [parent_id],
         )
@@ -162,7 +166,8 @@ def chain_heads(model, parent_column: str) -> list[tuple[str, int, str]]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT link.{parent}, link.chain_seq, link.row_hash FROM {table} link "
-            f"JOIN (SELECT {parent} AS parent, MAX(chain_seq) AS seq FROM {table} GROUP BY {parent}) head "
+            f"JOIN (SELECT {parent} AS parent, MAX(chain_seq) AS seq FROM {table} "
+            f"GROUP BY {parent}) head "
             f"ON link.{parent} = head.parent AND link.chain_seq = head.seq ORDER BY link.{parent}"
         )
         return [(str(parent_id), seq, row_hash) for parent_id, seq, row_hash in cursor.fetchall()]
@@ -177,7 +182,8 @@ def update_row(model, pk, values: dict, **where) -> int:
     assigned = [meta.get_field(name) for name in values]
     conditions = [meta.get_field(name) for name in where]
     sql = (
-        f"UPDATE {quote(meta.db_table)} SET {', '.join(f'{quote(f.column)} = %s' for f in assigned)} "
+        f"UPDATE {quote(meta.db_table)} SET "
+        f"{', '.join(f'{quote(f.column)} = %s' for f in assigned)} "
         f"WHERE {quote(meta.pk.column)} = %s"
         + "".join(f" AND {quote(f.column)} = %s" for f in conditions)
     )

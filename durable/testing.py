@@ -3,9 +3,9 @@
 from contextlib import contextmanager
 
 from durable import conf
-from durable.runtime import executor, registry
 from durable.clock import fake_clock
 from durable.models import WorkflowRun
+from durable.runtime import executor, registry
 
 __all__ = [
     "dispatch_advances",

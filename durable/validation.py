@@ -10,8 +10,8 @@ import json
 
 from django.conf import settings
 
-from durable.runtime import registry
 from durable.errors import PayloadError, PayloadTooDeep
+from durable.runtime import registry
 
 # Keyword names that services.run_start keeps for itself.
 RESERVED_INPUT_NAMES = frozenset({"id", "actor", "audit", "workflow"})

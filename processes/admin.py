@@ -21,10 +21,10 @@ from django.utils.translation import gettext_lazy, ngettext
 from durable import clock
 from durable.surfaces.admin import data, json_block, label, run_link
 from durable.templatetags.durable_admin import stamp
-from processes.onboarding.findings import kind_name
 from processes.billing import admin_actions as billing_admin
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent
 from processes.billing.services import invoice_issue
+from processes.onboarding.findings import kind_name
 from processes.onboarding.models import Account, Company, Document
 from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.views import document_file_response
@@ -828,7 +828,8 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
 
 @admin.register(QuarantinedItem)
 class QuarantinedItemAdmin(QuarantinedItemCells, admin.ModelAdmin):
-    """Parts of signed deliveries that could not be processed; ``?attention=yes`` is the work list."""
+    """Parts of signed deliveries that could not be processed; ``?attention=yes`` is the work
+    list."""
 
     list_display = [
         "created_at",

@@ -172,7 +172,10 @@ class WhatsAppWebhook(SignedWebhook):
             "WhatsAppReceipt",
             {
                 "delivery": serializers.IntegerField(
-                    help_text="The stored delivery; its messages and statuses are processed by a worker, in order."
+                    help_text=(
+                        "The stored delivery; its messages and "
+                        "statuses are processed by a worker, in order."
+                    )
                 )
             },
         ),
@@ -204,8 +207,8 @@ class PaymentWebhook(SignedWebhook):
                 "event": serializers.CharField(),
                 "status": serializers.CharField(
                     help_text=(
-                        "applied, unmatched or ignored; quarantined: a field is longer than we store, kept for "
-                        "an operator (the event is empty then)"
+                        "applied, unmatched or ignored; quarantined: a field is longer "
+                        "than we store, kept for an operator (the event is empty then)"
                     )
                 ),
                 "duplicate": serializers.BooleanField(),

@@ -165,7 +165,8 @@ def approve_as_demo_reviewer(run_id: str, out) -> None:
         return
     if reviewer is None:
         out(
-            f"  (no reviewer {DEMO_REVIEWER!r}: run seed_approvals_demo first; case #{case.pk} stays open)"
+            f"  (no reviewer {DEMO_REVIEWER!r}: run "
+            f"seed_approvals_demo first; case #{case.pk} stays open)"
         )
         return
     approval_decide(
@@ -209,7 +210,8 @@ def seed_companies(out) -> None:
     message.update(type="sticker", sticker={"id": "media-sticker", "mime_type": "image/webp"})
     receive(sticker)
     out(
-        "  (and a sticker from an unknown number: kept as unsupported for an operator, its onboarding started)"
+        "  (and a sticker from an unknown number: kept as "
+        "unsupported for an operator, its onboarding started)"
     )
 
 
@@ -265,5 +267,6 @@ def seed_reconciliation(out) -> None:
         drive(child.id)  # each correction is a child run
     run = drive(batch.run_id)
     out(
-        f"  batch {today}         {run.id:<32} {run.status:<10} {run.waiting_for or run.result or ''}"
+        f"  batch {today}         {run.id:<32} {run.status:<10} "
+        f"{run.waiting_for or run.result or ''}"
     )

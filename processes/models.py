@@ -3,6 +3,7 @@
 from processes.billing.models import FinanceTicket, Invoice, PaymentEvent  # noqa: F401
 from processes.onboarding.models import Account, Company, Document  # noqa: F401
 from processes.reconciliation.models import BankStatementLine, LedgerEntry, ReconciliationBatch  # noqa: F401
+from processes.webhooks.models import QuarantinedItem, WebhookDelivery  # noqa: F401
 from processes.whatsapp.models import (  # noqa: F401
     AccountEvent,
     InboundMessage,
@@ -10,4 +11,3 @@ from processes.whatsapp.models import (  # noqa: F401
     PendingStatus,
     WhatsAppTemplate,
 )
-from processes.webhooks.models import QuarantinedItem, WebhookDelivery  # noqa: F401

@@ -112,9 +112,10 @@ def sync_work_copy() -> None:
                 "pytest_add_cli_args_test_selection =",
                 *(f"    {p}" for p in TEST_PATHS),
                 # -s: Django configures logging once per process, inside the first pytest session;
-                # with capture on, its console handler keeps that session's (later closed) stream and
-                # a logging test fails in every later session, killing mutants that changed nothing.
-                # --reuse-db: one child at a time, so the test database is migrated once, not per mutant.
+                # with capture on, its console handler keeps that session's (later closed) stream
+                # and a logging test fails in every later session, killing mutants that changed
+                # nothing. --reuse-db: one child at a time, so the test database is migrated once,
+                # not per mutant.
                 "pytest_add_cli_args =",
                 "    -m",
                 f"    {TEST_MARKERS}",
@@ -124,7 +125,8 @@ def sync_work_copy() -> None:
                 "    --reuse-db",
                 # Each mutant's tests run in a process forked from a server that has collected the
                 # tests but never opened a database: forking mutmut's own process, which has run the
-                # suite, hands every child the parent's SQLite handle ("disk I/O error", lost tables).
+                # suite, hands every child the parent's SQLite handle ("disk I/O error", lost
+                # tables).
                 "process_isolation = forkserver",
                 "use_git_change_detection = false",
                 "",
@@ -150,7 +152,8 @@ _LIST_MUTANTS = """
 import json
 from mutmut.__main__ import create_mutants
 from mutmut.mutation.data import SourceFileMutationData
-from mutmut.utils.file_utils import copy_also_copy_files, copy_src_dir, setup_source_paths, walk_mutatable_files
+from mutmut.utils.file_utils import copy_also_copy_files, copy_src_dir, setup_source_paths, \
+walk_mutatable_files
 import os
 os.makedirs("mutants", exist_ok=True)
 copy_src_dir(); copy_also_copy_files(); setup_source_paths(); create_mutants(1)
@@ -223,7 +226,8 @@ def equivalent_mutants() -> set[str]:
 
 
 def module_of(name: str) -> str:
-    """durable.runtime.context.xǁReplayContextǁstep__mutmut_3 -> durable/runtime/context.py (mutmut's naming)."""
+    """durable.runtime.context.xǁReplayContextǁstep__mutmut_3 -> durable/runtime/context.py
+    (mutmut's naming)."""
     return re.match(r"(.*?)\.x(?:_|\u01c1)", name).group(1).replace(".", "/") + ".py"
 
 
@@ -282,7 +286,8 @@ def report(
     print(f"{'all':<24}{totals[0]:>8}{totals[1]:>8}{totals[2]:>9}{totals[3]:>7}{score:>7.1f}%")
     unchecked = [n for n in names if statuses.get(n, "not checked") == "not checked"]
     print(
-        "(score: killed / (mutants - equivalent); equivalent mutants are listed in docs/mutation-equivalents.md)"
+        "(score: killed / (mutants - equivalent); equivalent "
+        "mutants are listed in docs/mutation-equivalents.md)"
     )
     if unchecked:
         print(f"({len(unchecked)} selected mutants not checked yet: not counted)")

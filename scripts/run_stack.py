@@ -115,7 +115,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
     specs = commands(options.host, options.port, options.concurrency)
     started_at: dict[str, float] = {}
-    failures: dict[str, int] = {name: 0 for name in specs}
+    failures: dict[str, int] = dict.fromkeys(specs, 0)
     restart_at: dict[str, float] = {}
 
     def start(name: str) -> None:

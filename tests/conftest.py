@@ -8,6 +8,7 @@ configuration never starts a service behind a newcomer's back.
 
 import os
 import shutil
+from datetime import UTC
 
 import pytest
 
@@ -34,13 +35,13 @@ def django_db_setup(django_db_setup, django_db_blocker):
     after the migration, so a test that moves the fake clock an hour on, run before half
     past midnight, would see the sweep start ``reconcile:<day>`` beside what it asserted.
     Tests of that schedule set its ``next_fire_at`` themselves."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from durable.models.schedules import Schedule
 
     with django_db_blocker.unblock():
         Schedule.objects.filter(name="reconcile-daily").update(
-            next_fire_at=datetime(2100, 1, 1, 0, 30, tzinfo=timezone.utc)
+            next_fire_at=datetime(2100, 1, 1, 0, 30, tzinfo=UTC)
         )
 
 

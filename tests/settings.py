@@ -1,7 +1,6 @@
 """Test settings: the project's settings plus a table for counting effects and test workflows."""
 
 import os
-
 import secrets
 
 os.environ.setdefault("DURABLE_DISPATCHER", "none")

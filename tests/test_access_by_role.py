@@ -4,8 +4,9 @@ pages, asked by each role, answers as the tables in docs/approvals.md and docs/a
 A cell reads ``ok`` (let in: the page, or the action's own answer to the empty or bad input
 sent, such as 400 or 409), ``403`` (refused before anything is read), ``login`` (sent to
 sign in: a redirect to a login page, or 401), or ``404`` / ``405`` where that is the answer
-meant (no such name; a method the URL does not take), so a lost page is not read as "let in". Each request runs in a savepoint rolled back
-after it, so one role's action never changes what the next one is answered.
+meant (no such name; a method the URL does not take), so a lost page is not read as "let in". Each
+request runs in a savepoint rolled back after it, so one role's action never changes what the next
+one is answered.
 """
 
 import re
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
+from django.contrib.auth.models import Permission
 from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -82,7 +83,8 @@ def people() -> dict[str, object]:
 
 
 def objects() -> dict[str, str]:
-    """The ids the URL templates name: a kyc case with documents, a senior case, a run, an invoice."""
+    """The ids the URL templates name: a kyc case with documents, a senior case, a run, an
+    invoice."""
     kyc_case = onboarding_waiting_for_compliance()
     senior_case = start_routed_case("globex", risk="high", groups=("kyc-senior",))
     issued_invoice("NF-ROLE-1", clock.now() + timedelta(days=5))

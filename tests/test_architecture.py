@@ -227,7 +227,10 @@ def test_every_module_of_the_engine_sits_in_a_layer_of_the_contract():
     assert outside == [] and outside_runtime == []
 
 
-RUN_TABLES = r"(durable_workflowrun|durable_journalentry|durable_signal|durable_limitticket|WorkflowRun|JournalEntry|Signal|LimitTicket)\b"
+RUN_TABLES = (
+    r"(durable_workflowrun|durable_journalentry|durable_signal|durable_limitticket|"
+    r"WorkflowRun|JournalEntry|Signal|LimitTicket)\b"
+)
 RAW_WRITE = re.compile(r"(UPDATE|INSERT INTO|DELETE FROM)\s+[\"'{(]*(quote\()?" + RUN_TABLES)
 
 
@@ -282,7 +285,9 @@ def test_the_check_of_raw_sql_sees_a_write_on_a_run_table(tmp_path):
 # Imports inside a function: each says why it cannot be at the top of its module. Anything
 # else would be an import hiding a loop or a step up a layer from the contracts.
 FUNCTION_LEVEL_IMPORTS = {
-    "durable/apps.py": "ready() runs once the models are loaded: Django's place to import what needs them",
+    "durable/apps.py": (
+        "ready() runs once the models are loaded: Django's place to import what needs them"
+    ),
 }
 
 

@@ -25,7 +25,7 @@ SCRIPT = re.compile(r"\./scripts/([\w-]+)([^`|\n]*)")
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
 SUBCOMMAND = re.compile(r"^[a-z][a-z0-9_-]*$")
 TOP_LEVEL = sorted(path.name for path in ROOT.iterdir() if not path.name.startswith("."))
-REPO_PATH = re.compile(r"`((?:%s)/[\w./-]*)`" % "|".join(map(re.escape, TOP_LEVEL)))
+REPO_PATH = re.compile(r"`((?:{})/[\w./-]*)`".format("|".join(map(re.escape, TOP_LEVEL))))
 # What the app and the bench write as they run (kept out of git): named, never shipped.
 OUTPUTS = ("var/", "benchmarks/results/")
 

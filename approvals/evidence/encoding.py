@@ -9,7 +9,7 @@ import io
 import json
 import zipfile
 from dataclasses import asdict, is_dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 # Every member carries the same time and attributes and is stored, not compressed: deflate's
@@ -24,7 +24,8 @@ def sha256(content: bytes) -> str:
 
 
 def json_bytes(value) -> bytes:
-    """``value`` as the pack writes JSON: sorted keys, indented, UTF-8, datetimes in UTC ISO form."""
+    """``value`` as the pack writes JSON: sorted keys, indented, UTF-8, datetimes in UTC ISO
+    form."""
     text = json.dumps(
         value, default=_plain, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False
     )
@@ -33,7 +34,7 @@ def json_bytes(value) -> bytes:
 
 def _plain(value):
     if isinstance(value, datetime):
-        return value.astimezone(timezone.utc).isoformat() if value.tzinfo else value.isoformat()
+        return value.astimezone(UTC).isoformat() if value.tzinfo else value.isoformat()
     if isinstance(value, date):
         return value.isoformat()
     if is_dataclass(value) and not isinstance(value, type):

@@ -6,8 +6,8 @@ Reads only: approvals.services.approval_evidence_take builds the pack and record
 """
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from django.utils.translation import gettext as _
 
@@ -61,7 +61,8 @@ _providers: dict[str, list[EvidenceProvider]] = {}
 
 def register_evidence(workflow_name: str, provider: EvidenceProvider) -> EvidenceProvider:
     """Add ``provider(case)``'s evidence to the pack of every case ``workflow_name`` opens
-    (idempotent). A provider that raises makes no pack at all: evidence is never silently partial."""
+    (idempotent). A provider that raises makes no pack at all: evidence is never silently
+    partial."""
     providers = _providers.setdefault(workflow_name, [])
     if provider not in providers:
         providers.append(provider)
@@ -252,7 +253,8 @@ def subject_evidence(case: ApprovalRequest) -> SubjectEvidence:
         clash = merged.records.keys() & found.records.keys()
         if clash:
             raise ValueError(
-                f"two evidence providers of {case.workflow_name!r} name the record(s) {sorted(clash)}"
+                f"two evidence providers of {case.workflow_name!r} "
+                f"name the record(s) {sorted(clash)}"
             )
         merged.records.update(found.records)
         merged.files += found.files
@@ -293,7 +295,7 @@ def database_problems(verified: Verification) -> list[str]:
     )
     if not taken.exists():
         problems.append(
-            f"no download of a pack with manifest {verified.manifest_sha256} after head {verified.head} "
-            "is recorded in the case's audit trail"
+            f"no download of a pack with manifest {verified.manifest_sha256} "
+            f"after head {verified.head} is recorded in the case's audit trail"
         )
     return problems

@@ -268,7 +268,8 @@ def _check_journal(read: _Read, report: Verification) -> None:
 
 
 def _check_signal(entries: list, case, report: Verification) -> None:
-    """read_decision runs once the case's signal woke the run: the signal before it is this case's."""
+    """read_decision runs once the case's signal woke the run: the signal before it is this
+    case's."""
     received = [entry.get("result") or {} for entry in entries if entry["kind"] == "signal"]
     signal = next(
         (result for result in reversed(received) if result.get("name") == case["signal"]), {}

@@ -25,7 +25,8 @@ def _span(seconds: float) -> str:
 
 @register.simple_tag
 def sla(case) -> dict:
-    """{'text': 'due in 2d 3h' | 'overdue by 4h 10m', 'level': 'ok' | 'soon' | 'overdue'}, in the active language."""
+    """{'text': 'due in 2d 3h' | 'overdue by 4h 10m', 'level': 'ok' | 'soon' | 'overdue'}, in the
+    active language."""
     left = (case.due_at - clock.now()).total_seconds()
     if left <= 0:
         return {"text": _("overdue by %(span)s") % {"span": _span(left)}, "level": "overdue"}
@@ -61,7 +62,8 @@ def case_title(case) -> str:
 
 @register.filter
 def workflow_label(name: str) -> str:
-    """A process's name for people (approvals.panels.register_workflow_label); the code otherwise."""
+    """A process's name for people (approvals.panels.register_workflow_label); the code
+    otherwise."""
     from approvals.panels import workflow_label as label
 
     return label(name)

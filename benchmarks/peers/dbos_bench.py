@@ -7,7 +7,8 @@ one JSON command a line on stdin and answers one JSON line on stdout per command
 
     {"op": "direct", "runs": 500, "steps": 3}  -> {"seconds": ...}   W processes call the workflow
     {"op": "reset"}                            -> null               empty tables, before a trial
-    {"op": "enqueue", "runs": 500, "steps": 3} -> {"prefix": ...}    enqueued here (our side has stopped the workers)
+    {"op": "enqueue", "runs": 500, "steps": 3} -> {"prefix": ...}    enqueued here (our side
+                                                                     has stopped the workers)
     {"op": "done", "prefix": "queue-..."}      -> {"done": N}        how many have completed
     {"op": "per_step", "steps": 1000}          -> {"ms_per_step": ...}
     {"op": "signal", "samples": 50}            -> {"resume_ms": [...], "send_ms": [...]}
@@ -142,7 +143,8 @@ class Driver:
 
     def _done(self, prefix: str) -> int:
         return self.db.execute(
-            "SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE %s AND status = 'SUCCESS'",
+            "SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE %s "
+            "AND status = 'SUCCESS'",
             [prefix + ":%"],
         ).fetchone()[0]
 

@@ -30,20 +30,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, Exists, OuterRef
 
 from durable import chain, clock
 from durable.documents import FORMAT, PARTIAL, entry_json
-from durable.models.archive import (
-    ArchiveBatch,
-    ArchivedAuditEvent,
-    ArchivedJournalEntry,
-    ArchivedRun,
-    ArchivedSignal,
-)
 from durable.durations import parse_age
 from durable.models import AuditAction, AuditEvent, JournalEntry, Signal, WorkflowRun
+from durable.models.archive import (
+    ArchiveBatch,
+)
 from durable.runtime.store import live
 from durable.runtime.store.live import DROPPED, MOVED
 
@@ -211,7 +207,7 @@ def archive_batch(
 def _append_archive_events(ids: list[str], *, actor: str, now: datetime, detail: dict) -> None:
     """The last link of each run's chain says who archived it, when, in which batch. The
     runs are locked by the caller, so reading the chain heads here is safe."""
-    heads = {run_id: (0, chain.GENESIS) for run_id in ids}
+    heads = dict.fromkeys(ids, (0, chain.GENESIS))
     for run_id, seq, row_hash in AuditEvent.objects.filter(run_id__in=ids).values_list(
         "run_id", "chain_seq", "row_hash"
     ):

@@ -1,4 +1,5 @@
-"""Cron occurrences in a time zone, and the run ids and inputs rendered from them. Pure: no database.
+"""Cron occurrences in a time zone, and the run ids and inputs rendered from them. Pure: no
+database.
 
 Expressions are the five fields of Debian cron (minute hour day-of-month month day-of-week),
 read by cronsim, which also follows Debian cron across daylight-saving changes: a job at a
@@ -9,7 +10,7 @@ sweeps (or a sweep and a test) always agree on which occurrences exist.
 
 import string
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cronsim import CronSim, CronSimError
@@ -20,9 +21,13 @@ from durable.errors import DurableError
 # the occurrence in the schedule's time zone.
 PLACEHOLDERS = {
     "date": "the occurrence's date, 2026-05-05",
-    "day_before": "the day before the occurrence's date, 2026-05-04 (a daily job that closes yesterday)",
+    "day_before": (
+        "the day before the occurrence's date, 2026-05-04 (a daily job that closes yesterday)"
+    ),
     "time": "the occurrence's time to the minute, 00:30",
-    "datetime": "date, time and UTC offset, 2026-05-05T00:30-03:00 (unique even when a clock goes back)",
+    "datetime": (
+        "date, time and UTC offset, 2026-05-05T00:30-03:00 (unique even when a clock goes back)"
+    ),
     "schedule": "the schedule's name",
 }
 # How many upcoming occurrences the id template check renders: enough to see a sub-daily
@@ -72,7 +77,7 @@ def check_expression(expression: str) -> str:
             "day-of-month month day-of-week (e.g. '30 0 * * *', daily at 00:30)"
         )
     try:
-        CronSim(expression, datetime(2026, 1, 1, tzinfo=dt_timezone.utc))
+        CronSim(expression, datetime(2026, 1, 1, tzinfo=UTC))
     except CronSimError as error:
         raise ScheduleInvalid(f"cron expression {expression!r} is not valid: {error}") from None
     return expression
@@ -81,7 +86,7 @@ def check_expression(expression: str) -> str:
 def explain(expression: str) -> str:
     """'At 00:30 every day': for the admin and the CLI."""
     try:
-        return CronSim(expression, datetime(2026, 1, 1, tzinfo=dt_timezone.utc)).explain()
+        return CronSim(expression, datetime(2026, 1, 1, tzinfo=UTC)).explain()
     except (CronSimError, ValueError, KeyError):
         return ""
 
@@ -90,7 +95,7 @@ def after(expression: str, tz_name: str, moment: datetime) -> Occurrence:
     """The first occurrence strictly after ``moment``."""
     tz = zone(tz_name)
     local = next(CronSim(expression, moment.astimezone(tz)))
-    return Occurrence(at=local.astimezone(dt_timezone.utc), local=local)
+    return Occurrence(at=local.astimezone(UTC), local=local)
 
 
 def latest(expression: str, tz_name: str, moment: datetime) -> Occurrence:
@@ -100,19 +105,20 @@ def latest(expression: str, tz_name: str, moment: datetime) -> Occurrence:
     # one exactly at ``moment`` too.
     start = moment.replace(microsecond=0) + timedelta(seconds=1)
     local = next(CronSim(expression, start.astimezone(tz), reverse=True))
-    return Occurrence(at=local.astimezone(dt_timezone.utc), local=local)
+    return Occurrence(at=local.astimezone(UTC), local=local)
 
 
 def between(
     expression: str, tz_name: str, first: datetime, until: datetime, *, limit: int
 ) -> list[Occurrence]:
-    """Occurrences from ``first`` (itself one, included) to ``until`` (included), at most ``limit``."""
+    """Occurrences from ``first`` (itself one, included) to ``until`` (included), at most
+    ``limit``."""
     tz = zone(tz_name)
     found = []
     iterator = CronSim(expression, (first - timedelta(seconds=1)).astimezone(tz))
     while len(found) < limit:
         local = next(iterator)
-        at = local.astimezone(dt_timezone.utc)
+        at = local.astimezone(UTC)
         if at > until:
             break
         found.append(Occurrence(at=at, local=local))

@@ -42,7 +42,8 @@ class DeclaredSchedule:
 
 @dataclass
 class Drift:
-    """How the database differs from a declaration: missing, or {field: [in the database, in code]}."""
+    """How the database differs from a declaration: missing, or {field: [in the database, in
+    code]}."""
 
     name: str
     missing: bool = False
@@ -91,7 +92,8 @@ def schedules_drift(declared: list[DeclaredSchedule] | None = None) -> list[Drif
 
 
 def undeclared_schedules(declared: list[DeclaredSchedule] | None = None) -> list[str]:
-    """Schedules in the database that no app declares (created by hand, or a declaration removed)."""
+    """Schedules in the database that no app declares (created by hand, or a declaration
+    removed)."""
     names = {spec.name for spec in (declared if declared is not None else declared_schedules())}
     return list(
         Schedule.objects.exclude(name__in=names).order_by("name").values_list("name", flat=True)

@@ -14,16 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from durable import selectors
-from durable.runtime import registry
-from durable.runtime.context import (
-    Continued,
-    Diverged,
-    Raised,
-    ReplayContext,
-    Suspended,
-    describe,
-    replay,
-)
 from durable.documents import (
     FORMAT,
     History,
@@ -36,6 +26,16 @@ from durable.documents import (
 )
 from durable.errors import Cancelled, JournalMismatch, WorkflowNotFound
 from durable.models import ArchivedRun, JournalEntry, Signal, WorkflowRun
+from durable.runtime import registry
+from durable.runtime.context import (
+    Continued,
+    Diverged,
+    Raised,
+    ReplayContext,
+    Suspended,
+    describe,
+    replay,
+)
 from durable.runtime.store.recorded import HistoryEnds, RecordedStore, without_database
 
 

@@ -1,4 +1,5 @@
-"""Schedules: create, pause and resume them (audited), and fire their due occurrences from the sweep.
+"""Schedules: create, pause and resume them (audited), and fire their due occurrences from the
+sweep.
 
 The run id is the occurrence (the schedule's id template rendered for it), started through
 ``services.run_start``, which returns an existing run instead of starting a second: two
@@ -17,11 +18,11 @@ from django.core.validators import validate_slug
 from django.db import IntegrityError, connection, transaction
 
 from durable import clock, selectors, services, validation
-from durable.features import cron
-from durable.runtime import registry
-from durable.features.cron import Occurrence, ScheduleInvalid
 from durable.errors import DurableError, RunConflict
+from durable.features import cron
+from durable.features.cron import Occurrence, ScheduleInvalid
 from durable.models.schedules import CatchUp, Schedule, ScheduleAction, ScheduleEvent
+from durable.runtime import registry
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,14 @@
 """Rows that make a run durable: the run, its journal, its signals, and the audit trail.
 
 Status changes go through django-fsm transitions on ``WorkflowRun`` (the field is
-protected); the executor persists them with fenced conditional updates (see durable/runtime/store/live.py).
+protected); the executor persists them with fenced conditional updates (see
+durable/runtime/store/live.py).
 """
 
 from django.db import models
 from django.db.models import Q
-from django.utils.translation import gettext_lazy as _, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 from django_fsm import FSMField, FSMModelMixin, can_proceed, transition
 
 from durable.chain import EVENT_FIELDS, ChainedAudit
@@ -167,7 +169,10 @@ class WorkflowRun(FSMModelMixin, models.Model):
         ]
 
     def __str__(self):
-        return f"{self.id} ({self.workflow_name} v{self.workflow_version}, {self.get_status_display()})"
+        return (
+            f"{self.id} ({self.workflow_name} "
+            f"v{self.workflow_version}, {self.get_status_display()})"
+        )
 
     @property
     def is_finished(self) -> bool:

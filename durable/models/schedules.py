@@ -1,4 +1,5 @@
-"""Schedules as rows: a workflow started at each occurrence of a cron expression, and their audit trail.
+"""Schedules as rows: a workflow started at each occurrence of a cron expression, and their audit
+trail.
 
 A schedule is data, not a beat entry, so operators pause it, and see when it fires next,
 without a deploy; the sweep (durable/features/schedules.py) fires it. Imported by durable.models.
@@ -6,7 +7,8 @@ without a deploy; the sweep (durable/features/schedules.py) fires it. Imported b
 
 from django.db import models
 from django.db.models import Q
-from django.utils.translation import gettext_lazy as _, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from durable.chain import EVENT_FIELDS, ChainedAudit
 
@@ -37,8 +39,8 @@ class Schedule(models.Model):
         _("run id template"),
         max_length=255,
         help_text=_(
-            "The run id of an occurrence, e.g. 'reconcile:{date}'. The run id is the occurrence: it never "
-            "runs twice."
+            "The run id of an occurrence, e.g. 'reconcile:{date}'. "
+            "The run id is the occurrence: it never runs twice."
         ),
     )
     args = models.JSONField(_("positional arguments"), default=list, blank=True)

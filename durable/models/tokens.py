@@ -7,7 +7,8 @@ once, when the token is created (durable/features/tokens.py).
 
 from django.conf import settings
 from django.db import models
-from django.utils.translation import gettext_lazy as _, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 # A token of this scope may only read; every other method needs an "operate" token.
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from durable import clock, codec
-from durable.runtime import children, limits, registry
 from durable.durations import as_timedelta
 from durable.errors import (
     Cancelled,
@@ -33,6 +32,7 @@ from durable.errors import (
     Suspend,
 )
 from durable.models import EntryKind, EntryStatus, JournalEntry
+from durable.runtime import children, limits, registry
 from durable.runtime.current import StepInfo, current, current_step, running_context, running_step  # noqa: F401 (public here too)
 from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
 from durable.runtime.retry import DEFAULT_RETRY, Retry
@@ -114,7 +114,8 @@ class Raised:
 
 @dataclass
 class Continued:
-    """The body called ``continue_as_new``: the run ends, and these are its successor's arguments."""
+    """The body called ``continue_as_new``: the run ends, and these are its successor's
+    arguments."""
 
     args: tuple
     kwargs: dict

@@ -25,7 +25,8 @@ class StepInfo:
 
 
 def current():
-    """The replay context of the run this code is in (``durable.runtime.context.ReplayContext``), or None."""
+    """The replay context of the run this code is in (``durable.runtime.context.ReplayContext``), or
+    None."""
     return running_context.get()
 
 

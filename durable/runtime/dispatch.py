@@ -28,7 +28,8 @@ from durable import conf
 SHORT_NAMES = {
     "celery": "durable.tasks.send_advance",
     "inline": "durable.runtime.inline.advance_inline",  # one process, no broker
-    "none": "durable.testing.record_dispatch",  # tests: nothing is sent, durable.testing.dispatched says what
+    # tests: nothing is sent, durable.testing.dispatched says what
+    "none": "durable.testing.record_dispatch",
 }
 
 

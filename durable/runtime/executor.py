@@ -10,9 +10,17 @@ from datetime import datetime, timedelta
 from django.db import connection, transaction
 
 from durable import clock, codec, conf, hooks
+from durable.errors import (
+    Cancelled,
+    Fenced,
+    Handoff,
+    PayloadError,
+    RunConflict,
+    StoreUnavailable,
+    WorkflowNotFound,
+)
+from durable.models import WorkflowRun
 from durable.runtime import heartbeat, registry
-from durable.runtime.store import live
-from durable.runtime.store.live import Settlement
 from durable.runtime.context import (
     Continued,
     Diverged,
@@ -24,16 +32,8 @@ from durable.runtime.context import (
     replay,
 )
 from durable.runtime.dispatch import dispatch
-from durable.errors import (
-    Cancelled,
-    Fenced,
-    Handoff,
-    PayloadError,
-    RunConflict,
-    StoreUnavailable,
-    WorkflowNotFound,
-)
-from durable.models import WorkflowRun
+from durable.runtime.store import live
+from durable.runtime.store.live import Settlement
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,8 @@ def _advance_claimed(run, lease, queue: str | None) -> str:
                         lane=True,
                     )
                 return Outcome.WAITING
-            ctx.reload_signals()  # a signal arrived since we looked: replay with it instead of parking
+            # a signal arrived since we looked: replay with it instead of parking
+            ctx.reload_signals()
             ctx.cancel_request = woken.cancel_request or ctx.cancel_request
             continue
         if isinstance(outcome, Diverged):

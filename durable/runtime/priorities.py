@@ -12,7 +12,8 @@ def check_priority(priority) -> int:
         or not 0 <= priority <= MAX_PRIORITY
     ):
         raise ValueError(
-            f"a priority is a whole number from 0 to {MAX_PRIORITY} (higher first), not {priority!r}"
+            "a priority is a whole number from 0 to "
+            f"{MAX_PRIORITY} (higher first), not {priority!r}"
         )
     return priority
 

@@ -2,8 +2,8 @@
 
 import inspect
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from durable import codec
 from durable.errors import WorkflowNotFound

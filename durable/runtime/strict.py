@@ -37,8 +37,8 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 from django.utils import timezone
 
-from durable.runtime import current, determinism, registry
 from durable.errors import Divergence
+from durable.runtime import current, determinism, registry
 
 CLOCK_FUNCTIONS = {
     time: (
@@ -186,8 +186,9 @@ def _refuse(call: str, rule: determinism.Rule, frame) -> None:
     label = f"workflow {run.workflow_name!r} v{run.workflow_version}" if run else "a workflow"
     raise NondeterministicCall(
         f"strict mode: {call} {rule.what} in the body of {label} "
-        f"({determinism.display_path(filename)}:{line}: {text}); a replay would get a different "
-        f"answer. Fix: {rule.fix}. ({rule.id}; mark the line '# durable: allow' if it is on purpose)"
+        f"({determinism.display_path(filename)}:{line}: {text}); a replay "
+        f"would get a different answer. Fix: {rule.fix}. ({rule.id}; mark "
+        "the line '# durable: allow' if it is on purpose)"
     )
 
 

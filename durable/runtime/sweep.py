@@ -27,8 +27,8 @@ from django.core.cache import InvalidCacheBackendError, caches
 from django.db import connection, transaction
 
 from durable import clock, conf
-from durable.runtime.dispatch import dispatch
 from durable.models import RunStatus
+from durable.runtime.dispatch import dispatch
 from durable.runtime.store.live import on_live_connection, pick_due
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,8 @@ def _sweep_due(*, limit: int | None, lookahead: float | None) -> list[str]:
     return [run_id for run_id, *_ in picked]
 
 
-# --- the sweep's own record, for /metrics and `durable health` (not a row: it runs every second) ---
+# --- the sweep's own record, for /metrics and `durable health` ---
+# (not a row: it runs every second)
 
 SWEEP_CACHE_KEY = "durable:sweep:last"
 

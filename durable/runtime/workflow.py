@@ -6,8 +6,8 @@ without a run.
 
 import functools
 
-from durable.runtime import context, registry
 from durable.errors import Cancelled, ChildFailed, NotInWorkflow
+from durable.runtime import context, registry
 
 
 def _ctx() -> context.ReplayContext:
@@ -154,11 +154,11 @@ class WorkflowAPI:
         return _ctx().continue_as_new(args, kwargs)
 
     def on_update(self, name: str, handler, *, validator=None) -> None:
-        """Let ``services.run_update(run_id, name, payload)`` change this run: ``validator(payload)``
-        runs on the caller's side first (raise ``durable.UpdateRejected(reason)`` to refuse,
-        nothing stored); ``handler(payload)`` runs here at the next durable call or while the
-        body waits, journaled like a step (it may call ``workflow.step``), and its return
-        value is the update's result. Not journaled itself."""
+        """Let ``services.run_update(run_id, name, payload)`` change this run:
+        ``validator(payload)`` runs on the caller's side first (raise
+        ``durable.UpdateRejected(reason)`` to refuse, nothing stored); ``handler(payload)`` runs
+        here at the next durable call or while the body waits, journaled like a step (it may call
+        ``workflow.step``), and its return value is the update's result. Not journaled itself."""
         return _ctx().on_update(name, handler, validator)
 
     def on_query(self, name: str, handler) -> None:

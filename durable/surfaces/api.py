@@ -24,9 +24,6 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from durable import codec, selectors, services, validation
-from durable.surfaces.audit import request_audit
-from durable.surfaces.tokens import ApiTokenAuthentication, TokenScopeAllows
-from durable.runtime.context import check_attribute_name
 from durable.errors import (
     DurableError,
     InvalidFork,
@@ -35,32 +32,35 @@ from durable.errors import (
     PayloadTooDeep,
     QueryFailed,
     QueryNotFound,
-    UpdateFailed,
-    UpdateNotFound,
-    UpdateRejected,
-    UpdateTimeout,
     RunConflict,
     RunFinished,
     RunNotFound,
     SignalConflict,
+    UpdateFailed,
+    UpdateNotFound,
+    UpdateRejected,
+    UpdateTimeout,
     WorkflowNotFound,
 )
 from durable.models import Signal, WorkflowRun
+from durable.runtime.context import check_attribute_name
+from durable.surfaces.audit import request_audit
 from durable.surfaces.serializers import (
     ErrorSerializer,
     JournalEntrySerializer,
-    RunCancelSerializer,
     QueryAnswerSerializer,
+    RunCancelSerializer,
     RunDetailSerializer,
-    UpdateResultSerializer,
-    UpdateSendSerializer,
     RunFilterSerializer,
     RunForkSerializer,
     RunSerializer,
     RunStartSerializer,
     SignalSendSerializer,
     SignalSerializer,
+    UpdateResultSerializer,
+    UpdateSendSerializer,
 )
+from durable.surfaces.tokens import ApiTokenAuthentication, TokenScopeAllows
 
 VIEW_PERMISSION = "durable.view_workflowrun"
 OPERATE_PERMISSION = "durable.operate_workflowrun"
@@ -124,7 +124,8 @@ def exception_handler(exc, context):
 
 
 class HasRunPermission(BasePermission):
-    """Reading needs ``durable.view_workflowrun``; every write needs ``durable.operate_workflowrun``."""
+    """Reading needs ``durable.view_workflowrun``; every write needs
+    ``durable.operate_workflowrun``."""
 
     def has_permission(self, request, view):
         if not (request.user and request.user.is_authenticated):
@@ -256,7 +257,8 @@ class DepthLimitedJSONParser(JSONParser):
 
 
 class RunMetadata(SimpleMetadata):
-    """OPTIONS: describe the request body only where an action has one (retry and wake have none)."""
+    """OPTIONS: describe the request body only where an action has one (retry and wake have
+    none)."""
 
     def determine_actions(self, request, view):
         if getattr(view, "serializer_class", None) is None:
@@ -276,7 +278,8 @@ class DurableAPIView(GenericAPIView):
         return exception_handler
 
     def get_permissions(self):
-        # A subclass names its own permissions (schedules, invoices); a read token stays read-only in each.
+        # A subclass names its own permissions (schedules, invoices); a read token stays read-only
+        # in each.
         return [TokenScopeAllows(), *super().get_permissions()]
 
     def initial(self, request, *args, **kwargs):
@@ -315,14 +318,18 @@ class RunCollectionView(DurableAPIView):
                 {"type": "string", "pattern": r"^[^\x00]*$"},
                 OpenApiParameter.QUERY,
                 required=False,
-                description="Filter on a search attribute: any `attr.<name>=<value>` (here `stage`) "
-                "keeps runs whose attribute `<name>`, written as a JSON scalar, is "
-                '`<value>` (`attr.n=42` matches 42 and "42", `attr.ok=true` matches '
-                "true). Several combine with AND.",
+                description=(
+                    "Filter on a search attribute: any `attr.<name>=<value>` (here `stage`) "
+                    "keeps runs whose attribute `<name>`, written as a JSON scalar, is "
+                    '`<value>` (`attr.n=42` matches 42 and "42", `attr.ok=true` matches '
+                    "true). Several combine with AND."
+                ),
             ),
         ],
         responses={200: RunSerializer(many=True), **errors(400, 401, 403, 404)},
-        summary="List runs, newest first, filtered by status, workflow, version and search attributes.",
+        summary=(
+            "List runs, newest first, filtered by status, workflow, version and search attributes."
+        ),
     )
     def get(self, request):
         refuse_unknown_parameters(
@@ -535,8 +542,10 @@ class RunUpdateView(DurableAPIView):
                 OpenApiTypes.STR,
                 OpenApiParameter.HEADER,
                 required=False,
-                description="The update's dedupe key: the same key is the same update, applied once; "
-                "asked again, it answers the result.",
+                description=(
+                    "The update's dedupe key: the same key is the same "
+                    "update, applied once; asked again, it answers the result."
+                ),
             )
         ],
         responses={
@@ -544,9 +553,11 @@ class RunUpdateView(DurableAPIView):
             202: UpdateResultSerializer,
             **errors(400, 401, 403, 404, 409, 413, 415, 422),
         },
-        summary="Ask a running workflow to apply an update (workflow.on_update): 200 with its result, 422 "
-        "with the validator's reason (nothing stored) or the handler's error, 202 when it is stored "
-        "and not applied within the timeout (it will be).",
+        summary=(
+            "Ask a running workflow to apply an update (workflow.on_update): 200 with its "
+            "result, 422 with the validator's reason (nothing stored) or the handler's "
+            "error, 202 when it is stored and not applied within the timeout (it will be)."
+        ),
     )
     def post(self, request, run_id, name):
         body = UpdateSendSerializer(data=request.data)
@@ -592,9 +603,11 @@ class RunQueryView(DurableAPIView):
             )
         ],
         responses={200: QueryAnswerSerializer, **errors(400, 401, 403, 404, 422)},
-        summary="Answer a query the workflow registered (workflow.on_query): the run is replayed from "
-        "its journal, nothing runs and nothing is written; 422 if the handler raised or the "
-        "run no longer replays on the current code.",
+        summary=(
+            "Answer a query the workflow registered (workflow.on_query): the run is "
+            "replayed from its journal, nothing runs and nothing is written; 422 if "
+            "the handler raised or the run no longer replays on the current code."
+        ),
     )
     def get(self, request, run_id, name):
         refuse_unknown_parameters(request.query_params, known={"arg"})

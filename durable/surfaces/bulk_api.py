@@ -10,9 +10,9 @@ from rest_framework.response import Response
 
 from durable import conf
 from durable.features import bulk
-from durable.surfaces.api import DurableAPIView, attribute_filters, errors
 from durable.models import RunStatus
 from durable.selectors import RunFilter
+from durable.surfaces.api import DurableAPIView, attribute_filters, errors
 from durable.surfaces.serializers import JSONBoolean, JSONText, RunFilterSerializer, StorableText
 
 FILTER_FIELDS = ("status", "workflow", "version")
@@ -60,7 +60,8 @@ class RunFilterField(serializers.Field):
         )
         if unknown:
             raise serializers.ValidationError(
-                f"Unknown filter {', '.join(map(repr, unknown))}: use status, workflow, version or attr.<name>."
+                f"Unknown filter {', '.join(map(repr, unknown))}: "
+                "use status, workflow, version or attr.<name>."
             )
         # JSON types as the schema says (the list's query strings have none): 1 is no workflow name.
         mistyped = {

@@ -6,10 +6,10 @@ from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError
 
+from durable.durations import parse_age
+from durable.errors import DurableError
 from durable.features import declared
 from durable.features.archive import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE
-from durable.errors import DurableError
-from durable.durations import parse_age
 from durable.runtime import registry
 from durable.runtime.determinism import inspect_function
 
@@ -107,7 +107,8 @@ def check_audit_key(app_configs=None, **kwargs):
         return []
     return [
         checks.Warning(
-            "DURABLE_AUDIT_KEY is not set: the audit rows are sealed with a key derived from SECRET_KEY",
+            "DURABLE_AUDIT_KEY is not set: the audit rows "
+            "are sealed with a key derived from SECRET_KEY",
             hint="set DURABLE_AUDIT_KEY once, before the first migrate, and never change it "
             '(docs/operations.md, "Audit trail")',
             id="durable.W301",

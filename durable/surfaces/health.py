@@ -14,8 +14,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from durable import clock
-from durable.runtime.sweep import last_sweep
 from durable.models import ACTIVE_STATUSES, WorkflowRun
+from durable.runtime.sweep import last_sweep
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,9 @@ class SchedulePauseView(ScheduleAPIView):
         operation_id="schedules_pause",
         request=SchedulePauseSerializer,
         responses={200: ScheduleSerializer, **errors(400, 401, 403, 404, 413, 415)},
-        summary="Stop firing (occurrences while paused are skipped); pausing twice changes nothing.",
+        summary=(
+            "Stop firing (occurrences while paused are skipped); pausing twice changes nothing."
+        ),
     )
     def post(self, request, name):
         body = SchedulePauseSerializer(data=request.data)

@@ -197,8 +197,10 @@ class RunDetailSerializer(RunSerializer):
         help_text="Ids of the runs forked from this one, oldest first."
     )
     chain = serializers.SerializerMethodField(
-        help_text="Ids of the runs of this one's continue-as-new chain, oldest first (empty if none); "
-        "the last is the newest, which signals and queries to any of them reach."
+        help_text=(
+            "Ids of the runs of this one's continue-as-new chain, oldest first (empty if "
+            "none); the last is the newest, which signals and queries to any of them reach."
+        )
     )
 
     class Meta(RunSerializer.Meta):

@@ -110,7 +110,8 @@ def _operate(
                     f"{invoice.number}: {done}"
                     if applied
                     else _(
-                        "%(number)s: stored; its run will apply it (it did not answer within %(seconds)s s)"
+                        "%(number)s: stored; its run will apply it "
+                        "(it did not answer within %(seconds)s s)"
                     )
                     % {"number": invoice.number, "seconds": f"{rules.OPERATOR_WAIT_SECONDS:g}"},
                     messages.SUCCESS if applied else messages.INFO,

@@ -7,8 +7,8 @@ from django.db import IntegrityError, transaction
 
 from durable import clock, services
 from durable.errors import RunFinished, RunNotFound, UpdateFailed, UpdateRejected, UpdateTimeout
-from processes.billing.models import Invoice, InvoiceStatus, PaymentEvent, PaymentEventStatus
 from processes.billing import rules
+from processes.billing.models import Invoice, InvoiceStatus, PaymentEvent, PaymentEventStatus
 from processes.billing.rules import REASON_MAX, due_at_problem
 from processes.webhooks.services import TooDeep, is_verbatim, storable
 

@@ -95,8 +95,8 @@ def send_reminder(invoice_id: int, number: int, idempotency_key: str) -> str:
         invoice.due_at, ZoneInfo(conf.setting("CUSTOMER_TIME_ZONE", "America/Sao_Paulo"))
     )
     body = (
-        f"Lembrete {number}: a fatura {invoice.number} de {money_pt(invoice.amount, invoice.currency)} "
-        f"venceu em {due:%d/%m/%Y}."
+        f"Lembrete {number}: a fatura {invoice.number} de "
+        f"{money_pt(invoice.amount, invoice.currency)} venceu em {due:%d/%m/%Y}."
     )
     to_wa_id = invoice.wa_id or (invoice.company.wa_id if invoice.company else "") or ""
     return message_send(

@@ -32,7 +32,10 @@ def new_sender_refusal() -> str:
     if (
         Company.objects.filter(created_at__gte=timezone.now() - HOUR).count() >= cap
     ):  # auto_now_add's clock
-        return f"held: {cap} new senders in the last hour (ONBOARDING_NEW_SENDERS_PER_HOUR); routed again later"
+        return (
+            f"held: {cap} new senders in the last hour "
+            "(ONBOARDING_NEW_SENDERS_PER_HOUR); routed again later"
+        )
     return ""
 
 

@@ -159,8 +159,8 @@ def text_edit(
     if cnpj and company.cnpj and cnpj_digits(cnpj) != cnpj_digits(company.cnpj):
         return (
             InboundStatus.UNMATCHED,
-            f"an edit of text {original.wamid} gives CNPJ {cnpj}, but the company "
-            f"has {company.cnpj}: not swapped, kept for an operator (change it in the admin if right)",
+            f"an edit of text {original.wamid} gives CNPJ {cnpj}, but the company has "
+            f"{company.cnpj}: not swapped, kept for an operator (change it in the admin if right)",
             company,
         )
     run = _current_run(company)
@@ -213,7 +213,10 @@ def document_withdraw(document: Document, message: InboundMessage) -> tuple[str,
     document.withdrawn_at = clock.now()
     change_record(document, message, change="deleted")
     document.save(update_fields=["withdrawn_at", "changes"])
-    note = f"the customer deleted {document.message_id}: {document.kind} {document.pk} no longer counts"
+    note = (
+        f"the customer deleted {document.message_id}: "
+        f"{document.kind} {document.pk} no longer counts"
+    )
     note += cases_told(
         document,
         finding(
@@ -252,8 +255,8 @@ def documents_changed_incomplete(case) -> list[str]:
         return []
     return [
         _(
-            "the customer deleted or re-labelled a document on WhatsApp, and the documents that count no "
-            "longer include: %(kinds)s; ask for more documents"
+            "the customer deleted or re-labelled a document on WhatsApp, and the "
+            "documents that count no longer include: %(kinds)s; ask for more documents"
         )
         % {"kinds": ", ".join(kind_name(kind) for kind in missing)}
     ]

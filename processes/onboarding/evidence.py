@@ -14,8 +14,8 @@ from django.utils.text import get_valid_filename
 from approvals.evidence.encoding import sha256
 from approvals.evidence.pack import EvidenceFile, SubjectEvidence, register_evidence
 from durable.selectors import step_results
-from processes.onboarding.panels import VALIDATION_STEPS, case_company
 from processes.onboarding.models import Company, Document
+from processes.onboarding.panels import VALIDATION_STEPS, case_company
 from processes.onboarding.steps import cnpj_registry_lookup
 from processes.whatsapp.selectors import conversation_for
 

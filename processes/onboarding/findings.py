@@ -8,7 +8,8 @@ app by processes/onboarding/panels.py). The journal never holds a translated tex
 in another language must decide the same.
 """
 
-from django.utils.translation import gettext, gettext_noop as _
+from django.utils.translation import gettext
+from django.utils.translation import gettext_noop as _
 
 # code -> the sentence, with %(name)s for its params. The English msgid is also the recorded text.
 FINDING_TEXTS = {
@@ -64,7 +65,8 @@ CHECK_LABELS = {
 
 
 def finding(check: str, code: str, **params) -> dict:
-    """A finding as recorded: the English text (the msgid filled in, never translated) and its code."""
+    """A finding as recorded: the English text (the msgid filled in, never translated) and its
+    code."""
     text = FINDING_TEXTS[code] % params if params else FINDING_TEXTS[code]
     return {"check": check, "result": text, "code": code, "params": params}
 

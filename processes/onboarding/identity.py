@@ -75,8 +75,9 @@ def number_change_apply(
     if holder is not None:
         return (
             InboundStatus.UNMATCHED,
-            f"a number change from {company.wa_id} to {new}, but {new} is company "
-            f"{holder.customer_id}'s ({holder.get_status_display()}): not merged, kept for an operator",
+            f"a number change from {company.wa_id} to {new}, but {new} is "
+            f"company {holder.customer_id}'s ({holder.get_status_display()}): "
+            "not merged, kept for an operator",
             company,
         )
     company.former_wa_id, company.wa_id = company.wa_id or "", new
@@ -92,7 +93,10 @@ def number_change_apply(
         changed += ["former_user_id", "user_id"]
     company.save(update_fields=[*changed, "updated_at"])
     note = f"number changed from {company.former_wa_id or '(none)'} to {new}: replies go to {new}"
-    reason = f"WhatsApp reports the customer changed number from {company.former_wa_id or '(none)'} to {new}"
+    reason = (
+        "WhatsApp reports the customer changed number "
+        f"from {company.former_wa_id or '(none)'} to {new}"
+    )
     if company_cases_recheck(company, actor=ACTOR, reason=reason):
         note += ", open case re-checked"
     return InboundStatus.KEPT, note, company
@@ -141,15 +145,18 @@ def user_id_change_apply(
     if holder is not None:
         return (
             InboundStatus.UNMATCHED,
-            f"a user id change from {company.user_id or '(none)'} to {new}, but {new} "
-            f"is company {holder.customer_id}'s ({holder.get_status_display()}): not merged, kept for an "
-            "operator",
+            f"a user id change from {company.user_id or '(none)'} to {new}, but "
+            f"{new} is company {holder.customer_id}'s "
+            f"({holder.get_status_display()}): not merged, kept for an operator",
             company,
         )
     company.former_user_id, company.user_id = company.user_id or "", new
     company.save(update_fields=["former_user_id", "user_id", "updated_at"])
     note = f"user id changed from {company.former_user_id or '(none)'} to {new}"
-    reason = f"WhatsApp reports the customer's user id changed from {company.former_user_id or '(none)'} to {new}"
+    reason = (
+        "WhatsApp reports the customer's user id changed "
+        f"from {company.former_user_id or '(none)'} to {new}"
+    )
     if company_cases_recheck(company, actor=ACTOR, reason=reason):
         note += ", open case re-checked"
     return InboundStatus.KEPT, note, company

@@ -8,7 +8,8 @@ Registered for the workflow name "onboarding" when processes/workflows.py is imp
 from dataclasses import dataclass, field
 
 from django.urls import reverse
-from django.utils.translation import gettext as _, gettext_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from approvals.duties import register_case_subject
 from approvals.holds import register_approval_hold
@@ -24,8 +25,8 @@ from approvals.panels import (
 from durable.selectors import step_results
 from processes.onboarding import decision_messages  # noqa: F401  (registers the customer messages)
 from processes.onboarding.findings import finding_shown, kind_name
-from processes.onboarding.workflow import LOW_RISK_TEXT
 from processes.onboarding.models import Company, Document, DocumentFetch
+from processes.onboarding.workflow import LOW_RISK_TEXT
 from processes.whatsapp.selectors import conversation_for
 
 PREVIEWABLE_TYPES = {"application/pdf", "image/jpeg", "image/png"}

@@ -10,15 +10,14 @@ the change. Until the case shows the company's CNPJ, a hold keeps it from being 
 from django.utils.translation import gettext as _
 
 from approvals import services as approvals
-from approvals.hooks import case_opened
 from approvals.holds import register_approval_hold
+from approvals.hooks import case_opened
 from approvals.models import ApprovalRequest
 from approvals.selectors import approvals_open_of_run
-from processes.onboarding import steps
+from processes.onboarding import registry, steps
 from processes.onboarding.cnpj import cnpj_valid
 from processes.onboarding.models import Company
 from processes.onboarding.validation import ValidationResult
-from processes.onboarding import registry
 from processes.onboarding.workflow import REVIEW_GROUPS, case_summary, case_title, review_risk
 
 WORKFLOW = "onboarding"
@@ -94,7 +93,8 @@ def registry_answer(case: ApprovalRequest, facts: steps.ReviewFacts) -> dict:
 
 
 def company_cases_recheck(company: Company, *, actor: str, reason: str) -> list[ApprovalRequest]:
-    """After the company's CNPJ, legal name or number changed: re-check every case its run waits on."""
+    """After the company's CNPJ, legal name or number changed: re-check every case its run waits
+    on."""
     return [
         case_recheck(case, actor=actor, reason=reason)
         for case in approvals_open_of_run(company.run_id)

@@ -122,7 +122,8 @@ def registry() -> CnpjRegistry:
 
 
 def risk_reasons(record: dict | None) -> list[dict]:
-    """What a reviewer must weigh from the registry's answer (findings): each makes the case high risk."""
+    """What a reviewer must weigh from the registry's answer (findings): each makes the case high
+    risk."""
     if not record:
         return []
     if record.get("error"):

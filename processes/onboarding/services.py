@@ -11,7 +11,8 @@ from durable import selectors, services
 from durable.errors import RunFinished, RunNotFound
 from processes.billing.models import Invoice
 from processes.onboarding import admission, identity, options
-from processes.onboarding.cnpj import CANDIDATE as CNPJ_CANDIDATE, cnpj_find
+from processes.onboarding.cnpj import CANDIDATE as CNPJ_CANDIDATE
+from processes.onboarding.cnpj import cnpj_find
 from processes.onboarding.models import Company, CompanyStatus, Document, DocumentKind
 from processes.onboarding.recheck import company_cases_recheck
 from processes.onboarding.relabel import document_relabel

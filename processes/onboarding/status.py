@@ -15,12 +15,16 @@ STATUS_WORDS = {"status", "situacao", "andamento"}
 STAGE_TEXTS = {
     "starting": "Recebemos a sua mensagem: o seu pedido de conta PJ está começando.",
     "awaiting documents": "O seu pedido de conta PJ aguarda os documentos.",
-    "awaiting more documents": "O seu pedido de conta PJ aguarda os documentos que a equipe de análise pediu.",
+    "awaiting more documents": (
+        "O seu pedido de conta PJ aguarda os documentos que a equipe de análise pediu."
+    ),
     "awaiting CNPJ": "O seu pedido de conta PJ aguarda o CNPJ da empresa: escreva-o aqui.",
     "in review": "Os seus documentos estão em análise pela nossa equipe.",
     "approved": "A sua conta PJ foi aberta.",
     "rejected": "Não foi possível abrir a sua conta PJ.",
-    "expired": "O seu pedido de conta PJ foi encerrado por falta de documentos. Escreva para recomeçar.",
+    "expired": (
+        "O seu pedido de conta PJ foi encerrado por falta de documentos. Escreva para recomeçar."
+    ),
     "withdrawn": "O seu pedido de conta PJ foi encerrado, como pediu. Escreva para recomeçar.",
 }
 UNKNOWN_TEXT = "O seu pedido de conta PJ está em andamento."

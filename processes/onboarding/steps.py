@@ -11,6 +11,7 @@ from django.db.models import OuterRef, Q, Subquery
 
 from durable import clock
 from processes.onboarding.cnpj import cnpj_digits, cnpj_format, cnpj_valid
+from processes.onboarding.media import media_download
 from processes.onboarding.models import (
     Account,
     Company,
@@ -19,14 +20,13 @@ from processes.onboarding.models import (
     DocumentFetch,
     DocumentKind,
 )
+from processes.onboarding.options import missing_list
 from processes.onboarding.validation import (
     DocumentFacts,
     ValidationResult,
     checker_from_settings,
     rules_checker,
 )
-from processes.onboarding.media import media_download
-from processes.onboarding.options import missing_list
 from processes.whatsapp.backends import INTERACTIVE_BODY_MAX
 from processes.whatsapp.services import message_send
 
@@ -53,9 +53,15 @@ def greet(customer_id: str, idempotency_key: str) -> str:
     company = _company(customer_id)
     documents = f"{_names([str(k) for k in KIND_NAMES_PT])}. Escreva na legenda qual documento é."
     if cnpj_valid(company.cnpj):
-        body = f"Olá! Recebemos o CNPJ {cnpj_format(company.cnpj)}. Para abrir a sua conta PJ, envie por aqui: {documents}"
+        body = (
+            f"Olá! Recebemos o CNPJ {cnpj_format(company.cnpj)}. "
+            f"Para abrir a sua conta PJ, envie por aqui: {documents}"
+        )
     else:
-        body = f"Olá! Para abrir a sua conta PJ, escreva o CNPJ da empresa e envie por aqui: {documents}"
+        body = (
+            "Olá! Para abrir a sua conta PJ, escreva o "
+            f"CNPJ da empresa e envie por aqui: {documents}"
+        )
     return message_send(
         company=company, body=body, idempotency_key=idempotency_key, purpose="greeting"
     ).idempotency_key
@@ -147,7 +153,9 @@ def problem_pt(note: dict) -> str:
         params.get("mime_type", ""), params.get("mime_type") or "formato desconhecido"
     )
     texts = {
-        "document_too_large": f"{document} passa de {params.get('limit', '')}: envie um arquivo menor",
+        "document_too_large": (
+            f"{document} passa de {params.get('limit', '')}: envie um arquivo menor"
+        ),
         "document_pending": f"{document} ainda está sendo baixado",
         "document_failed": f"não conseguimos baixar {document}: envie de novo",
         "document_refused": f"{document} não é PDF, JPEG nem PNG",
@@ -296,7 +304,8 @@ def describe_for_review(customer_id: str) -> ReviewFacts:
     the compliance case (journaled)."""
     company = _company(customer_id)
     documents = [
-        f"{doc.get_kind_display()}: {doc.file_name or doc.media_id} ({doc.mime_type or 'unknown type'})"
+        f"{doc.get_kind_display()}: {doc.file_name or doc.media_id} "
+        f"({doc.mime_type or 'unknown type'})"
         for doc in company.documents.filter(withdrawn_at__isnull=True).order_by("created_at", "pk")
     ]
     whatsapp = " / ".join(part for part in (company.wa_id, company.user_id) if part)

@@ -98,9 +98,9 @@ class RulesChecker:
     def check(self, documents: list[DocumentFacts]) -> ValidationResult:
         notes, valid_kinds, unfetched = [], set(), False
         for doc in documents:
-            label = doc.file_name or doc.kind
 
-            def note(code, **params):
+            def note(code, doc=doc, **params):
+                label = doc.file_name or doc.kind
                 notes.append(
                     {**finding("problem", code, label=label, **params), "kind": str(doc.kind)}
                 )

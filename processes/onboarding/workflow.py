@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from approvals.workflow import Decision, request_approval
 from durable import StepFailed, days, seconds, workflow
 from processes import conf
-from processes.onboarding import steps
-from processes.onboarding.models import CompanyStatus
-from processes.onboarding import registry
+from processes.onboarding import registry, steps
 from processes.onboarding.findings import finding
+from processes.onboarding.models import CompanyStatus
 from processes.onboarding.validation import ValidationResult
 from processes.whatsapp.limits import LLM, LLM_QUEUE, SEND
 

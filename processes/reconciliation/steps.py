@@ -1,6 +1,7 @@
 """The effects of reconciliation and the pure diff between them."""
 
-from datetime import date, datetime, time as dt_time, timedelta, timezone as dt_timezone
+from datetime import UTC, date, datetime, timedelta
+from datetime import time as dt_time
 
 from django.db.models import F
 
@@ -47,7 +48,7 @@ def closing_window(batch_date: str) -> datetime:
         int(part) for part in conf.setting("RECONCILIATION_CLOSING_TIME", "06:00").split(":")
     )
     day = date.fromisoformat(batch_date) + timedelta(days=1)
-    return datetime.combine(day, dt_time(hour, minute), tzinfo=dt_timezone.utc)
+    return datetime.combine(day, dt_time(hour, minute), tzinfo=UTC)
 
 
 def mark_reconciled(batch_date: str) -> str:

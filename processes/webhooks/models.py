@@ -2,9 +2,9 @@
 that could not be processed (quarantined for an operator)."""
 
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils import timezone
 
 
 class WebhookSource(models.TextChoices):

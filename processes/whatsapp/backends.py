@@ -237,7 +237,8 @@ def interactive_check(outgoing: Outgoing) -> None:
             raise ValueError(f"at most {MAX_ROWS} list rows (got {len(outgoing.list_.rows)})")
         if not outgoing.list_.button or len(outgoing.list_.button) > LIST_BUTTON_MAX:
             raise ValueError(
-                f"the list's button {outgoing.list_.button!r} must be 1 to {LIST_BUTTON_MAX} characters"
+                f"the list's button {outgoing.list_.button!r} "
+                f"must be 1 to {LIST_BUTTON_MAX} characters"
             )
         for row in outgoing.list_.rows:
             if len(row.description) > ROW_DESCRIPTION_MAX:

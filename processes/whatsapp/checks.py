@@ -45,7 +45,8 @@ def check_templates(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
         if unknown:
             problems.append(
                 checks.Error(
-                    f"WHATSAPP_TEMPLATES[{purpose!r}] takes {unknown}, which its sender does not provide",
+                    f"WHATSAPP_TEMPLATES[{purpose!r}] takes "
+                    f"{unknown}, which its sender does not provide",
                     hint=f"a {purpose} message provides {', '.join(templates.PURPOSES[purpose])}",
                     id="processes.E203",
                 )
@@ -83,8 +84,10 @@ def check_template_statuses(
         problems.append(
             checks.Warning(
                 f"WhatsApp templates with no approval recorded from Meta: {listed}",
-                hint="make sure each exists and is approved in WhatsApp Manager, or name another in "
-                "WHATSAPP_TEMPLATE_<PURPOSE>; a template Meta does not know fails every send",
+                hint=(
+                    "make sure each exists and is approved in WhatsApp Manager, or name another in "
+                    "WHATSAPP_TEMPLATE_<PURPOSE>; a template Meta does not know fails every send"
+                ),
                 id="processes.W203",
             )
         )

@@ -1,4 +1,5 @@
-"""What every worker shares of scarce things the processes use (``durable.limit``): declared at import.
+"""What every worker shares of scarce things the processes use (``durable.limit``): declared at
+import.
 
 WhatsApp: the Cloud API takes so many messages a second per business phone number
 (``WHATSAPP_SEND_RATE``, 20); a step that sends waits its turn instead of being refused.

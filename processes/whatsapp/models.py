@@ -1,9 +1,9 @@
 """Messages in and out of WhatsApp, stored before anything acts on them."""
 
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils import timezone
 
 
 class InboundStatus(models.TextChoices):
@@ -15,7 +15,8 @@ class InboundStatus(models.TextChoices):
     FAILED = "failed", _("Failed (see note; process again from the admin)")
 
 
-# A customer's change to a message already sent (``edit``, ``revoke``): it names the message it changes.
+# A customer's change to a message already sent (``edit``, ``revoke``): it names the message it
+# changes.
 CHANGE_TYPES = ("edit", "revoke")
 
 

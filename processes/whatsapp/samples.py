@@ -5,7 +5,8 @@ import zlib
 
 
 def sample_pdf(title: str) -> bytes:
-    """A one-page PDF saying what the document stands for (the demo, and the console backend's downloads)."""
+    """A one-page PDF saying what the document stands for (the demo, and the console backend's
+    downloads)."""
     text = title.encode("latin-1", "replace").replace(b"(", b"[").replace(b")", b"]")
     stream = (
         b"BT /F1 18 Tf 72 720 Td ("

@@ -195,7 +195,8 @@ def templates_blocked() -> list[WhatsAppTemplate]:
 
 
 def templates_unconfirmed() -> list[tuple[str, str]]:
-    """Configured (name, language) pairs Meta never reported approved (no row, or another status)."""
+    """Configured (name, language) pairs Meta never reported approved (no row, or another
+    status)."""
     approved = set(
         WhatsAppTemplate.objects.filter(status="APPROVED").values_list("name", "language")
     )

@@ -9,7 +9,7 @@ while routing never loses it either: it stays visible with a note.
 import json
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from celery import current_app
 from django.core.cache import caches
@@ -19,6 +19,17 @@ from django.db.models import F
 from durable import clock
 from durable.locks import advisory_xact_lock
 from processes import conf
+from processes.webhooks.models import WebhookDelivery, WebhookSource
+from processes.webhooks.services import (
+    TooDeep,
+    delivery_outcome,
+    delivery_store,
+    is_verbatim,
+    item_quarantine,
+    safe_text,
+    storable,
+)
+from processes.whatsapp import account, routing, templates
 from processes.whatsapp.backends import (
     INTERACTIVE_UNSUPPORTED_CODES,
     InteractiveUnsupported,
@@ -38,17 +49,6 @@ from processes.whatsapp.models import (
     OutboundStatus,
     PendingStatus,
 )
-from processes.webhooks.models import WebhookDelivery, WebhookSource
-from processes.webhooks.services import (
-    TooDeep,
-    delivery_outcome,
-    delivery_store,
-    is_verbatim,
-    item_quarantine,
-    safe_text,
-    storable,
-)
-from processes.whatsapp import account, routing, templates
 from processes.whatsapp.selectors import last_inbound_at
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,8 @@ class Receipt:
 
 @dataclass
 class Part:
-    """One message or status of a delivery, where it sits, and what is wrong with it (if anything)."""
+    """One message or status of a delivery, where it sits, and what is wrong with it (if
+    anything)."""
 
     kind: str
     where: str
@@ -249,7 +250,7 @@ def _contact_for(message: dict, contacts: list[dict]) -> dict:
 
 def _timestamp(value) -> datetime | None:
     try:
-        return datetime.fromtimestamp(int(value), tz=dt_timezone.utc)
+        return datetime.fromtimestamp(int(value), tz=UTC)
     except (TypeError, ValueError, OverflowError, OSError):
         return None
 
@@ -276,11 +277,15 @@ def webhook_receive(payload, *, delivery: WebhookDelivery | None = None) -> Rece
                 fragment=None if part.where == "the body" else part.value,
             )  # the body is kept
             receipt.quarantined += 1
+    pending = (
+        f" ({receipt.statuses_pending} for messages not known yet)"
+        if receipt.statuses_pending
+        else ""
+    )
     delivery_outcome(
         delivery,
         f"{receipt.messages} message(s), {len(receipt.new_message_ids)} new, "
-        f"{receipt.statuses} status(es)"
-        f"{f' ({receipt.statuses_pending} for messages not known yet)' if receipt.statuses_pending else ''}"
+        f"{receipt.statuses} status(es){pending}"
         f"{f', {receipt.calls} call status(es), kept' if receipt.calls else ''}"
         f"{''.join(f', {change}' for change in receipt.account_changes)}"
         f", {receipt.quarantined} quarantined",
@@ -349,7 +354,8 @@ CALL_HANDLED_BY = "intake (call status)"
 
 
 def is_call_status(status) -> bool:
-    """A status about a call (``type: call``, a ``wacid.`` id, a call's state or fields), not a message."""
+    """A status about a call (``type: call``, a ``wacid.`` id, a call's state or fields), not a
+    message."""
     return isinstance(status, dict) and (
         status.get("type") == "call"
         or str(status.get("id") or "").startswith("wacid.")

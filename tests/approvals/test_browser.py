@@ -1,12 +1,11 @@
-"""The reviewer UI in headless Chromium (Debian's chromium, driven by Playwright; see tests/browser.py)."""
+"""The reviewer UI in headless Chromium (Debian's chromium, driven by Playwright; see
+tests/browser.py)."""
 
 import pytest
 from django.contrib.admin.utils import quote
 from django.contrib.auth.models import Permission
-from django.urls import reverse
-
-
 from django.test.utils import override_settings
+from django.urls import reverse
 
 from approvals.models import ApprovalRequest, ApprovalStatus
 from durable.models import RunStatus

@@ -1,4 +1,5 @@
-"""The supervisor dashboard and the queue's sorting and filters: figures on the page and in /metrics."""
+"""The supervisor dashboard and the queue's sorting and filters: figures on the page and in
+/metrics."""
 
 import re
 from datetime import date, timedelta

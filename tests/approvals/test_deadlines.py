@@ -1,4 +1,5 @@
-"""Deadlines that move the workflow (a supervisor's extension) and follow-up dates that hide a case."""
+"""Deadlines that move the workflow (a supervisor's extension) and follow-up dates that hide a
+case."""
 
 from datetime import timedelta
 from zoneinfo import ZoneInfo

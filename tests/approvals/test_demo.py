@@ -1,4 +1,5 @@
-"""The reviewer workbench's demo data looks like a working week, and seeding twice changes nothing."""
+"""The reviewer workbench's demo data looks like a working week, and seeding twice changes
+nothing."""
 
 import io
 from html.parser import HTMLParser

@@ -226,10 +226,10 @@ def test_the_manifest_lists_every_other_file_with_its_sha256_and_size(pack):
 
 
 def test_the_pack_knows_the_journaled_names_of_the_steps_that_take_a_decision():
-    assert DECISION_STEPS == (
+    assert (
         approvals_workflow.read_decision.__name__,
         approvals_workflow.expire_approval_request.__name__,
-    )
+    ) == DECISION_STEPS
 
 
 # --- verifying ---
@@ -284,7 +284,7 @@ def test_a_damaged_file_is_reported_not_raised(pack, damage):
     assert report.problems and "not a readable ZIP file" in report.problems[0]
 
 
-def test_a_document_whose_stored_bytes_changed_since_it_came_in_is_named_and_the_pack_does_not_verify(
+def test_a_document_whose_stored_bytes_changed_since_intake_is_named_and_the_pack_does_not_verify(
     decided_case, media
 ):
     contract = Document.objects.get(kind=DocumentKind.ARTICLES)
@@ -300,7 +300,7 @@ def test_a_document_whose_stored_bytes_changed_since_it_came_in_is_named_and_the
     )
 
 
-def test_a_pack_rebuilt_whole_with_every_hash_recomputed_verifies_offline_but_not_against_the_database(
+def test_a_pack_rebuilt_whole_with_every_hash_recomputed_verifies_offline_not_against_the_database(
     pack, tmp_path, capsys
 ):
     files = dict(zip_members(pack))

@@ -11,7 +11,8 @@ import os
 import pytest
 from django.db import transaction
 from django.test import Client
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from approvals import services
 from tests.approvals.conftest import make_user, start_routed_case

@@ -14,13 +14,12 @@ import pytest
 from django.conf import settings
 from django.template import engines
 from django.template.base import TextNode
-from django.test import Client, override_settings
+from django.test import override_settings
 from django.urls import reverse
 from django.utils import translation
 from django.utils.translation.template import templatize
 
 from approvals.models import ReviewerPreference
-from tests.approvals.conftest import start_case
 from tests.approvals.test_views import signed_in
 
 TEMPLATES = sorted([*Path(settings.BASE_DIR, "templates").rglob("*.html")])
@@ -177,7 +176,8 @@ def test_the_confirmation_after_an_approval_counts_the_approvals(ana, high_risk_
 
 
 def po_entries(path: Path) -> dict:
-    """{msgid (with "context\\x04" before it, and (msgid, n) for plurals): msgstr} from a .po file."""
+    """{msgid (with "context\\x04" before it, and (msgid, n) for plurals): msgstr} from a .po
+    file."""
     entries = {}
     for block in path.read_text().split("\n\n"):
         fields: dict[str, str] = {}

@@ -19,7 +19,7 @@ from durable.models import RunStatus, Signal
 from durable.testing import drive
 from processes.onboarding.models import Company
 from processes.onboarding.services import onboarding_start
-from tests.approvals.conftest import PASSWORD, make_user, start_case
+from tests.approvals.conftest import PASSWORD, start_case
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,5 @@
-"""The supervisor's actions: reassign, unclaim a stale claim, team page; each audited with a reason."""
+"""The supervisor's actions: reassign, unclaim a stale claim, team page; each audited with a
+reason."""
 
 from datetime import timedelta
 

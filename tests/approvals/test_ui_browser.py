@@ -11,12 +11,12 @@ from approvals import services
 from approvals.models import ReviewerPreference
 from durable import clock
 from durable.testing import drive
+from processes.whatsapp.models import OutboundMessage
+from processes.whatsapp.services import inbound_process, webhook_receive
 from tests.approvals.conftest import make_user, start_case
 from tests.approvals.test_browser import onboarding_waiting_for_compliance, open_page  # noqa: F401
 from tests.browser import browser, page_check  # noqa: F401 (a fixture)
 from tests.languages import strings_of_the_other_language, visible_text
-from processes.whatsapp.models import OutboundMessage
-from processes.whatsapp.services import inbound_process, webhook_receive
 from tests.processes.conftest import ADDRESS, CNPJ, HELLO, PHONE, whatsapp_message, whatsapp_webhook
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -28,7 +28,8 @@ PAGES = ["queue", "case", "mine", "archive"]
 @pytest.fixture
 def workbench():
     """ana (reading Portuguese, in kyc: onboarding routes its cases there) holds an onboarding case
-    (documents, validator, conversation); one case waits in the queue; one is closed, for the archive."""
+    (documents, validator, conversation); one case waits in the queue; one is closed, for the
+    archive."""
     ana = make_user("ana", reviewer=True, groups=("kyc",))
     ReviewerPreference.objects.create(
         user=ana, language="pt-br", updated_at=clock.now()
@@ -162,7 +163,8 @@ def test_every_reviewer_page_renders_with_no_string_of_the_other_language(
 def test_a_colleagues_claim_and_decision_reach_an_open_case_page_without_a_reload(
     open_page, live_server
 ):
-    ana, bruno = make_user("ana", reviewer=True), make_user("bruno", reviewer=True)
+    make_user("ana", reviewer=True)
+    bruno = make_user("bruno", reviewer=True)
     case = start_case("acme")
     page = open_page("ana")
     page.goto(f"{live_server.url}/approvals/{case.pk}/")

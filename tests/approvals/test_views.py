@@ -8,7 +8,7 @@ from approvals import services
 from approvals.models import ApprovalRequest, ApprovalStatus
 from approvals.panels import Section, register_case_panel, unregister_case_panel
 from durable.models import Signal
-from tests.approvals.conftest import PASSWORD, start_case
+from tests.approvals.conftest import start_case
 
 pytestmark = pytest.mark.django_db
 

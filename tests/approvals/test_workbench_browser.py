@@ -14,7 +14,7 @@ from approvals.models import ApprovalRequest, ApprovalStatus, ReviewerPreference
 from durable import clock, days
 from durable.models import RunStatus
 from durable.testing import drive
-from tests.approvals.conftest import PASSWORD, make_user, start_routed_case
+from tests.approvals.conftest import make_user, start_routed_case
 from tests.approvals.test_browser import open_page  # noqa: F401 (a fixture)
 from tests.browser import browser, page_check  # noqa: F401 (a fixture)
 from tests.languages import strings_of_the_other_language, visible_text

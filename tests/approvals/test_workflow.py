@@ -7,7 +7,8 @@ import pytest
 from approvals import services
 from approvals.models import ApprovalRequest, ApprovalStatus
 from approvals.workflow import Decision, Expiry, expire_approval_request
-from durable import days, services as durable_services
+from durable import days
+from durable import services as durable_services
 from durable.models import RunStatus
 from durable.testing import drive
 from tests.approvals.conftest import start_case

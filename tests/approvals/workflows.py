@@ -1,6 +1,7 @@
 """Small workflows that ask compliance through request_approval, for the approvals tests."""
 
-# Titles are in Portuguese, as a deployment's workflows write them for its team: the pages' language checks read them.
+# Titles are in Portuguese, as a deployment's workflows write them for its team: the pages' language
+# checks read them.
 from approvals.workflow import Decision, request_approval
 from durable import Retry, days, workflow
 from tests.durable.workflows import record

@@ -56,7 +56,7 @@ def test_a_trial_made_of_parts_runs_at_all_its_runs_over_all_its_seconds():
     assert report.rate_of_parts([80.0]) == 80.0
 
 
-def test_noisy_trials_that_all_miss_the_line_are_a_target_missed_and_noisy_ones_that_all_meet_it_are_not_met():
+def test_noisy_trials_all_missing_the_line_miss_the_target_and_all_meeting_it_are_not_met():
     noisy = report.summary([0.65, 0.95, 0.75])
 
     assert report.verdict(False, noisy, per_trial=[False, False, False]) == "missed, every trial"

@@ -92,7 +92,7 @@ def gunicorn(gunicorn_dir, django_db_setup):
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(
                         f"gunicorn did not start:\n{(tmp_path / 'gunicorn.log').read_text()}"
-                    )
+                    ) from None
                 time.sleep(0.2)
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -147,8 +147,8 @@ def test_plain_http_is_redirected_to_https(gunicorn):
 
 def test_the_access_log_shows_the_webhook_verification_without_its_token(gunicorn, gunicorn_dir):
     fetch(
-        gunicorn
-        + "/api/webhooks/whatsapp/?hub.mode=subscribe&hub.verify_token=s3cret-verify&hub.challenge=7"
+        gunicorn + "/api/webhooks/whatsapp/?hub.mode=subscribe"
+        "&hub.verify_token=s3cret-verify&hub.challenge=7"
     )
 
     deadline = time.monotonic() + 10

@@ -123,7 +123,7 @@ def test_gunicorns_access_log_shows_the_verification_request_without_its_token(t
 
     line = (tmp_path / "access.log").read_text()
     assert (
-        '"GET /api/webhooks/whatsapp/?hub.mode=subscribe&hub.verify_token=***&hub.challenge=1158201444'
-        in line
+        '"GET /api/webhooks/whatsapp/?hub.mode=subscribe'
+        "&hub.verify_token=***&hub.challenge=1158201444" in line
     )
     assert VERIFY_TOKEN not in line

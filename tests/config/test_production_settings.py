@@ -1,5 +1,5 @@
-"""Production settings: a key is required without DEBUG, var/ is private, and check --deploy is clean
-with the environment docs/operations.md documents (deploy/durable.env.example)."""
+"""Production settings: a key is required without DEBUG, var/ is private, and check --deploy is
+clean with the environment docs/operations.md documents (deploy/durable.env.example)."""
 
 import os
 import secrets
@@ -97,8 +97,8 @@ def test_secure_https_turns_on_redirect_hsts_and_secure_cookies_and_each_can_be_
         "SECURE_HTTPS": "1",
     }
     show = (
-        "from django.conf import settings as s; print(s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, "
-        "s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS)"
+        "from django.conf import settings as s; print(s.SECURE_SSL_REDIRECT, "
+        "s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS)"
     )
 
     on = manage("shell", "--no-imports", "-c", show, env=env)

@@ -4,7 +4,10 @@ from django.contrib.auth import get_user_model
 
 from tests.support import run_python
 
-SHOW_SESSION = "from django.conf import settings; print(settings.SESSION_COOKIE_AGE, settings.SESSION_EXPIRE_AT_BROWSER_CLOSE)"
+SHOW_SESSION = (
+    "from django.conf import settings; print(settings.SESSION_COOKIE_AGE, "
+    "settings.SESSION_EXPIRE_AT_BROWSER_CLOSE)"
+)
 
 
 def test_a_sign_in_is_a_browser_session_that_ends_after_eight_hours(client, db):

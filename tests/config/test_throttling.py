@@ -11,7 +11,6 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from durable.features.tokens import token_create
-
 from processes import signing
 from processes.webhooks.models import WebhookDelivery
 from processes.whatsapp.models import InboundMessage

@@ -1,4 +1,5 @@
-"""Runs for the bulk operation tests: blocked runs of a given version, made by a deploy that reorders steps."""
+"""Runs for the bulk operation tests: blocked runs of a given version, made by a deploy that
+reorders steps."""
 
 from durable import services, workflow
 from durable.testing import drive, override_workflow

@@ -1,4 +1,5 @@
-"""The runs admin: operators see the journal, signals and divergence, and repair through the services."""
+"""The runs admin: operators see the journal, signals and divergence, and repair through the
+services."""
 
 from zoneinfo import ZoneInfo
 
@@ -70,7 +71,10 @@ def stamp(value) -> str:
     """As the admin shows a moment: in São Paulo (the reviewers' zone), dated as the reader
     (English in the tests) writes dates, to the second, with the zone."""
     local = value.astimezone(ZoneInfo("America/Sao_Paulo"))
-    return f'<time datetime="{value.isoformat()}">{local:%m/%d/%Y %H:%M:%S}\N{NO-BREAK SPACE}-03</time>'
+    return (
+        f'<time datetime="{value.isoformat()}">'
+        f"{local:%m/%d/%Y %H:%M:%S}\N{NO-BREAK SPACE}-03</time>"
+    )
 
 
 @pytest.fixture
@@ -338,8 +342,9 @@ def test_bulk_wake_counts_the_runs_it_woke_and_names_those_it_could_not_change(
 
     assert [str(message) for message in response.context["messages"]] == [
         "1 run woken.",
-        f"Run {waiting_run.id} not woken: it waits for {waiting_run.waiting_for!r} and has no sleep or back-off "
-        "to end (a wake never ends a wait for a signal early; it was only looked at again).",
+        f"Run {waiting_run.id} not woken: it waits for "
+        f"{waiting_run.waiting_for!r} and has no sleep or back-off to end (a wake "
+        "never ends a wait for a signal early; it was only looked at again).",
     ]
 
 

@@ -1,4 +1,5 @@
-"""The runs admin in headless Chromium: each repair button posts its own form, as the operator clicks it."""
+"""The runs admin in headless Chromium: each repair button posts its own form, as the operator
+clicks it."""
 
 import pytest
 from django.contrib.admin.utils import quote

@@ -10,7 +10,6 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from durable.models import WorkflowRun
-
 from tests.browser import browser  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -46,12 +45,14 @@ def admin_page(browser, live_server, demo_data):  # noqa: F811
 def test_at_1366_px_the_run_list_shows_every_column_without_scrolling_sideways(admin_page):
     headers = admin_page.eval_on_selector_all(
         "#result_list thead th",
-        "ths => ths.map(th => ({text: th.innerText.trim(), right: th.getBoundingClientRect().right}))",
+        "ths => ths.map(th => ({text: th.innerText.trim(), "
+        "right: th.getBoundingClientRect().right}))",
     )
     widths = admin_page.evaluate("""() => ({
         viewport: window.innerWidth,
         page: document.documentElement.scrollWidth,
-        results: [document.querySelector('.results').scrollWidth, document.querySelector('.results').clientWidth],
+        results: [document.querySelector('.results').scrollWidth, \
+document.querySelector('.results').clientWidth],
     })""")
 
     shown = [header["text"].lower() for header in headers if header["text"]]
@@ -115,6 +116,6 @@ def test_on_a_390_px_phone_the_timeline_shrinks_to_the_screen(admin_page):
                 bars: [...svg.querySelectorAll('rect')].map(r => r.getBoundingClientRect().width)};
     }""")
 
-    assert 0 < drawn["width"] and drawn["left"] >= 0 and drawn["right"] <= drawn["viewport"], drawn
+    assert drawn["width"] > 0 and drawn["left"] >= 0 and drawn["right"] <= drawn["viewport"], drawn
     assert drawn["holder"][0] <= drawn["holder"][1], drawn  # nothing hidden to the side
     assert drawn["bars"] and all(width > 0 for width in drawn["bars"]), drawn

@@ -19,8 +19,8 @@ from django.urls import reverse
 
 from durable import services
 from durable.features import schedules
-from durable.testing import drive
 from durable.surfaces.admin import paging
+from durable.testing import drive
 from processes.onboarding.models import Company, Document, DocumentKind
 from processes.webhooks.models import QuarantinedItem
 from processes.whatsapp.backends import ReplyButton
@@ -291,7 +291,7 @@ def test_a_repairs_message_reads_in_the_users_language(browser, live_server, adm
         page.goto(
             live_server.url + reverse("admin:durable_workflowrun_change", args=[quote(asleep.id)])
         )
-        page.locator(f"form[action$='/wake/'] input[type=submit]").click()
+        page.locator("form[action$='/wake/'] input[type=submit]").click()
         page.wait_for_load_state()
 
         message = page.locator("ul.messagelist").inner_text()

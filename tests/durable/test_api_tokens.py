@@ -1,4 +1,5 @@
-"""API tokens: stored as digests, scoped read or operate, expiring, revocable; managed from a shell."""
+"""API tokens: stored as digests, scoped read or operate, expiring, revocable; managed from a
+shell."""
 
 import importlib
 import json
@@ -190,8 +191,8 @@ def test_a_key_of_the_old_authtoken_table_keeps_working_as_an_expiring_operate_t
     old_key = "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"
     with connection.cursor() as cursor:
         cursor.execute(
-            "CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, created timestamp with time zone "
-            "NOT NULL, user_id integer NOT NULL)"
+            "CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, "
+            "created timestamp with time zone NOT NULL, user_id integer NOT NULL)"
         )
         cursor.execute(
             "INSERT INTO authtoken_token VALUES (%s, %s, %s)", [old_key, clock.now(), operator.pk]

@@ -15,8 +15,10 @@ from django.urls import reverse
 from approvals.models import ApprovalRequest, ApprovalStatus
 from approvals.services import approval_decide
 from durable import services
+from durable.durations import parse_age
+from durable.errors import RunArchived
 from durable.features import archive, history
-from durable.surfaces import checks
+from durable.models import AuditEvent, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.models.archive import (
     ArchiveBatch,
     ArchivedAuditEvent,
@@ -24,9 +26,7 @@ from durable.models.archive import (
     ArchivedRun,
     ArchivedSignal,
 )
-from durable.durations import parse_age
-from durable.errors import RunArchived
-from durable.models import AuditEvent, JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.surfaces import checks
 from durable.testing import drive, override_workflow
 from tests.approvals.conftest import make_user, start_case
 from tests.durable.test_admin import staff_with

@@ -18,13 +18,13 @@ from django.db import connection, connections
 from django.db.models import Count
 
 from durable import services
+from durable.models import JournalEntry, WorkflowRun
 from durable.models.archive import (
     ArchiveBatch,
     ArchivedAuditEvent,
     ArchivedJournalEntry,
     ArchivedRun,
 )
-from durable.models import JournalEntry, WorkflowRun
 from durable.testing import drive
 from tests.support import ROOT, subprocess_env
 
@@ -87,7 +87,8 @@ def wait_for(condition, what: str, process: subprocess.Popen | None = None, time
             return found
         if process is not None and process.poll() is not None:
             pytest.fail(
-                f"the pass exited ({process.returncode}) before {what}: {process.stdout.read().decode()}"
+                f"the pass exited ({process.returncode}) before "
+                f"{what}: {process.stdout.read().decode()}"
             )
         time.sleep(0.005)
     pytest.fail(f"timed out waiting for {what}")

@@ -1,4 +1,5 @@
-"""Search attributes: set by the body, journaled, merged on the run, filtered in the API and admin."""
+"""Search attributes: set by the body, journaled, merged on the run, filtered in the API and
+admin."""
 
 import pytest
 from django.contrib.admin.utils import quote
@@ -7,11 +8,10 @@ from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from durable import services
+from durable import services, workflow
+from durable.errors import Fenced
 from durable.features import history
 from durable.features.tokens import token_create
-from durable import workflow
-from durable.errors import Fenced
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
 from durable.runtime.store import live
 from durable.testing import drive
@@ -207,7 +207,8 @@ def test_the_attribute_filter_is_answered_by_the_gin_index(thousand_runs):
             "SET LOCAL enable_seqscan = off"
         )  # 1,000 rows: make the planner show its choice
     # Unordered: with sequential scans off, a list ordered by created_at may walk that index
-    # instead (with a million runs, EXPLAIN ANALYZE shows the GIN index, then a sort of the matches).
+    # instead (with a million runs, EXPLAIN ANALYZE shows the GIN index, then a sort of the
+    # matches).
     plan = selectors.runs_with_attributes(
         WorkflowRun.objects.order_by(), [("cnpj", "00000000000042")]
     ).explain()

@@ -140,8 +140,8 @@ def test_a_row_edited_and_hashed_again_by_the_owner_is_found_by_verify(trail):
 
     assert code == 1
     assert (
-        f"chain 'tamper:c-1' breaks at seq 2 (row id {trail[1].pk}): its seal does not match its hash"
-        in out
+        "chain 'tamper:c-1' breaks at seq 2 (row id "
+        f"{trail[1].pk}): its seal does not match its hash" in out
     )
 
 

@@ -1,4 +1,5 @@
-"""The admin's bulk operation: form, a confirmation page with the count (nothing done yet), then the act."""
+"""The admin's bulk operation: form, a confirmation page with the count (nothing done yet), then the
+act."""
 
 import re
 

@@ -1,4 +1,5 @@
-"""The bulk operation in headless Chromium: from the filtered run list, count, confirm, and every run is retried."""
+"""The bulk operation in headless Chromium: from the filtered run list, count, confirm, and every
+run is retried."""
 
 import pytest
 from django.contrib.auth.models import Permission, User

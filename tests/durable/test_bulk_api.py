@@ -1,4 +1,5 @@
-"""Bulk operations through the API: a dry run counts, a token or the same filter acts, one audit row per run."""
+"""Bulk operations through the API: a dry run counts, a token or the same filter acts, one audit row
+per run."""
 
 import json
 from datetime import timedelta
@@ -63,8 +64,8 @@ def test_retry_of_every_blocked_run_of_a_version_writes_one_audit_row_per_run(
 
     body = response.json()
     assert response.status_code == 200 and body["acted"] == 3 and body["skipped"] == 0
-    assert {run_id: status for run_id, status in statuses().items()} == {
-        **{run_id: RunStatus.PENDING for run_id in v1},
+    assert dict(statuses().items()) == {
+        **dict.fromkeys(v1, RunStatus.PENDING),
         "reorder:v2": RunStatus.BLOCKED,
     }
     retries = AuditEvent.objects.filter(action="retry")

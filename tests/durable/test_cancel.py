@@ -4,9 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from durable import days, hooks, hours, seconds, services, testing
+from durable import days, hooks, hours, seconds, services, testing, workflow
 from durable.features import history
-from durable import workflow
 from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, record
@@ -287,7 +286,8 @@ def test_a_run_replaying_a_delivered_cancel_whose_request_is_gone_ends_cancelled
 ):
     run = services.run_start("polite_cancel", "c-12", id="cancel:request-gone", actor="test")
     drive(run.id)
-    # The cancel was delivered at the wait and journaled; the request itself is no longer on the run.
+    # The cancel was delivered at the wait and journaled; the request itself is no longer on the
+    # run.
     JournalEntry.objects.filter(run_id=run.id, position=0).update(
         status=EntryStatus.CANCELLED,
         wake_at=None,
@@ -490,7 +490,7 @@ def cleanup_that_now_steps_instead_of_napping() -> str:
         return "cleaned up"
 
 
-def test_a_cleanup_whose_code_no_longer_fits_its_journal_ends_the_run_cancelled_naming_the_divergence(
+def test_cleanup_whose_code_no_longer_fits_its_journal_ends_the_run_cancelled_naming_the_divergence(
     clock,
 ):
     run = services.run_start("cleanup_after_a_nap", id="cancel:diverged", actor="test")

@@ -5,10 +5,10 @@ from django.contrib.admin.utils import quote
 from django.urls import reverse
 
 from durable import Retry, services, workflow
-from durable.features import history
-from durable.runtime import children
 from durable.errors import RunConflict, SignalConflict
+from durable.features import history
 from durable.models import AuditEvent, EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
+from durable.runtime import children
 from durable.runtime.store import live
 from durable.runtime.store.live import Settlement
 from durable.testing import drive, override_workflow
@@ -220,7 +220,7 @@ def _failed_child_retried_after_the_fix(
     return drive(child.id)
 
 
-def test_a_child_retried_to_completion_before_its_parent_read_the_failure_gives_the_parent_its_result(
+def test_a_child_retried_before_its_parent_read_the_failure_gives_the_parent_its_result(
     clock,
 ):
     child = _failed_child_retried_after_the_fix("fixed", parent_reads_the_failure=False)
@@ -234,7 +234,7 @@ def test_a_child_retried_to_completion_before_its_parent_read_the_failure_gives_
     ).exists()
 
 
-def test_a_child_retried_to_completion_after_its_parent_acted_on_the_failure_completes_and_the_parent_stands(
+def test_a_child_retried_after_its_parent_acted_on_the_failure_completes_and_the_parent_stands(
     clock,
 ):
     child = _failed_child_retried_after_the_fix("acted", parent_reads_the_failure=True)

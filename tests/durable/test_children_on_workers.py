@@ -1,7 +1,5 @@
 """Child runs on real Celery workers: fan-out and fan-in survive a worker's death."""
 
-import time
-
 import pytest
 
 from durable import services

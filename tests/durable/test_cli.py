@@ -1,4 +1,5 @@
-"""``manage.py durable``: the same services from a shell, readable output, non-zero exits on errors."""
+"""``manage.py durable``: the same services from a shell, readable output, non-zero exits on
+errors."""
 
 import json
 import subprocess

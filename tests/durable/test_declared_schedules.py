@@ -10,8 +10,8 @@ from django.core.management.base import CommandError
 
 from durable.features import declared
 from durable.features.declared import DeclaredSchedule
-from durable.models.schedules import Schedule, ScheduleEvent
 from durable.features.schedules import schedule_pause
+from durable.models.schedules import Schedule, ScheduleEvent
 from durable.surfaces.checks import check_declared_schedules
 from tests.durable.test_schedules import daily_report  # noqa: F401  (registers the workflow)
 

@@ -1,18 +1,17 @@
 """Details of the engine that operators and bodies rely on: error texts, typed results, the
 kinds of failures an atomic step can have."""
 
-import logging
 from datetime import timedelta
 
 import pytest
-from django.db import IntegrityError
 from django.utils import timezone
 
 from approvals.models import ReviewerPreference
-from durable import Retry, clock as durable_clock, seconds, services, workflow
+from durable import Retry, seconds, services, workflow
+from durable import clock as durable_clock
+from durable.models import EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.runtime.context import check_attribute_name
 from durable.runtime.current import current
-from durable.models import EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, Correction, effect
 from tests.effects.models import Once

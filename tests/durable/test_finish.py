@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 from durable import services, workflow
-from durable.runtime import heartbeat
 from durable.errors import Fenced
 from durable.models import RunStatus, WorkflowRun
+from durable.runtime import heartbeat
 from durable.runtime.store import live
 from durable.runtime.store.live import Settlement
 from durable.testing import drive, override_workflow

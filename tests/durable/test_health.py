@@ -1,4 +1,5 @@
-"""``manage.py durable health``: exit 0 only when the database, the broker and the sweep are healthy."""
+"""``manage.py durable health``: exit 0 only when the database, the broker and the sweep are
+healthy."""
 
 import io
 import os
@@ -11,9 +12,9 @@ import pytest
 from django.core.management import call_command
 
 from durable import clock, services
+from durable.models import WorkflowRun
 from durable.runtime import sweep
 from durable.surfaces import health as health_checks
-from durable.models import WorkflowRun
 from tests.support import ROOT
 
 pytestmark = pytest.mark.django_db

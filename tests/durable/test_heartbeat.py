@@ -1,4 +1,5 @@
-"""The heartbeat thread (durable/runtime/heartbeat.py): how long it stays when it has no lease to keep."""
+"""The heartbeat thread (durable/runtime/heartbeat.py): how long it stays when it has no lease to
+keep."""
 
 from durable.runtime import heartbeat
 

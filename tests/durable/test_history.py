@@ -11,9 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import tests.durable.test_onboarding_example  # noqa: F401  (registers example_onboarding)
-from durable import services
+from durable import services, workflow
 from durable.features import history
-from durable import workflow
 from durable.models import JournalEntry
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, a_then_b, b_then_a, record

@@ -14,9 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from durable import Retry, seconds, services, workflow
-from durable.runtime import heartbeat
 from durable.errors import Divergence, Fenced
 from durable.models import JournalEntry, RunStatus, WorkflowRun
+from durable.runtime import heartbeat
 from durable.runtime.store import live
 from durable.runtime.store.live import Settlement
 from durable.testing import drive, override_workflow
@@ -761,7 +761,7 @@ def loses_its_connection(x: int) -> int:
     connection.vendor != "postgresql", reason="pg_terminate_backend is PostgreSQL's"
 )
 @pytest.mark.django_db(transaction=True)
-def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_run_position_and_error(
+def test_a_journal_write_whose_connection_died_is_sent_again_and_the_log_names_run_position_and_error(  # noqa: E501
     caplog,
 ):
     def one_step():
@@ -874,12 +874,12 @@ def reply_lost_once_after(statement: bytes):
             server = socket.create_connection(upstream)
             sent = threading.Event()
 
-            def to_server(chunk):
+            def to_server(chunk, sent=sent):
                 if not cut.is_set() and statement in chunk:
                     sent.set()
                 return False
 
-            def to_client(chunk):  # ReadyForQuery: the statement has committed
+            def to_client(chunk, sent=sent):  # ReadyForQuery: the statement has committed
                 if sent.is_set() and not cut.is_set() and b"Z\x00\x00\x00\x05" in chunk:
                     cut.set()
                     return True

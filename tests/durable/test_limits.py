@@ -8,11 +8,11 @@ from django.db import connection
 from django.urls import reverse
 
 from durable import errors, minutes, seconds, services, testing, workflow
-from durable.runtime import limits
 from durable.models import LimitTicket, RunStatus, TicketState, WorkflowRun
+from durable.runtime import limits
 from durable.runtime.store import live
-from durable.testing import drive, override_workflow
 from durable.runtime.sweep import sweep_due
+from durable.testing import drive, override_workflow
 from tests.durable.limited import LLM_QUEUE, ONE_AT_A_TIME, PER_KEY, RATE_TWO, mark, rate_two
 from tests.effects.models import Effect
 
@@ -590,7 +590,7 @@ def test_a_send_after_a_rate_s_token_was_given_back_waits_until_a_period_after_i
     assert second.wake_at == sent_at + timedelta(minutes=1)
 
 
-def test_a_ticket_held_by_an_attempt_whose_worker_died_counts_as_given_back_when_the_step_runs_again(
+def test_a_ticket_held_by_an_attempt_whose_worker_died_counts_as_returned_when_the_step_runs_again(
     clock, settings, declare
 ):
     declared = declare("test-twice-in-five-minutes", rate=2, per=minutes(5))

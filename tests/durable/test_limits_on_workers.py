@@ -1,4 +1,5 @@
-"""Queues and limits on real Celery workers: counts hold across processes, a killed holder frees its slot."""
+"""Queues and limits on real Celery workers: counts hold across processes, a killed holder frees its
+slot."""
 
 import time
 from datetime import timedelta

@@ -8,8 +8,7 @@ import sys
 import pytest
 from django.db import connection, connections
 
-from durable import services
-from durable import chain
+from durable import chain, services
 from durable.models import AuditEvent, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.testing import drive
 from tests.durable.test_archive_kill import backend_gone, backend_waiting_on, kill, wait_for

@@ -4,8 +4,8 @@ import pytest
 
 from durable import days, services, workflow
 from durable.models import RunStatus
-from tests.durable.workflows import CALLS, effect, validate
 from durable.testing import drive
+from tests.durable.workflows import CALLS, effect, validate
 
 pytestmark = pytest.mark.django_db
 

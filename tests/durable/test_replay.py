@@ -5,8 +5,8 @@ import functools
 import pytest
 
 from durable import Retry, current_step, seconds, services, workflow
-from durable.runtime.executor import MAX_REPLAYS_PER_ADVANCE
 from durable.models import JournalEntry, RunStatus
+from durable.runtime.executor import MAX_REPLAYS_PER_ADVANCE
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import (
     CALLS,

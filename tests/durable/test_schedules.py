@@ -1,17 +1,15 @@
 """Durable schedules: rows fired by the sweep, each occurrence once, whatever the sweep missed."""
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from durable import days, hours, minutes, workflow
-from durable.features.cron import ScheduleInvalid
 from durable.errors import WorkflowNotFound
-from durable.models import AuditEvent, WorkflowRun
-from durable.models.schedules import Schedule, ScheduleEvent
+from durable.features.cron import ScheduleInvalid
 from durable.features.schedules import (
     fire_due,
     schedule_create,
@@ -19,14 +17,16 @@ from durable.features.schedules import (
     schedule_resume,
     schedule_update,
 )
-from durable.testing import fake_clock
+from durable.models import AuditEvent, WorkflowRun
+from durable.models.schedules import Schedule, ScheduleEvent
 from durable.tasks import tick
+from durable.testing import fake_clock
 from tests.durable.workflows import record
 
 pytestmark = pytest.mark.django_db
 
 # Tuesday 2026-05-05, 12:00 UTC.
-NOON = datetime(2026, 5, 5, 12, 0, tzinfo=timezone.utc)
+NOON = datetime(2026, 5, 5, 12, 0, tzinfo=UTC)
 
 
 @workflow(name="daily_report")
@@ -116,7 +116,7 @@ def test_skip_starts_no_missed_occurrence_and_fires_the_next_one():
     assert nothing_missed == []
     assert report_ids() == ["report:2026-05-09"]
     schedule.refresh_from_db()
-    assert schedule.next_fire_at == datetime(2026, 5, 10, tzinfo=timezone.utc)
+    assert schedule.next_fire_at == datetime(2026, 5, 10, tzinfo=UTC)
 
 
 def test_a_sweep_on_time_fires_the_occurrence_under_every_policy():
@@ -197,11 +197,11 @@ def test_sao_paulo_midnight_is_three_in_the_morning_utc_and_names_its_own_date()
     assert before_midnight == []
     assert report_ids() == ["report:2026-05-06"]
     run = WorkflowRun.objects.get(pk="report:2026-05-06")
-    assert run.created_at == datetime(2026, 5, 6, 3, 0, tzinfo=timezone.utc)
+    assert run.created_at == datetime(2026, 5, 6, 3, 0, tzinfo=UTC)
 
 
 def test_the_date_in_the_id_is_the_schedules_zone_not_utc():
-    with fake_clock(datetime(2026, 5, 5, 12, tzinfo=timezone.utc)) as clock:
+    with fake_clock(datetime(2026, 5, 5, 12, tzinfo=UTC)) as clock:
         daily(
             cron="0 22 * * *", tz="America/Sao_Paulo"
         )  # 22:00 in São Paulo is 01:00 UTC the next day
@@ -213,7 +213,7 @@ def test_the_date_in_the_id_is_the_schedules_zone_not_utc():
 
 def test_a_time_the_clock_skips_at_the_start_of_summer_time_fires_when_the_clock_jumps():
     with fake_clock(
-        datetime(2026, 3, 7, 12, tzinfo=timezone.utc)
+        datetime(2026, 3, 7, 12, tzinfo=UTC)
     ) as clock:  # New York: 8 March, 02:00 -> 03:00
         daily(cron="30 2 * * *", tz="America/New_York")
         clock.advance(days(1))
@@ -237,7 +237,7 @@ def test_an_occurrence_started_by_hand_is_not_started_again():
     schedule.refresh_from_db()
     assert report_ids() == ["report:2026-05-06"]
     assert AuditEvent.objects.get(run_id="report:2026-05-06", action="start").actor == "ops"
-    assert schedule.last_fired_at == datetime(2026, 5, 6, tzinfo=timezone.utc)
+    assert schedule.last_fired_at == datetime(2026, 5, 6, tzinfo=UTC)
 
 
 def test_a_run_started_by_a_schedule_names_the_schedule_as_its_actor():
@@ -416,9 +416,7 @@ def test_a_schedule_whose_workflow_is_gone_records_why_and_the_sweep_goes_on():
     assert (
         schedule.last_error == "WorkflowNotFound: no workflow named 'retired_report' is registered"
     )
-    assert schedule.next_fire_at == datetime(
-        2026, 5, 6, tzinfo=timezone.utc
-    )  # still due once fixed
+    assert schedule.next_fire_at == datetime(2026, 5, 6, tzinfo=UTC)  # still due once fixed
 
 
 def test_with_no_schedule_due_firing_costs_one_query(clock, django_assert_num_queries):
@@ -516,7 +514,7 @@ def test_input_the_workflow_cannot_take_is_refused():
 )
 @pytest.mark.django_db(transaction=True)
 def test_two_sweeps_racing_fire_each_occurrence_once():
-    start = datetime(2026, 5, 5, 12, 0, 30, tzinfo=timezone.utc)
+    start = datetime(2026, 5, 5, 12, 0, 30, tzinfo=UTC)
     with fake_clock(start):
         schedule_create(
             "report-minutely",
@@ -569,7 +567,7 @@ def test_a_next_fire_time_that_is_no_occurrence_moves_to_the_next_one_without_fi
 
     schedule.refresh_from_db()
     assert report_ids() == []
-    assert schedule.next_fire_at == datetime(2026, 5, 6, tzinfo=timezone.utc)
+    assert schedule.next_fire_at == datetime(2026, 5, 6, tzinfo=UTC)
 
 
 def test_a_schedule_moved_to_another_time_zone_fires_next_at_that_zone_s_next_occurrence():
@@ -578,9 +576,7 @@ def test_a_schedule_moved_to_another_time_zone_fires_next_at_that_zone_s_next_oc
 
         schedule = schedule_update("report-daily", timezone="America/Sao_Paulo", actor="ana")
 
-    assert schedule.next_fire_at == datetime(
-        2026, 5, 6, 3, 0, tzinfo=timezone.utc
-    )  # midnight in São Paulo
+    assert schedule.next_fire_at == datetime(2026, 5, 6, 3, 0, tzinfo=UTC)  # midnight in São Paulo
     assert Schedule.objects.get(name="report-daily").next_fire_at == schedule.next_fire_at
 
 

@@ -2,7 +2,7 @@
 with the view and operate permissions of schedules."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -15,7 +15,7 @@ from tests.durable.test_schedules import daily_report  # noqa: F401  (registers 
 
 pytestmark = pytest.mark.django_db
 
-NOON = datetime(2026, 5, 5, 12, 0, tzinfo=timezone.utc)
+NOON = datetime(2026, 5, 5, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from durable.features.schedules import schedule_create
 from durable.models import RunStatus, WorkflowRun
 from durable.models.schedules import Schedule, ScheduleEvent
-from durable.features.schedules import schedule_create
 from tests.workers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]

@@ -1,6 +1,7 @@
-"""Operating schedules: the CLI and the admin pause and resume them through the services, audited."""
+"""Operating schedules: the CLI and the admin pause and resume them through the services,
+audited."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from io import StringIO
 
 import pytest
@@ -10,14 +11,14 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from durable import chain
-from durable.models.schedules import Schedule, ScheduleEvent
 from durable.features.schedules import schedule_create, schedule_pause
+from durable.models.schedules import Schedule, ScheduleEvent
 from durable.testing import fake_clock
 from tests.durable.test_schedules import daily_report  # noqa: F401  (registers the workflow)
 
 pytestmark = pytest.mark.django_db
 
-NOON = datetime(2026, 5, 5, 12, 0, tzinfo=timezone.utc)
+NOON = datetime(2026, 5, 5, 12, 0, tzinfo=UTC)
 
 
 def durable(*argv: str) -> str:
@@ -251,7 +252,7 @@ def test_changing_the_cron_in_the_admin_moves_the_next_occurrence_and_audits_old
     event = ScheduleEvent.objects.get(schedule=report_schedule, action="update")
     assert report_schedule.name == "report-daily"  # the name is not editable
     assert report_schedule.next_fire_at == datetime(
-        2026, 5, 6, 4, 30, tzinfo=timezone.utc
+        2026, 5, 6, 4, 30, tzinfo=UTC
     )  # 01:30 in São Paulo
     assert (event.actor, event.detail["changed"]) == ("ana", {"cron": ["0 0 * * *", "30 1 * * *"]})
 

@@ -54,19 +54,17 @@ def test_start_accepts_the_workflow_name_and_records_the_version(clock):
 def test_a_run_is_dispatched_only_when_the_callers_transaction_commits(
     django_capture_on_commit_callbacks,
 ):
-    with django_capture_on_commit_callbacks(execute=True):
-        with transaction.atomic():
-            services.run_start(three_steps, 1, id="commit:1", actor="test")
-            assert testing.dispatched == []
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        services.run_start(three_steps, 1, id="commit:1", actor="test")
+        assert testing.dispatched == []
 
     assert testing.dispatched == ["commit:1"]
 
 
 def test_a_rolled_back_start_leaves_nothing_behind():
-    with pytest.raises(RuntimeError):
-        with transaction.atomic():
-            services.run_start(three_steps, 1, id="rollback:1", actor="test")
-            raise RuntimeError("the caller's request failed")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        services.run_start(three_steps, 1, id="rollback:1", actor="test")
+        raise RuntimeError("the caller's request failed")
 
     assert not WorkflowRun.objects.filter(pk="rollback:1").exists()
 

@@ -7,8 +7,8 @@ import pytest
 from django.db import connection, transaction
 
 from durable import SignalConflict, reserve_dedupe_prefix, services
-from durable.runtime import registry
 from durable.models import AuditEvent, RunStatus, Signal, WorkflowRun
+from durable.runtime import registry
 from durable.testing import drive
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from durable import RunFinished, RunNotFound, clock as durable_clock, services, workflow
+from durable import RunFinished, RunNotFound, services, workflow
+from durable import clock as durable_clock
 from durable.models import AuditEvent, JournalEntry, RunStatus, Signal, WorkflowRun
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import three_steps

@@ -1,4 +1,5 @@
-"""The engine's generic statements (durable/sql.py): what the ORM would have written, less Python."""
+"""The engine's generic statements (durable/sql.py): what the ORM would have written, less
+Python."""
 
 import pytest
 

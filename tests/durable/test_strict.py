@@ -14,8 +14,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from durable import services, workflow
-from durable.runtime import strict
 from durable.models import RunStatus
+from durable.runtime import strict
 from durable.testing import drive, override_workflow
 from tests.durable.workflows import CALLS, record
 from tests.effects.models import Effect

@@ -1,7 +1,7 @@
 """Advances running at once in threads of one process, as under Celery's threads pool."""
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from django.db import connection
@@ -25,8 +25,8 @@ def test_two_runs_advanced_at_once_by_two_threads_each_see_their_own_clock_and_s
         return {"now": workflow.now().isoformat(), "step_saw": saw}
 
     clocks = {
-        "meet:a": datetime(2030, 1, 1, tzinfo=timezone.utc),
-        "meet:b": datetime(2031, 6, 1, tzinfo=timezone.utc),
+        "meet:a": datetime(2030, 1, 1, tzinfo=UTC),
+        "meet:b": datetime(2031, 6, 1, tzinfo=UTC),
     }
     errors = []
 

@@ -9,10 +9,10 @@ from django.test.utils import CaptureQueriesContext
 
 from durable import days, minutes, seconds, services, testing, workflow
 from durable.models import JournalEntry, RunStatus, WorkflowRun
-from durable.runtime.store import live
 from durable.runtime import executor
-from durable.testing import drive, override_workflow
+from durable.runtime.store import live
 from durable.runtime.sweep import sweep_due
+from durable.testing import drive, override_workflow
 from tests.durable.crashed import as_if_its_worker_died
 from tests.durable.workflows import CALLS, record
 

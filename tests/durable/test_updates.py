@@ -221,7 +221,8 @@ def test_an_update_inside_a_transaction_is_stored_with_it_and_not_waited_for(wai
     ).exists()
 
 
-# --- POST /api/runs/<id>/updates/<name>/ (waiting needs a worker: tests/durable/test_updates_on_workers.py) ---
+# --- POST /api/runs/<id>/updates/<name>/ ---
+# (waiting needs a worker: tests/durable/test_updates_on_workers.py)
 
 
 def post_update(client, name: str, body: dict, **headers):

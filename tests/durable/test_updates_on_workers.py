@@ -16,8 +16,8 @@ from durable.errors import UpdateTimeout
 from durable.models import EntryKind, JournalEntry, RunStatus, WorkflowRun
 from processes.billing.models import InvoiceStatus
 from processes.billing.services import invoice_issue, invoice_void
-from tests.effects.models import Effect
 from tests.durable.test_waits_on_workers import waiting
+from tests.effects.models import Effect
 from tests.workers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]

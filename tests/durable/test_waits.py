@@ -5,9 +5,8 @@ from datetime import timedelta
 
 import pytest
 
-from durable import days, seconds, services
+from durable import days, seconds, services, workflow
 from durable.features import history
-from durable import workflow
 from durable.models import EntryKind, EntryStatus, JournalEntry, RunStatus, Signal
 from durable.testing import drive, override_workflow
 from tests.durable.crashed import as_if_its_worker_died

@@ -94,7 +94,7 @@ def test_on_a_worker_attributes_find_the_run_and_a_conflicting_redelivery_change
 
     celery.start_worker()
     for cnpj in ("11.222.333/0001-81", "22.333.444/0001-90", "33.444.555/0001-09"):
-        run = services.run_start("staged", cnpj, id=f"workers:staged:{cnpj[:2]}", actor="test")
+        services.run_start("staged", cnpj, id=f"workers:staged:{cnpj[:2]}", actor="test")
     for run_id in WorkflowRun.objects.filter(workflow_name="staged").values_list("id", flat=True):
         waiting(run_id)
     user = User.objects.create_user("viewer", password="pw-unused-123")

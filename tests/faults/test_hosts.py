@@ -378,8 +378,9 @@ def test_a_host_cut_off_mid_step_loses_its_runs_to_the_others_and_is_fenced_when
         f"\n[faults] hosts: arrivals {dict(sorted(arrivals.items()))}, steps recorded "
         f"{dict(sorted(recorded.items()))}; {victim.name} cut off for {cut_for:.1f} s holding "
         f"{len(cut)} runs (journal lengths {dict(positions)}); taken over after "
-        f"{min(taken_over.values()):.2f}-{max(taken_over.values()):.2f} s (lease {LEASE} s + two ticks = "
-        f"{LEASE + 2 * TICK} s); external effects repeated {duplicates}; after the thaw "
+        f"{min(taken_over.values()):.2f}-{max(taken_over.values()):.2f} s "
+        f"(lease {LEASE} s + two ticks = {LEASE + 2 * TICK} s); "
+        f"external effects repeated {duplicates}; after the thaw "
         f"{victim.name} logged: {refused}"
     )
 

@@ -34,7 +34,10 @@ pytestmark = [
 RUNS = int(os.environ.get("FAULT_LIMIT_RUNS", "10000"))  # fewer to look at it by hand
 needs_redis = pytest.mark.skipif(
     not settings.CELERY_BROKER_URL.startswith("redis"),
-    reason="a queue of ten thousand in a production broker; measured on PostgreSQL + Redis (CI's first job)",
+    reason=(
+        "a queue of ten thousand in a production broker; "
+        "measured on PostgreSQL + Redis (CI's first job)"
+    ),
 )
 
 
@@ -95,7 +98,8 @@ def test_ten_thousand_runs_behind_a_rate_limit_drain_at_its_rate_with_none_stuck
     advances = list(WorkflowRun.objects.filter(pk__in=runs).values_list("advances", flat=True))
     print(
         f"\n[faults] {RUNS} runs behind {BACKLOG_SENDS.rate}/s: {len(sends)} sent in {took:.0f} s; "
-        f"drained at {rate:.1f}/s over {drain:.0f} s; busiest second {busiest_window(sends, timedelta(seconds=1))}; "
+        f"drained at {rate:.1f}/s over {drain:.0f} s; busiest second "
+        f"{busiest_window(sends, timedelta(seconds=1))}; "
         f"advances per run: mean {sum(advances) / RUNS:.2f}, most {max(advances)}"
     )
     assert (

@@ -187,7 +187,7 @@ def test_connections_lost_inside_an_atomic_step_spend_none_of_its_retries(
     cut = 0
     for attempt in range(1, blips + 1):
         wait_until(
-            lambda: attempts(markers, "blip", 1) >= attempt,
+            lambda attempt=attempt: attempts(markers, "blip", 1) >= attempt,
             timeout=60,
             message=f"attempt {attempt} to start",
         )
@@ -221,7 +221,7 @@ def test_a_journal_write_whose_connection_died_is_sent_again_not_the_effect(
     for n in range(3):
         run_ids.append(services.run_start("fault_lost_write", n, id=f"blip:{n}", actor="test").id)
         wait_until(
-            lambda: attempts(markers, "send", n) >= 1, timeout=60, message=f"send {n} to start"
+            lambda n=n: attempts(markers, "send", n) >= 1, timeout=60, message=f"send {n} to start"
         )
         time.sleep(0.2)  # the effect is made; the step pauses before returning
         assert terminate_worker_connections() >= 1

@@ -14,9 +14,9 @@ import pytest
 from django.conf import settings
 
 from durable import clock, services
-from durable.tasks import send_advance
 from durable.models import RunStatus, WorkflowRun
 from durable.runtime.store import live
+from durable.tasks import send_advance
 from tests.workers import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]

@@ -21,14 +21,14 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
-START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)  # a Monday morning, in every scenario
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday morning, in every scenario
 
 
 @dataclass
@@ -75,10 +75,9 @@ def _send(
 
 def _reviewer(username: str):
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
 
     from approvals.services import compliance_group_ensure
-
-    from django.contrib.auth.models import Group
 
     user, _ = get_user_model().objects.get_or_create(username=username)
     user.groups.add(compliance_group_ensure(), Group.objects.get_or_create(name="kyc-senior")[0])
@@ -402,8 +401,8 @@ def reconcile_scheduled(clock) -> str:
     """The durable schedule starts the day before's batch (the run opens its own batch, behind
     patched('opens-its-batch')); two corrections, the sleep until the closing window, reconciled."""
     from durable.models.schedules import Schedule
-    from durable.testing import drive
     from durable.tasks import tick
+    from durable.testing import drive
     from processes.reconciliation.models import BankStatementLine, LedgerEntry
 
     day = START.date() - timedelta(days=1)
@@ -415,7 +414,7 @@ def reconcile_scheduled(clock) -> str:
             LedgerEntry.objects.create(entry_id=f"sched-{n}", date=day, amount=Decimal(amount))
     # The schedule the processes migration seeded, as if its 00:30 today were still due.
     Schedule.objects.filter(name="reconcile-daily").update(
-        next_fire_at=datetime.combine(START.date(), datetime.min.time(), tzinfo=timezone.utc)
+        next_fire_at=datetime.combine(START.date(), datetime.min.time(), tzinfo=UTC)
         + timedelta(minutes=30)
     )
     tick()

@@ -217,7 +217,8 @@ def cloud_api(fake_http, settings):
     settings.WHATSAPP_API_BASE_URL = fake_http.url + "/v21.0"
     settings.WHATSAPP_ACCESS_TOKEN = "test-token"
     settings.WHATSAPP_PHONE_NUMBER_ID = "PHONE-ID"
-    # The fake Graph API speaks plain http on 127.0.0.1: allowed here explicitly, never in production.
+    # The fake Graph API speaks plain http on 127.0.0.1: allowed here explicitly, never in
+    # production.
     settings.WHATSAPP_MEDIA_SCHEMES = ["http"]
     settings.WHATSAPP_MEDIA_HOSTS = [
         f"127.0.0.1:{fake_http.server.server_port}"
@@ -235,11 +236,9 @@ REVIEWER_PASSWORD = "correct-horse-battery"
 
 def make_reviewer(username: str, *, reviewer: bool = True):
     from django.contrib.auth import get_user_model
-
-    from approvals.services import compliance_group_ensure
-
     from django.contrib.auth.models import Group
 
+    from approvals.services import compliance_group_ensure
     from processes.onboarding.workflow import KYC_GROUP, KYC_SENIOR_GROUP
 
     user = get_user_model().objects.create_user(username=username, password=REVIEWER_PASSWORD)

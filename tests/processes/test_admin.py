@@ -1,4 +1,5 @@
-"""The processes admin: rows that only the processes write are shown, never added or deleted by hand."""
+"""The processes admin: rows that only the processes write are shown, never added or deleted by
+hand."""
 
 import pytest
 from django.contrib.auth.models import User

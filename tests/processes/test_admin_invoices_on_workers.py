@@ -8,8 +8,8 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.db import connection
 from django.contrib.auth.models import User
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
@@ -76,9 +76,9 @@ def test_a_void_and_a_new_due_date_from_the_admin_reach_the_runs_on_a_worker_and
         )
         for invoice in (voided, moved):
             wait_until(
-                lambda: WorkflowRun.objects.get(pk=invoice.run_id).waiting_for.startswith(
-                    "signal:"
-                ),
+                lambda invoice=invoice: WorkflowRun.objects.get(
+                    pk=invoice.run_id
+                ).waiting_for.startswith("signal:"),
                 timeout=30,
                 message="the run waits for the due date",
             )

@@ -54,7 +54,7 @@ def test_paid_before_the_second_reminder_ends_quietly(invoice, signed_post, cloc
 
     assert response.status_code == 200
     assert (run.status, run.result) == (RunStatus.COMPLETED, "paid")
-    assert reminders(invoice) == ["billing:%d:1" % invoice.pk]
+    assert reminders(invoice) == [f"billing:{invoice.pk}:1"]
     assert not FinanceTicket.objects.exists()
     invoice.refresh_from_db()
     assert invoice.status == InvoiceStatus.PAID

@@ -6,10 +6,10 @@ import re
 import pytest
 
 from durable.testing import drive
+from processes.onboarding.media import media_download
 from processes.onboarding.models import Company, Document
 from processes.whatsapp.backends import MediaRefused, MediaTooLarge, ProviderError, get_backend
 from processes.whatsapp.models import OutboundMessage, OutboundStatus
-from processes.onboarding.media import media_download
 from processes.whatsapp.services import message_send
 from tests.processes.conftest import QUIET, FakeHTTPServer, document, whatsapp_webhook
 

@@ -8,7 +8,7 @@ import pytest
 from processes.onboarding.models import Company
 from processes.webhooks.models import WebhookDelivery
 from processes.whatsapp.models import InboundMessage, InboundStatus
-from tests.processes.conftest import CONTRACT, PHONE, document, whatsapp_webhook
+from tests.processes.conftest import PHONE, document, whatsapp_webhook
 from tests.workers import celery_processes, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]

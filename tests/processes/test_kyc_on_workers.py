@@ -114,7 +114,8 @@ def manage(*args: str) -> subprocess.CompletedProcess:
 
 
 def in_thread(work):
-    """A thread's work, its own database connection closed after (or the test database stays busy)."""
+    """A thread's work, its own database connection closed after (or the test database stays
+    busy)."""
 
     def run():
         try:
@@ -129,7 +130,7 @@ def routed_to(case) -> list[str]:
     return sorted(case.candidate_groups.values_list("name", flat=True))
 
 
-def test_each_kyc_check_routes_or_holds_its_case_on_a_worker_and_a_decided_case_has_a_pack_that_verifies(
+def test_each_kyc_check_routes_or_holds_its_case_on_a_worker_and_a_decided_case_has_a_valid_pack(
     on_workers, tmp_path, signed_post, ana, bruno, client
 ):
     processes = on_workers(tmp_path)

@@ -109,7 +109,8 @@ def test_the_compliance_case_names_the_company_its_documents_and_the_findings(in
         ("CNPJ registry", "ATIVA — names not given"),
         (
             "legal name",
-            "the legal name is not known: the registry does not give it and the customer was asked for it",
+            "the legal name is not known: the registry does "
+            "not give it and the customer was asked for it",
         ),
     ]
 
@@ -436,8 +437,8 @@ def test_a_cnpj_another_company_already_gave_makes_the_case_high_risk_for_senior
     assert list(case.candidate_groups.values_list("name", flat=True)) == ["kyc-senior"]
     first_company = Company.objects.get(wa_id=PHONE)
     assert (
-        f"the CNPJ is already held by Padaria Boa Massa (customer {first_company.customer_id}, approved, "
-        f"case #{first_case.pk})"
+        "the CNPJ is already held by Padaria Boa Massa (customer "
+        f"{first_company.customer_id}, approved, case #{first_case.pk})"
     ) in case.summary["risk"]
 
 

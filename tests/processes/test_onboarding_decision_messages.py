@@ -75,8 +75,8 @@ def test_asking_for_documents_sends_what_to_send_not_the_reason(client, ana, in_
 
     asked = OutboundMessage.objects.get(idempotency_key=f"{in_review.id}:more:1").body
     assert asked == (
-        "A nossa equipe de análise precisa de mais documentos. Envie o contrato social com a última "
-        "alteração. Responda por aqui, por favor."
+        "A nossa equipe de análise precisa de mais documentos. Envie o "
+        "contrato social com a última alteração. Responda por aqui, por favor."
     )
 
 

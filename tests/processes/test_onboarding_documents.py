@@ -5,13 +5,13 @@ import hashlib
 
 import pytest
 
+from approvals.errors import ApprovalHeld
 from approvals.models import ApprovalRequest, ApprovalStatus
 from approvals.services import approval_decide
-from approvals.errors import ApprovalHeld
 from durable.models import JournalEntry
 from processes.onboarding.models import Company, Document, DocumentFetch, DocumentKind
 from processes.whatsapp.models import OutboundMessage
-from tests.processes.conftest import ADDRESS, CONTRACT, HELLO, PHONE, SELFIE, document
+from tests.processes.conftest import ADDRESS, CONTRACT, HELLO, PHONE, SELFIE
 
 pytestmark = pytest.mark.django_db
 

@@ -138,7 +138,7 @@ def test_the_reviewer_sees_why_approve_is_disabled_while_the_cnpj_is_not_checked
     assert f"but this case was checked with {CNPJ}: it must be re-checked first" in page
 
 
-def test_a_cnpj_written_during_the_review_is_asked_of_the_registry_and_an_inactive_one_stays_high_risk(
+def test_a_cnpj_written_during_review_is_asked_of_the_registry_and_an_inactive_one_stays_high_risk(
     customer, high_risk_case, settings
 ):
     settings.ONBOARDING_FAKE_REGISTRY = {

@@ -7,7 +7,9 @@ import json
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from processes.billing.models import PaymentEvent
 from processes.webhooks.models import QuarantinedItem, WebhookDelivery

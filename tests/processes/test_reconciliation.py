@@ -5,7 +5,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
@@ -14,8 +14,8 @@ from django.db import connection
 from durable import days, hours
 from durable.models import AuditEvent, JournalEntry, RunStatus, WorkflowRun
 from durable.models.schedules import Schedule
-from durable.testing import drive, fake_clock
 from durable.tasks import tick
+from durable.testing import drive, fake_clock
 from processes.reconciliation.models import (
     BankStatementLine,
     BatchStatus,
@@ -26,7 +26,7 @@ from processes.reconciliation.services import reconciliation_start
 from tests.support import subprocess_env
 
 DAY = date(2026, 5, 5)
-STARTED = datetime(2026, 5, 6, 0, 30, tzinfo=timezone.utc)
+STARTED = datetime(2026, 5, 6, 0, 30, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def seeded_schedule():
     """The schedule processes' migration seeded, as if seeded at STARTED's midnight."""
     schedule = Schedule.objects.get(name="reconcile-daily")
     Schedule.objects.filter(pk=schedule.pk).update(
-        next_fire_at=datetime(2026, 5, 6, 0, 30, tzinfo=timezone.utc)
+        next_fire_at=datetime(2026, 5, 6, 0, 30, tzinfo=UTC)
     )
     return schedule
 
@@ -128,7 +128,7 @@ def test_reconciliation_runs_from_a_durable_schedule_not_a_beat_entry():
 
 @pytest.mark.django_db
 def test_three_days_without_a_sweep_reconcile_each_missed_day_once(seeded_schedule):
-    with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=timezone.utc)) as clock:
+    with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=UTC)) as clock:
         tick()  # the last sweep before beat goes down: nothing is due yet
         clock.advance(days(3))  # three days without a sweep
 
@@ -147,7 +147,7 @@ def test_three_days_without_a_sweep_reconcile_each_missed_day_once(seeded_schedu
 @pytest.mark.django_db
 def test_a_missed_day_reconciles_that_day_not_yesterday(statement, seeded_schedule, settings):
     settings.RECONCILIATION_CLOSING_TIME = "06:00"
-    with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=timezone.utc)) as clock:
+    with fake_clock(datetime(2026, 5, 6, 0, 0, tzinfo=UTC)) as clock:
         clock.advance(days(2) + hours(7))  # beat was down on the 6th and the 7th
         tick()
 
@@ -163,7 +163,7 @@ def test_a_missed_day_reconciles_that_day_not_yesterday(statement, seeded_schedu
 
 @pytest.mark.django_db
 def test_a_second_sweep_or_a_manual_start_of_the_same_day_starts_nothing(seeded_schedule):
-    with fake_clock(datetime(2026, 5, 6, 0, 31, tzinfo=timezone.utc)):
+    with fake_clock(datetime(2026, 5, 6, 0, 31, tzinfo=UTC)):
         tick()
         tick()  # a second beat
         reconciliation_start(batch_date=DAY, actor="ops")

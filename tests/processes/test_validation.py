@@ -88,12 +88,13 @@ def said_to_the_customer(result) -> list[str]:
         ),
         (
             DocumentFacts("unknown", "application/pdf", size=10, file_name="scan.pdf"),
-            "não sabemos qual documento é o arquivo scan.pdf: escreva na legenda se é o contrato social, o comprovante "
-            "de endereço ou a selfie",
+            "não sabemos qual documento é o arquivo scan.pdf: escreva na legenda "
+            "se é o contrato social, o comprovante de endereço ou a selfie",
         ),
         (
             DocumentFacts("selfie", "image/webp", size=10),
-            "o documento enviado como selfie do responsável é um WEBP, mas para a selfie precisamos de uma foto (JPEG ou PNG)",
+            "o documento enviado como selfie do responsável é um WEBP, "
+            "mas para a selfie precisamos de uma foto (JPEG ou PNG)",
         ),
     ],
 )

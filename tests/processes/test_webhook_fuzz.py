@@ -10,7 +10,8 @@ import os
 
 import pytest
 from django.test import TestCase
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from processes import signing
 from processes.webhooks.models import QuarantinedItem
@@ -19,7 +20,7 @@ from tests.processes.conftest import WHATSAPP_URL
 
 pytestmark = pytest.mark.django_db
 
-FUZZ_SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
+FUZZ_SETTINGS = {"deadline": None, "database": None, "suppress_health_check": list(HealthCheck)}
 # Each example posts two deliveries: 1500 examples are 3000 signed requests, about a minute.
 SLOW_EXAMPLES = int(os.environ.get("WEBHOOK_FUZZ_EXAMPLES", "1500"))
 

@@ -8,8 +8,8 @@ import pytest
 
 from approvals.models import ApprovalRequest
 from durable.models import RunStatus
-from processes.onboarding.options import kind_question as kind_options
 from processes.onboarding.models import Company, CompanyStatus, Document, DocumentKind
+from processes.onboarding.options import kind_question as kind_options
 from processes.onboarding.services import CONTINUE_TEXT
 from processes.whatsapp.backends import ListRow, OptionList, ReplyButton
 from processes.whatsapp.models import InboundMessage, InboundStatus, OutboundMessage, OutboundStatus

@@ -221,12 +221,14 @@ def test_a_document_after_the_onboarding_ended_is_kept_unmatched(signed_post):
 def test_statuses_move_an_outbound_message_forward_only(signed_post, clock):
     company = Company.objects.create(wa_id="5511999990009")
     sent = message_send(company=company, body="Olá", idempotency_key="k1")
-    status = lambda name, ts: {
-        "id": sent.provider_message_id,
-        "status": name,
-        "timestamp": ts,  # noqa: E731
-        "recipient_id": company.wa_id,
-    }
+
+    def status(name, ts):
+        return {
+            "id": sent.provider_message_id,
+            "status": name,
+            "timestamp": ts,
+            "recipient_id": company.wa_id,
+        }
 
     signed_post(whatsapp_webhook(statuses=[status("read", "3"), status("delivered", "2")]))
 

@@ -1,5 +1,5 @@
-"""``python manage.py approvals evidence export CASE_ID [-o FILE]`` and ``... evidence verify FILE``:
-an operator's copy of a case's evidence pack (audited like a download), and its check."""
+"""``python manage.py approvals evidence export CASE_ID [-o FILE]`` and ``... evidence verify
+FILE``: an operator's copy of a case's evidence pack (audited like a download), and its check."""
 
 from pathlib import Path
 

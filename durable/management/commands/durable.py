@@ -6,8 +6,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from durable.surfaces.cli import SUBCOMMANDS
 from durable.errors import DurableError
+from durable.surfaces.cli import SUBCOMMANDS
 
 # The optional packages a subcommand may need, and the extra of django-durable-flows that
 # installs each: without it the subcommand is listed, and says what to install.

@@ -21,7 +21,7 @@ import threading
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from django.db import (
     DatabaseError,
@@ -31,12 +31,10 @@ from django.db import (
     connection,
     transaction,
 )
-from django.db.models import Count, F, JSONField, Q, Value
+from django.db.models import F, JSONField, Q, Value
 from django.db.models.expressions import CombinedExpression
 
 from durable import chain, clock, codec, conf, sql
-from durable.runtime import children, forks
-from durable.runtime.dispatch import dispatch
 from durable.errors import (
     Divergence,
     Fenced,
@@ -46,8 +44,6 @@ from durable.errors import (
     RunNotFound,
     StoreUnavailable,
 )
-from durable.runtime.limits import Limit
-from durable.runtime.priorities import DEFAULT_PRIORITY, MAX_PRIORITY
 from durable.locks import advisory_xact_lock
 from durable.models import (
     ACTIVE_STATUSES,
@@ -67,6 +63,10 @@ from durable.models import (
     TicketState,
     WorkflowRun,
 )
+from durable.runtime import children, forks
+from durable.runtime.dispatch import dispatch
+from durable.runtime.limits import Limit
+from durable.runtime.priorities import DEFAULT_PRIORITY, MAX_PRIORITY
 from durable.runtime.store import Store
 
 log = logging.getLogger(__name__)
@@ -390,7 +390,8 @@ class LiveStore(Store):
         journal, runs = JournalEntry._meta.db_table, WorkflowRun._meta.db_table
         with store_errors(), connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT entry.id FROM {runs} AS run LEFT JOIN {journal} AS entry ON entry.run_id = run.id "
+                f"SELECT entry.id FROM {runs} AS run LEFT JOIN {journal} AS entry "
+                "ON entry.run_id = run.id "
                 f"AND entry.position = %s AND entry.status = %s AND entry.attempt = %s "
                 f"WHERE run.id = %s AND run.fencing_token = %s",
                 [entry.position, entry.status, entry.attempt, self.run_id, self.token],
@@ -414,7 +415,8 @@ class LiveStore(Store):
         if statement is None:
             statement = _FENCED_INSERT_SQL[len(columns)] = (
                 f"WITH fence AS ({_fence_sql()}) "
-                f"INSERT INTO {JournalEntry._meta.db_table} ({', '.join(f.column for f in columns)}) "
+                f"INSERT INTO {JournalEntry._meta.db_table} "
+                f"({', '.join(f.column for f in columns)}) "
                 f"SELECT {', '.join(['%s'] * len(columns))} FROM fence RETURNING id"
             )
         try:
@@ -593,7 +595,8 @@ class LiveStore(Store):
 
 _EXTEND_UNLESS_LOCKED_SQL = (
     f"UPDATE {WorkflowRun._meta.db_table} SET lease_expires_at = %s, wake_at = %s WHERE id = ("
-    f"SELECT id FROM {WorkflowRun._meta.db_table} WHERE id = %s AND fencing_token = %s AND status = %s "
+    f"SELECT id FROM {WorkflowRun._meta.db_table} WHERE id = %s AND fencing_token = %s "
+    "AND status = %s "
     f"FOR NO KEY UPDATE SKIP LOCKED) RETURNING 1"
 )
 
@@ -654,7 +657,8 @@ def _fence_sql() -> str:
 # SET LOCAL as a function, so it can ride in the fence's own statement.
 _LIMIT_IDLE_SQL = "SELECT set_config('idle_in_transaction_session_timeout', %s, true)"
 _FENCE_AND_LIMIT_IDLE_SQL = (
-    f"SELECT set_config('idle_in_transaction_session_timeout', %s, true) FROM {WorkflowRun._meta.db_table} "
+    "SELECT set_config('idle_in_transaction_session_timeout', %s, true) "
+    f"FROM {WorkflowRun._meta.db_table} "
     f"WHERE id = %s AND fencing_token = %s FOR SHARE"
 )
 
@@ -687,10 +691,12 @@ def _claim(run_id: str, owner: str, seconds: float, advances: int | None = None)
     now = clock.now()
     expires = now + timedelta(seconds=seconds)
     waiting = [status for status in WorkflowRun.sources_of("claim") if status != RunStatus.RUNNING]
-    fields = [f for f in WorkflowRun._meta.concrete_fields]
+    fields = list(WorkflowRun._meta.concrete_fields)
     statement = (
-        f"UPDATE {WorkflowRun._meta.db_table} SET status = %s, lease_owner = %s, lease_expires_at = %s, "
-        f"wake_at = %s, fencing_token = fencing_token + 1, advances = advances + 1, resends = 0, updated_at = %s, "
+        f"UPDATE {WorkflowRun._meta.db_table} "
+        "SET status = %s, lease_owner = %s, lease_expires_at = %s, wake_at = %s, "
+        "fencing_token = fencing_token + 1, advances = advances + 1, resends = 0, "
+        "updated_at = %s, "
         f"recoveries = CASE WHEN status = %s THEN recoveries + 1 ELSE 0 END, "
         f"takeovers = takeovers + CASE WHEN status = %s THEN 1 ELSE 0 END "
         f"WHERE id = %s AND (status IN ({', '.join(['%s'] * len(waiting))}) OR (status = %s AND "
@@ -755,7 +761,8 @@ def _wake_statement(run_ids: list, *, now, by, **also) -> tuple[str, list]:
     fields = [meta.get_field(name) for name in also]
     sets = "".join(f", {quote(field.column)} = %s" for field in fields)
     statement = (
-        f"UPDATE {quote(meta.db_table)} SET signal_seq = signal_seq + 1, resends = 0, updated_at = %s, "
+        f"UPDATE {quote(meta.db_table)} "
+        "SET signal_seq = signal_seq + 1, resends = 0, updated_at = %s, "
         f"wake_at = CASE WHEN wake_at IS NULL OR wake_at > %s THEN %s ELSE wake_at END{sets} "
         f"WHERE id IN ({', '.join(['%s'] * len(run_ids))}) "
         f"AND status NOT IN ({', '.join(['%s'] * len(FINISHED_STATUSES))})"
@@ -822,16 +829,20 @@ def record_signal(signal, event, now, grace) -> int | None:
     statement = (
         f"WITH woken AS ({wake} RETURNING priority), "
         f"sent AS (INSERT INTO {quote(signal._meta.db_table)} ({signal_columns}) "
-        f"SELECT {', '.join(['%s'] * len(signal_fields))} FROM woken RETURNING {quote(signal._meta.pk.column)} AS id), "
-        f"head AS (SELECT {column['chain_seq']} AS seq, {column['row_hash']} AS hash FROM {quote(audit.db_table)} "
+        f"SELECT {', '.join(['%s'] * len(signal_fields))} FROM woken "
+        f"RETURNING {quote(signal._meta.pk.column)} AS id), "
+        f"head AS (SELECT {column['chain_seq']} AS seq, {column['row_hash']} AS hash "
+        f"FROM {quote(audit.db_table)} "
         f"WHERE {column[event.chain_parent]} = %s ORDER BY {column['chain_seq']} DESC LIMIT 1), "
-        f"link AS (SELECT sent.id, COALESCE(head.seq, 0) + 1 AS seq, COALESCE(head.hash, %s) AS prev "
+        "link AS (SELECT sent.id, COALESCE(head.seq, 0) + 1 AS seq, "
+        "COALESCE(head.hash, %s) AS prev "
         f"FROM sent LEFT JOIN head ON TRUE), "
-        f"digest AS (SELECT link.*, encode(sha256(convert_to(link.prev || %s::text || link.seq::text || %s::text "
+        "digest AS (SELECT link.*, encode(sha256(convert_to("
+        "link.prev || %s::text || link.seq::text || %s::text "
         f"|| link.id::text || %s::text, 'UTF8')), 'hex') AS hash FROM link) "
         f"INSERT INTO {quote(audit.db_table)} ({', '.join(column.values())}) "
-        f"SELECT %s, %s, %s, %s::jsonb || jsonb_build_object('signal_id', digest.id), %s, digest.seq, digest.prev, "
-        f"digest.hash, {sealed} FROM digest "
+        "SELECT %s, %s, %s, %s::jsonb || jsonb_build_object('signal_id', digest.id), %s, "
+        f"digest.seq, digest.prev, digest.hash, {sealed} FROM digest "
         f"RETURNING ({column['detail']} ->> 'signal_id')::bigint, {quote(audit.pk.column)}, "
         f"{column['chain_seq']}, {column['prev_hash']}, {column['row_hash']}, {column['row_mac']}, "
         f"(SELECT priority FROM woken)"
@@ -903,14 +914,15 @@ def pick_due(
         ", ".join(["%s"] * len(ACTIVE_STATUSES)),
     )
     due = (
-        f"SELECT id, wake_at, status, waiting_for, advances, resends, priority FROM {table} WHERE wake_at <= %s "
+        f"SELECT id, wake_at, status, waiting_for, advances, resends, priority FROM {table} "
+        "WHERE wake_at <= %s "
         f"AND status IN ({statuses}) ORDER BY priority DESC, wake_at LIMIT %s"
     )
     moved = (
-        f"wake_at = CASE WHEN {{run}}status = %s THEN %s "
+        "wake_at = CASE WHEN {run}status = %s THEN %s "
         + "".join(f"WHEN {{run}}resends = {n} THEN %s " for n in range(5))
         + "ELSE %s END, "
-        f"resends = CASE WHEN {{run}}resends < 32000 THEN {{run}}resends + 1 ELSE {{run}}resends END"
+        "resends = CASE WHEN {run}resends < 32000 THEN {run}resends + 1 ELSE {run}resends END"
     )
     moved_params = [RunStatus.RUNNING, until, *later]
     with connection.cursor() as cursor:
@@ -927,7 +939,8 @@ def pick_due(
             cursor.execute(
                 f"UPDATE {table} AS run SET {moved.format(run='due.')} "
                 f"FROM ({due} FOR UPDATE SKIP LOCKED) AS due "
-                f"WHERE run.id = due.id RETURNING run.id, due.wake_at, due.status, due.waiting_for, "
+                "WHERE run.id = due.id "
+                "RETURNING run.id, due.wake_at, due.status, due.waiting_for, "
                 f"due.advances, due.priority",
                 [*moved_params, horizon, *ACTIVE_STATUSES, limit],
             )
@@ -971,13 +984,15 @@ _HOLD_LIVE = (
 # Tickets that no longer count: released past the window, held by a lease that is gone.
 _FORGET_SPENT_SQL = (
     f"DELETE FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s AND ("
-    f"(state = 'released' AND released_at <= %s) OR (state = 'held' AND granted_at <= %s AND NOT EXISTS ("
+    "(state = 'released' AND released_at <= %s) "
+    "OR (state = 'held' AND granted_at <= %s AND NOT EXISTS ("
     f"SELECT 1 FROM {_RUNS} r WHERE r.id = {_TICKETS}.run_id AND r.status = 'running' "
     f"AND r.fencing_token = {_TICKETS}.fencing_token AND r.lease_expires_at > %s)))"
 )
 # The held and released tickets (a few per slot or token): whether each holds a slot.
 _TAKEN_SQL = (
-    f"SELECT t.state, t.granted_at, t.released_at, CASE WHEN t.state = 'held' AND {_HOLD_LIVE} THEN 1 ELSE 0 END "
+    "SELECT t.state, t.granted_at, t.released_at, "
+    f"CASE WHEN t.state = 'held' AND {_HOLD_LIVE} THEN 1 ELSE 0 END "
     f"FROM {_TICKETS} t JOIN {_RUNS} r ON r.id = t.run_id "
     f"WHERE t.limit_name = %s AND t.limit_key = %s AND t.state IN ('held', 'released')"
 )
@@ -985,11 +1000,13 @@ _TAKEN_SQL = (
 # run is active and has had less than patience to come back since its wake-up, or (still
 # parked on this limit, or claimed since the cutoff) could not come back yet.
 _LINE_SQL = (
-    f"SELECT {_TICKET_COLUMNS}, CASE WHEN r.status IN ({_ACTIVE}) AND (t.wake_at > %s OR (r.waiting_for = %s "
+    f"SELECT {_TICKET_COLUMNS}, "
+    f"CASE WHEN r.status IN ({_ACTIVE}) AND (t.wake_at > %s OR (r.waiting_for = %s "
     f"AND (r.status <> 'running' OR r.updated_at > %s))) THEN 1 ELSE 0 END "
     f"FROM {_TICKETS} t JOIN {_RUNS} r ON r.id = t.run_id "
     f"WHERE t.limit_name = %s AND t.limit_key = %s AND t.state = 'waiting' "
-    f"AND (t.priority < %s OR (t.priority = %s AND (t.queued_at > %s OR (t.queued_at = %s AND t.id > %s)))) "
+    "AND (t.priority < %s OR (t.priority = %s "
+    "AND (t.queued_at > %s OR (t.queued_at = %s AND t.id > %s)))) "
     f"ORDER BY t.priority DESC, t.queued_at, t.id LIMIT %s"
 )
 # How long the line is, up to a bound (an index-only count of at most that many rows).
@@ -998,7 +1015,8 @@ _LINE_LENGTH_SQL = (
     f"AND state = 'waiting' LIMIT %s) AS line"
 )
 _LAST_WAITER_SQL = (
-    f"SELECT wake_at FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s AND state = 'waiting' "
+    f"SELECT wake_at FROM {_TICKETS} WHERE limit_name = %s AND limit_key = %s "
+    "AND state = 'waiting' "
     f"ORDER BY priority, queued_at DESC, id DESC LIMIT 1"
 )
 _TICKET_WAKE_SQL = f"UPDATE {_TICKETS} SET wake_at = %s WHERE id = %s"
@@ -1015,7 +1033,7 @@ _TICKET_RETURN_SQL = (
     f"DELETE FROM {_TICKETS} "
     f"WHERE run_id = %s AND position = %s AND state = 'held' AND fencing_token = %s"
 )
-_FAR_BACK = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
+_FAR_BACK = datetime(1970, 1, 1, tzinfo=UTC)
 _TIME = LimitTicket._meta.get_field("wake_at")
 
 
@@ -1111,7 +1129,8 @@ def _new_ticket(
     held: bool = False,
     wake_at: datetime | None = None,
 ) -> None:
-    """The step's first ticket: held from now under the lease's token, or waiting until ``wake_at``."""
+    """The step's first ticket: held from now under the lease's token, or waiting until
+    ``wake_at``."""
     state = (
         {"state": TicketState.HELD, "fencing_token": lease.token, "granted_at": now}
         if held
@@ -1400,8 +1419,10 @@ def move_to_archive(ids: list[str], batch, *, now: datetime, exported: bool) -> 
     statements = [
         (
             f"INSERT INTO {quote(ArchivedRun._meta.db_table)} "
-            f"({', '.join(quote(c) for c in run_columns)}, {quote('archived_at')}, {quote('batch_id')}) "
-            f"SELECT {selected}, %s, %s FROM {quote(WorkflowRun._meta.db_table)} WHERE {quote('id')} IN ({marks})",
+            f"({', '.join(quote(c) for c in run_columns)}, "
+            f"{quote('archived_at')}, {quote('batch_id')}) "
+            f"SELECT {selected}, %s, %s FROM {quote(WorkflowRun._meta.db_table)} "
+            f"WHERE {quote('id')} IN ({marks})",
             [archived_at, batch.pk, *ids],
         )
     ]
@@ -1429,7 +1450,8 @@ def move_to_archive(ids: list[str], batch, *, now: datetime, exported: bool) -> 
         for statement, params in statements:
             cursor.execute(statement, params)
         cursor.execute(
-            f"SELECT COUNT(*) FROM {quote(ArchivedRun._meta.db_table)} WHERE {quote('batch_id')} = %s",
+            f"SELECT COUNT(*) FROM {quote(ArchivedRun._meta.db_table)} "
+            f"WHERE {quote('batch_id')} = %s",
             [batch.pk],
         )
         return cursor.fetchone()[0]
@@ -1840,17 +1862,17 @@ def cancel_run(run: WorkflowRun, *, reason: str, actor: str, detail: dict) -> No
     """Inside the caller's transaction, ``run`` locked: end it cancelled now. Bumping the
     fencing token stops a worker that is running it right now at its next write."""
     now = clock.now()
-    changes = dict(
-        status=run.status_after("cancel"),
-        fencing_token=run.fencing_token + 1,
-        error={"type": "Cancelled", "message": reason or "cancelled"},
-        wake_at=None,
-        lease_owner="",
-        lease_expires_at=None,
-        waiting_for="",
-        updated_at=now,
-        finished_at=now,
-    )
+    changes = {
+        "status": run.status_after("cancel"),
+        "fencing_token": run.fencing_token + 1,
+        "error": {"type": "Cancelled", "message": reason or "cancelled"},
+        "wake_at": None,
+        "lease_owner": "",
+        "lease_expires_at": None,
+        "waiting_for": "",
+        "updated_at": now,
+        "finished_at": now,
+    }
     WorkflowRun.objects.filter(pk=run.id).update(**changes)
     run.cancel()
     for name, value in changes.items():
@@ -1882,13 +1904,13 @@ def retry_run(run: WorkflowRun, *, actor: str, detail: dict) -> None:
         )
         last.save(update_fields=["status", "attempt", "wake_at", "updated_at"])
     previous_error = run.error
-    changes = dict(
-        status=run.status_after("retry"),
-        error=None,
-        finished_at=None,
-        updated_at=now,
-        wake_at=_grace(),
-    )
+    changes = {
+        "status": run.status_after("retry"),
+        "error": None,
+        "finished_at": None,
+        "updated_at": now,
+        "wake_at": _grace(),
+    }
     WorkflowRun.objects.filter(pk=run.id).update(**changes)
     run.retry()
     for name, value in changes.items():

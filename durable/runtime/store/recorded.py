@@ -10,9 +10,9 @@ from django.conf import settings
 from django.db import connections
 from django.utils.dateparse import parse_datetime
 
-from durable.runtime.context import describe
 from durable.errors import ControlFlow, Divergence
 from durable.models import JournalEntry
+from durable.runtime.context import describe
 from durable.runtime.priorities import DEFAULT_PRIORITY
 from durable.runtime.store import Store
 

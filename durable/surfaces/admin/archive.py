@@ -1,7 +1,7 @@
 """The admin of archived runs: the same run page as a live run, read-only, from the archive.
 
-Registered by durable/surfaces/admin/__init__.py. Nothing here can change a row: the archive tables are
-history, and an archived run takes no signal, cancel, retry or wake.
+Registered by durable/surfaces/admin/__init__.py. Nothing here can change a row: the archive tables
+are history, and an archived run takes no signal, cancel, retry or wake.
 """
 
 from django.contrib import admin
@@ -13,6 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from durable import selectors
+from durable.models.archive import ArchiveBatch, ArchivedRun
 from durable.surfaces.admin.display import (
     EngineAssets,
     ReadOnlyAdmin,
@@ -22,7 +23,6 @@ from durable.surfaces.admin.display import (
     stamp_column,
 )
 from durable.surfaces.admin.rows import audit_row, journal_row
-from durable.models.archive import ArchiveBatch, ArchivedRun
 from durable.templatetags.durable_admin import breakable
 
 VIEW_RUNS_PERMISSION = "durable.view_workflowrun"

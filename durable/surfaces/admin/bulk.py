@@ -14,13 +14,13 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, pgettext_lazy
 
 from durable import conf, validation
+from durable.errors import DurableError
 from durable.features import bulk
+from durable.models import RunStatus
+from durable.runtime.context import check_attribute_name
+from durable.selectors import RunFilter
 from durable.surfaces.admin.display import data, label
 from durable.surfaces.audit import request_audit
-from durable.runtime.context import check_attribute_name
-from durable.errors import DurableError
-from durable.models import RunStatus
-from durable.selectors import RunFilter
 
 ACTION_CHOICES = [
     ("retry", gettext_lazy("Retry (failed or blocked runs)")),
@@ -228,7 +228,8 @@ def _confirm(model_admin, request):
     model_admin.message_user(
         request,
         _(
-            "%(done)s; %(skipped)s (their status no longer allowed it). Each has an audit row (bulk %(bulk)s)."
+            "%(done)s; %(skipped)s (their status no longer "
+            "allowed it). Each has an audit row (bulk %(bulk)s)."
         )
         % {"done": done_message(action, result.acted), "skipped": skipped, "bulk": result.bulk_id},
         level,

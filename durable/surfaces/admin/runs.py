@@ -21,6 +21,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from durable import selectors, services, validation
+from durable.errors import DurableError
+from durable.models import AuditAction, AuditEvent, LimitTicket, RunStatus, WorkflowRun
 from durable.surfaces.admin import bulk, fork
 from durable.surfaces.admin.display import (
     EngineAssets,
@@ -29,7 +31,6 @@ from durable.surfaces.admin.display import (
     data,
     json_block,
     label,
-    run_admin_url,
     run_link,
     stamp_column,
 )
@@ -37,8 +38,6 @@ from durable.surfaces.admin.paging import EstimatedCountPaginator
 from durable.surfaces.admin.rows import audit_row, journal_row
 from durable.surfaces.admin.timeline import timeline_svg
 from durable.surfaces.audit import request_audit
-from durable.errors import DurableError
-from durable.models import AuditAction, AuditEvent, LimitTicket, RunStatus, WorkflowRun
 from durable.templatetags.durable_admin import breakable
 
 OPERATE_PERMISSION = "durable.operate_workflowrun"
@@ -67,7 +66,8 @@ class SignalForm(forms.Form):
         label=gettext_lazy("Name"),
         max_length=255,
         help_text=gettext_lazy(
-            'The signal the workflow waits for, e.g. <code translate="no">documents_received</code>.'
+            "The signal the workflow waits for, e.g. <code "
+            'translate="no">documents_received</code>.'
         ),
     )
     payload = forms.JSONField(
@@ -620,8 +620,8 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
         if not waiting_for:
             return ""
         return _(
-            "Run %(run)s not woken: it waits for %(signal)s and has no sleep or back-off to end (a wake "
-            "never ends a wait for a signal early; it was only looked at again)."
+            "Run %(run)s not woken: it waits for %(signal)s and has no sleep or back-off to "
+            "end (a wake never ends a wait for a signal early; it was only looked at again)."
         ) % {"run": run_id, "signal": repr(waiting_for)}
 
 

@@ -1,4 +1,5 @@
-"""The schedules' admin: when each fires next and what it fired; create, change, pause, resume, audited.
+"""The schedules' admin: when each fires next and what it fired; create, change, pause, resume,
+audited.
 
 Nothing here writes a row directly: every write goes through ``durable.features.schedules`` (which
 checks the cron, the zone, the templates and the input, locks the row and writes the
@@ -12,7 +13,9 @@ from django.utils.html import format_html
 from django.utils.text import format_lazy
 from django.utils.translation import get_language, gettext_lazy, ngettext, pgettext
 
+from durable.errors import DurableError
 from durable.features import cron, schedules
+from durable.models.schedules import Schedule, ScheduleAction, ScheduleEvent
 from durable.surfaces.admin.display import (
     EngineAssets,
     badge,
@@ -23,8 +26,6 @@ from durable.surfaces.admin.display import (
     stamp_column,
 )
 from durable.surfaces.audit import request_audit
-from durable.errors import DurableError
-from durable.models.schedules import Schedule, ScheduleAction, ScheduleEvent
 
 OPERATE_SCHEDULE_PERMISSION = "durable.operate_schedule"
 EDITABLE = [
@@ -64,7 +65,8 @@ class ScheduleForm(forms.ModelForm):
             ),
             "id_template": format_lazy(
                 gettext_lazy(
-                    'The run id of an occurrence, e.g. <code translate="no">reconcile:{{date}}</code>. Placeholders: '
+                    "The run id of an occurrence, e.g. <code "
+                    'translate="no">reconcile:{{date}}</code>. Placeholders: '
                     "{placeholders}. The run id is the occurrence: it never runs twice."
                 ),
                 placeholders=PLACEHOLDERS,

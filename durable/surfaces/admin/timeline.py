@@ -99,7 +99,8 @@ def timeline_svg(run, journal) -> SafeString:
         (
             '<g class="durable-timeline-row"><title>{}</title>'
             '<text x="4" y="{}" font-size="11" translate="no">{}</text>'
-            '<rect x="{}" y="{}" width="{}" height="{}" fill="{}" fill-opacity="{}" rx="2"></rect></g>'
+            '<rect x="{}" y="{}" width="{}" height="{}" fill="{}" fill-opacity="{}" '
+            'rx="2"></rect></g>'
         ),
         (
             (

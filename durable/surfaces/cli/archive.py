@@ -1,4 +1,5 @@
-"""``durable archive --finished-before 90d [--export DIR] [--batch-size N] [--dry-run]``: retention."""
+"""``durable archive --finished-before 90d [--export DIR] [--batch-size N] [--dry-run]``:
+retention."""
 
 from django.core.management.base import CommandError
 

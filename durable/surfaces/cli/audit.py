@@ -3,7 +3,10 @@ name the first broken link; ``durable audit export-heads``: append the chains' h
 
 from durable.features import audit_heads
 
-help = "Check the audit trails: every row's hash and seal, every link, the table guards, the exported heads."
+help = (
+    "Check the audit trails: every row's hash and seal, "
+    "every link, the table guards, the exported heads."
+)
 
 
 def add_arguments(parser):
@@ -52,7 +55,8 @@ def handle(options, out) -> int:
             out.write(f"BROKEN {report.broken}")
             return 1
         out.write(
-            f"  heads digest {report.head_digest} (record it elsewhere to notice rows cut from the end)"
+            f"  heads digest {report.head_digest} (record "
+            "it elsewhere to notice rows cut from the end)"
         )
         if report.guard in ("missing", "disabled"):
             out.write(f"UNGUARDED {report.table}: the append-only trigger is {report.guard}")

@@ -1,11 +1,12 @@
-"""``durable cancel RUN_ID [--reason TEXT] [--graceful]``: cancel a run now, or let it clean up first."""
+"""``durable cancel RUN_ID [--reason TEXT] [--graceful]``: cancel a run now, or let it clean up
+first."""
 
 from durable import services
 from durable.surfaces.cli._common import audit
 
 help = (
-    "Cancel a run: now (a worker running it stops at its next write; no compensation runs), or with "
-    "--graceful, where the workflow is told in the call it waits in and may clean up first."
+    "Cancel a run: now (a worker running it stops at its next write; no compensation runs), or "
+    "with --graceful, where the workflow is told in the call it waits in and may clean up first."
 )
 
 

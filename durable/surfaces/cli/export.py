@@ -1,4 +1,5 @@
-"""``durable export <run id> [-o file]``: write a run's history (journal, input, signals) as JSON."""
+"""``durable export <run id> [-o file]``: write a run's history (journal, input, signals) as
+JSON."""
 
 import json
 from pathlib import Path

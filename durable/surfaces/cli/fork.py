@@ -1,4 +1,5 @@
-"""``durable fork RUN_ID --at N [--id NEW_ID] [--yes]``: run a run again from a step, as a new run."""
+"""``durable fork RUN_ID --at N [--id NEW_ID] [--yes]``: run a run again from a step, as a new
+run."""
 
 import sys
 
@@ -49,9 +50,10 @@ def describe(preview: selectors.ForkPreview) -> str:
     run, again = preview.run, preview.first_again
     lines = [
         f"run {run.id} ({run.workflow_name} v{run.workflow_version}, {run.status})",
-        f"  keeps {len(preview.kept)} entr{'y' if len(preview.kept) == 1 else 'ies'} (positions before "
-        f"{preview.at_position})",
-        f"  runs again from: {f'{again.kind} {again.name!r}' if again else 'the end of its journal'}",
+        f"  keeps {len(preview.kept)} entr{'y' if len(preview.kept) == 1 else 'ies'} "
+        f"(positions before {preview.at_position})",
+        "  runs again from: "
+        f"{f'{again.kind} {again.name!r}' if again else 'the end of its journal'}",
         f"  signals taken again: {len(preview.signals)}"
         + (f" ({short(', '.join(s.name for s in preview.signals))})" if preview.signals else ""),
     ]

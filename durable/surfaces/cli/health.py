@@ -1,4 +1,5 @@
-"""``durable health``: exit 1 when the database, the broker, the sweep or an app's check is unhealthy."""
+"""``durable health``: exit 1 when the database, the broker, the sweep or an app's check is
+unhealthy."""
 
 import json
 

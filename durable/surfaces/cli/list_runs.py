@@ -2,8 +2,8 @@
 
 from django.core.management.base import CommandError
 
-from durable.surfaces.cli._common import USAGE_ERROR, table, when
 from durable.models import RunStatus, WorkflowRun
+from durable.surfaces.cli._common import USAGE_ERROR, table, when
 
 help = "List runs, newest first, filtered by status and workflow."
 

@@ -1,4 +1,5 @@
-"""``durable replay <files or folders...>`` or ``--workflow NAME --status waiting [--archived]``: check histories.
+"""``durable replay <files or folders...>`` or ``--workflow NAME --status waiting [--archived]``:
+check histories.
 
 Replays recorded histories against the current code without running any step or writing
 anything; exits 1 with a diff when one diverges, so CI catches a change that would block

@@ -5,10 +5,13 @@ from django.core.management.base import CommandError
 
 from durable.errors import DurableError
 from durable.features import cron, declared, schedules
-from durable.surfaces.cli._common import USAGE_ERROR, audit, parse_json, table, when
 from durable.models.schedules import CatchUp
+from durable.surfaces.cli._common import USAGE_ERROR, audit, parse_json, table, when
 
-help = "List, create, update, pause and resume schedules (a workflow started at each occurrence of a cron)."
+help = (
+    "List, create, update, pause and resume schedules "
+    "(a workflow started at each occurrence of a cron)."
+)
 
 
 def add_arguments(parser):

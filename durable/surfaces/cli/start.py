@@ -3,8 +3,8 @@
 from django.core.management.base import CommandError
 
 from durable import services, validation
-from durable.surfaces.cli._common import USAGE_ERROR, audit, loose_json, parse_json
 from durable.errors import PayloadError
+from durable.surfaces.cli._common import USAGE_ERROR, audit, loose_json, parse_json
 
 help = "Start a run of a registered workflow (an existing id with the same input is returned)."
 

@@ -3,10 +3,10 @@
 import json
 
 from durable import selectors
-from durable.surfaces.api import archived_detail
-from durable.surfaces.serializers import RunDetailSerializer
-from durable.surfaces.cli._common import short, table, when
 from durable.models import RunStatus
+from durable.surfaces.api import archived_detail
+from durable.surfaces.cli._common import short, table, when
+from durable.surfaces.serializers import RunDetailSerializer
 
 help = "Show a run with its journal (the timeline) and its signals."
 

@@ -64,7 +64,8 @@ def handle(options, out) -> int:
         raise CommandError(str(error), returncode=USAGE_ERROR) from None
     token = issued.token
     out.write(
-        f"token {token.pk} for {user.get_username()}, scope {token.scope}, expires {when(token.expires_at)}"
+        f"token {token.pk} for {user.get_username()}, scope "
+        f"{token.scope}, expires {when(token.expires_at)}"
     )
     out.write(
         "The secret follows; it is shown this once and stored nowhere "

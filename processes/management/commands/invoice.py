@@ -1,5 +1,6 @@
 """``manage.py invoice void NUMBER --reason TEXT [--yes]`` and ``manage.py invoice due-date
-NUMBER --at ISO [--reason TEXT] [--yes]``: billing's operations for a terminal, through the invoice's run.
+NUMBER --at ISO [--reason TEXT] [--yes]``: billing's operations for a terminal, through the
+invoice's run.
 
 Exit status: 0 done (or stored for the run), 1 refused or not confirmed, 2 bad usage (no
 such invoice, a bad date, no terminal to confirm on without --yes)."""
@@ -61,7 +62,10 @@ class Command(BaseCommand):
                 raise CommandError(
                     f"--reason is at most {REASON_MAX} characters", returncode=USAGE_ERROR
                 )
-            question = f"Move invoice {invoice.number}'s due date from {invoice.due_at:%Y-%m-%d %H:%M %Z} to {due_at}? [y/N] "
+            question = (
+                f"Move invoice {invoice.number}'s due date from "
+                f"{invoice.due_at:%Y-%m-%d %H:%M %Z} to {due_at}? [y/N] "
+            )
 
             def apply():
                 return invoice_due_date_change(

@@ -31,7 +31,8 @@ class Command(BaseCommand):
             )
         out(
             "\nWhere to look:\n"
-            "  /approvals/?workflow=onboarding   the reviewer queue (sign in at /login/ as a reviewer\n"
+            "  /approvals/?workflow=onboarding   the reviewer queue "
+            "(sign in at /login/ as a reviewer\n"
             "                                    printed by seed_approvals_demo, e.g. ana)\n"
             "  /admin/processes/company/        companies and their documents (sign in as the\n"
             "                                    operator printed by seed_approvals_demo, ops)\n"
@@ -42,5 +43,6 @@ class Command(BaseCommand):
             "  /admin/durable/workflowrun/      the runs, their journals and signals\n"
             "Play the customer:  .venv/bin/python scripts/play_customer.py document "
             "'comprovante de endereço' --from 5511900000002\n"
-            "(docs/processes.md explains the processes, deadlines and webhooks; docs/approvals.md the reviewer UI.)"
+            "(docs/processes.md explains the processes, deadlines and webhooks; "
+            "docs/approvals.md the reviewer UI.)"
         )

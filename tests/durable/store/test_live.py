@@ -1,5 +1,5 @@
-"""The live store's statements on a run's rows (durable/runtime/store/live.py): what the ORM would have
-written, in fewer round trips."""
+"""The live store's statements on a run's rows (durable/runtime/store/live.py): what the ORM would
+have written, in fewer round trips."""
 
 from datetime import timedelta
 
