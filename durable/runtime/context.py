@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from durable import clock, codec
-from durable.runtime import children, limits, registry
+from durable.runtime import children, limits, registry, tracing
 from durable.durations import as_timedelta
 from durable.errors import (
     Cancelled,
@@ -471,11 +471,20 @@ class ReplayContext:
         if deadline is not None:
             self.store.step_running(deadline)
         try:
-            if atomic:  # the step's own writes commit with its journal entry, or not at all
-                self._record(entry, effect=perform)
-            else:
-                perform()
-                self._record(entry)
+            with tracing.span(
+                "durable.step",
+                {
+                    "durable.run_id": self.run.id,
+                    "durable.step.name": name,
+                    "durable.step.position": position,
+                    "durable.step.attempt": entry.attempt,
+                },
+            ):
+                if atomic:  # the step's own writes commit with its journal entry, or not at all
+                    self._record(entry, effect=perform)
+                else:
+                    perform()
+                    self._record(entry)
         except Exception as exc:
             self._failed_attempt(entry, name, exc, policy)
         finally:
