@@ -3,6 +3,11 @@
 import os
 
 from celery import Celery
+from celery.concurrency import get_implementation
+from celery.concurrency.prefork import TaskPool as PreforkPool
+from celery.signals import worker_init, worker_process_init, worker_process_shutdown
+
+from config import tracing
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -54,3 +59,24 @@ app.conf.beat_schedule["durable-audit-heads"] = {
     "schedule": _audit_heads_every,
     "options": {"expires": _audit_heads_every},
 }
+
+
+# Traces (docs/operations.md): the SDK is set up in the process that runs the tasks, only
+# when OTEL_TRACES_EXPORTER names an exporter. A prefork pool's children each set up their
+# own after the fork (an exporter's connections and threads do not survive one); the solo
+# and threads pools run tasks in the worker's own process.
+@worker_init.connect
+def _traces_in_the_worker(sender=None, **kwargs):
+    pool = get_implementation(getattr(sender, "pool_cls", None) or "prefork")
+    if not (isinstance(pool, type) and issubclass(pool, PreforkPool)):
+        tracing.install(service="durable-worker")
+
+
+@worker_process_init.connect
+def _traces_in_the_pool_process(**kwargs):
+    tracing.install(service="durable-worker")
+
+
+@worker_process_shutdown.connect
+def _flush_traces(**kwargs):
+    tracing.flush()

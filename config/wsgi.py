@@ -4,5 +4,8 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from config import tracing
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+tracing.install(service="durable-web")  # only when OTEL_TRACES_EXPORTER names an exporter
 application = get_wsgi_application()

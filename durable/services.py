@@ -25,7 +25,7 @@ from durable.errors import (
     UpdateTimeout,
 )
 from durable.models import FINISHED_STATUSES, EntryStatus, RunStatus, Signal, WorkflowRun
-from durable.runtime import children, forks, queries, registry
+from durable.runtime import children, forks, queries, registry, tracing
 from durable.runtime.context import UPDATE_SIGNAL_PREFIX
 from durable.runtime.dispatch import dispatch
 from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
@@ -72,9 +72,18 @@ def run_start(
     detail = {"workflow": definition.name, "version": definition.version, **(audit or {})}
     if priority != DEFAULT_PRIORITY:
         detail["priority"] = priority
-    return live.start_run(
-        definition, encoded, run_id, parent=parent, actor=actor, detail=detail, priority=priority
-    )
+    with tracing.span(
+        "durable.run_start", {"durable.run_id": run_id, "durable.workflow": definition.name}
+    ):
+        return live.start_run(
+            definition,
+            encoded,
+            run_id,
+            parent=parent,
+            actor=actor,
+            detail=detail,
+            priority=priority,
+        )
 
 
 def run_fork(
@@ -215,6 +224,18 @@ def signal_send(
     _refuse_engine_signal_name(name)
     encoded = codec.encode(payload)
     _check_reservation(dedupe_key, reserved_by)
+    with tracing.span(
+        "durable.signal_send", {"durable.run_id": run_id, "durable.signal_name": name}
+    ):
+        signal = _signal_record(run_id, name, encoded, dedupe_key, actor=actor, audit=audit)
+        # The run that took it: the newest of a chain that continued as new.
+        tracing.note({"durable.signal_id": signal.pk, "durable.run_id": signal.run_id})
+    return signal
+
+
+def _signal_record(
+    run_id: str, name: str, encoded, dedupe_key: str | None, *, actor: str, audit: dict | None
+) -> Signal:
     target, detail = run_id, audit or {}
     for _ in range(CHAIN_HOPS):
         try:

@@ -4,13 +4,13 @@ messages (``DURABLE_DISPATCHER = "celery"``)."""
 import logging
 
 from celery import shared_task
-from celery.signals import task_postrun, task_prerun
+from celery.signals import before_task_publish, task_postrun, task_prerun
 from django.conf import settings
 from django.db import close_old_connections
 
 from durable import conf
 from durable.features import archive, audit_heads, schedules
-from durable.runtime import executor
+from durable.runtime import executor, tracing
 from durable.runtime.priorities import broker_priority
 from durable.runtime.store.live import on_live_connection
 from durable.runtime.sweep import sweep_due
@@ -97,3 +97,27 @@ def _close_broken_connections(sender=None, **kwargs):
     fresh one. Only around the engine's own tasks: other apps' tasks keep Celery's rules."""
     if getattr(sender, "name", None) in ENGINE_TASKS:
         close_old_connections()
+
+
+# The trace context of whoever sends a task (a signal, a webhook) travels in its message's
+# headers, for every task and not only the engine's: an app's task that signals a run is
+# one trace with the advance it causes. Nothing is written when there is no trace.
+_traced: dict[str, object] = {}
+
+
+@before_task_publish.connect
+def _carry_trace(headers=None, **kwargs):
+    if headers is not None:
+        tracing.inject(headers)
+
+
+@task_prerun.connect
+def _enter_trace(task_id=None, task=None, **kwargs):
+    token = tracing.attach_from(task.request) if task is not None else None
+    if token is not None:
+        _traced[task_id] = token
+
+
+@task_postrun.connect
+def _leave_trace(task_id=None, **kwargs):
+    tracing.detach(_traced.pop(task_id, None))

@@ -19,6 +19,7 @@ from drf_spectacular.utils import (
     extend_schema,
     inline_serializer,
 )
+from opentelemetry import trace
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -32,7 +33,7 @@ from processes.billing.services import (
 )
 from processes.webhooks.models import WebhookDelivery, WebhookSource
 from processes.webhooks.services import delivery_outcome, delivery_store, item_quarantine
-from processes.whatsapp.services import intake_accept
+from processes.whatsapp.services import intake_accept, webhook_parts
 
 log = logging.getLogger(__name__)
 
@@ -181,12 +182,21 @@ class WhatsAppWebhook(SignedWebhook):
         ),
     )
     def post(self, request):
-        return super().post(request)
+        # The trace of a delivery starts here; the intake task, the signals it sends and the
+        # advances they cause carry it on (durable.tasks puts it in the messages' headers).
+        with trace.get_tracer(__name__).start_as_current_span("whatsapp.webhook"):
+            return super().post(request)
 
     def receive(self, payload, delivery: WebhookDelivery) -> Response:
         """200 as soon as the delivery is stored: a worker stores its messages, applies its
         statuses and routes them, in order (``intake_accept``). Meta retries anything else
         forever; the parts the intake cannot take are quarantined for an operator."""
+        span = trace.get_current_span()
+        if span.is_recording():
+            messages = sum(part.kind == "message" for part in webhook_parts(payload))
+            span.set_attributes(
+                {"whatsapp.delivery_id": delivery.pk, "whatsapp.message_count": messages}
+            )
         intake_accept(delivery)
         return Response({"delivery": delivery.pk})
 

@@ -11,6 +11,11 @@ import shutil
 from datetime import UTC
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util._once import Once
 
 from durable import testing
 from durable.testing import fake_clock
@@ -43,6 +48,22 @@ def django_db_setup(django_db_setup, django_db_blocker):
         Schedule.objects.filter(name="reconcile-daily").update(
             next_fire_at=datetime(2100, 1, 1, 0, 30, tzinfo=UTC)
         )
+
+
+@pytest.fixture
+def spans():
+    """Every span this process ends, kept in memory: the SDK installed as config.tracing
+    installs it from OTEL_TRACES_EXPORTER, with an exporter a test can read."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    yield exporter
+    provider.shutdown()
+    # A process sets its provider once; the other tests run without one, as a site without
+    # OTEL_TRACES_EXPORTER does (opentelemetry-test-utils resets these globals so too).
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
 
 
 @pytest.fixture

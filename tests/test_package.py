@@ -84,7 +84,7 @@ def test_the_wheel_holds_nothing_of_the_site(wheel_files):
     ]
 
 
-def test_celery_redis_and_the_api_are_extras_not_requirements(wheel):
+def test_celery_redis_the_api_and_opentelemetry_are_extras_not_requirements(wheel):
     metadata = wheel.read(f"django_durable_flows-{__version__}.dist-info/METADATA").decode()
     required = {
         re.match(r"\s*([\w.-]+)", line.split(":", 1)[1]).group(1).lower()
@@ -98,4 +98,4 @@ def test_celery_redis_and_the_api_are_extras_not_requirements(wheel):
     }
 
     assert required == {"django", "django-fsm-2", "cronsim"}
-    assert extras == {"celery", "redis", "api"}
+    assert extras == {"celery", "redis", "api", "otel"}

@@ -32,7 +32,7 @@ from durable.errors import (
     Suspend,
 )
 from durable.models import EntryKind, EntryStatus, JournalEntry
-from durable.runtime import children, limits, registry
+from durable.runtime import children, limits, registry, tracing
 from durable.runtime.current import StepInfo, current, current_step, running_context, running_step  # noqa: F401 (public here too)
 from durable.runtime.priorities import DEFAULT_PRIORITY, check_priority
 from durable.runtime.retry import DEFAULT_RETRY, Retry
@@ -472,11 +472,20 @@ class ReplayContext:
         if deadline is not None:
             self.store.step_running(deadline)
         try:
-            if atomic:  # the step's own writes commit with its journal entry, or not at all
-                self._record(entry, effect=perform)
-            else:
-                perform()
-                self._record(entry)
+            with tracing.span(
+                "durable.step",
+                {
+                    "durable.run_id": self.run.id,
+                    "durable.step.name": name,
+                    "durable.step.position": position,
+                    "durable.step.attempt": entry.attempt,
+                },
+            ):
+                if atomic:  # the step's own writes commit with its journal entry, or not at all
+                    self._record(entry, effect=perform)
+                else:
+                    perform()
+                    self._record(entry)
         except Exception as exc:
             self._failed_attempt(entry, name, exc, policy)
         finally:

@@ -24,6 +24,7 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from durable import conf
+from durable.runtime import tracing
 
 SHORT_NAMES = {
     "celery": "durable.tasks.send_advance",
@@ -63,7 +64,9 @@ def dispatch(
     # message sent without one, and the lane is there to go ahead of the backlog.
     if priority is not None and not lane and getattr(send, "priorities", False):
         options["priority"] = priority
-    transaction.on_commit(lambda: send(run_id, **options), robust=True)
+    # The caller's span (a signal sent, a run started) has ended by the commit: the message
+    # is sent in its trace all the same, so the advance it causes is its child.
+    transaction.on_commit(tracing.carried(lambda: send(run_id, **options)), robust=True)
 
 
 @functools.lru_cache(maxsize=8)

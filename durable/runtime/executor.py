@@ -20,7 +20,7 @@ from durable.errors import (
     WorkflowNotFound,
 )
 from durable.models import WorkflowRun
-from durable.runtime import heartbeat, registry
+from durable.runtime import heartbeat, registry, tracing
 from durable.runtime.context import (
     Continued,
     Diverged,
@@ -62,10 +62,18 @@ def advance(
     """``queue``: the Celery queue this advance runs on; a step that asks for another hands
     the run there. None (in-process drivers) runs every step here. ``advances``: see
     ``store.live.claim`` (the sweep's messages carry it)."""
+    with tracing.span("durable.advance", {"durable.run_id": run_id}):
+        outcome = _advance(run_id, owner, queue, advances)
+        tracing.note({"durable.outcome": outcome})
+        return outcome
+
+
+def _advance(run_id: str, owner: str | None, queue: str | None, advances: int | None) -> str:
     claimed = live.claim(run_id, owner=owner, advances=advances)
     if claimed is None:
         return Outcome.SKIPPED
     run, lease = claimed
+    tracing.note({"durable.workflow": run.workflow_name})
     try:
         with heartbeat.heartbeat.hold(lease):
             return _advance_claimed(run, lease, queue)

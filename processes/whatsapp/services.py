@@ -15,6 +15,7 @@ from celery import current_app
 from django.core.cache import caches
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from opentelemetry import trace
 
 from durable import clock
 from durable.locks import advisory_xact_lock
@@ -469,20 +470,36 @@ def intake_drain(*, limit: int = INTAKE_BATCH) -> int:
 
 
 def _delivery_process(delivery: WebhookDelivery) -> None:
+    tracer = trace.get_tracer(__name__)
+    with tracer.start_as_current_span(
+        "whatsapp.intake", attributes={"whatsapp.delivery_id": delivery.pk}
+    ) as span:
+        _delivery_apply(delivery, span)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(processed_at=clock.now())
+
+
+def _delivery_apply(delivery: WebhookDelivery, span) -> None:
     try:
         with transaction.atomic():
             receipt = webhook_receive(json.loads(bytes(delivery.body)), delivery=delivery)
+            span.set_attributes(
+                {
+                    "whatsapp.message_count": receipt.messages,
+                    "whatsapp.new_message_count": len(receipt.new_message_ids),
+                }
+            )
             for message_id in receipt.new_message_ids:
                 inbound_process(message_id)
     except Exception as exc:  # a bug must not hold up the line: the bytes stay, with the error
         log.exception("WhatsApp delivery %s could not be processed", delivery.pk)
+        span.record_exception(exc)
+        span.set_status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
         item_quarantine(
             delivery=delivery,
             where="the body",
             kind="delivery",
             reason=f"{type(exc).__name__}: {exc}",
         )
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(processed_at=clock.now())
 
 
 def intake_backlog() -> int:

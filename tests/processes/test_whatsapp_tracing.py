@@ -1,0 +1,81 @@
+"""One WhatsApp delivery is one trace: the webhook that stored it, the worker's intake, the
+signal it became, the run's advance and the steps that advance ran, linked through the
+Celery messages' headers and named by the run's and the signal's ids."""
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+
+from config.celery import app as celery_app
+from durable.models import Signal
+from durable.testing import drive
+from processes.onboarding.models import Company
+from processes.webhooks.models import WebhookDelivery
+from tests.processes.conftest import CONTRACT, HELLO, PHONE, whatsapp_webhook
+from tests.workers import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def waiting_for_documents(signed_post):
+    """A company that said hello: its onboarding run waits for its documents."""
+    assert signed_post(whatsapp_webhook(HELLO)).status_code == 200
+    run_id = Company.objects.get(wa_id=PHONE).run_id
+    drive(run_id)
+    return run_id
+
+
+@pytest.fixture
+def worker(settings):
+    """A Celery worker in this process, on the configured broker: tasks travel as messages,
+    their headers included, and run in the worker's thread."""
+    settings.DURABLE_DISPATCHER = "celery"
+    settings.WHATSAPP_INTAKE = "celery"
+    celery_app.control.purge()
+    with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=30):
+        yield
+
+
+def by_name(finished, name: str) -> list:
+    return [span for span in finished if span.name == name]
+
+
+def test_a_delivery_is_one_trace_from_the_webhook_to_the_steps_it_ran(
+    waiting_for_documents, spans, worker, signed_post, settings
+):
+    run_id = waiting_for_documents
+    settings.ONBOARDING_DOCUMENTS_QUIET_SECONDS = 0  # the batch closes at once: its steps run
+
+    assert signed_post(whatsapp_webhook(CONTRACT)).status_code == 200
+    wait_until(
+        lambda: any(
+            span.attributes.get("durable.run_id") == run_id
+            for span in by_name(spans.get_finished_spans(), "durable.advance")
+        ),
+        timeout=60,
+        message="the worker to advance the run the document signalled",
+    )
+
+    finished = spans.get_finished_spans()
+    [webhook] = by_name(finished, "whatsapp.webhook")
+    [intake] = by_name(finished, "whatsapp.intake")
+    [signal_span] = by_name(finished, "durable.signal_send")
+    [advance] = by_name(finished, "durable.advance")
+    steps = by_name(finished, "durable.step")
+    delivery = WebhookDelivery.objects.latest("id")
+    signal = Signal.objects.get(run_id=run_id, name=signal_span.attributes["durable.signal_name"])
+    assert {span.context.trace_id for span in [webhook, intake, signal_span, advance, *steps]} == {
+        webhook.context.trace_id
+    }
+    assert intake.parent.span_id == webhook.context.span_id
+    assert signal_span.parent.span_id == intake.context.span_id
+    assert advance.parent.span_id == signal_span.context.span_id
+    assert steps and {step.parent.span_id for step in steps} == {advance.context.span_id}
+    assert webhook.attributes["whatsapp.delivery_id"] == delivery.pk
+    assert webhook.attributes["whatsapp.message_count"] == 1
+    assert intake.attributes["whatsapp.delivery_id"] == delivery.pk
+    assert signal_span.attributes["durable.run_id"] == run_id
+    assert signal_span.attributes["durable.signal_id"] == signal.pk
+    assert advance.attributes["durable.run_id"] == run_id
+    assert advance.attributes["durable.workflow"] == "onboarding"
+    assert {step.attributes["durable.run_id"] for step in steps} == {run_id}
