@@ -11,7 +11,12 @@ import pytest
 from tests.support import ROOT, subprocess_env
 from tests.workers import free_port, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.embedded,
+    pytest.mark.django_db(transaction=True),
+]
 
 
 def started(output_path, name: str) -> list[int]:

@@ -16,7 +16,12 @@ from tests.effects.models import Effect
 from tests.support import ROOT, subprocess_env
 from tests.workers import wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.embedded,
+    pytest.mark.django_db(transaction=True),
+]
 
 from tests.durable.conftest import LEASE_SECONDS  # noqa: E402
 

@@ -45,6 +45,7 @@ def test_a_live_lease_keeps_another_worker_out(clock):
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 @pytest.mark.django_db(transaction=True)
 def test_a_step_killed_by_sigkill_runs_again_with_the_same_key_and_the_steps_before_do_not():
     run = services.run_start("killed_mid_step", id="sigkill:1", actor="test")

@@ -10,7 +10,12 @@ from durable.models import RunStatus, WorkflowRun
 from tests.effects.models import Once
 from tests.workers import wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.embedded,
+    pytest.mark.django_db(transaction=True),
+]
 
 
 def finished(run_id: str) -> WorkflowRun:

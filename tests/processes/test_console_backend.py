@@ -22,6 +22,7 @@ def test_a_message_to_a_customer_is_logged_at_info_by_the_whatsapp_logger(caplog
 
 
 @pytest.mark.slow
+@pytest.mark.embedded
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_logs_the_greeting_at_info_without_redirected_output_or_broker_warnings(

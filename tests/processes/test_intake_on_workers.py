@@ -11,7 +11,12 @@ from processes.whatsapp.models import InboundMessage, InboundStatus
 from tests.processes.conftest import PHONE, document, whatsapp_webhook
 from tests.workers import celery_processes, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.embedded,
+    pytest.mark.django_db(transaction=True),
+]
 
 
 def test_a_worker_processes_what_the_webhook_stored_in_the_order_it_came(

@@ -21,7 +21,12 @@ from tests.processes.conftest import (
 )
 from tests.workers import celery_processes, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.embedded,
+    pytest.mark.django_db(transaction=True),
+]
 
 
 def waiting_for(run_id: str) -> str:
