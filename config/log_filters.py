@@ -40,3 +40,13 @@ class SecretsScrubbed(logging.Filter):
         if scrubbed != message:
             record.msg, record.args = scrubbed, ()
         return True
+
+
+class CountdownsStayOnTheWorker(logging.Filter):
+    """On quorum queues (``CELERY_QUEUE_TYPE=quorum``) Celery warns at every countdown it sends
+    to a direct exchange that native delayed delivery cannot carry it. The engine means it:
+    its countdowns, under one sweep tick, are held by the worker, as on classic queues
+    (config/consumer.py). One warning per timer would bury the ones that matter."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Direct exchanges are not supported")

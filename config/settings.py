@@ -271,6 +271,30 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # arguments, so turning it on means deleting the queues first (docs/workflows.md).
 if os.environ.get("CELERY_TASK_QUEUE_MAX_PRIORITY", "").strip():
     CELERY_TASK_QUEUE_MAX_PRIORITY = int(os.environ["CELERY_TASK_QUEUE_MAX_PRIORITY"])
+# "quorum": every queue the engine and the site declare (the three below, and those Celery
+# creates when named, such as "llm") is a RabbitMQ quorum queue, replicated across a
+# cluster's nodes, so a node's loss loses no message (docs/operations.md, "Topologies").
+# Celery then gives up global QoS, as quorum queues require. RabbitMQ 3.x refuses
+# x-max-priority on a quorum queue: the broker serves such queues in order, and a run's
+# priority counts only in the sweep's pick and a limit's line. Like a priority, the type
+# is fixed when a queue is first declared: switching means deleting the queues first.
+CELERY_QUEUE_TYPE = os.environ.get("CELERY_QUEUE_TYPE", "").strip() or "classic"
+if CELERY_QUEUE_TYPE not in ("classic", "quorum"):
+    raise ImproperlyConfigured(
+        f"CELERY_QUEUE_TYPE is 'classic' or 'quorum', not {CELERY_QUEUE_TYPE!r}"
+    )
+if CELERY_QUEUE_TYPE == "quorum" and globals().get("CELERY_TASK_QUEUE_MAX_PRIORITY"):
+    raise ImproperlyConfigured(
+        "CELERY_TASK_QUEUE_MAX_PRIORITY cannot go with CELERY_QUEUE_TYPE=quorum: RabbitMQ 3.x "
+        "refuses x-max-priority on a quorum queue"
+    )
+CELERY_TASK_DEFAULT_QUEUE_TYPE = CELERY_QUEUE_TYPE
+CELERY_TASK_CREATE_MISSING_QUEUE_TYPE = CELERY_QUEUE_TYPE
+_QUEUE_ARGUMENTS = {"x-queue-type": "quorum"} if CELERY_QUEUE_TYPE == "quorum" else None
+if CELERY_QUEUE_TYPE == "quorum":
+    # The engine's countdowns (under one sweep tick) stay on the worker, as on classic
+    # queues; Celery's native delayed delivery would round them down to whole seconds.
+    CELERY_WORKER_CONSUMER = "config.consumer:ConsumerWithoutDelayedDelivery"
 # Three queues that a worker started without -Q consumes: the default one, its lane for
 # takeovers (runs whose worker died are advanced before the backlog of new work), and the
 # sweep's (it never waits behind advances). Production gives the sweep a worker of its own
@@ -281,7 +305,7 @@ DURABLE_TAKEOVER_QUEUE = "durable-takeover"
 DURABLE_SWEEP_QUEUE = "durable-sweep"
 # Each as Celery declares a queue it creates itself: a direct exchange and routing key of its name.
 CELERY_TASK_QUEUES = [
-    Queue(name, Exchange(name), routing_key=name)
+    Queue(name, Exchange(name), routing_key=name, queue_arguments=_QUEUE_ARGUMENTS)
     for name in (CELERY_TASK_DEFAULT_QUEUE, DURABLE_TAKEOVER_QUEUE, DURABLE_SWEEP_QUEUE)
 ]
 CELERY_TASK_ROUTES = {"durable.sweep": {"queue": DURABLE_SWEEP_QUEUE}}
@@ -359,6 +383,7 @@ LOGGING = {
         "run_context": {"()": "durable.runtime.logging.RunContextFilter"},
         "refused_in_one_line": {"()": "config.log_filters.RefusedInOneLine"},
         "secrets_scrubbed": {"()": "config.log_filters.SecretsScrubbed"},
+        "countdowns_on_the_worker": {"()": "config.log_filters.CountdownsStayOnTheWorker"},
     },
     # No line shows a secret sent in a URL (the WhatsApp verify token): config/log_filters.py.
     "handlers": {
@@ -382,6 +407,8 @@ LOGGING = {
         "celery.app.trace": {"level": "WARNING"},
         "celery.worker.strategy": {"level": "WARNING"},
         "celery.beat": {"level": "WARNING"},
+        # Quorum queues: a warning per countdown sent, which the engine means to send.
+        "celery.app.base": {"filters": ["countdowns_on_the_worker"]},
     },
 }
 
