@@ -1,0 +1,1 @@
+"""Topologies the suite does not start itself: each test skips unless its script made it."""
