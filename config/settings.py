@@ -134,17 +134,48 @@ def postgresql_statements() -> dict:
     return {"server_side_binding": False, "prepare_threshold": None}
 
 
+def split_hosts(url: str) -> tuple[str, str | None, str | None]:
+    """``url`` with its first host only, and the hosts and ports as libpq lists them.
+
+    libpq takes several hosts (``postgres://u@h1:5432,h2:5432/db``), tries them in order
+    and, with ``target_session_attrs=read-write``, settles on the primary, so a promoted
+    standby is found without a new setting. dj-database-url reads one host; the lists go
+    to HOST and PORT (None and None for a single host).
+    """
+    scheme, rest = url.split("://", 1) if "://" in url else ("", url)
+    netloc, slash, tail = rest.partition("/")
+    auth, at, hosts = netloc.rpartition("@")
+    if "," not in hosts:
+        return url, None, None
+    names, ports = [], []
+    for item in hosts.split(","):
+        name, _, port = item.rpartition(":") if not item.endswith("]") else (item, "", "")
+        if not name or name.endswith(":"):  # no port, or a bare IPv6 address
+            name, port = item, ""
+        names.append(name.strip("[]"))
+        ports.append(port)
+    first = f"[{names[0]}]" if ":" in names[0] else names[0]
+    first = f"{auth}{at}{first}" + (f":{ports[0]}" if ports[0] else "")
+    return f"{scheme}://{first}{slash}{tail}", ",".join(names), ",".join(ports)
+
+
 def database_from_env() -> dict:
     url = os.environ.get("DATABASE_URL")
     if url:
+        url, hosts, ports = split_hosts(url)
         database = dj_database_url.parse(
             url, conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60"))
         )
         if database["ENGINE"] == "django.db.backends.postgresql":
-            return {
-                **database,
-                "OPTIONS": {**database.get("OPTIONS", {}), **postgresql_statements()},
+            if hosts:
+                database.update(HOST=hosts, PORT=ports)
+            # A host that does not answer (down, cut off) is given up after this many
+            # seconds and the next one tried; the URL's own connect_timeout wins.
+            options = {
+                "connect_timeout": int(os.environ.get("DATABASE_CONNECT_TIMEOUT", "5")),
+                **database.get("OPTIONS", {}),
             }
+            return {**database, "OPTIONS": {**options, **postgresql_statements()}}
         if database["ENGINE"] != "django.db.backends.sqlite3":
             return database
         database["CONN_MAX_AGE"] = 0

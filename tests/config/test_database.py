@@ -49,3 +49,39 @@ def test_a_statement_sent_again_and_again_is_parsed_once_by_the_server():
         prepared = cursor.fetchall()
 
     assert len(prepared) == 1
+
+
+SHOW_SERVER = (
+    "from django.conf import settings; d = settings.DATABASES['default']; "
+    "print(d['HOST'], d['PORT'], d['NAME'], d['OPTIONS'].get('target_session_attrs'), "
+    "d['OPTIONS']['connect_timeout'])"
+)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgres://postgres@10.0.0.1:5440,10.0.0.2:5441/app?target_session_attrs=read-write",
+            "10.0.0.1,10.0.0.2 5440,5441 app read-write 5",
+        ),
+        (
+            "postgres://u:p@[fd00::1]:5432,[fd00::2]/app?connect_timeout=2",
+            "fd00::1,fd00::2 5432, app None 2",
+        ),
+        ("postgres://someone@db.invalid:6000/app", "db.invalid 6000 app None 5"),
+    ],
+    ids=["two-hosts-for-the-primary", "ipv6-default-port", "one-host"],
+)
+def test_a_database_url_may_name_several_hosts_for_libpq_to_try_in_turn(tmp_path, url, shown):
+    result = run_python(
+        "-c",
+        SHOW_SERVER,
+        var_dir=tmp_path,
+        DJANGO_SETTINGS_MODULE="config.settings",
+        DATABASE_URL=url,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == shown
