@@ -297,6 +297,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Celery's scheduler, with publisher confirms on quorum queues (config/beat.py): a channel
+# opened during a quorum leader election may drop all it publishes, and only a confirm
+# that never comes tells beat to reconnect.
+CELERY_BEAT_SCHEDULER = "config.beat:Scheduler"
 # RabbitMQ serves a run's priority (durable.runtime.priorities) only on queues declared with
 # x-max-priority. Off unless set: RabbitMQ refuses to redeclare an existing queue with other
 # arguments, so turning it on means deleting the queues first (docs/workflows.md).

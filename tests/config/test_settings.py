@@ -43,3 +43,33 @@ def test_outside_tests_strict_mode_is_on_only_when_asked_for(tmp_path, env, inst
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == installed
+
+
+SHOW_BEAT_CONFIRMS = (
+    "import django; django.setup(); from config.celery import app; "
+    "from celery.utils.imports import symbol_by_name as load; "
+    "scheduler = load(app.conf.beat_scheduler)(app, lazy=True); "
+    "print(scheduler.connection.transport_options.get('confirm_publish', False), "
+    "app.conf.beat_schedule['durable-sweep']['options']['confirm_timeout'])"
+)
+
+
+@pytest.mark.parametrize(
+    ("queue_type", "confirms"),
+    [("quorum", "True"), ("classic", "False")],
+)
+def test_beat_publishes_with_confirms_only_to_quorum_queues(tmp_path, queue_type, confirms):
+    """A beat channel opened during a quorum leader election may have all its publishes
+    rejected; only confirms tell beat to reconnect (config/beat.py). No connection is made."""
+    result = run_python(
+        "-c",
+        SHOW_BEAT_CONFIRMS,
+        var_dir=tmp_path,
+        DEBUG="1",
+        CELERY_BROKER_URL="amqp://u:p@rabbit1:5672//;amqp://u:p@rabbit2:5672//",
+        CELERY_QUEUE_TYPE=queue_type,
+        DJANGO_SETTINGS_MODULE="config.settings",
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [confirms, "3.0"]
