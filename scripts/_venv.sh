@@ -5,7 +5,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
-REQUIREMENTS=${1:-requirements-dev.txt}
+# The file is named by the caller, always: a sourced script sees its caller's arguments as
+# its own when given none, and those are pytest's or the bench's, not a file.
+REQUIREMENTS=${1:?usage: source scripts/_venv.sh requirements.txt|requirements-dev.txt}
+case "$REQUIREMENTS" in
+  requirements.txt|requirements-dev.txt) ;;
+  *) echo "scripts/_venv.sh: no such requirements file: $REQUIREMENTS" >&2; exit 2 ;;
+esac
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
