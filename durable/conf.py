@@ -77,7 +77,8 @@ def bulk_pass_seconds() -> float:
 
 
 def bulk_batch_size() -> int:
-    """Run ids a bulk operation reads at a time (each run is then acted on in its own transaction)."""
+    """Run ids a bulk operation reads at a time (each run is then acted on in its own
+    transaction)."""
     return int(getattr(settings, "DURABLE_BULK_BATCH", 200))
 
 
@@ -109,6 +110,12 @@ def takeover_queue() -> str:
 def limit_patience_seconds() -> float:
     """How long past its wake-up a run waiting on a limit keeps its place in line."""
     return float(getattr(settings, "DURABLE_LIMIT_PATIENCE_SECONDS", 60))
+
+
+def database_pooler() -> str:
+    """The pooler between the engine and PostgreSQL: "transaction" (each transaction may
+    run on another server session), "session", or "" for none."""
+    return str(getattr(settings, "DURABLE_DATABASE_POOLER", "") or "").strip().lower()
 
 
 def api_token_days() -> int:
