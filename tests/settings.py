@@ -27,6 +27,7 @@ DURABLE_WORKFLOW_MODULES = [
     "tests.durable.workflows",
     "tests.faults.workflows",
     "tests.durable.limited",
+    "tests.topologies.workflows",
 ]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DURABLE_STRICT = True  # workflow bodies that break replay fail the tests
