@@ -120,6 +120,15 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 
 
+# The pooler between the app and PostgreSQL, if any: "transaction" for PgBouncer's
+# pool_mode = transaction, where each transaction may run on another server session, so
+# nothing may outlive one (prepared statements, server-side cursors); "session" or unset
+# when every connection keeps its own session. The engine's system check reads it
+# (DURABLE_DATABASE_POOLER, durable.W401/W402) and docs/operations.md, "Topologies", says more.
+DATABASE_POOLER = os.environ.get("DATABASE_POOLER", "").strip().lower() or None
+BEHIND_TRANSACTION_POOLER = DATABASE_POOLER == "transaction"
+
+
 def postgresql_statements() -> dict:
     """Bind parameters on the server and prepare a statement from its fifth use.
 
@@ -127,9 +136,11 @@ def postgresql_statements() -> dict:
     per connection instead of once per call, and replans it only while a custom plan pays
     (its plan_cache_mode); measured in benchmarks/results/2026-12-02-afternoon-peers.md.
     A pooler in transaction mode (PgBouncer without max_prepared_statements) cannot keep
-    a prepared statement between transactions: DATABASE_PREPARED_STATEMENTS=off for it.
+    a prepared statement between transactions: off behind DATABASE_POOLER=transaction, and
+    wherever DATABASE_PREPARED_STATEMENTS=off (which also turns them back on there, for a
+    PgBouncer that keeps them: max_prepared_statements > 0).
     """
-    if env_bool("DATABASE_PREPARED_STATEMENTS", True):
+    if env_bool("DATABASE_PREPARED_STATEMENTS", not BEHIND_TRANSACTION_POOLER):
         return {"server_side_binding": True, "prepare_threshold": 5}
     return {"server_side_binding": False, "prepare_threshold": None}
 
@@ -175,7 +186,13 @@ def database_from_env() -> dict:
                 "connect_timeout": int(os.environ.get("DATABASE_CONNECT_TIMEOUT", "5")),
                 **database.get("OPTIONS", {}),
             }
-            return {**database, "OPTIONS": {**options, **postgresql_statements()}}
+            return {
+                **database,
+                "OPTIONS": {**options, **postgresql_statements()},
+                # QuerySet.iterator() would DECLARE a cursor that the next FETCH, sent in
+                # another transaction, may not find behind a transaction pooler.
+                "DISABLE_SERVER_SIDE_CURSORS": BEHIND_TRANSACTION_POOLER,
+            }
         if database["ENGINE"] != "django.db.backends.sqlite3":
             return database
         database["CONN_MAX_AGE"] = 0
@@ -346,6 +363,7 @@ CELERY_TASK_QUEUES = [
 CELERY_TASK_ROUTES = {"durable.sweep": {"queue": DURABLE_SWEEP_QUEUE}}
 
 # --- The durable engine. ---
+DURABLE_DATABASE_POOLER = DATABASE_POOLER
 DURABLE_DISPATCHER = os.environ.get("DURABLE_DISPATCHER", "celery")
 DURABLE_LEASE_SECONDS = float(os.environ.get("DURABLE_LEASE_SECONDS", "15"))
 DURABLE_DISPATCH_GRACE_SECONDS = float(os.environ.get("DURABLE_DISPATCH_GRACE_SECONDS", "10"))

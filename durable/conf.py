@@ -112,6 +112,12 @@ def limit_patience_seconds() -> float:
     return float(getattr(settings, "DURABLE_LIMIT_PATIENCE_SECONDS", 60))
 
 
+def database_pooler() -> str:
+    """The pooler between the engine and PostgreSQL: "transaction" (each transaction may
+    run on another server session), "session", or "" for none."""
+    return str(getattr(settings, "DURABLE_DATABASE_POOLER", "") or "").strip().lower()
+
+
 def api_token_days() -> int:
     """How long a new API token is valid unless its creator says otherwise."""
     return int(_setting("DURABLE_API_TOKEN_DAYS", legacy="API_TOKEN_DAYS", default=90))

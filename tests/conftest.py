@@ -48,6 +48,27 @@ def django_db_setup(django_db_setup, django_db_blocker):
         Schedule.objects.filter(name="reconcile-daily").update(
             next_fire_at=datetime(2100, 1, 1, 0, 30, tzinfo=UTC)
         )
+    yield
+    with django_db_blocker.unblock():
+        _end_pooled_sessions()
+
+
+def _end_pooled_sessions() -> None:
+    """Behind a pooler the test database is dropped through it, and the pooler keeps its
+    server sessions on that database open after every client left (PgBouncer: for
+    server_idle_timeout, 10 minutes by default), which DROP DATABASE refuses. End them from
+    a session on the maintenance database, as the pooler would once idle long enough."""
+    from django.conf import settings
+    from django.db import connection, connections
+
+    if not getattr(settings, "DURABLE_DATABASE_POOLER", None) or connection.vendor != "postgresql":
+        return
+    connections.close_all()
+    with connection._nodb_cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s",
+            [connection.settings_dict["NAME"]],
+        )
 
 
 @pytest.fixture

@@ -10,6 +10,12 @@ os.environ.setdefault("LANGUAGE_CODE", "en")
 # The tests run with DEBUG off, as production does, so they bring a key of their own (one per
 # session, in the environment so that worker subprocesses share it).
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
+# Every client of the test database names itself (libpq reads PGAPPNAME), worker subprocesses
+# included unless a test names them otherwise. Behind a pooler a server session keeps the
+# application_name of its last client unless the next one sends its own, and the fault tests
+# end the sessions named as their workers are: without a name of its own, the test process
+# could end the session it was running on.
+os.environ.setdefault("PGAPPNAME", "durable-tests")
 
 from config.settings import *  # noqa: E402,F403
 from config.settings import DURABLE_WORKFLOW_MODULES, INSTALLED_APPS  # noqa: E402

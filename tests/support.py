@@ -45,6 +45,8 @@ def project_env(var_dir: Path, **overrides: str) -> dict:
         if name
         not in {
             "DATABASE_URL",
+            "DATABASE_POOLER",
+            "DATABASE_PREPARED_STATEMENTS",
             "CELERY_BROKER_URL",
             "DJANGO_SETTINGS_MODULE",
             "DEBUG",

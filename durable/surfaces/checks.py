@@ -1,11 +1,13 @@
 """Django system checks of the engine: workflow bodies that would not replay, a
-retention policy that beat could not run, and schedules declared in code that the
-database does not hold as declared."""
+retention policy that beat could not run, schedules declared in code that the
+database does not hold as declared, and a database connection that a pooler in
+transaction mode would break."""
 
 from django.conf import settings
 from django.core import checks
-from django.db import DatabaseError
+from django.db import DEFAULT_DB_ALIAS, DatabaseError
 
+from durable import conf
 from durable.durations import parse_age
 from durable.errors import DurableError
 from durable.features import declared
@@ -107,8 +109,8 @@ def check_audit_key(app_configs=None, **kwargs):
         return []
     return [
         checks.Warning(
-            "DURABLE_AUDIT_KEY is not set: the audit rows "
-            "are sealed with a key derived from SECRET_KEY",
+            "DURABLE_AUDIT_KEY is not set: the audit rows are sealed with a key derived from "
+            "SECRET_KEY",
             hint="set DURABLE_AUDIT_KEY once, before the first migrate, and never change it "
             '(docs/operations.md, "Audit trail")',
             id="durable.W301",
@@ -116,8 +118,64 @@ def check_audit_key(app_configs=None, **kwargs):
     ]
 
 
+POOLERS = ("session", "transaction")
+
+
+def check_database_pooler(app_configs=None, **kwargs):
+    """Behind a pooler in transaction mode (DURABLE_DATABASE_POOLER = "transaction") each
+    transaction may run on another server session: a statement prepared or a cursor
+    declared in one is missing from the next. Checks the connection the engine uses."""
+    return pooler_problems(
+        conf.database_pooler(), settings.DATABASES.get(DEFAULT_DB_ALIAS, {}), DEFAULT_DB_ALIAS
+    )
+
+
+def pooler_problems(pooler: str, database: dict, alias: str) -> list[checks.CheckMessage]:
+    """What in ``database`` (a DATABASES entry) would not survive ``pooler``."""
+    if not pooler:
+        return []
+    if pooler not in POOLERS:
+        return [
+            checks.Error(
+                f"DURABLE_DATABASE_POOLER must be one of {', '.join(POOLERS)} or empty, "
+                f"got {pooler!r}",
+                id="durable.E401",
+            )
+        ]
+    if pooler != "transaction" or not database.get("ENGINE", "").endswith("postgresql"):
+        return []
+    options, label = database.get("OPTIONS", {}), f"DATABASES[{alias!r}]"
+    problems = []
+    # Django's psycopg 3 cursors bind client-side unless server_side_binding is True, and
+    # those never prepare; Django leaves prepare_threshold None unless OPTIONS set it.
+    if options.get("server_side_binding") is True and options.get("prepare_threshold") is not None:
+        problems.append(
+            checks.Warning(
+                "prepared statements are on behind a pooler in transaction mode: a statement "
+                "prepared in one transaction is missing when the next runs on another session",
+                hint="set DATABASE_PREPARED_STATEMENTS=off (OPTIONS prepare_threshold None); "
+                "a PgBouncer 1.21+ with max_prepared_statements > 0 keeps them, and then "
+                "this warning may be silenced (SILENCED_SYSTEM_CHECKS)",
+                obj=label,
+                id="durable.W401",
+            )
+        )
+    if not database.get("DISABLE_SERVER_SIDE_CURSORS", False):
+        problems.append(
+            checks.Warning(
+                "server-side cursors are on behind a pooler in transaction mode: "
+                "QuerySet.iterator() declares a cursor that its next fetch may not find",
+                hint=f"set DISABLE_SERVER_SIDE_CURSORS = True in {label}",
+                obj=label,
+                id="durable.W402",
+            )
+        )
+    return problems
+
+
 def register() -> None:
     checks.register(check_workflows, "durable")
     checks.register(check_audit_key, "durable", deploy=True)
     checks.register(check_retention, "durable")
+    checks.register(check_database_pooler, "durable")
     checks.register(check_declared_schedules, "durable", checks.Tags.database)

@@ -1,5 +1,9 @@
-"""The failover test's workflow: every effect is a row in our own database, written by an
-atomic step, and each commit the database acknowledged leaves a mark outside it."""
+"""The workflows the topology tests run; also imported by worker subprocesses.
+
+``failover_order``: every effect is a row in our own database, written by an atomic step,
+and each commit the database acknowledged leaves a mark outside it. ``topology_order``: a
+timer, a signal and a step under a limit of one at a time (the limit's line takes an
+advisory lock), for PgBouncer."""
 
 import os
 import time
@@ -7,7 +11,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from durable import Retry, minutes, seconds, workflow
+from durable import Retry, current_step, limit, minutes, seconds, workflow
 from tests.effects.models import Effect
 
 # A failover fails steps until the standby is promoted: be patient.
@@ -41,3 +45,23 @@ def failover_order(n: int) -> dict:
     workflow.sleep(seconds(0.5))
     workflow.step(record, run_id, "ship", name="ship", atomic=True, retry=PATIENT)
     return {"n": n, "token": go["token"]}
+
+
+ONE_AT_A_TIME = limit("topology-one", concurrency=1)
+
+
+def deliver(token: str) -> str:
+    """Records its start and end, so that a test sees whether two ever overlapped."""
+    info = current_step()
+    Effect.objects.create(run_id=info.run_id, name="start", idempotency_key=info.idempotency_key)
+    time.sleep(0.2)
+    Effect.objects.create(run_id=info.run_id, name="end", idempotency_key=info.idempotency_key)
+    return token
+
+
+@workflow(name="topology_order")
+def topology_order(n: int) -> dict:
+    workflow.sleep(seconds(0.5))
+    go = workflow.wait_for_signal("go", timeout=minutes(10))
+    delivered = workflow.step(deliver, go["token"], limit="topology-one")
+    return {"n": n, "delivered": delivered}
