@@ -1,42 +1,22 @@
 """The Prometheus alert rules shipped in deploy/prometheus/: valid, and each fires when it
 should and not before (their own promtool unit tests)."""
 
-import shutil
-import subprocess
-
-import pytest
-
+from tests.config.promtool import needs_promtool, promtool
 from tests.support import ROOT
 
 RULES = ROOT / "deploy" / "prometheus"
-promtool = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(
-    promtool is None, reason="promtool comes with Debian's prometheus package (.ci/run installs it)"
-)
 
 
 @needs_promtool
 def test_the_alert_rules_are_valid():
-    done = subprocess.run(
-        [promtool, "check", "rules", "durable-alerts.yml"],
-        cwd=RULES,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = promtool("check", "rules", "durable-alerts.yml", cwd=RULES)
 
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 @needs_promtool
 def test_each_alert_fires_when_it_should_and_not_before():
-    done = subprocess.run(
-        [promtool, "test", "rules", "durable-alerts.test.yml"],
-        cwd=RULES,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = promtool("test", "rules", "durable-alerts.test.yml", cwd=RULES)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "SUCCESS" in done.stdout

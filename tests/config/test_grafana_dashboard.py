@@ -4,8 +4,6 @@ instead of a panel going blank."""
 
 import json
 import re
-import shutil
-import subprocess
 from datetime import timedelta
 
 import pytest
@@ -15,12 +13,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from durable import services
 from durable.runtime import sweep
 from durable.testing import drive
+from tests.config.promtool import needs_promtool, promtool
 from tests.support import ROOT
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "durable.json"
 ALERTS = ROOT / "deploy" / "prometheus" / "durable-alerts.yml"
 TOKEN = "scrape-secret-for-tests"
-promtool = shutil.which("promtool")
 
 # Grafana fills these in before Prometheus sees the query.
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
@@ -118,9 +116,7 @@ def test_the_dashboard_reads_one_prometheus_data_source_chosen_at_import():
     assert [v["name"] for v in dashboard["templating"]["list"]] == ["DS_PROMETHEUS"]
 
 
-@pytest.mark.skipif(
-    promtool is None, reason="promtool comes with Debian's prometheus package (.ci/run installs it)"
-)
+@needs_promtool
 def test_every_query_of_the_dashboard_parses(tmp_path):
     queries = dashboard_queries()
     rules = {
@@ -136,13 +132,7 @@ def test_every_query_of_the_dashboard_parses(tmp_path):
     }
     (tmp_path / "dashboard.yml").write_text(yaml.safe_dump(rules))
 
-    done = subprocess.run(
-        [promtool, "check", "rules", "dashboard.yml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = promtool("check", "rules", "dashboard.yml", cwd=tmp_path)
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"SUCCESS: {len(queries)} rules found" in done.stdout
