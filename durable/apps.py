@@ -4,6 +4,7 @@ Also registers the determinism system check and, in strict mode, the runtime gua
 """
 
 import importlib
+import importlib.util
 
 from django.apps import AppConfig
 from django.utils.module_loading import autodiscover_modules
@@ -25,6 +26,10 @@ class DurableConfig(AppConfig):
         registry.reserve_dedupe_prefix(services.UPDATE_KEY_PREFIX, owner=children.OWNER)
         if strict.enabled():  # before workflow modules import `from time import time` & co.
             strict.install()
+        if importlib.util.find_spec("celery") is not None:
+            # Its receivers carry the trace into every message this process sends: the web
+            # process too, which runs no task and would otherwise never import them.
+            importlib.import_module("durable.tasks")
         autodiscover_modules("workflows")
         for module in conf.workflow_modules():
             importlib.import_module(module)

@@ -75,3 +75,35 @@ def test_the_web_process_installs_a_provider_only_when_an_exporter_is_named(expo
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == provider
+
+
+# The web process as gunicorn loads it, a span open as the webhook's would be, and a task
+# sent by name as the webhook sends the intake: what headers leave with the message?
+HEADERS_THE_WEB_PROCESS_SENDS = """
+import config.wsgi
+from celery.signals import before_task_publish
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+
+sent = {}
+before_task_publish.connect(lambda headers=None, **kw: sent.update(headers or {}), weak=False)
+trace.set_tracer_provider(TracerProvider())
+from config.celery import app
+with trace.get_tracer("test").start_as_current_span("whatsapp.webhook"):
+    app.send_task("durable.test_no_such_task", queue="tracing-test-nobody-consumes")
+print("traceparent" in sent)
+"""
+
+
+def test_the_web_process_sends_its_trace_with_a_task_it_never_imported(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", HEADERS_THE_WEB_PROCESS_SENDS],
+        cwd=ROOT,
+        env=subprocess_env(DURABLE_VAR_DIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "True"
