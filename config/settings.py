@@ -8,6 +8,7 @@ import json
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import unquote
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -154,20 +155,21 @@ def split_hosts(url: str) -> tuple[str, str | None, str | None]:
     to HOST and PORT (None and None for a single host).
     """
     scheme, rest = url.split("://", 1) if "://" in url else ("", url)
-    netloc, slash, tail = rest.partition("/")
+    end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+    netloc, tail = rest[:end], rest[end:]  # the database, the query: after the hosts
     auth, at, hosts = netloc.rpartition("@")
     if "," not in hosts:
         return url, None, None
+    items = hosts.split(",")
     names, ports = [], []
-    for item in hosts.split(","):
+    for item in items:
         name, _, port = item.rpartition(":") if not item.endswith("]") else (item, "", "")
         if not name or name.endswith(":"):  # no port, or a bare IPv6 address
             name, port = item, ""
-        names.append(name.strip("[]"))
+        names.append(unquote(name.strip("[]")))  # a socket directory is percent-encoded
         ports.append(port)
-    first = f"[{names[0]}]" if ":" in names[0] else names[0]
-    first = f"{auth}{at}{first}" + (f":{ports[0]}" if ports[0] else "")
-    return f"{scheme}://{first}{slash}{tail}", ",".join(names), ",".join(ports)
+    first = f"{auth}{at}{items[0]}"  # as written: dj-database-url decodes it itself
+    return f"{scheme}://{first}{tail}", ",".join(names), ",".join(ports)
 
 
 def database_from_env() -> dict:

@@ -85,8 +85,22 @@ SHOW_SERVER = (
             "fd00::1,fd00::2 5432, app None 2",
         ),
         ("postgres://someone@db.invalid:6000/app", "db.invalid 6000 app None 5"),
+        (
+            "postgres://u:p@h1,h2?target_session_attrs=read-write",
+            "h1,h2 ,  read-write 5",
+        ),
+        (
+            "postgres://u@%2Fvar%2Frun%2Fpostgresql,h2:5433/app",
+            "/var/run/postgresql,h2 ,5433 app None 5",
+        ),
     ],
-    ids=["two-hosts-for-the-primary", "ipv6-default-port", "one-host"],
+    ids=[
+        "two-hosts-for-the-primary",
+        "ipv6-default-port",
+        "one-host",
+        "no-database-but-a-query",
+        "a-socket-directory",
+    ],
 )
 def test_a_database_url_may_name_several_hosts_for_libpq_to_try_in_turn(tmp_path, url, shown):
     result = run_python(
