@@ -75,6 +75,23 @@ def settle(run_ids: list[str], sender: SignalSender, title: str, **counts) -> Co
     return totals
 
 
+def later_runs_reach_every_worker(
+    rng: random.Random, *, first: int, after: str, timeout: float = 120
+) -> Counter:
+    """After a fault: 16 new runs complete with every guarantee, and steps of both workers
+    (w0, w1) among them, which only workers still consuming can do."""
+    later = start_runs(16, first=first)
+    sender = SignalSender(later, rng, spread=1.0)
+    sender.start()
+    wait_for_all(later, timeout=timeout)
+    totals = settle(later, sender, f"runs started after {after}")
+    nodes = set(Effect.objects.filter(run_id__in=later).values_list("worker", flat=True))
+    assert {node.split("-")[0] for node in nodes} >= {"w0", "w1"}, (
+        f"after {after} only {sorted(nodes)} ran steps"
+    )
+    return totals
+
+
 def wait_for_all(run_ids: list[str], *, timeout: float, chaos=None) -> None:
     deadline = time.monotonic() + timeout
     while True:

@@ -9,8 +9,12 @@ from django.conf import settings
 from django.db import connection
 
 from durable.tasks import send_advance
-from tests.effects.models import Effect
-from tests.faults.harness import SignalSender, settle, start_chaos, start_runs, wait_for_all
+from tests.faults.harness import (
+    later_runs_reach_every_worker,
+    settle,
+    start_chaos,
+    wait_for_all,
+)
 from tests.workers import PrivateRedis
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -69,16 +73,7 @@ def test_every_worker_keeps_consuming_after_redis_is_restarted_five_times(
     exited = [name for name, proc in celery.procs.items() if proc.poll() is not None]
     assert not exited, f"these Celery processes exited when Redis restarted: {exited}"
 
-    later = start_runs(16, first=100)  # work that only a worker still consuming can do
-    later_sender = SignalSender(later, rng, spread=1.0)
-    later_sender.start()
-    wait_for_all(later, timeout=120)
-    settle(later, later_sender, "runs started after the restarts")
-
-    nodes = set(Effect.objects.filter(run_id__in=later).values_list("worker", flat=True))
-    assert {node.split("-")[0] for node in nodes} >= {"w0", "w1"}, (
-        f"after the restarts only {sorted(nodes)} ran steps"
-    )
+    later_runs_reach_every_worker(rng, first=100, after="the restarts")
 
 
 def rabbitmqctl(*args: str) -> None:

@@ -15,8 +15,12 @@ from django.db import connection
 from django.db.models import Sum
 
 from durable.models import EntryStatus, JournalEntry, RunStatus, WorkflowRun
-from tests.effects.models import Effect
-from tests.faults.harness import SignalSender, settle, start_chaos, start_runs, wait_for_all
+from tests.faults.harness import (
+    later_runs_reach_every_worker,
+    settle,
+    start_chaos,
+    wait_for_all,
+)
 from tests.workers import celery_processes as running_celery
 from tests.workers import wait_until
 
@@ -192,15 +196,7 @@ def test_every_run_completes_once_when_the_default_queues_leader_node_is_killed(
     alive = {name: proc.pid for name, proc in celery.procs.items() if proc.poll() is None}
     assert alive == pids, f"a worker or beat exited instead of reconnecting: {pids} -> {alive}"
 
-    later = start_runs(16, first=1000)  # only workers consuming again can finish these
-    later_sender = SignalSender(later, rng, spread=1.0)
-    later_sender.start()
-    wait_for_all(later, timeout=180)
-    settle(later, later_sender, "runs started after the kill")
-    nodes = set(Effect.objects.filter(run_id__in=later).values_list("worker", flat=True))
-    assert {node.split("-")[0] for node in nodes} >= {"w0", "w1"}, (
-        f"after the kill only {sorted(nodes)} ran steps"
-    )
+    later_runs_reach_every_worker(rng, first=1000, after="the kill", timeout=180)
     print(f"[topology] {victim} restarted and rejoined in {rabbitmq_cluster.start():.1f} s")
 
 
