@@ -1,45 +1,11 @@
 """Count each run's takeovers of an expired lease, for /metrics: a column the claim already
-writes, and partial indexes over the few runs that had one, built on PostgreSQL
-CONCURRENTLY (a deploy with millions of runs keeps advancing them meanwhile)."""
+writes. The database default (0) lets code from before this migration insert runs between
+the migrate and the restart of a rolling upgrade; 0022 builds the indexes."""
 
 from django.db import migrations, models
 
-INDEXES = {
-    "WorkflowRun": models.Index(
-        condition=models.Q(takeovers__gt=0), fields=["workflow_name"], name="durable_run_taken_over"
-    ),
-    "ArchivedRun": models.Index(
-        condition=models.Q(takeovers__gt=0),
-        fields=["workflow_name"],
-        name="durable_archived_taken_over",
-    ),
-}
-
-
-def create(apps, schema_editor):
-    for model_name, index in INDEXES.items():
-        model = apps.get_model("durable", model_name)
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(
-                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index.name} "
-                f"ON {model._meta.db_table} (workflow_name) WHERE takeovers > 0"
-            )
-        else:
-            schema_editor.add_index(model, index)
-
-
-def drop(apps, schema_editor):
-    for model_name, index in INDEXES.items():
-        model = apps.get_model("durable", model_name)
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}")
-        else:
-            schema_editor.remove_index(model, index)
-
 
 class Migration(migrations.Migration):
-    atomic = False  # CREATE INDEX CONCURRENTLY cannot run in a transaction
-
     dependencies = [
         ("durable", "0020_run_created_index"),
     ]
@@ -48,18 +14,11 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="archivedrun",
             name="takeovers",
-            field=models.PositiveIntegerField(default=0),
+            field=models.PositiveIntegerField(default=0, db_default=0),
         ),
         migrations.AddField(
             model_name="workflowrun",
             name="takeovers",
-            field=models.PositiveIntegerField(default=0),
-        ),
-        migrations.SeparateDatabaseAndState(
-            database_operations=[migrations.RunPython(create, drop)],
-            state_operations=[
-                migrations.AddIndex(model_name="archivedrun", index=INDEXES["ArchivedRun"]),
-                migrations.AddIndex(model_name="workflowrun", index=INDEXES["WorkflowRun"]),
-            ],
+            field=models.PositiveIntegerField(default=0, db_default=0),
         ),
     ]

@@ -59,7 +59,7 @@ class ArchivedRun(models.Model):
     advances = models.PositiveIntegerField(_("advances"), default=0)
     # WorkflowRun.takeovers, kept so that durable_lease_takeovers never goes down when the
     # archive takes a run out of the hot table.
-    takeovers = models.PositiveIntegerField(default=0)
+    takeovers = models.PositiveIntegerField(default=0, db_default=0)
     # The parent run's id for a child workflow (WorkflowRun.parent), kept as text: the
     # parent may be hot, archived, or gone. Null where the hot table has no such column.
     parent_id = models.CharField(max_length=255, null=True, blank=True)

@@ -72,7 +72,7 @@ class WorkflowRun(FSMModelMixin, models.Model):
     recovery_position = models.IntegerField(null=True, blank=True)
     # Every takeover of an expired lease in the run's life (never reset): /metrics sums it
     # into durable_lease_takeovers. Counted by the claim's own UPDATE, so it costs no statement.
-    takeovers = models.PositiveIntegerField(default=0)
+    takeovers = models.PositiveIntegerField(default=0, db_default=0)
     # A graceful cancel asked for and not yet finished: {"reason", "actor", "deadline"}.
     cancel_request = models.JSONField(null=True, blank=True)
     # Search attributes the body set (workflow.set_attributes): JSON scalars by name, merged
