@@ -366,6 +366,13 @@ CELERY_TASK_ROUTES = {"durable.sweep": {"queue": DURABLE_SWEEP_QUEUE}}
 
 # --- The durable engine. ---
 DURABLE_DATABASE_POOLER = DATABASE_POOLER
+# System checks an operator has judged, comma-separated: e.g. durable.W401 behind a PgBouncer
+# 1.21+ that keeps prepared statements (max_prepared_statements > 0), which no check can see.
+SILENCED_SYSTEM_CHECKS = [
+    check.strip()
+    for check in os.environ.get("SILENCED_SYSTEM_CHECKS", "").split(",")
+    if check.strip()
+]
 DURABLE_DISPATCHER = os.environ.get("DURABLE_DISPATCHER", "celery")
 DURABLE_LEASE_SECONDS = float(os.environ.get("DURABLE_LEASE_SECONDS", "15"))
 DURABLE_DISPATCH_GRACE_SECONDS = float(os.environ.get("DURABLE_DISPATCH_GRACE_SECONDS", "10"))

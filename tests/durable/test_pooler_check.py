@@ -59,9 +59,17 @@ def test_an_unknown_pooler_is_an_error(settings):
     [
         ({"DATABASE_POOLER": "transaction"}, []),
         ({"DATABASE_POOLER": "transaction", "DATABASE_PREPARED_STATEMENTS": "on"}, ["W401"]),
+        (
+            {
+                "DATABASE_POOLER": "transaction",
+                "DATABASE_PREPARED_STATEMENTS": "on",
+                "SILENCED_SYSTEM_CHECKS": "durable.W401",
+            },
+            [],
+        ),
         ({}, []),
     ],
-    ids=["pooler", "pooler-with-prepared-statements", "no-pooler"],
+    ids=["pooler", "pooler-with-prepared-statements", "weighed-and-silenced", "no-pooler"],
 )
 def test_manage_check_reads_the_pooler_from_the_environment(tmp_path, env, warned):
     result = run_python(
