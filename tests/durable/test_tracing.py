@@ -5,10 +5,10 @@ installed, and the engine runs the same without OpenTelemetry."""
 import pytest
 from opentelemetry import trace
 
-from durable import services
+from durable import Retry, services, workflow
 from durable.models import RunStatus, Signal
 from durable.runtime import tracing
-from durable.testing import drive
+from durable.testing import drive, override_workflow
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +77,23 @@ def test_without_opentelemetry_installed_a_run_completes(monkeypatch):
 
     assert run.status == RunStatus.COMPLETED
     assert run.result == 4
+
+
+def failing_with_a_customers_data():
+    raise ValueError("CPF 123.456.789-09 refused")
+
+
+def test_a_step_that_fails_ends_its_span_in_error_by_type_never_by_message(spans):
+    def body():
+        workflow.step(failing_with_a_customers_data, name="check", retry=Retry(max_attempts=1))
+
+    with override_workflow(body, name="traced_failure"):
+        run = services.run_start("traced_failure", id="traced:3", actor="test")
+        drive(run.id)
+
+    [step] = named(spans, "durable.step")
+    assert step.status.status_code == trace.StatusCode.ERROR
+    assert step.status.description == "ValueError"
+    assert step.attributes["exception.type"] == "ValueError"
+    shown = repr([step.status, step.events, step.attributes])
+    assert "123.456.789-09" not in shown
