@@ -172,6 +172,19 @@ def test_a_line_marked_allow_runs(clock):
     assert run.status == RunStatus.COMPLETED
 
 
+def body_allowed_across_lines():
+    started = dt.now(
+        tz=datetime.UTC,
+    )  # durable: allow (where black and ruff leave a trailing comment of a split call)
+    return started.year > 2000
+
+
+def test_a_call_split_over_lines_is_allowed_by_the_marker_on_its_last_line(clock):
+    run = run_body(body_allowed_across_lines)
+
+    assert run.status == RunStatus.COMPLETED, run.error
+
+
 def test_strict_mode_can_be_turned_off(clock):
     with override_settings(DURABLE_STRICT=False):
         run = run_body(body_time_time)
