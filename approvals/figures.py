@@ -4,7 +4,6 @@ Reads only. Percentiles are the nearest rank: PostgreSQL's percentile_disc there
 rule in Python on SQLite, so both give the same answer.
 """
 
-import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -24,6 +23,7 @@ from approvals.models import (
 )
 from approvals.selectors import sla_age, stale_claim_age
 from durable import clock
+from durable.quantiles import nearest_rank
 
 # (label for the page, Prometheus label, upper bound of the age in hours; None: no bound)
 AGE_BUCKETS = [
@@ -158,15 +158,6 @@ def decisions_per_reviewer(*, superseded_apart: bool = True) -> list[ReviewerTal
     return sorted(tallies.values(), key=lambda tally: (-tally.total, tally.reviewer))
 
 
-def percentile(values: list[float], fraction: float) -> float | None:
-    """Nearest-rank percentile: the smallest value with at least ``fraction`` of them at or
-    below."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)]
-
-
 def weekly_time_to_decision(now: datetime | None = None, weeks: int = WEEKS) -> list[Week]:
     """Time from opening to decision, p50 and p90, per ISO week (Monday, UTC) of the decision,
     for the last ``weeks`` weeks, oldest first; a week with no decision has no percentiles.
@@ -194,7 +185,7 @@ def _weekly_in_python(decided) -> dict[date, Week]:
             (closed_at - created_at).total_seconds()
         )
     return {
-        start: Week(start, len(values), percentile(values, 0.5), percentile(values, 0.9))
+        start: Week(start, len(values), nearest_rank(values, 0.5), nearest_rank(values, 0.9))
         for start, values in durations.items()
     }
 

@@ -12,7 +12,6 @@ primary key, never a time range over an unindexed column of a table that grows f
 
 import hmac
 import logging
-import math
 from datetime import timedelta
 
 from django.db.models import Count, F, Min, OuterRef, Subquery, Sum
@@ -31,6 +30,7 @@ from durable.models import (
     Signal,
     WorkflowRun,
 )
+from durable.quantiles import nearest_rank
 from durable.runtime.sweep import last_sweep
 
 log = logging.getLogger(__name__)
@@ -134,8 +134,9 @@ class DurableCollector:
         now = clock.now()
         for cause, delays in (("signal", signal_delays(now)), ("timer", timer_delays(now))):
             for quantile in QUANTILES:
-                if delays:
-                    latency.add_metric([cause, str(quantile)], nearest_rank(delays, quantile))
+                value = nearest_rank(delays, quantile)
+                if value is not None:  # nothing woke in the window: no series
+                    latency.add_metric([cause, str(quantile)], value)
         yield latency
 
         oldest_due = WorkflowRun.objects.filter(
@@ -214,11 +215,11 @@ def signal_delays(now) -> list[float]:
         .values_list("created_at", "consumed_at", "waited_since")[:LATENCY_ROWS]
     )
     since = now - LATENCY_WINDOW
-    return sorted(
+    return [
         (consumed - arrived).total_seconds()
         for arrived, consumed, waited in newest
         if consumed is not None and consumed >= since and waited is not None and waited <= arrived
-    )
+    ]
 
 
 def timer_delays(now) -> list[float]:
@@ -241,16 +242,11 @@ def timer_delays(now) -> list[float]:
         .values_list("due", "woke")[:LATENCY_ROWS]
     )
     since = now - LATENCY_WINDOW
-    return sorted(
+    return [
         max((woke - due).total_seconds(), 0.0)
         for due, woke in newest
         if due is not None and woke >= since
-    )
-
-
-def nearest_rank(ordered: list[float], quantile: float) -> float:
-    """The nearest-rank quantile of a sorted, non-empty list."""
-    return ordered[max(math.ceil(quantile * len(ordered)) - 1, 0)]
+    ]
 
 
 _app_collectors: list = []

@@ -55,10 +55,6 @@ def test_the_weekly_time_to_decision_gives_the_nearest_rank_p50_and_p90(decided_
     assert (week.decided, week.p50, week.p90) == (3, 4 * 3600, 10 * 3600)
 
 
-def test_the_nearest_rank_percentile_of_ten_values_is_the_ninth_for_p90():
-    assert figures.percentile([float(n) for n in range(1, 11)], 0.9) == 9.0
-
-
 def test_the_backlog_counts_open_cases_by_group_and_age(clock):
     start_routed_case("old", groups=("kyc",))
     clock.advance(days(2))
