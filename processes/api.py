@@ -19,12 +19,12 @@ from drf_spectacular.utils import (
     extend_schema,
     inline_serializer,
 )
-from opentelemetry import trace
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from durable.runtime import tracing
 from processes import conf, signing
 from processes.billing.services import (
     PaymentFieldTooLong,
@@ -184,19 +184,16 @@ class WhatsAppWebhook(SignedWebhook):
     def post(self, request):
         # The trace of a delivery starts here; the intake task, the signals it sends and the
         # advances they cause carry it on (durable.tasks puts it in the messages' headers).
-        with trace.get_tracer(__name__).start_as_current_span("whatsapp.webhook"):
+        with tracing.span("whatsapp.webhook"):
             return super().post(request)
 
     def receive(self, payload, delivery: WebhookDelivery) -> Response:
         """200 as soon as the delivery is stored: a worker stores its messages, applies its
         statuses and routes them, in order (``intake_accept``). Meta retries anything else
         forever; the parts the intake cannot take are quarantined for an operator."""
-        span = trace.get_current_span()
-        if span.is_recording():
+        if tracing.recording():
             messages = sum(part.kind == "message" for part in webhook_parts(payload))
-            span.set_attributes(
-                {"whatsapp.delivery_id": delivery.pk, "whatsapp.message_count": messages}
-            )
+            tracing.note({"whatsapp.delivery_id": delivery.pk, "whatsapp.message_count": messages})
         intake_accept(delivery)
         return Response({"delivery": delivery.pk})
 

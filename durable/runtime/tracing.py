@@ -70,23 +70,28 @@ def _erring_by_type(tracer, name: str, attributes: dict | None):
         try:
             yield current
         except Exception as error:
-            error_by_type(current, error)
+            failed(error)
             raise
 
 
-def error_by_type(current, error: BaseException) -> None:
-    """End ``current`` in error, saying the exception's type and nothing of its text."""
-    current.set_attribute("exception.type", type(error).__qualname__)
-    current.set_status(trace.StatusCode.ERROR, type(error).__name__)
+def recording() -> bool:
+    """A span is current and records: worth computing what ``note`` would add."""
+    return trace is not None and trace.get_current_span().is_recording()
 
 
 def note(attributes: dict) -> None:
     """Add attributes to the current span (what is learnt once the span began)."""
-    if trace is None:
-        return
-    current = trace.get_current_span()
-    if current.is_recording():
-        current.set_attributes(attributes)
+    if recording():
+        trace.get_current_span().set_attributes(attributes)
+
+
+def failed(error: BaseException) -> None:
+    """End the current span in error, saying the exception's type and nothing of its text
+    (for an error caught inside the span, as one that leaves it already is)."""
+    if recording():
+        current = trace.get_current_span()
+        current.set_attribute("exception.type", type(error).__qualname__)
+        current.set_status(trace.StatusCode.ERROR, type(error).__name__)
 
 
 def carried(send: Callable[[], None]) -> Callable[[], None]:

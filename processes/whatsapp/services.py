@@ -15,10 +15,10 @@ from celery import current_app
 from django.core.cache import caches
 from django.db import IntegrityError, transaction
 from django.db.models import F
-from opentelemetry import trace
 
 from durable import clock
 from durable.locks import advisory_xact_lock
+from durable.runtime import tracing
 from processes import conf
 from processes.webhooks.models import WebhookDelivery, WebhookSource
 from processes.webhooks.services import (
@@ -470,19 +470,16 @@ def intake_drain(*, limit: int = INTAKE_BATCH) -> int:
 
 
 def _delivery_process(delivery: WebhookDelivery) -> None:
-    tracer = trace.get_tracer(__name__)
-    with tracer.start_as_current_span(
-        "whatsapp.intake", attributes={"whatsapp.delivery_id": delivery.pk}
-    ) as span:
-        _delivery_apply(delivery, span)
+    with tracing.span("whatsapp.intake", {"whatsapp.delivery_id": delivery.pk}):
+        _delivery_apply(delivery)
     WebhookDelivery.objects.filter(pk=delivery.pk).update(processed_at=clock.now())
 
 
-def _delivery_apply(delivery: WebhookDelivery, span) -> None:
+def _delivery_apply(delivery: WebhookDelivery) -> None:
     try:
         with transaction.atomic():
             receipt = webhook_receive(json.loads(bytes(delivery.body)), delivery=delivery)
-            span.set_attributes(
+            tracing.note(
                 {
                     "whatsapp.message_count": receipt.messages,
                     "whatsapp.new_message_count": len(receipt.new_message_ids),
@@ -492,10 +489,7 @@ def _delivery_apply(delivery: WebhookDelivery, span) -> None:
                 inbound_process(message_id)
     except Exception as exc:  # a bug must not hold up the line: the bytes stay, with the error
         log.exception("WhatsApp delivery %s could not be processed", delivery.pk)
-        # Its type only: the message may quote the customer, and a trace leaves for a
-        # backend that the logs' scrubber never sees.
-        span.set_attribute("exception.type", type(exc).__qualname__)
-        span.set_status(trace.StatusCode.ERROR, type(exc).__name__)
+        tracing.failed(exc)  # its type only: the message may quote the customer
         item_quarantine(
             delivery=delivery,
             where="the body",

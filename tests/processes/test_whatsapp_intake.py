@@ -126,6 +126,24 @@ def test_a_delivery_the_intake_cannot_process_is_kept_with_the_reason_and_the_ne
     assert whatsapp.intake_backlog() == 0
 
 
+def test_a_delivery_the_intake_cannot_process_ends_its_span_in_error_naming_the_type_only(
+    post, on_workers, monkeypatch, spans
+):
+    post(whatsapp_webhook(whatsapp_message("wamid.BROKEN")))
+    monkeypatch.setattr(
+        whatsapp,
+        "webhook_receive",
+        lambda payload, **kw: (_ for _ in ()).throw(RuntimeError("a bug near 5511999990001")),
+    )
+
+    whatsapp.intake_drain()
+
+    [intake] = [span for span in spans.get_finished_spans() if span.name == "whatsapp.intake"]
+    assert intake.status.status_code.name == "ERROR"
+    assert intake.status.description == "RuntimeError"
+    assert "5511999990001" not in repr([intake.status, intake.events, intake.attributes])
+
+
 def test_beat_s_safety_net_processes_a_delivery_whose_task_was_lost(post, on_workers):
     post(whatsapp_webhook(CONTRACT))  # its task never reaches a worker
 
