@@ -10,7 +10,7 @@ and nothing says so: beat "sent" the sweep every tick and none arrived (docs/ope
 "RabbitMQ cluster"). With confirms the rejection comes back as a nack, which Celery's publish
 retry policy treats as a lost connection: it connects again and publishes on a new
 channel, which finds the new leader. A confirm that never comes counts the same after
-``CONFIRM_SECONDS`` (beat's entries carry it, config/celery.py).
+``CONFIRM_SECONDS``, which the scheduler adds to every entry it publishes.
 """
 
 from celery.beat import PersistentScheduler
@@ -30,6 +30,18 @@ class Scheduler(PersistentScheduler):
             return self.app.connection_for_write()
         options = {**self.app.conf.broker_transport_options, "confirm_publish": True}
         return self.app.connection_for_write(transport_options=options)
+
+    def apply_async(self, entry, producer=None, advance=True, **kwargs):
+        entry.options = publish_options(entry.options)
+        return super().apply_async(entry, producer, advance, **kwargs)
+
+
+def publish_options(options: dict) -> dict:
+    """A schedule entry's publish options, with a confirm timeout when beat waits for
+    confirms: every entry, including one added later to the schedule."""
+    if not confirms_publishes():
+        return options
+    return {"confirm_timeout": CONFIRM_SECONDS, **options}
 
 
 def confirms_publishes() -> bool:

@@ -8,7 +8,6 @@ from celery.concurrency.prefork import TaskPool as PreforkPool
 from celery.signals import worker_init, worker_process_init, worker_process_shutdown
 
 from config import tracing
-from config.beat import CONFIRM_SECONDS
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -24,7 +23,6 @@ app.conf.beat_schedule = {
         # No expiry: on its own queue (CELERY_TASK_ROUTES) a sweep waits only for the one
         # before it, and one that waited still does the work due when it runs. Expired
         # sweeps thrown away behind a backlog once left runs unswept for 70 s.
-        "options": {"confirm_timeout": CONFIRM_SECONDS},
     },
 }
 
@@ -41,7 +39,7 @@ app.conf["CELERY_DB_REUSE_MAX"] = 1_000_000
 app.conf.beat_schedule["processes-route-stale-inbound"] = {
     "task": "processes.route_stale_inbound",
     "schedule": 15.0,
-    "options": {"expires": 60, "confirm_timeout": CONFIRM_SECONDS},
+    "options": {"expires": 60},
 }
 
 # Retention (durable archive): one bounded pass per interval; the task does nothing unless
@@ -50,7 +48,7 @@ _retention_every = float(os.environ.get("DURABLE_RETENTION_INTERVAL_SECONDS", "3
 app.conf.beat_schedule["durable-retention"] = {
     "task": "durable.retention",
     "schedule": _retention_every,
-    "options": {"expires": _retention_every, "confirm_timeout": CONFIRM_SECONDS},
+    "options": {"expires": _retention_every},
 }
 
 # The audit chains' heads, appended outside the database (DURABLE_AUDIT_HEADS_SINK): what
@@ -59,7 +57,7 @@ _audit_heads_every = float(os.environ.get("DURABLE_AUDIT_HEADS_INTERVAL_SECONDS"
 app.conf.beat_schedule["durable-audit-heads"] = {
     "task": "durable.audit_heads",
     "schedule": _audit_heads_every,
-    "options": {"expires": _audit_heads_every, "confirm_timeout": CONFIRM_SECONDS},
+    "options": {"expires": _audit_heads_every},
 }
 
 
