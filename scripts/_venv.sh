@@ -15,11 +15,11 @@ esac
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.$REQUIREMENTS.sha256
-# A file's stamp covers the files it includes (-r): changing requirements.txt reinstalls both.
-want=$(cat requirements.txt "$REQUIREMENTS" | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
-  && [ "$(cat .venv/.requirements-dev.txt.sha256 2>/dev/null)" != "$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)" ]; then
+# What is installed, by the hash of the files it came from: requirements-dev.txt includes
+# requirements.txt (-r), so its stamp covers both, and a change to either reinstalls it.
+stamp() { cat requirements.txt "$1" | sha256sum | cut -d' ' -f1; }
+installed() { [ "$(cat ".venv/.$1.sha256" 2>/dev/null)" = "$(stamp "$1")" ]; }
+if ! installed "$REQUIREMENTS" && ! installed requirements-dev.txt; then
   echo "[setup] installing $REQUIREMENTS into .venv (once; pip's log: .venv/install.log)" >&2
   if ! {
     .venv/bin/python -m pip install --disable-pip-version-check --upgrade pip \
@@ -29,5 +29,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] \
     echo "[setup] installing $REQUIREMENTS failed (above; also in .venv/install.log)" >&2
     exit 1
   fi
-  echo "$want" > "$stamp"
+  stamp "$REQUIREMENTS" > ".venv/.$REQUIREMENTS.sha256"
 fi
