@@ -3,6 +3,7 @@ import random
 
 import pytest
 
+from tests.faults.harness import FAULT_TIMINGS
 from tests.workers import celery_processes as running_celery
 
 SEED = int(os.environ.get("FAULT_SEED", "20261130"))
@@ -26,8 +27,6 @@ def chaos_settings(settings):
 def celery_processes(tmp_path, chaos_settings):
     with running_celery(
         tmp_path,
-        DURABLE_LEASE_SECONDS="2",
-        DURABLE_DISPATCH_GRACE_SECONDS="1",
-        DURABLE_SWEEP_INTERVAL_SECONDS="0.5",
+        **FAULT_TIMINGS,
     ) as processes:
         yield processes

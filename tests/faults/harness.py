@@ -12,6 +12,14 @@ from durable import services
 from durable.models import EntryKind, JournalEntry, RunStatus, Signal, WorkflowRun
 from tests.effects.models import Effect
 
+# The workers' and beat's timings under fault: a lease lost is taken over, and a message
+# lost is sent again, within seconds rather than the production defaults' tens of seconds.
+FAULT_TIMINGS = {
+    "DURABLE_LEASE_SECONDS": "2",
+    "DURABLE_DISPATCH_GRACE_SECONDS": "1",
+    "DURABLE_SWEEP_INTERVAL_SECONDS": "0.5",
+}
+
 
 def start_runs(count: int, *, first: int = 0) -> list[str]:
     return [

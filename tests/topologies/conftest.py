@@ -19,6 +19,7 @@ import pytest
 from django.db import connection
 from kombu import Connection, Exchange, Queue
 
+from tests.faults.harness import FAULT_TIMINGS
 from tests.support import ROOT
 from tests.workers import celery_processes
 
@@ -184,8 +185,6 @@ def celery_through_pgbouncer(tmp_path, settings, pgbouncer):
         DATABASE_URL=pgbouncer.url(connection.settings_dict["NAME"]),
         DATABASE_POOLER="transaction",
         PGAPPNAME="durable-through-pgbouncer",
-        DURABLE_LEASE_SECONDS="2",
-        DURABLE_DISPATCH_GRACE_SECONDS="1",
-        DURABLE_SWEEP_INTERVAL_SECONDS="0.5",
+        **FAULT_TIMINGS,
     ) as processes:
         yield processes

@@ -23,6 +23,7 @@ from django.db import InterfaceError, OperationalError, connection
 from durable import services
 from durable.models import EntryStatus, JournalEntry, RunStatus, Signal, WorkflowRun
 from tests.effects.models import Effect
+from tests.faults.harness import FAULT_TIMINGS
 from tests.support import ROOT
 from tests.topologies.workflows import STEPS
 from tests.workers import celery_processes as running_celery
@@ -97,9 +98,7 @@ def celery(tmp_path, settings, failover_database):
         tmp_path,
         DATABASE_URL=URL,
         FAILOVER_MARKS=str(marks),
-        DURABLE_LEASE_SECONDS="2",
-        DURABLE_DISPATCH_GRACE_SECONDS="1",
-        DURABLE_SWEEP_INTERVAL_SECONDS="0.5",
+        **FAULT_TIMINGS,
     ) as processes:
         processes.marks = marks
         yield processes

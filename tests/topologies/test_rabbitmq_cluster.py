@@ -16,6 +16,7 @@ from django.db.models import Sum
 
 from durable.models import EntryStatus, JournalEntry, RunStatus, WorkflowRun
 from tests.faults.harness import (
+    FAULT_TIMINGS,
     later_runs_reach_every_worker,
     settle,
     start_chaos,
@@ -57,9 +58,7 @@ def celery_processes(request, tmp_path, settings, rabbitmq_cluster, victim):
         tmp_path,
         CELERY_BROKER_URL=rabbitmq_cluster.urls_with(victim, first=request.param),
         CELERY_QUEUE_TYPE="quorum",
-        DURABLE_LEASE_SECONDS="2",
-        DURABLE_DISPATCH_GRACE_SECONDS="1",
-        DURABLE_SWEEP_INTERVAL_SECONDS="0.5",
+        **FAULT_TIMINGS,
     ) as processes:
         yield processes
 
