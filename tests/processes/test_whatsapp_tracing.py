@@ -10,7 +10,7 @@ from durable.models import Signal
 from durable.testing import drive
 from processes.onboarding.models import Company
 from processes.webhooks.models import WebhookDelivery
-from tests.processes.conftest import CONTRACT, HELLO, PHONE, whatsapp_webhook
+from tests.processes.conftest import ADDRESS, CONTRACT, HELLO, PHONE, SELFIE, whatsapp_webhook
 from tests.workers import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -79,3 +79,33 @@ def test_a_delivery_is_one_trace_from_the_webhook_to_the_steps_it_ran(
     assert advance.attributes["durable.run_id"] == run_id
     assert advance.attributes["durable.workflow"] == "onboarding"
     assert {step.attributes["durable.run_id"] for step in steps} == {run_id}
+
+
+def test_several_documents_in_one_delivery_are_one_trace_with_a_signal_each(
+    waiting_for_documents, spans, worker, signed_post, settings
+):
+    run_id = waiting_for_documents
+    settings.ONBOARDING_DOCUMENTS_QUIET_SECONDS = 0
+    before = set(Signal.objects.filter(run_id=run_id).values_list("pk", flat=True))
+
+    assert signed_post(whatsapp_webhook(CONTRACT, ADDRESS, SELFIE)).status_code == 200
+    wait_until(
+        lambda: (
+            len(by_name(spans.get_finished_spans(), "durable.signal_send")) >= 3
+            and by_name(spans.get_finished_spans(), "durable.advance")
+        ),
+        timeout=60,
+        message="the intake to signal the three documents and the run to advance",
+    )
+
+    finished = spans.get_finished_spans()
+    [webhook] = by_name(finished, "whatsapp.webhook")
+    [intake] = by_name(finished, "whatsapp.intake")
+    sent = by_name(finished, "durable.signal_send")
+    signals = set(Signal.objects.filter(run_id=run_id).values_list("pk", flat=True)) - before
+    assert webhook.attributes["whatsapp.message_count"] == 3
+    assert intake.attributes["whatsapp.new_message_count"] == 3
+    assert {span.attributes["durable.signal_id"] for span in sent} == signals
+    assert len(signals) == 3
+    assert {span.parent.span_id for span in sent} == {intake.context.span_id}
+    assert {span.context.trace_id for span in finished} == {webhook.context.trace_id}
