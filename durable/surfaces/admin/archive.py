@@ -23,6 +23,7 @@ from durable.surfaces.admin.display import (
     stamp_column,
 )
 from durable.surfaces.admin.rows import audit_row, journal_row
+from durable.surfaces.admin.search import RunSearch
 from durable.templatetags.durable_admin import breakable
 
 VIEW_RUNS_PERMISSION = "durable.view_workflowrun"
@@ -41,7 +42,7 @@ class ArchiveViewPermission:
 
 
 @admin.register(ArchivedRun)
-class ArchivedRunAdmin(ArchiveViewPermission, ReadOnlyAdmin):
+class ArchivedRunAdmin(ArchiveViewPermission, RunSearch, ReadOnlyAdmin):
     list_display = [
         "run_id",
         "workflow",

@@ -36,6 +36,7 @@ from durable.surfaces.admin.display import (
 )
 from durable.surfaces.admin.paging import EstimatedCountPaginator
 from durable.surfaces.admin.rows import audit_row, journal_row
+from durable.surfaces.admin.search import RunSearch
 from durable.surfaces.admin.timeline import timeline_svg
 from durable.surfaces.audit import request_audit
 from durable.templatetags.durable_admin import breakable
@@ -153,7 +154,7 @@ class WorkflowVersionFilter(admin.SimpleListFilter):
 
 
 @admin.register(WorkflowRun)
-class WorkflowRunAdmin(ReadOnlyAdmin):
+class WorkflowRunAdmin(RunSearch, ReadOnlyAdmin):
     list_display = [
         "run_id",
         "workflow",
@@ -165,7 +166,8 @@ class WorkflowRunAdmin(ReadOnlyAdmin):
     ]
     list_filter = ["status", StageFilter, WorkflowNameFilter, WorkflowVersionFilter]
     # attributes_text: the search attributes as JSON text (see get_queryset), so a search
-    # for a CNPJ or a customer's name finds their run.
+    # for a CNPJ or a customer's name finds their run; on PostgreSQL through a trigram
+    # index (search.py).
     search_fields = ["id", "attributes_text"]
     ordering = ["-created_at"]
     list_per_page = 100
