@@ -65,6 +65,28 @@ def test_the_backlog_counts_open_cases_by_group_and_age(clock):
     assert rows == {"kyc": [1, 0, 1, 0], "kyc-senior": [1, 0, 0, 0]}
 
 
+def test_an_age_on_a_buckets_bound_is_counted_in_the_older_bucket(clock):
+    for name in ("a", "b", "c", "d"):
+        start_routed_case(name, groups=("kyc",))
+        clock.advance(HOUR)  # opened 4, 3, 2 and 1 h before the count
+    clock.advance(timedelta(hours=20))  # and now 24, 23, 22, 21 h
+
+    (row,) = figures.backlog()
+
+    assert row.counts == [0, 3, 1, 0]
+
+
+def test_a_case_routed_to_no_group_is_in_the_backlog_of_any_reviewer(clock, settings):
+    settings.APPROVALS_SLA_HOURS = 24
+    start_routed_case("anyone", groups=())
+    clock.advance(days(4))
+    start_routed_case("kyc", groups=("kyc",))
+
+    rows = {row.group: (row.counts, row.past_sla) for row in figures.backlog()}
+
+    assert rows == {figures.ANY_GROUP: ([0, 0, 0, 1], 1), "kyc": ([1, 0, 0, 0], 0)}
+
+
 def test_a_case_open_longer_than_the_sla_is_past_sla(clock, settings):
     settings.APPROVALS_SLA_HOURS = 24
     late = start_routed_case("late", groups=("kyc",))
