@@ -4,7 +4,13 @@ messages (``DURABLE_DISPATCHER = "celery"``)."""
 import logging
 
 from celery import shared_task
-from celery.signals import before_task_publish, task_postrun, task_prerun
+from celery.signals import (
+    before_task_publish,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_init,
+)
 from django.conf import settings
 from django.db import close_old_connections
 
@@ -12,6 +18,7 @@ from durable import conf
 from durable.features import archive, audit_heads, schedules
 from durable.runtime import executor, tracing
 from durable.runtime.priorities import broker_priority
+from durable.runtime.publisher import publisher
 from durable.runtime.store.live import on_live_connection
 from durable.runtime.sweep import sweep_due
 
@@ -83,6 +90,15 @@ def send_advance(
 
 send_advance.takeover_lane = True
 send_advance.priorities = True
+send_advance.background = True  # a web process's callers wait for their commit only
+
+
+@worker_init.connect
+@worker_process_init.connect
+def _send_in_line(**kwargs):
+    """A worker sends its advances in line: before the task that sent them is acknowledged,
+    and from a pool process that may end without running ``atexit`` (publisher.py)."""
+    publisher.in_line = True
 
 
 ENGINE_TASKS = frozenset(

@@ -13,6 +13,7 @@ from pathlib import Path
 import redis
 from django.conf import settings
 
+from durable.runtime.publisher import publisher
 from tests.support import ROOT, subprocess_env
 
 
@@ -158,7 +159,10 @@ def empty_broker() -> None:
 
 @contextmanager
 def celery_processes(log_dir: Path, **env: str):
-    """Workers and beats for one test: their logs are printed if it fails, and none outlives it."""
+    """Workers and beats for one test: their logs are printed if it fails, and none outlives it.
+    The test process's own advances (durable/runtime/publisher.py) are sent before the broker
+    is emptied and before the workers stop: none reaches another test's broker."""
+    publisher.flush()
     empty_broker()
     processes = CeleryProcesses(log_dir, **env)
     try:
@@ -167,6 +171,7 @@ def celery_processes(log_dir: Path, **env: str):
         print(processes.logs())
         raise
     finally:
+        publisher.flush()
         processes.stop()
 
 

@@ -15,7 +15,9 @@ waits for it). It is used only through a sender that says it knows the lane (an 
 passed as ``queue``, and such a sender also takes ``advances``. Any other sender gets such
 a run as the plain advance it always got. A sender with ``priorities = True`` also takes the
 run's ``priority`` (0..9, higher first), for the broker to serve higher first, on every
-message but the lane's.
+message but the lane's. A sender with ``background = True`` (``tasks.send_advance``) is
+called on this process's publisher thread (publisher.py): the caller's call ends at its
+commit, not at the broker's answer.
 """
 
 import functools
@@ -25,6 +27,7 @@ from django.utils.module_loading import import_string
 
 from durable import conf
 from durable.runtime import tracing
+from durable.runtime.publisher import publisher
 
 SHORT_NAMES = {
     "celery": "durable.tasks.send_advance",
@@ -66,7 +69,11 @@ def dispatch(
         options["priority"] = priority
     # The caller's span (a signal sent, a run started) has ended by the commit: the message
     # is sent in its trace all the same, so the advance it causes is its child.
-    transaction.on_commit(tracing.carried(lambda: send(run_id, **options)), robust=True)
+    call = tracing.carried(lambda: send(run_id, **options))
+    if getattr(send, "background", False):
+        transaction.on_commit(lambda: publisher.submit(call), robust=True)
+    else:
+        transaction.on_commit(call, robust=True)
 
 
 @functools.lru_cache(maxsize=8)
