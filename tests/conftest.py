@@ -6,6 +6,7 @@ with ``DURABLE_TEST_REDIS_SERVER=1``; on the embedded defaults they are skipped,
 configuration never starts a service behind a newcomer's back.
 """
 
+import logging
 import os
 import shutil
 from datetime import UTC
@@ -31,6 +32,20 @@ def _fresh_counters():
     testing.dispatch_advances.clear()
     testing.dispatch_priorities.clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_left_as_found():
+    """A test that leaves the root logger at another level (an in-process Celery worker set it
+    to ERROR) silences the warnings every later test reads: it fails, and the level is put
+    back."""
+    root = logging.getLogger()
+    level = root.level
+    yield
+    if root.level != level:
+        changed_to = logging.getLevelName(root.level)
+        root.setLevel(level)
+        pytest.fail(f"the test left the root logger at {changed_to}")
 
 
 @pytest.fixture(scope="session")

@@ -4,9 +4,11 @@ Celery messages' headers and named by the run's and the signal's ids."""
 
 import pytest
 from celery.contrib.testing.worker import start_worker
+from celery.signals import setup_logging
 
 from config.celery import app as celery_app
 from durable.models import Signal
+from durable.runtime.publisher import publisher
 from durable.testing import drive
 from processes.onboarding.models import Company
 from processes.webhooks.models import WebhookDelivery
@@ -25,15 +27,26 @@ def waiting_for_documents(signed_post):
     return run_id
 
 
+def logging_left_as_django_set_it(**kwargs):
+    """A receiver of Celery's setup_logging: with one, Celery leaves logging alone."""
+
+
 @pytest.fixture
-def worker(settings):
+def worker(settings, monkeypatch):
     """A Celery worker in this process, on the configured broker: tasks travel as messages,
-    their headers included, and run in the worker's thread."""
+    their headers included, and run in the worker's thread. It leaves the process as it found
+    it: Celery's own logging setup (the root logger at ERROR) would silence the later tests'
+    warnings, and a worker sends its advances in line (durable/runtime/publisher.py)."""
     settings.DURABLE_DISPATCHER = "celery"
     settings.WHATSAPP_INTAKE = "celery"
+    monkeypatch.setattr(publisher, "in_line", publisher.in_line)  # restored after the test
     celery_app.control.purge()
-    with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=30):
-        yield
+    setup_logging.connect(logging_left_as_django_set_it)
+    try:
+        with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=30):
+            yield
+    finally:
+        setup_logging.disconnect(logging_left_as_django_set_it)
 
 
 def by_name(finished, name: str) -> list:
