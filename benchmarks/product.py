@@ -25,6 +25,7 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -55,6 +56,7 @@ for name in ("DEBUG", "DURABLE_WORKFLOW_MODULES"):
 
 import run_stack  # noqa: E402  (scripts/run_stack.py: the worker commands production uses)
 
+from benchmarks import product_latencies  # noqa: E402
 from benchmarks.database import ensure_database  # noqa: E402
 from benchmarks.report import pct  # noqa: E402
 
@@ -76,15 +78,24 @@ PROGRESS_SECONDS = 15
 
 
 class FakeGraphApi:
-    """``POST /<phone-number-id>/messages`` answered as Meta does; each send recorded with its
-    time."""
+    """``POST /<phone-number-id>/messages`` answered as Meta does, each send recorded with its
+    time; ``GET /<media-id>`` answers the media's URL on a TLS server of its own (the app
+    fetches media over https only), which serves a sample PDF, or PNG for a selfie."""
 
-    def __init__(self):
+    def __init__(self, tls_dir: Path):
         self.sends: list[tuple[float, str, str]] = []  # (time, recipient, first words)
+        self.media_url = ""
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def answer(self, body: bytes, content_type: str = "application/json"):
+                self.send_response(200)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             def do_POST(self):
                 body = json.loads(
@@ -92,28 +103,48 @@ class FakeGraphApi:
                 )
                 text = (body.get("text") or {}).get("body", "")
                 fake.sends.append((time.time(), str(body.get("to", "")), text[:40]))
-                answer = json.dumps(
-                    {
-                        "messaging_product": "whatsapp",
-                        "contacts": [{"wa_id": body.get("to")}],
-                        "messages": [{"id": f"wamid.BENCH.{secrets.token_hex(8)}"}],
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                self.answer(
+                    json.dumps(
+                        {
+                            "messaging_product": "whatsapp",
+                            "contacts": [{"wa_id": body.get("to")}],
+                            "messages": [{"id": f"wamid.BENCH.{secrets.token_hex(8)}"}],
+                        }
+                    ).encode()
+                )
+
+            def do_GET(self):
+                media_id = self.path.strip("/").split("/")[-1]
+                content, mime_type = media_of(media_id)
+                if self.path.startswith("/media/"):
+                    self.answer(content, mime_type)
+                    return
+                meta = {
+                    "url": f"{fake.media_url}/media/{media_id}",
+                    "mime_type": mime_type,
+                    "sha256": hashlib.sha256(content).hexdigest(),
+                    "file_size": len(content),
+                    "id": media_id,
+                }
+                self.answer(json.dumps(meta).encode())
 
             def log_message(self, *args):
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
-        ).start()
+        self.tls = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.certificate = self_signed(tls_dir)
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.certificate, tls_dir / "key.pem")
+        self.tls.socket = context.wrap_socket(self.tls.socket, server_side=True)
+        self.media_host = f"127.0.0.1:{self.tls.server_port}"
+        self.media_url = f"https://{self.media_host}"
+        for server in (self.server, self.tls):
+            server.daemon_threads = True
+            threading.Thread(
+                target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+            ).start()
 
     def greeted(self) -> dict[str, float]:
         """Each recipient's first send (the greeting) and when it arrived."""
@@ -121,6 +152,28 @@ class FakeGraphApi:
         for at, to, _ in list(self.sends):
             first.setdefault(to, at)
         return first
+
+
+def media_of(media_id: str) -> tuple[bytes, str]:
+    from processes.whatsapp.samples import sample_pdf, sample_png
+
+    if "selfie" in media_id:
+        return sample_png(), "image/png"
+    return sample_pdf(media_id), "application/pdf"
+
+
+def self_signed(directory: Path) -> Path:
+    """A certificate for 127.0.0.1 (the workers trust it through SSL_CERT_FILE)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    certificate = directory / "certificate.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"]
+        + ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        + ["-keyout", str(directory / "key.pem"), "-out", str(certificate)],
+        check=True,
+        capture_output=True,
+    )
+    return certificate
 
 
 class Stack:
@@ -177,13 +230,20 @@ class Stack:
         self.start("sweep-worker", celery["sweep-worker"])
         self.start("beat", [*celery["beat"], "--schedule", str(self.log_dir / "beat-schedule")])
 
-    def stop(self):
-        for proc in self.procs.values():
+    def restart_workers(self, **env: str):
+        """The Celery workers and beat again, with ``env`` (gunicorn keeps running)."""
+        self.stop([name for name in self.procs if name != "web"])
+        os.environ.update(env)
+        self.start_workers()
+
+    def stop(self, names: list[str] | None = None):
+        procs = {name: self.procs.pop(name) for name in (names or list(self.procs))}
+        for proc in procs.values():
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        for proc in self.procs.values():
+        for proc in procs.values():
             try:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
@@ -195,8 +255,9 @@ class Stack:
             proc.wait()
 
 
-def delivery(wa_id: str, n: int) -> bytes:
-    message = {
+def delivery(wa_id: str, n: int, messages: list[dict] | None = None) -> bytes:
+    """One signed-to-be delivery from ``wa_id``: ``messages``, or a first text."""
+    text = {
         "from": wa_id,
         "id": f"wamid.SOAK.{n}.{secrets.token_hex(4)}",
         "timestamp": str(int(time.time())),
@@ -216,7 +277,7 @@ def delivery(wa_id: str, n: int) -> bytes:
                                 "messaging_product": "whatsapp",
                                 "metadata": {"phone_number_id": "BENCH"},
                                 "contacts": [{"profile": {"name": f"Cliente {n}"}, "wa_id": wa_id}],
-                                "messages": [message],
+                                "messages": messages or [text],
                             },
                         }
                     ],
@@ -233,10 +294,11 @@ class Poster:
         self.url = url
         self.secret = os.environ["WHATSAPP_APP_SECRET"].encode()
         self.answers: list[tuple[float, int, float]] = []  # (sent at, status, seconds)
+        self.first_post: dict[str, float] = {}  # each number's first delivery: when it began
         self.lock = threading.Lock()
 
-    def post(self, wa_id: str, n: int):
-        body = delivery(wa_id, n)
+    def post(self, wa_id: str, n: int, messages: list[dict] | None = None):
+        body = delivery(wa_id, n, messages)
         signature = "sha256=" + hmac.new(self.secret, body, hashlib.sha256).hexdigest()
         request = urllib.request.Request(
             self.url,
@@ -245,6 +307,8 @@ class Poster:
             headers={"Content-Type": "application/json", "X-Hub-Signature-256": signature},
         )
         began = time.time()
+        with self.lock:
+            self.first_post.setdefault(wa_id, began)
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
                 status = response.status
@@ -375,6 +439,41 @@ def soak(
     }
 
 
+def latencies(poster: Poster, fake: FakeGraphApi, options) -> dict:
+    """What a customer and a reviewer wait for (product_latencies.py), printed as measured."""
+    seconds, found = options.latency_seconds, {}
+
+    def show(name: str, figures: dict):
+        found[name] = figures
+        p50, p99 = figures.get("p50_ms"), figures.get("p99_ms")
+        shown = f"p50 {p50:.0f} ms, p99 {p99:.0f} ms" if p50 is not None else "no figure"
+        print(f"  {name}: {shown} ({figures})", flush=True)
+
+    print(
+        f"latencies: WHATSAPP_SEND_RATE {options.latency_send_rate}/s, "
+        f"{seconds:g} s at each rate ...",
+        flush=True,
+    )
+    for n, rate in enumerate((20, 50)):
+        show(
+            f"greeting at {rate}/s",
+            product_latencies.greeting_at(
+                poster, fake, rate, seconds, 2_000_000 + n * 100_000, timeout=300
+            ),
+        )
+    for n, rate in enumerate((50, 200)):
+        show(
+            f"webhook at {rate}/s",
+            product_latencies.webhook_at(poster, rate, seconds, 3_000_000 + n * 100_000),
+        )
+    product_latencies.wait_for(lambda: backlog() == 0, timeout=600)
+    show(
+        "approval to message",
+        product_latencies.approval_to_message(poster, fake, 40, 4_000_000, timeout=300),
+    )
+    return found
+
+
 def health() -> str:
     return subprocess.run(
         [sys.executable, "manage.py", "durable", "health"],
@@ -402,6 +501,22 @@ def main() -> int:
         default=5.0,
         help="the closed-loop trial of the webhook (its conversations are greeted before the soak)",
     )
+    parser.add_argument(
+        "--latency-seconds",
+        type=float,
+        default=20.0,
+        help="how long each fixed rate of the latency part is offered",
+    )
+    parser.add_argument(
+        "--latency-send-rate",
+        type=int,
+        default=80,
+        help="WHATSAPP_SEND_RATE during the latency part (80/s: a business number's default "
+        "throughput on the Cloud API); the soak keeps the app's default, 20",
+    )
+    parser.add_argument(
+        "--no-soak", action="store_true", help="capacity and latencies only (about 8 minutes)"
+    )
     options = parser.parse_args()
     load_minutes = options.load_minutes or (20.0 if options.soak else 2.0)
     idle_minutes = options.idle_minutes or (20.0 if options.soak else 5.0)
@@ -412,8 +527,16 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     redis.Redis.from_url(os.environ["CELERY_BROKER_URL"]).flushdb()
 
-    fake = FakeGraphApi()
+    fake = FakeGraphApi(ROOT / "var" / "product-bench" / "tls")
     os.environ["WHATSAPP_API_BASE_URL"] = fake.url
+    os.environ["WHATSAPP_MEDIA_HOSTS"] = fake.media_host
+    os.environ["SSL_CERT_FILE"] = str(fake.certificate)  # the workers fetch media over https
+    # Each customer here sends their documents in one delivery: the quiet period (30 s in
+    # production) would only wait for more.
+    os.environ["ONBOARDING_DOCUMENTS_QUIET_SECONDS"] = "1"
+    # Every delivery here is a new customer: the hourly cap on new senders (an abuse guard,
+    # 120 an hour by default) would hold all but the first 120 of them.
+    os.environ["ONBOARDING_NEW_SENDERS_PER_HOUR"] = "100000000"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -446,6 +569,7 @@ def main() -> int:
             f"{capacity['p99_ms']:.0f} ms, {capacity['errors']} errors",
             flush=True,
         )
+        os.environ["WHATSAPP_SEND_RATE"] = str(options.latency_send_rate)
         stack.start_workers()
         began, numbers = time.monotonic(), {f"5521{n:09d}" for n in range(capacity["numbers"])}
         while not numbers <= fake.greeted().keys():
@@ -461,20 +585,28 @@ def main() -> int:
             f"  its {len(numbers)} conversations greeted {took:.0f} s after the workers started",
             flush=True,
         )
-        print(
-            f"soak: {options.rate:.0f}/s for {load_minutes:g} "
-            f"min, then up to {idle_minutes:g} min idle ...",
-            flush=True,
-        )
-        soak_poster = Poster(poster.url)
-        results["soak"] = figures = soak(
-            soak_poster, fake, options.rate, load_minutes * 60, idle_minutes * 60, first=1_000_000
-        )
+        results["latencies"] = latencies(poster, fake, options)
+        if not options.no_soak:
+            stack.restart_workers(WHATSAPP_SEND_RATE="20")
+            print(
+                f"soak: {options.rate:.0f}/s for {load_minutes:g} "
+                f"min, then up to {idle_minutes:g} min idle ...",
+                flush=True,
+            )
+            soak_poster = Poster(poster.url)
+            results["soak"] = soak(
+                soak_poster,
+                fake,
+                options.rate,
+                load_minutes * 60,
+                idle_minutes * 60,
+                first=1_000_000,
+            )
         results["health_after"] = health()
     finally:
         stack.stop()
     print()
-    for key, value in figures.items():
+    for key, value in results.get("soak", {}).items():
         print(f"  {key}: {value:.2f}" if isinstance(value, float) else f"  {key}: {value}")
     print(results["health_after"])
     out = ROOT / "benchmarks" / "results"
@@ -482,7 +614,7 @@ def main() -> int:
     path = out / f"product-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
     path.write_text(json.dumps(results, indent=2))
     print(f"wrote {path.relative_to(ROOT)}")
-    return 0 if figures["all_greeted"] else 1
+    return 0 if results.get("soak", {}).get("all_greeted", True) else 1
 
 
 if __name__ == "__main__":
