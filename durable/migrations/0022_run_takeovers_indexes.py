@@ -5,6 +5,8 @@ invalid index left by a failed build is dropped before it is built again."""
 
 from django.db import migrations, models
 
+from durable.migrations._concurrently import create_index_concurrently
+
 INDEXES = {
     "WorkflowRun": models.Index(
         condition=models.Q(takeovers__gt=0), fields=["workflow_name"], name="durable_run_taken_over"
@@ -21,17 +23,10 @@ def create(apps, schema_editor):
     for model_name, index in INDEXES.items():
         model = apps.get_model("durable", model_name)
         if schema_editor.connection.vendor == "postgresql":
-            with schema_editor.connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT NOT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
-                    [index.name],
-                )
-                invalid = cursor.fetchone()
-            if invalid and invalid[0]:
-                schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}")
-            schema_editor.execute(
-                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index.name} "
-                f"ON {model._meta.db_table} (workflow_name) WHERE takeovers > 0"
+            create_index_concurrently(
+                schema_editor,
+                index.name,
+                f"ON {model._meta.db_table} (workflow_name) WHERE takeovers > 0",
             )
         else:
             schema_editor.add_index(model, index)

@@ -14,6 +14,8 @@ import sys
 
 from django.db import DatabaseError, migrations
 
+from durable.migrations._concurrently import create_index_concurrently
+
 # The expression search.py matches, as it was when these indexes were built: a change there
 # needs a migration of its own (tests/durable/test_admin_search.py sees the index used).
 SEARCH_TEXT = "((id)::text || ' ' || (attributes)::text)"
@@ -35,16 +37,8 @@ def create(apps, schema_editor):
         return
     quote = schema_editor.connection.ops.quote_name
     for name, table in INDEXES.items():
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT NOT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", [name]
-            )
-            invalid = cursor.fetchone()
-        if invalid and invalid[0]:  # a build that failed half-way
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-        schema_editor.execute(
-            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {quote(table)} "
-            f"USING gin ({SEARCH_TEXT} gin_trgm_ops)"
+        create_index_concurrently(
+            schema_editor, name, f"ON {quote(table)} USING gin ({SEARCH_TEXT} gin_trgm_ops)"
         )
 
 

@@ -1,0 +1,19 @@
+"""Index builds for the migrations that must not lock a table of millions of runs (0022, 0023).
+
+The migration loader skips a module whose name starts with an underscore: this one is a
+helper, not a migration.
+"""
+
+
+def create_index_concurrently(schema_editor, name: str, definition: str) -> None:
+    """``CREATE INDEX CONCURRENTLY IF NOT EXISTS <name> <definition>`` on PostgreSQL, in a
+    migration with ``atomic = False``. An invalid index of that name, left by a build that
+    failed half-way, is dropped first: ``IF NOT EXISTS`` alone would keep it, unused."""
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT NOT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", [name]
+        )
+        invalid = cursor.fetchone()
+    if invalid and invalid[0]:
+        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+    schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} {definition}")
