@@ -24,7 +24,7 @@ from approvals.models import (
 )
 from approvals.selectors import sla_age, stale_claim_age
 from durable import clock
-from durable.quantiles import nearest_rank
+from durable.quantiles import nearest_ranks
 
 # (label for the page, Prometheus label, upper bound of the age in hours; None: no bound)
 AGE_BUCKETS = [
@@ -164,17 +164,15 @@ def weekly_time_to_decision(now: datetime | None = None, weeks: int = WEEKS) -> 
     this_monday = now.date() - timedelta(days=now.weekday())
     first = this_monday - timedelta(weeks=weeks - 1)
     since = datetime.combine(first, time.min, tzinfo=UTC)
-    decided = ApprovalRequest.objects.filter(status__in=DECIDED_STATUSES, closed_at__gte=since)
-    found = (
-        _weekly_in_sql(since) if connection.vendor == "postgresql" else _weekly_in_python(decided)
-    )
+    found = _weekly_in_sql(since) if connection.vendor == "postgresql" else _weekly_in_python(since)
     return [
         found.get(first + timedelta(weeks=n), Week(first + timedelta(weeks=n), 0, None, None))
         for n in range(weeks)
     ]
 
 
-def _weekly_in_python(decided) -> dict[date, Week]:
+def _weekly_in_python(since: datetime) -> dict[date, Week]:
+    decided = ApprovalRequest.objects.filter(status__in=DECIDED_STATUSES, closed_at__gte=since)
     durations: dict[date, list[float]] = {}
     for created_at, closed_at in decided.values_list("created_at", "closed_at"):
         closed = closed_at.astimezone(UTC)
@@ -182,7 +180,7 @@ def _weekly_in_python(decided) -> dict[date, Week]:
             (closed_at - created_at).total_seconds()
         )
     return {
-        start: Week(start, len(values), nearest_rank(values, 0.5), nearest_rank(values, 0.9))
+        start: Week(start, len(values), *nearest_ranks(values, 0.5, 0.9))
         for start, values in durations.items()
     }
 

@@ -5,9 +5,10 @@ import math
 from collections.abc import Iterable
 
 
-def nearest_rank(values: Iterable[float], fraction: float) -> float | None:
-    """The smallest value with at least ``fraction`` of them at or below it; None for none."""
+def nearest_ranks(values: Iterable[float], *fractions: float) -> list[float | None]:
+    """For each fraction, the smallest value with at least that fraction of them at or below
+    it (the values sorted once for all); None for each when there are no values."""
     ordered = sorted(values)
     if not ordered:
-        return None
-    return ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)]
+        return [None] * len(fractions)
+    return [ordered[max(math.ceil(fraction * len(ordered)) - 1, 0)] for fraction in fractions]

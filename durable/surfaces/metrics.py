@@ -30,7 +30,7 @@ from durable.models import (
     Signal,
     WorkflowRun,
 )
-from durable.quantiles import nearest_rank
+from durable.quantiles import nearest_ranks
 from durable.runtime.sweep import last_sweep
 
 log = logging.getLogger(__name__)
@@ -133,8 +133,7 @@ class DurableCollector:
         )
         now = clock.now()
         for cause, delays in (("signal", signal_delays(now)), ("timer", timer_delays(now))):
-            for quantile in QUANTILES:
-                value = nearest_rank(delays, quantile)
+            for quantile, value in zip(QUANTILES, nearest_ranks(delays, *QUANTILES)):
                 if value is not None:  # nothing woke in the window: no series
                     latency.add_metric([cause, str(quantile)], value)
         yield latency
