@@ -21,7 +21,6 @@ import logging
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
@@ -64,13 +63,11 @@ class Publisher:
                 messages.task_done()
 
     def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until every message submitted is sent (True), or ``timeout`` seconds (False)."""
-        deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.002)
-        return True
+        """Wait until every message submitted is sent (True), or ``timeout`` seconds (False):
+        ``Queue.join`` with a timeout, which the queue itself does not offer."""
+        done = self._queue.all_tasks_done
+        with done:
+            return done.wait_for(lambda: not self._queue.unfinished_tasks, timeout)
 
 
 publisher = Publisher()

@@ -59,6 +59,34 @@ def test_a_worker_sends_its_advances_before_its_call_returns(
     assert sent == ["publisher:2"]
 
 
+STARTS_AS_A_WORKER = """
+import config.celery  # as `celery -A config` loads the app, then Django with it
+import django
+django.setup()
+from celery import signals
+from durable.runtime.publisher import publisher
+before = publisher.in_line
+getattr(signals, "{signal}").send(sender=None)
+print(before, publisher.in_line)
+"""
+
+
+@pytest.mark.parametrize("signal", ["worker_init", "worker_process_init"])
+def test_a_worker_and_each_of_its_pool_processes_send_in_line_once_started(tmp_path, signal):
+    """What a web process is (a thread sends its messages) until Celery starts a worker in
+    it, as the worker command and each forked pool process do."""
+    result = run_python(
+        "-c",
+        STARTS_AS_A_WORKER.format(signal=signal),
+        var_dir=tmp_path,
+        DJANGO_SETTINGS_MODULE="config.settings",
+        DEBUG="1",
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True"]
+
+
 def test_a_send_that_fails_is_logged_and_the_next_message_still_goes(monkeypatch, caplog):
     monkeypatch.setattr(publisher, "in_line", False)
     sent = []
