@@ -120,11 +120,12 @@ def approval_to_message(poster, fake, customers: int, first: int, timeout: float
         time.sleep(1)
 
     def answered() -> dict[str, float]:
-        return {
-            to: min(at for at, sent_to, _ in fake.sends if sent_to == to and at >= approved)
-            for to, approved in approved_at.items()
-            if any(sent_to == to and at >= approved for at, sent_to, _ in fake.sends)
-        }
+        """Each approved customer's first message after the approval, in one pass."""
+        first: dict[str, float] = {}
+        for at, to, _ in list(fake.sends):
+            if to in approved_at and at >= approved_at[to]:
+                first[to] = min(first.get(to, at), at)
+        return first
 
     wait_for(lambda: len(answered()) == len(approved_at), timeout)
     sent = answered()

@@ -52,7 +52,8 @@ class ArchivedRunAdmin(ArchiveViewPermission, RunSearch, ReadOnlyAdmin):
         "where",
     ]
     list_filter = ["status", "workflow_name", "workflow_version"]
-    search_fields = ["=id", "attributes_text"]
+    # As the live runs' list: a part of the id or of the attributes (search.py).
+    search_fields = ["id", "attributes_text"]
     ordering = ["-finished_at"]
     list_per_page = 100
     show_full_result_count = False
