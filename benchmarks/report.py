@@ -140,6 +140,12 @@ def _targets(r: dict) -> list[tuple[str, str, str]]:
             ),
         )
     )
+    rows.extend(_idle_targets(r))
+    return rows
+
+
+def _idle_targets(r: dict) -> list[tuple[str, str, str]]:
+    rows = []
     idle = _idle_trials(r)
     one = " (1 trial)" if len(idle["resume_vs_empty"]["trials"]) == 1 else ""
     ticks = [t <= 20 for t in idle["sweep_tick"]["trials_p50_ms"]]
@@ -318,6 +324,56 @@ def table(r: dict) -> str:
     return "\n".join(lines)
 
 
+def idle_table(r: dict) -> str:
+    """An idle-scale-only run (``--idle-only``): its figures, the relations' sizes and its
+    two targets."""
+    idle = r["idle"]
+    rows = [("figure", "measured")]
+    rows.append(
+        (
+            f"sweep tick p50, empty / {idle['runs']:,} waiting (ms)",
+            f"{r['sweep_tick_empty']['p50_ms']:.2f} / {idle['sweep_tick']['p50_ms']:.2f}"
+            f" (max {idle['sweep_tick']['max_ms']:.2f})",
+        )
+    )
+    rows.append(
+        (
+            "signal to resume p50, waiting / empty (ms)",
+            _fig(idle["resume_p50_ms"], "{:.1f}")
+            + " / "
+            + _fig(idle["empty_resume_p50_ms"], "{:.1f}"),
+        )
+    )
+    resume = idle["resume_ms"]
+    rows.append(
+        (
+            "signal to resume p95 / p99, waiting (ms)",
+            f"{resume['p95']:.1f} / {resume['p99']:.1f}",
+        )
+    )
+    rows.append(("database size per waiting run", f"{idle['bytes_per_run']:.0f} bytes"))
+    if "create_seconds" in idle:
+        rows.append(("made in (INSERT ... SELECT, vacuum)", f"{idle['create_seconds']:.0f} s"))
+    for table, size in idle.get("sizes", {}).items():
+        rows.append((f"{table}: heap / TOAST", f"{_mib(size['heap'])} / {_mib(size['toast'])}"))
+        for index, used in size["indexes"].items():
+            rows.append((f"  {index}", _mib(used)))
+    rows.append(("worker memory (RSS, all processes)", f"{r['worker_rss_mib']:.0f} MiB"))
+    lines = _columns(rows)
+    lines.append("")
+    lines.append(f"median [min..max] of {r['trials']} trials")
+    lines.append("")
+    rows = _idle_targets(r)
+    if r.get("quick"):
+        rows = [(target, measured, f"{verdict} (smoke)") for target, measured, verdict in rows]
+    lines.extend(_columns([("target (issue 38, item 5)", "measured", "verdict")] + rows))
+    return "\n".join(lines)
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.0f} MiB"
+
+
 def _columns(rows) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
@@ -459,6 +515,9 @@ if __name__ == "__main__":
     for name in sys.argv[1:]:
         path = Path(name)
         run = json.loads(path.read_text())
+        if run.get("idle_only"):
+            print(idle_table(run))
+            continue
         print(table(run))
         path.with_suffix(".svg").write_text(chart_svg(run))
         print(f"\nwrote {path.with_suffix('.svg')}")

@@ -502,7 +502,9 @@ def idle_trials(options, n_idle: int, samples: int) -> dict:
         return {"resume": resume, "tick_ms": ticks}
 
     try:
+        created = time.perf_counter()
         loaded.create(n_idle)
+        create_seconds = time.perf_counter() - created
         taken = alternate(
             {"empty": empty_part, "loaded": loaded_part},
             options.trials,
@@ -511,6 +513,7 @@ def idle_trials(options, n_idle: int, samples: int) -> dict:
         )
         loaded.swap()
         bytes_per_run = database_bytes_per_run(n_idle)
+        sizes = relation_sizes()
         loaded.swap()
     finally:
         loaded.drop()
@@ -532,6 +535,8 @@ def idle_trials(options, n_idle: int, samples: int) -> dict:
         "empty_resume_p50_ms": summary(empty),
         "resume_vs_empty": ratio(idle, empty),
         "bytes_per_run": bytes_per_run,
+        "sizes": sizes,
+        "create_seconds": create_seconds,
     }
 
 
@@ -583,6 +588,30 @@ def database_bytes_per_run(count: int) -> float:
             "pg_total_relation_size('durable_journalentry')"
         )
         return cursor.fetchone()[0] / count
+
+
+def relation_sizes() -> dict:
+    """Bytes of the run tables' heaps, TOAST and each index, by name: what a hundred times as
+    many runs would be planned from (the growth between two idle scales)."""
+    sizes = {}
+    with connection.cursor() as cursor:
+        for table in ("durable_workflowrun", "durable_journalentry"):
+            cursor.execute(
+                "SELECT pg_relation_size(%s::regclass), "
+                "pg_total_relation_size(%s::regclass) - pg_relation_size(%s::regclass) "
+                "- pg_indexes_size(%s::regclass)",
+                [table] * 4,
+            )
+            heap, toast = cursor.fetchone()
+            cursor.execute(
+                # By definition, not name: the loaded set's copies have names of their own.
+                "SELECT substring(pg_get_indexdef(i.indexrelid) from ' USING (.*)$'), "
+                "pg_relation_size(i.indexrelid) "
+                "FROM pg_index i WHERE i.indrelid = %s::regclass ORDER BY 1",
+                [table],
+            )
+            sizes[table] = {"heap": heap, "toast": toast, "indexes": dict(cursor.fetchall())}
+    return sizes
 
 
 def start_peer(python: str, workers: int) -> Peer:
@@ -891,6 +920,11 @@ def main():
         help="parts of a trial, interleaved with the other sides' parts (8; 1 with --quick)",
     )
     parser.add_argument("--idle-runs", type=int, default=None)
+    parser.add_argument(
+        "--idle-only",
+        action="store_true",
+        help="the idle scale alone (with --idle-runs 10000000: the ten million)",
+    )
     options = parser.parse_args()
     options.trials = options.trials or (3 if options.quick else 5)
     options.trial_seconds = 1.0 if options.quick else 8.0
@@ -921,6 +955,9 @@ def main():
         "layouts": {},
     }
     procs = Processes()
+    if options.idle_only:
+        idle_only(options, procs, n_idle, n_idle_signals, results)
+        return
     try:
         print(
             "throughput: plain Celery chain, ours"
@@ -976,13 +1013,44 @@ def main():
 
     print()
     print(report.table(results))
+    path, stamp = save(results)
+    (path.parent / f"{stamp}.svg").write_text(report.chart_svg(results))
+    print(f"\nwrote {path.relative_to(ROOT)} and {stamp}.svg")
+
+
+def idle_only(options, procs: "Processes", n_idle: int, n_idle_signals: int, results: dict):
+    """The idle scale on its own, with the same worker layout and trials as a full run's: the
+    ten million take about as long to make as a whole full run's other measures."""
+    results["idle_only"] = True
+    try:
+        procs.worker(options.workers)
+        procs.beat()
+        procs.wait_ready()
+        results["sweep_tick_empty"] = bench_sweep_tick()
+        print(
+            f"idle scale: {options.trials} trials of {n_idle:,} "
+            "waiting runs against the empty database ...",
+            flush=True,
+        )
+        results["idle"] = idle_trials(options, n_idle, n_idle_signals)
+        results["worker_rss_mib"] = procs.rss_mib()
+        results["machine"]["load_average_after"] = os.getloadavg()
+    finally:
+        procs.stop()
+        reset_database()
+    print()
+    print(report.idle_table(results))
+    path, _ = save(results)
+    print(f"\nwrote {path.relative_to(ROOT)}")
+
+
+def save(results: dict):
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     stamp = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     path = out / f"{stamp}.json"
     path.write_text(json.dumps(results, indent=2))
-    (out / f"{stamp}.svg").write_text(report.chart_svg(results))
-    print(f"\nwrote {path.relative_to(ROOT)} and {stamp}.svg")
+    return path, stamp
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 are called unstable rather than met when the trials disagree."""
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -89,3 +90,45 @@ def test_the_idle_scale_is_called_from_trials_that_alternate_with_the_empty_data
     assert close["sweep tick <= 20 ms (1,000,000 waiting)"] == "met (3 trials)"
     assert slow["signal to resume within 20% of empty (1,000,000 waiting)"] == "missed"
     assert "110% of empty" in table
+
+
+def test_an_idle_scale_run_alone_prints_its_figures_every_relation_size_and_its_two_targets():
+    def trials(*p50s):
+        return report.summary(list(p50s))
+
+    run = {
+        "idle_only": True,
+        "quick": False,
+        "trials": 3,
+        "sweep_tick_empty": {"p50_ms": 0.9, "max_ms": 2.0},
+        "worker_rss_mib": 480.0,
+        "idle": {
+            "runs": 10_000_000,
+            "sweep_tick": {"p50_ms": 1.9, "max_ms": 4.0, "trials_p50_ms": [1.8, 1.9, 25.0]},
+            "resume_ms": {"p50": 4.5, "p95": 5.5, "p99": 6.5},
+            "bytes_per_run": 812.0,
+            "create_seconds": 600.0,
+            "sizes": {
+                "durable_workflowrun": {
+                    "heap": 3 * 2**30,
+                    "toast": 0,
+                    "indexes": {"btree (wake_at) WHERE (wake_at IS NOT NULL)": 300 * 2**20},
+                }
+            },
+            "resume_p50_ms": trials(4.4, 4.5, 4.6),
+            "empty_resume_p50_ms": trials(4.0, 4.1, 4.2),
+            "resume_vs_empty": report.ratio([4.4, 4.5, 4.6], [4.0, 4.1, 4.2]),
+        },
+    }
+
+    table = report.idle_table(run)
+
+    assert "10,000,000 waiting" in table
+    assert "durable_workflowrun: heap / TOAST" in table
+    assert "3,072 MiB / 0 MiB" in table
+    assert re.search(r"btree \(wake_at\) WHERE \(wake_at IS NOT NULL\) +300 MiB", table)
+    assert "made in (INSERT ... SELECT, vacuum)" in table
+    # One trial's tick over 20 ms: the tick is not called met on the other two.
+    assert "sweep tick <= 20 ms (10,000,000 waiting)" in table
+    assert "unstable" in table.split("sweep tick <= 20 ms")[1].splitlines()[0]
+    assert re.search(r"within 20% of empty \(10,000,000 waiting\) +110% +met", table)
