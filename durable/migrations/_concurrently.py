@@ -1,4 +1,5 @@
-"""Index builds for the migrations that must not lock a table of millions of runs (0022, 0023).
+"""Index builds for the migrations that must not lock a table of millions of rows (durable
+0022 and 0023, processes 0021).
 
 The migration loader skips a module whose name starts with an underscore: this one is a
 helper, not a migration.

@@ -29,9 +29,9 @@ def applications_per_number_per_day() -> int:
 def new_sender_refusal() -> str:
     """Why a message from an unknown number may not create its company now ('' if it may)."""
     cap = new_senders_per_hour()
-    if (
-        Company.objects.filter(created_at__gte=timezone.now() - HOUR).count() >= cap
-    ):  # auto_now_add's clock
+    # Counted up to the cap, from the index on created_at: the same answer, and a hot hour
+    # of new senders costs no more than a quiet one (auto_now_add's clock).
+    if Company.objects.filter(created_at__gte=timezone.now() - HOUR)[:cap].count() >= cap:
         return (
             f"held: {cap} new senders in the last hour "
             "(ONBOARDING_NEW_SENDERS_PER_HOUR); routed again later"

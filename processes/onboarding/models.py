@@ -92,13 +92,15 @@ class Company(models.Model):
                 name="company_has_a_whatsapp_identity",
             ),
         ]
-        # Every message's sender is looked up by its user id among the former ones too.
+        # Every message's sender is looked up by its user id among the former ones too; the
+        # hourly cap on new senders counts the companies of the last hour (admission.py).
         indexes = [
             models.Index(
                 fields=["former_user_id"],
                 name="company_former_user_id",
                 condition=~Q(former_user_id=""),
-            )
+            ),
+            models.Index(fields=["created_at"], name="company_created_at"),
         ]
 
     def __str__(self):

@@ -4,8 +4,11 @@ and routed once the window has room (processes/onboarding/admission.py)."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from processes.onboarding import admission
 from processes.onboarding.models import Company
 from processes.whatsapp.models import InboundMessage, InboundStatus
 from processes.whatsapp.services import inbound_route_stale
@@ -98,3 +101,24 @@ def test_the_sweep_routes_a_lost_message_before_the_held_ones(signed_post, setti
 
     assert InboundMessage.objects.get(pk=lost.pk).status == InboundStatus.KEPT
     assert InboundMessage.objects.filter(status=InboundStatus.RECEIVED).count() == 2
+
+
+def test_the_hourly_count_of_new_senders_stops_at_the_cap_and_reads_an_index(settings):
+    """It runs at every message from an unknown number: a busy hour must cost no more than a
+    quiet one, and a table of many companies must not be scanned whole."""
+    settings.ONBOARDING_NEW_SENDERS_PER_HOUR = 2
+    for n in range(3):
+        Company.objects.create(wa_id=f"55119000{n:05d}")
+
+    with CaptureQueriesContext(connection) as queries:
+        refusal = admission.new_sender_refusal()
+
+    assert refusal.startswith("held: 2 new senders in the last hour")
+    (count,) = [q["sql"] for q in queries.captured_queries if "COUNT" in q["sql"]]
+    assert "LIMIT 2" in count
+    if connection.vendor == "postgresql":
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")  # the table here is tiny
+            cursor.execute("EXPLAIN " + count)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "company_created_at" in plan
