@@ -5,6 +5,8 @@ The migration loader skips a module whose name starts with an underscore: this o
 helper, not a migration.
 """
 
+from django.db import migrations
+
 
 def create_index_concurrently(schema_editor, name: str, definition: str) -> None:
     """``CREATE INDEX CONCURRENTLY IF NOT EXISTS <name> <definition>`` on PostgreSQL, in a
@@ -18,3 +20,26 @@ def create_index_concurrently(schema_editor, name: str, definition: str) -> None
     if invalid and invalid[0]:
         schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
     schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} {definition}")
+
+
+def add_index_concurrently(app_label: str, model_name: str, index, definition: str):
+    """The operation that adds ``index`` to the model and builds it: on PostgreSQL
+    CONCURRENTLY from ``definition`` (``ON <table> (...)``), elsewhere as Django would. Its
+    migration needs ``atomic = False``."""
+
+    def create(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            create_index_concurrently(schema_editor, index.name, definition)
+        else:
+            schema_editor.add_index(apps.get_model(app_label, model_name), index)
+
+    def drop(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}")
+        else:
+            schema_editor.remove_index(apps.get_model(app_label, model_name), index)
+
+    return migrations.SeparateDatabaseAndState(
+        database_operations=[migrations.RunPython(create, drop)],
+        state_operations=[migrations.AddIndex(model_name=model_name.lower(), index=index)],
+    )

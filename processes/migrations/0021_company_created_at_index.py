@@ -5,27 +5,7 @@ keeps taking messages meanwhile."""
 
 from django.db import migrations, models
 
-from durable.migrations._concurrently import create_index_concurrently
-
-INDEX = models.Index(fields=["created_at"], name="company_created_at")
-
-
-def create(apps, schema_editor):
-    model = apps.get_model("processes", "Company")
-    if schema_editor.connection.vendor == "postgresql":
-        create_index_concurrently(
-            schema_editor, INDEX.name, f"ON {model._meta.db_table} (created_at)"
-        )
-    else:
-        schema_editor.add_index(model, INDEX)
-
-
-def drop(apps, schema_editor):
-    model = apps.get_model("processes", "Company")
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {INDEX.name}")
-    else:
-        schema_editor.remove_index(model, INDEX)
+from durable.migrations._concurrently import add_index_concurrently
 
 
 class Migration(migrations.Migration):
@@ -36,8 +16,10 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            database_operations=[migrations.RunPython(create, drop)],
-            state_operations=[migrations.AddIndex(model_name="company", index=INDEX)],
+        add_index_concurrently(
+            "processes",
+            "Company",
+            models.Index(fields=["created_at"], name="company_created_at"),
+            "ON processes_company (created_at)",
         ),
     ]

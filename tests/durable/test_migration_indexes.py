@@ -1,6 +1,6 @@
-"""Indexes a migration builds CONCURRENTLY on PostgreSQL (durable 0022, 0023): a build that
-failed half-way leaves an invalid index, which the next run of the migration builds again
-rather than keeping it because its name exists."""
+"""Indexes a migration builds CONCURRENTLY on PostgreSQL (durable 0022, 0023, processes
+0021): a build that failed half-way leaves an invalid index, which the next run of the
+migration builds again rather than keeping it because its name exists."""
 
 import pytest
 from django.db import connection
@@ -49,3 +49,8 @@ def test_a_valid_index_is_left_as_it_is_and_a_missing_one_is_built(probe):
         create_index_concurrently(editor, probe, DEFINITION)
 
     assert valid(probe) is True
+
+
+def test_a_migration_through_the_helper_leaves_its_index_built_and_valid():
+    # processes 0021 (add_index_concurrently), as every test database migrated it
+    assert valid("company_created_at") is True
