@@ -999,14 +999,7 @@ def main():
         late = bench_timer_lateness(n_timers, rng)
         results["timer_lateness_s"] = {"p50": pct(late, 50), "p99": pct(late, 99)}
 
-        print(
-            f"idle scale: {options.trials} trials of {n_idle} "
-            "waiting runs against the empty database ...",
-            flush=True,
-        )
-        results["idle"] = idle_trials(options, n_idle, n_idle_signals)
-        results["worker_rss_mib"] = procs.rss_mib()
-        results["machine"]["load_average_after"] = os.getloadavg()
+        idle_part(options, procs, n_idle, n_idle_signals, results)
     finally:
         procs.stop()
         reset_database()
@@ -1027,14 +1020,7 @@ def idle_only(options, procs: "Processes", n_idle: int, n_idle_signals: int, res
         procs.beat()
         procs.wait_ready()
         results["sweep_tick_empty"] = bench_sweep_tick()
-        print(
-            f"idle scale: {options.trials} trials of {n_idle:,} "
-            "waiting runs against the empty database ...",
-            flush=True,
-        )
-        results["idle"] = idle_trials(options, n_idle, n_idle_signals)
-        results["worker_rss_mib"] = procs.rss_mib()
-        results["machine"]["load_average_after"] = os.getloadavg()
+        idle_part(options, procs, n_idle, n_idle_signals, results)
     finally:
         procs.stop()
         reset_database()
@@ -1042,6 +1028,18 @@ def idle_only(options, procs: "Processes", n_idle: int, n_idle_signals: int, res
     print(report.idle_table(results))
     path, _ = save(results)
     print(f"\nwrote {path.relative_to(ROOT)}")
+
+
+def idle_part(options, procs: "Processes", n_idle: int, n_idle_signals: int, results: dict):
+    """The idle scale, the last measure of a run, and the figures read at its end."""
+    print(
+        f"idle scale: {options.trials} trials of {n_idle:,} "
+        "waiting runs against the empty database ...",
+        flush=True,
+    )
+    results["idle"] = idle_trials(options, n_idle, n_idle_signals)
+    results["worker_rss_mib"] = procs.rss_mib()
+    results["machine"]["load_average_after"] = os.getloadavg()
 
 
 def save(results: dict):
