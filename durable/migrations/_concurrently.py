@@ -5,8 +5,6 @@ The migration loader skips a module whose name starts with an underscore: this o
 helper, not a migration.
 """
 
-from django.db import migrations
-
 
 def create_index_concurrently(schema_editor, name: str, definition: str) -> None:
     """``CREATE INDEX CONCURRENTLY IF NOT EXISTS <name> <definition>`` on PostgreSQL, in a
@@ -22,24 +20,19 @@ def create_index_concurrently(schema_editor, name: str, definition: str) -> None
     schema_editor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} {definition}")
 
 
-def add_index_concurrently(app_label: str, model_name: str, index, definition: str):
-    """The operation that adds ``index`` to the model and builds it: on PostgreSQL
-    CONCURRENTLY from ``definition`` (``ON <table> (...)``), elsewhere as Django would. Its
-    migration needs ``atomic = False``."""
+def add_index(apps, schema_editor, app_label: str, model_name: str, index, definition: str):
+    """Build ``index`` for a migration's RunPython: on PostgreSQL CONCURRENTLY from
+    ``definition`` (``ON <table> (...)``), elsewhere as Django would. The migration keeps its
+    own top-level functions calling this one, so that it can still be squashed."""
+    if schema_editor.connection.vendor == "postgresql":
+        create_index_concurrently(schema_editor, index.name, definition)
+    else:
+        schema_editor.add_index(apps.get_model(app_label, model_name), index)
 
-    def create(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            create_index_concurrently(schema_editor, index.name, definition)
-        else:
-            schema_editor.add_index(apps.get_model(app_label, model_name), index)
 
-    def drop(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}")
-        else:
-            schema_editor.remove_index(apps.get_model(app_label, model_name), index)
-
-    return migrations.SeparateDatabaseAndState(
-        database_operations=[migrations.RunPython(create, drop)],
-        state_operations=[migrations.AddIndex(model_name=model_name.lower(), index=index)],
-    )
+def remove_index(apps, schema_editor, app_label: str, model_name: str, index):
+    """The reverse of ``add_index``."""
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}")
+    else:
+        schema_editor.remove_index(apps.get_model(app_label, model_name), index)

@@ -5,7 +5,19 @@ keeps taking messages meanwhile."""
 
 from django.db import migrations, models
 
-from durable.migrations._concurrently import add_index_concurrently
+from durable.migrations import _concurrently
+
+INDEX = models.Index(fields=["created_at"], name="company_created_at")
+
+
+def create(apps, schema_editor):
+    _concurrently.add_index(
+        apps, schema_editor, "processes", "Company", INDEX, "ON processes_company (created_at)"
+    )
+
+
+def drop(apps, schema_editor):
+    _concurrently.remove_index(apps, schema_editor, "processes", "Company", INDEX)
 
 
 class Migration(migrations.Migration):
@@ -16,10 +28,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        add_index_concurrently(
-            "processes",
-            "Company",
-            models.Index(fields=["created_at"], name="company_created_at"),
-            "ON processes_company (created_at)",
+        migrations.SeparateDatabaseAndState(
+            database_operations=[migrations.RunPython(create, drop)],
+            state_operations=[migrations.AddIndex(model_name="company", index=INDEX)],
         ),
     ]

@@ -31,7 +31,8 @@ def new_sender_refusal() -> str:
     cap = new_senders_per_hour()
     # Counted up to the cap, from the index on created_at: the same answer, and a hot hour
     # of new senders costs no more than a quiet one (auto_now_add's clock).
-    if Company.objects.filter(created_at__gte=timezone.now() - HOUR)[:cap].count() >= cap:
+    recent = Company.objects.filter(created_at__gte=timezone.now() - HOUR)
+    if cap <= 0 or recent[:cap].count() >= cap:
         return (
             f"held: {cap} new senders in the last hour "
             "(ONBOARDING_NEW_SENDERS_PER_HOUR); routed again later"

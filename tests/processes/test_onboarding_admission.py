@@ -122,3 +122,10 @@ def test_the_hourly_count_of_new_senders_stops_at_the_cap_and_reads_an_index(set
             cursor.execute("EXPLAIN " + count)
             plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "company_created_at" in plan
+
+
+@pytest.mark.parametrize("cap", [0, -1])
+def test_a_cap_of_zero_or_less_holds_every_new_sender(settings, cap):
+    settings.ONBOARDING_NEW_SENDERS_PER_HOUR = cap
+
+    assert admission.new_sender_refusal().startswith(f"held: {cap} new senders")
