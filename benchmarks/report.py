@@ -355,7 +355,9 @@ def idle_table(r: dict) -> str:
     if "create_seconds" in idle:
         rows.append(("made in (INSERT ... SELECT, vacuum)", f"{idle['create_seconds']:.0f} s"))
     for table, size in idle.get("sizes", {}).items():
-        rows.append((f"{table}: heap / TOAST", f"{_mib(size['heap'])} / {_mib(size['toast'])}"))
+        rows.append(
+            (f"{table}: heap / TOAST and maps", f"{_mib(size['heap'])} / {_mib(size['toast'])}")
+        )
         for index, used in size["indexes"].items():
             rows.append((f"  {index}", _mib(used)))
     rows.append(("worker memory (RSS, all processes)", f"{r['worker_rss_mib']:.0f} MiB"))

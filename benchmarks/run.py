@@ -591,8 +591,9 @@ def database_bytes_per_run(count: int) -> float:
 
 
 def relation_sizes() -> dict:
-    """Bytes of the run tables' heaps, TOAST and each index, by name: what a hundred times as
-    many runs would be planned from (the growth between two idle scales)."""
+    """Bytes of the run tables' heaps, of the rest of each table ("toast": its TOAST table and
+    the heap's free-space and visibility maps) and of each index, by definition: what a
+    hundred times as many runs would be planned from (the growth between two idle scales)."""
     sizes = {}
     with connection.cursor() as cursor:
         for table in ("durable_workflowrun", "durable_journalentry"):

@@ -124,7 +124,7 @@ def test_an_idle_scale_run_alone_prints_its_figures_every_relation_size_and_its_
     table = report.idle_table(run)
 
     assert "10,000,000 waiting" in table
-    assert "durable_workflowrun: heap / TOAST" in table
+    assert "durable_workflowrun: heap / TOAST and maps" in table
     assert "3,072 MiB / 0 MiB" in table
     assert re.search(r"btree \(wake_at\) WHERE \(wake_at IS NOT NULL\) +300 MiB", table)
     assert "made in (INSERT ... SELECT, vacuum)" in table
