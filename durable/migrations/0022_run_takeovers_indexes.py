@@ -5,7 +5,7 @@ invalid index left by a failed build is dropped before it is built again."""
 
 from django.db import migrations, models
 
-from durable.migrations._concurrently import create_index_concurrently
+from durable.migrations import _concurrently
 
 INDEXES = {
     "WorkflowRun": models.Index(
@@ -21,24 +21,12 @@ INDEXES = {
 
 def create(apps, schema_editor):
     for model_name, index in INDEXES.items():
-        model = apps.get_model("durable", model_name)
-        if schema_editor.connection.vendor == "postgresql":
-            create_index_concurrently(
-                schema_editor,
-                index.name,
-                f"ON {model._meta.db_table} (workflow_name) WHERE takeovers > 0",
-            )
-        else:
-            schema_editor.add_index(model, index)
+        _concurrently.add_index(apps, schema_editor, "durable", model_name, index)
 
 
 def drop(apps, schema_editor):
     for model_name, index in INDEXES.items():
-        model = apps.get_model("durable", model_name)
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}")
-        else:
-            schema_editor.remove_index(model, index)
+        _concurrently.remove_index(apps, schema_editor, "durable", model_name, index)
 
 
 class Migration(migrations.Migration):

@@ -11,9 +11,7 @@ INDEX = models.Index(fields=["created_at"], name="company_created_at")
 
 
 def create(apps, schema_editor):
-    _concurrently.add_index(
-        apps, schema_editor, "processes", "Company", INDEX, "ON processes_company (created_at)"
-    )
+    _concurrently.add_index(apps, schema_editor, "processes", "Company", INDEX)
 
 
 def drop(apps, schema_editor):
