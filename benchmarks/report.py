@@ -68,10 +68,13 @@ def verdict(met: bool, *evidence: dict, per_trial: list[bool] | None = None) -> 
 def targets(r: dict) -> list[tuple[str, str, str]]:
     """Issue 17's targets, as (target, measured, verdict); peer targets need --peers. A --quick
     run's verdicts are marked smoke: too few, too short trials to call a target met."""
-    rows = _targets(r)
-    if r.get("quick"):
-        rows = [(target, measured, f"{verdict} (smoke)") for target, measured, verdict in rows]
-    return rows
+    return _smoke_marked(r, _targets(r))
+
+
+def _smoke_marked(r: dict, rows: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    if not r.get("quick"):
+        return rows
+    return [(target, measured, f"{verdict} (smoke)") for target, measured, verdict in rows]
 
 
 def _targets(r: dict) -> list[tuple[str, str, str]]:
@@ -365,9 +368,7 @@ def idle_table(r: dict) -> str:
     lines.append("")
     lines.append(f"median [min..max] of {r['trials']} trials")
     lines.append("")
-    rows = _idle_targets(r)
-    if r.get("quick"):
-        rows = [(target, measured, f"{verdict} (smoke)") for target, measured, verdict in rows]
+    rows = _smoke_marked(r, _idle_targets(r))
     lines.extend(_columns([("target (issue 38, item 5)", "measured", "verdict")] + rows))
     return "\n".join(lines)
 

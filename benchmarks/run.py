@@ -940,6 +940,8 @@ def main():
     peer_python = os.environ.get("BENCH_PEERS_PYTHON") if options.peers else None
     if options.peers and not peer_python:
         parser.error("--peers needs the peers' virtualenv: run it through ./scripts/bench")
+    if options.idle_only and (options.peers or options.profile):
+        parser.error("--idle-only measures ours alone: no --peers or --profile")
 
     drop_stale_loaded_tables()
     call_command("migrate", verbosity=0)
